@@ -1,0 +1,101 @@
+//! Device ids and current-device helpers.
+
+use crate::driver::{check, ensure_context, ensure_driver, make_primary_current};
+use crate::error::{Error, Result};
+use cudarc::driver::sys;
+
+/// A CUDA device ordinal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DeviceId(pub i32);
+
+impl DeviceId {
+    /// The device of the context current on this thread (device 0 when none is current, as with
+    /// the runtime).
+    pub fn current() -> Result<DeviceId> {
+        ensure_context()?;
+        let mut dev: sys::CUdevice = 0;
+        // SAFETY: a context is current; dev is a valid out pointer.
+        check(unsafe { sys::cuCtxGetDevice(&mut dev) }, "cuCtxGetDevice")?;
+        Ok(DeviceId(dev))
+    }
+
+    /// The ordinal.
+    pub fn value(self) -> i32 {
+        self.0
+    }
+}
+
+/// The number of CUDA devices.
+pub fn device_count() -> Result<usize> {
+    ensure_driver()?;
+    let mut n = 0;
+    // SAFETY: the driver is initialised; n is a valid out pointer.
+    check(unsafe { sys::cuDeviceGetCount(&mut n) }, "cuDeviceGetCount")?;
+    Ok(n.max(0) as usize)
+}
+
+/// Makes `device` current on this thread (`cudaSetDevice`).
+pub fn set_current_device(device: DeviceId) -> Result<()> {
+    let count = device_count()?;
+    if device.0 < 0 || device.0 as usize >= count {
+        return Err(Error::InvalidArgument(format!(
+            "device {} does not exist; this machine has {count} device(s)",
+            device.0
+        )));
+    }
+    make_primary_current(device.0)
+}
+
+/// Runs `f` with `device` current and restores the previous device afterwards, like RMM's
+/// `cuda_set_device_raii`.
+pub fn with_device<T>(device: DeviceId, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    let previous = DeviceId::current()?;
+    if previous == device {
+        return f();
+    }
+    set_current_device(device)?;
+    let out = f();
+    set_current_device(previous)?;
+    out
+}
+
+/// `(free, total)` bytes of the current device.
+pub fn available_device_memory() -> Result<(usize, usize)> {
+    ensure_context()?;
+    let (mut free, mut total) = (0usize, 0usize);
+    // SAFETY: a context is current; the out pointers are valid.
+    check(unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) }, "cuMemGetInfo")?;
+    Ok((free, total))
+}
+
+/// `pct` percent of the current device's free memory, rounded down to a multiple of 256: the usual
+/// way to size a pool's initial allocation.
+pub fn percent_of_free_device_memory(pct: u32) -> Result<usize> {
+    if pct > 100 {
+        return Err(Error::InvalidArgument(format!("percent {pct} is above 100")));
+    }
+    let (free, _) = available_device_memory()?;
+    Ok(percent_of(free, pct))
+}
+
+fn percent_of(free: usize, pct: u32) -> usize {
+    let bytes = (free as u128 * pct as u128 / 100) as usize;
+    bytes & !(crate::DEFAULT_ALIGNMENT - 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percent_rounds_down_to_256() {
+        assert_eq!(percent_of(1000, 50), 256);
+        assert_eq!(percent_of(1 << 30, 100), 1 << 30);
+        assert_eq!(percent_of(12345, 0), 0);
+    }
+
+    #[test]
+    fn percent_above_100_is_rejected_before_any_cuda_call() {
+        assert!(matches!(percent_of_free_device_memory(101), Err(Error::InvalidArgument(_))));
+    }
+}

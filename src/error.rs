@@ -1,0 +1,125 @@
+//! The one error type of the crate.
+//!
+//! Every fallible operation returns [`Result`]. Messages say what happened and what to do about it,
+//! because they reach users unchanged (as `what()` of a C++ exception through the bridge).
+
+use std::fmt;
+
+/// Why a free was refused. The resource is left exactly as it was before the call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Misuse {
+    /// The pointer lies in this resource's free memory: it was freed already.
+    DoubleFree { ptr: usize },
+    /// The pointer was never handed out by this resource.
+    UnknownPointer { ptr: usize },
+    /// The pointer lies inside a live block but is not its start.
+    InteriorPointer { ptr: usize, block_start: usize },
+    /// The size given to `deallocate` differs from the size given to `allocate`.
+    WrongSize { ptr: usize, allocated: usize, given: usize },
+    /// Memory was still handed out from a resource that is being torn down or reset.
+    Outstanding { allocations: usize, bytes: usize },
+}
+
+/// The state of a pool at the moment an allocation failed, so the user can tell fragmentation
+/// (much free, small largest block) from exhaustion (little free).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PoolState {
+    /// Bytes taken from the upstream.
+    pub pool_size: usize,
+    /// Bytes of those that are free.
+    pub free_bytes: usize,
+    /// The largest free block on any stream.
+    pub largest_free_block: usize,
+}
+
+/// Errors of every resource, adaptor and helper in this crate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    /// No memory could be found for `requested` bytes. `pool` is set when a pool refused.
+    OutOfMemory { requested: usize, pool: Option<PoolState>, reason: String },
+    /// Alignment must be a power of two no larger than the resource's maximum.
+    BadAlignment { alignment: usize, max: usize },
+    /// An argument is out of range; the message names it.
+    InvalidArgument(String),
+    /// A CUDA driver call failed.
+    Cuda { call: &'static str, code: u32, name: String },
+    /// The CUDA driver library (`libcuda.so.1`) could not be loaded, or there is no device.
+    NoDriver(String),
+    /// The caller broke the resource contract; nothing was changed.
+    Misuse(Misuse),
+    /// A file (for example a log) could not be opened or written.
+    Io { path: String, message: String },
+}
+
+/// Shorthand used throughout the crate.
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    /// An out-of-memory error with no pool state.
+    pub fn out_of_memory(requested: usize, reason: impl Into<String>) -> Self {
+        Error::OutOfMemory { requested, pool: None, reason: reason.into() }
+    }
+
+    /// True for [`Error::OutOfMemory`], the one error that a retry after freeing memory can fix.
+    pub fn is_out_of_memory(&self) -> bool {
+        matches!(self, Error::OutOfMemory { .. })
+    }
+}
+
+impl fmt::Display for Misuse {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Misuse::DoubleFree { ptr } => {
+                write!(f, "double free: {ptr:#x} is already free in this resource")
+            }
+            Misuse::UnknownPointer { ptr } => write!(
+                f,
+                "unknown pointer: {ptr:#x} was not allocated by this resource (freed through the wrong resource?)"
+            ),
+            Misuse::InteriorPointer { ptr, block_start } => write!(
+                f,
+                "interior pointer: {ptr:#x} points inside the block that starts at {block_start:#x}; free the start"
+            ),
+            Misuse::WrongSize { ptr, allocated, given } => write!(
+                f,
+                "wrong size: {ptr:#x} was allocated with {allocated} bytes but freed with {given}"
+            ),
+            Misuse::Outstanding { allocations, bytes } => write!(
+                f,
+                "{allocations} allocations ({bytes} bytes) are still outstanding; free them first"
+            ),
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::OutOfMemory { requested, pool: Some(p), reason } => write!(
+                f,
+                "out of memory: cannot allocate {requested} bytes ({reason}); pool size {}, free {}, largest free block {}",
+                p.pool_size, p.free_bytes, p.largest_free_block
+            ),
+            Error::OutOfMemory { requested, pool: None, reason } => {
+                write!(f, "out of memory: cannot allocate {requested} bytes ({reason})")
+            }
+            Error::BadAlignment { alignment, max } => write!(
+                f,
+                "bad alignment {alignment}: must be a power of two no larger than {max}"
+            ),
+            Error::InvalidArgument(msg) => write!(f, "invalid argument: {msg}"),
+            Error::Cuda { call, code, name } => write!(f, "CUDA error in {call}: {name} ({code})"),
+            Error::NoDriver(msg) => write!(f, "no CUDA driver: {msg}"),
+            Error::Misuse(m) => write!(f, "misuse: {m}"),
+            Error::Io { path, message } => write!(f, "cannot write {path}: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<Misuse> for Error {
+    fn from(m: Misuse) -> Self {
+        Error::Misuse(m)
+    }
+}

@@ -1,0 +1,87 @@
+//! Host memory from the global allocator: the upstream the pool and adaptors are tested on without a
+//! GPU, and a plain host resource in its own right.
+
+use crate::error::{Error, Misuse, Result};
+use crate::resource::{effective_alignment, same_type, MemoryResource};
+use crate::stream::CudaStreamView;
+use parking_lot::Mutex;
+use std::alloc::{alloc, dealloc, Layout};
+use std::collections::HashMap;
+
+/// Host memory from Rust's global allocator. It remembers every live allocation, so a bad free is a
+/// [`Misuse`] error rather than undefined behaviour.
+#[derive(Debug, Default)]
+pub struct HostMemoryResource {
+    live: Mutex<HashMap<usize, Layout>>,
+}
+
+impl HostMemoryResource {
+    /// A new resource with nothing allocated.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// `(count, bytes)` of the allocations not yet freed.
+    pub fn outstanding(&self) -> (usize, usize) {
+        let live = self.live.lock();
+        (live.len(), live.values().map(|l| l.size()).sum())
+    }
+}
+
+impl MemoryResource for HostMemoryResource {
+    fn allocate(&self, bytes: usize, alignment: usize, _stream: CudaStreamView) -> Result<*mut u8> {
+        let align = effective_alignment(alignment)?;
+        if bytes == 0 {
+            return Ok(std::ptr::null_mut());
+        }
+        let layout = Layout::from_size_align(bytes, align)
+            .map_err(|_| Error::out_of_memory(bytes, "size overflows the address space"))?;
+        // SAFETY: layout has a non-zero size.
+        let p = unsafe { alloc(layout) };
+        if p.is_null() {
+            return Err(Error::out_of_memory(bytes, "the host allocator returned null"));
+        }
+        self.live.lock().insert(p as usize, layout);
+        Ok(p)
+    }
+
+    fn deallocate(&self, ptr: *mut u8, bytes: usize, _alignment: usize, _stream: CudaStreamView) -> Result<()> {
+        if ptr.is_null() {
+            return Ok(());
+        }
+        let mut live = self.live.lock();
+        let layout = match live.get(&(ptr as usize)) {
+            Some(l) => *l,
+            None => return Err(Misuse::UnknownPointer { ptr: ptr as usize }.into()),
+        };
+        if layout.size() != bytes {
+            return Err(Misuse::WrongSize { ptr: ptr as usize, allocated: layout.size(), given: bytes }.into());
+        }
+        live.remove(&(ptr as usize));
+        // SAFETY: ptr came from `alloc(layout)` and was live until the line above removed it.
+        unsafe { dealloc(ptr, layout) };
+        Ok(())
+    }
+
+    fn is_equal(&self, other: &dyn MemoryResource) -> bool {
+        // Stateful: only the same instance can free what it handed out.
+        std::ptr::addr_eq(self as *const Self, other as *const dyn MemoryResource) && same_type::<Self>(other)
+    }
+
+    fn is_device_accessible(&self) -> bool {
+        false
+    }
+
+    fn is_host_accessible(&self) -> bool {
+        true
+    }
+}
+
+impl Drop for HostMemoryResource {
+    fn drop(&mut self) {
+        for (addr, layout) in self.live.get_mut().drain() {
+            // SAFETY: every entry is a live allocation made with exactly this layout.
+            unsafe { dealloc(addr as *mut u8, layout) };
+        }
+    }
+}

@@ -1,0 +1,118 @@
+//! The memory resource trait and the resources built on it.
+//!
+//! A resource hands out memory in stream order: a block returned by `allocate(bytes, align, s)` may be
+//! used by work enqueued on `s` after the call, and a block passed to `deallocate(.., s)` may be reused
+//! once the work enqueued on `s` before the call has finished.
+
+use crate::error::{Error, Result};
+use crate::stream::CudaStreamView;
+use std::any::Any;
+use std::sync::Arc;
+
+pub mod cuda;
+pub mod cuda_async;
+pub mod host;
+pub mod managed;
+pub mod pinned_host;
+pub mod pool;
+
+//pub use cuda::CudaMemoryResource;
+//pub use cuda_async::CudaAsyncMemoryResource;
+pub use host::HostMemoryResource;
+//pub use managed::ManagedMemoryResource;
+//pub use pinned_host::PinnedHostMemoryResource;
+//pub use pool::PoolMemoryResource;
+
+/// Alignment every resource guarantees when asked for less (RMM's `CUDA_ALLOCATION_ALIGNMENT`).
+pub const DEFAULT_ALIGNMENT: usize = 256;
+
+/// The largest alignment the resources of this crate accept.
+pub const MAX_ALIGNMENT: usize = 1 << 30;
+
+/// A stream-ordered memory resource.
+///
+/// Contract for callers: free a block with the same size and alignment it was allocated with, on a
+/// stream whose work ordering makes the block's last use finish first. Resources detect a broken
+/// contract where they can and return [`Error::Misuse`] without changing any state.
+///
+/// Zero-byte requests return a null pointer without touching any upstream, and freeing a null
+/// pointer is a no-op.
+pub trait MemoryResource: Any + Send + Sync {
+    /// Allocates `bytes` aligned to `alignment` (a power of two; values below 256 give 256), usable
+    /// by work on `stream` enqueued after this call.
+    fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8>;
+
+    /// Returns a block; it is reused only after the work on `stream` enqueued before this call.
+    fn deallocate(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<()>;
+
+    /// Allocates for use on the legacy default stream (RMM's `allocate_sync`).
+    fn allocate_sync(&self, bytes: usize, alignment: usize) -> Result<*mut u8> {
+        self.allocate(bytes, alignment, CudaStreamView::DEFAULT)
+    }
+
+    /// Frees on the legacy default stream (RMM's `deallocate_sync`).
+    fn deallocate_sync(&self, ptr: *mut u8, bytes: usize, alignment: usize) -> Result<()> {
+        self.deallocate(ptr, bytes, alignment, CudaStreamView::DEFAULT)
+    }
+
+    /// True when memory from `self` may be freed through `other` and the other way round. The
+    /// default is identity; stateless resources compare equal to every instance of their type.
+    fn is_equal(&self, other: &dyn MemoryResource) -> bool {
+        std::ptr::addr_eq(self as *const Self, other as *const dyn MemoryResource)
+    }
+
+    /// Whether kernels may access the memory.
+    fn is_device_accessible(&self) -> bool {
+        true
+    }
+
+    /// Whether host code may access the memory.
+    fn is_host_accessible(&self) -> bool {
+        false
+    }
+}
+
+/// A shared, type-erased resource: what the per-device table stores and what adaptors may share.
+pub type SharedResource = Arc<dyn MemoryResource>;
+
+impl<R: MemoryResource + ?Sized> MemoryResource for Arc<R> {
+    fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
+        (**self).allocate(bytes, alignment, stream)
+    }
+    fn deallocate(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<()> {
+        (**self).deallocate(ptr, bytes, alignment, stream)
+    }
+    fn allocate_sync(&self, bytes: usize, alignment: usize) -> Result<*mut u8> {
+        (**self).allocate_sync(bytes, alignment)
+    }
+    fn deallocate_sync(&self, ptr: *mut u8, bytes: usize, alignment: usize) -> Result<()> {
+        (**self).deallocate_sync(ptr, bytes, alignment)
+    }
+    fn is_equal(&self, other: &dyn MemoryResource) -> bool {
+        // Two handles to one resource are equal; otherwise the inner resource decides.
+        match (other as &dyn Any).downcast_ref::<Arc<R>>() {
+            Some(o) if Arc::ptr_eq(self, o) => true,
+            _ => (**self).is_equal(other),
+        }
+    }
+    fn is_device_accessible(&self) -> bool {
+        (**self).is_device_accessible()
+    }
+    fn is_host_accessible(&self) -> bool {
+        (**self).is_host_accessible()
+    }
+}
+
+/// Checks an alignment argument and returns the effective alignment (at least 256).
+pub fn effective_alignment(alignment: usize) -> Result<usize> {
+    if alignment != 0 && alignment.is_power_of_two() && alignment <= MAX_ALIGNMENT {
+        Ok(alignment.max(DEFAULT_ALIGNMENT))
+    } else {
+        Err(Error::BadAlignment { alignment, max: MAX_ALIGNMENT })
+    }
+}
+
+/// True when `other` is of type `T`: the equality of stateless resources.
+pub fn same_type<T: MemoryResource>(other: &dyn MemoryResource) -> bool {
+    (other as &dyn Any).is::<T>()
+}

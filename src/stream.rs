@@ -1,0 +1,100 @@
+//! Streams: a non-owning view ([`CudaStreamView`]) and an owning stream ([`CudaStream`]).
+
+use crate::driver::{check, ensure_context};
+use crate::error::Result;
+use cudarc::driver::sys;
+
+/// A non-owning, copyable view of a CUDA stream: the legacy default stream, the per-thread default
+/// stream, or any `CUstream`/`cudaStream_t` created elsewhere.
+///
+/// A view is only a handle value; the stream it names must outlive the work that uses it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct CudaStreamView(usize);
+
+// The special handles of the CUDA API (`cudaStreamLegacy`, `cudaStreamPerThread`).
+const LEGACY_HANDLE: usize = 0x1;
+const PER_THREAD_HANDLE: usize = 0x2;
+
+impl CudaStreamView {
+    /// The legacy default stream (handle 0).
+    pub const DEFAULT: CudaStreamView = CudaStreamView(0);
+    /// The per-thread default stream (`cudaStreamPerThread`).
+    pub const PER_THREAD: CudaStreamView = CudaStreamView(PER_THREAD_HANDLE);
+
+    /// A view of a raw handle (`CUstream` or `cudaStream_t`; they are the same type).
+    pub fn from_raw(stream: sys::CUstream) -> Self {
+        CudaStreamView(stream as usize)
+    }
+
+    /// A view of a handle given as an integer (as it crosses FFI boundaries).
+    pub const fn from_handle(handle: usize) -> Self {
+        CudaStreamView(handle)
+    }
+
+    /// The raw handle.
+    pub fn as_raw(self) -> sys::CUstream {
+        self.0 as sys::CUstream
+    }
+
+    /// The handle as an integer.
+    pub const fn handle(self) -> usize {
+        self.0
+    }
+
+    /// True for the legacy default stream, named either by 0 or by `cudaStreamLegacy`.
+    pub const fn is_default(self) -> bool {
+        self.0 == 0 || self.0 == LEGACY_HANDLE
+    }
+
+    /// True for the per-thread default stream.
+    pub const fn is_per_thread_default(self) -> bool {
+        self.0 == PER_THREAD_HANDLE
+    }
+
+    /// Blocks until all work on the stream has finished.
+    pub fn synchronize(self) -> Result<()> {
+        ensure_context()?;
+        // SAFETY: the driver is loaded and a context is current; an invalid handle is reported by
+        // the driver as an error, not undefined behaviour, for handles that once were valid.
+        check(unsafe { sys::cuStreamSynchronize(self.as_raw()) }, "cuStreamSynchronize")
+    }
+}
+
+/// An owned CUDA stream, created non-blocking (it does not synchronise with the legacy default
+/// stream), destroyed on drop.
+#[derive(Debug)]
+pub struct CudaStream {
+    handle: usize,
+}
+
+impl CudaStream {
+    /// Creates a non-blocking stream on the current device.
+    pub fn new() -> Result<Self> {
+        ensure_context()?;
+        let mut s: sys::CUstream = std::ptr::null_mut();
+        // SAFETY: a context is current; s is a valid out pointer.
+        check(
+            unsafe { sys::cuStreamCreate(&mut s, sys::CUstream_flags_enum::CU_STREAM_NON_BLOCKING as u32) },
+            "cuStreamCreate",
+        )?;
+        Ok(CudaStream { handle: s as usize })
+    }
+
+    /// A view of this stream, valid while `self` lives.
+    pub fn view(&self) -> CudaStreamView {
+        CudaStreamView(self.handle)
+    }
+
+    /// Blocks until all work on the stream has finished.
+    pub fn synchronize(&self) -> Result<()> {
+        self.view().synchronize()
+    }
+}
+
+impl Drop for CudaStream {
+    fn drop(&mut self) {
+        // SAFETY: the handle was created by cuStreamCreate and is destroyed once. Pending work still
+        // completes; the driver releases the stream afterwards. An error here has nobody to go to.
+        let _ = unsafe { sys::cuStreamDestroy_v2(self.handle as sys::CUstream) };
+    }
+}

@@ -1,0 +1,151 @@
+//! Shared test kit: a seeded RNG, a shadow model of live blocks, and a random-trace driver that
+//! checks every step against the model.
+#![allow(dead_code)]
+
+use rmm::{CudaStreamView, MemoryResource};
+use std::collections::BTreeMap;
+
+/// SplitMix64: small, fast, and reproducible from a printed seed.
+#[derive(Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in `0..n` (n > 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        ((self.next_u64() as u128 * n as u128) >> 64) as usize
+    }
+    /// Log-uniform in `lo..=hi`.
+    pub fn log_uniform(&mut self, lo: usize, hi: usize) -> usize {
+        let (a, b) = ((lo as f64).ln(), (hi as f64).ln());
+        let u = (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+        ((a + (b - a) * u).exp() as usize).clamp(lo, hi)
+    }
+}
+
+/// The seed for a randomized test: `RMM_TEST_SEED` if set, else a fixed default. Printed so that a
+/// failure can be replayed.
+pub fn seed(test: &str, default: u64) -> u64 {
+    let s = std::env::var("RMM_TEST_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(default);
+    println!("{test}: seed {s} (replay with RMM_TEST_SEED={s})");
+    s
+}
+
+/// Live blocks by start address; checks alignment and that no two live blocks overlap.
+#[derive(Default)]
+pub struct Model {
+    live: BTreeMap<usize, usize>,
+    pub live_bytes: usize,
+}
+
+impl Model {
+    pub fn insert(&mut self, ptr: *mut u8, bytes: usize, alignment: usize) {
+        let p = ptr as usize;
+        assert!(!ptr.is_null(), "allocation of {bytes} bytes returned null");
+        assert_eq!(p % alignment.max(256), 0, "{p:#x} is not {}-aligned", alignment.max(256));
+        if let Some((&q, &qs)) = self.live.range(..=p).next_back() {
+            assert!(q + qs <= p, "block {p:#x}+{bytes} overlaps live block {q:#x}+{qs}");
+        }
+        if let Some((&q, _)) = self.live.range(p..).next() {
+            assert!(p + bytes <= q, "block {p:#x}+{bytes} overlaps live block at {q:#x}");
+        }
+        self.live.insert(p, bytes);
+        self.live_bytes += bytes;
+    }
+    pub fn remove(&mut self, ptr: *mut u8) -> usize {
+        let bytes = self.live.remove(&(ptr as usize)).expect("freeing a block the model does not know");
+        self.live_bytes -= bytes;
+        bytes
+    }
+    pub fn len(&self) -> usize {
+        self.live.len()
+    }
+}
+
+/// A live block as the driver keeps it.
+#[derive(Clone, Copy)]
+pub struct Live {
+    pub ptr: *mut u8,
+    pub bytes: usize,
+    pub alignment: usize,
+}
+
+/// Parameters of a random trace.
+pub struct Trace {
+    pub ops: usize,
+    pub max_live: usize,
+    pub min_size: usize,
+    pub max_size: usize,
+    pub streams: Vec<CudaStreamView>,
+    /// Probability (percent) of allocating when below `max_live`.
+    pub alloc_pct: usize,
+    /// Also use alignments above 256 now and then.
+    pub big_alignments: bool,
+}
+
+impl Default for Trace {
+    fn default() -> Self {
+        Trace {
+            ops: 100_000,
+            max_live: 1000,
+            min_size: 1,
+            max_size: 1 << 20,
+            streams: vec![CudaStreamView::DEFAULT],
+            alloc_pct: 55,
+            big_alignments: false,
+        }
+    }
+}
+
+/// Runs a random allocate/free trace on `r`, checking every result against a [`Model`], and calls
+/// `after_step(model)` after each operation (statistics checks go there). Frees everything at the end.
+/// Out-of-memory errors are allowed (they are counted and returned) when `allow_oom` is true.
+pub fn run_trace<R: MemoryResource + ?Sized>(
+    r: &R,
+    t: &Trace,
+    rng: &mut Rng,
+    allow_oom: bool,
+    mut after_step: impl FnMut(&Model),
+) -> usize {
+    let mut model = Model::default();
+    let mut live: Vec<Live> = Vec::with_capacity(t.max_live);
+    let mut ooms = 0;
+    for _ in 0..t.ops {
+        let stream = t.streams[rng.below(t.streams.len())];
+        let allocate = live.len() < t.max_live && (live.is_empty() || rng.below(100) < t.alloc_pct);
+        if allocate {
+            let bytes = rng.log_uniform(t.min_size, t.max_size);
+            let alignment = if t.big_alignments && rng.below(16) == 0 { 256 << rng.below(5) } else { 256 };
+            match r.allocate(bytes, alignment, stream) {
+                Ok(ptr) => {
+                    model.insert(ptr, bytes, alignment);
+                    live.push(Live { ptr, bytes, alignment });
+                }
+                Err(e) if allow_oom && e.is_out_of_memory() => ooms += 1,
+                Err(e) => panic!("allocate({bytes}, {alignment}) failed: {e}"),
+            }
+        } else {
+            let i = rng.below(live.len());
+            let b = live.swap_remove(i);
+            model.remove(b.ptr);
+            r.deallocate(b.ptr, b.bytes, b.alignment, stream)
+                .unwrap_or_else(|e| panic!("deallocate({:p}, {}) failed: {e}", b.ptr, b.bytes));
+        }
+        after_step(&model);
+    }
+    for b in live.drain(..) {
+        model.remove(b.ptr);
+        r.deallocate(b.ptr, b.bytes, b.alignment, t.streams[0]).expect("final free failed");
+        after_step(&model);
+    }
+    ooms
+}
