@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 pub mod cuda;
 pub mod cuda_async;
+mod cuda_event_order;
 pub mod host;
 pub mod managed;
 pub mod pinned_host;
@@ -21,7 +22,8 @@ pub mod pool;
 pub use host::HostMemoryResource;
 //pub use managed::ManagedMemoryResource;
 //pub use pinned_host::PinnedHostMemoryResource;
-//pub use pool::PoolMemoryResource;
+pub use pool::PoolMemoryResource;
+pub use cuda_event_order::CudaEventOrder;
 
 /// Alignment every resource guarantees when asked for less (RMM's `CUDA_ALLOCATION_ALIGNMENT`).
 pub const DEFAULT_ALIGNMENT: usize = 256;
