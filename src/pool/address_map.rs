@@ -31,5 +31,6 @@ impl Hasher for AddressHasher {
     }
 }
 
-/// Maps the start address of each allocated block to its record.
-pub(crate) type AddressMap = HashMap<usize, BlockId, BuildHasherDefault<AddressHasher>>;
+/// Maps the start address of each allocated block to its record and the bytes the user asked for
+/// (kept here, not in the block, so block records stay 32 bytes).
+pub(crate) type AddressMap = HashMap<usize, (BlockId, usize), BuildHasherDefault<AddressHasher>>;

@@ -8,34 +8,39 @@
 pub(crate) type BlockId = u32;
 pub(crate) const NIL: BlockId = u32::MAX;
 
-/// One range of a chunk, free or handed out.
-#[derive(Debug, Clone)]
+/// One range of a chunk, free or handed out. 32 bytes, so two share a cache line.
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Block {
     pub addr: usize,
-    /// Bytes, a multiple of 256.
-    pub size: usize,
+    /// Size in 256-byte units (a block is at most [`MAX_BLOCK_BYTES`]).
+    pub units: u32,
     pub prev_phys: BlockId,
     pub next_phys: BlockId,
     /// Links in a free list (only meaningful while free).
     pub prev_free: BlockId,
     pub next_free: BlockId,
-    /// The stream slot whose free lists hold this block (only meaningful while free).
+    /// The stream slot whose free lists hold this block, or `ALLOCATED`.
     pub stream: u32,
-    /// Bytes the user asked for while allocated; `FREE` while free.
-    pub requested: usize,
 }
 
-/// `requested` of a free block.
-pub(crate) const FREE: usize = usize::MAX;
+/// `stream` of a block that is handed out.
+pub(crate) const ALLOCATED: u32 = u32::MAX;
+
+/// The largest block, and so the largest chunk, a pool keeps: 1 TiB less one granule.
+pub const MAX_BLOCK_BYTES: usize = (u32::MAX as usize) << 8;
 
 impl Block {
     #[inline]
     pub fn is_free(&self) -> bool {
-        self.requested == FREE
+        self.stream != ALLOCATED
+    }
+    #[inline]
+    pub fn size(&self) -> usize {
+        (self.units as usize) << 8
     }
     #[inline]
     pub fn end(&self) -> usize {
-        self.addr + self.size
+        self.addr + self.size()
     }
 }
 
@@ -62,7 +67,7 @@ impl BlockTable {
     /// Gives a record's slot back.
     #[inline]
     pub fn remove(&mut self, id: BlockId) {
-        self.blocks[id as usize].size = 0;
+        self.blocks[id as usize].units = 0;
         self.vacant.push(id);
     }
 
@@ -76,8 +81,8 @@ impl BlockTable {
         &mut self.blocks[id as usize]
     }
 
-    /// Live records (those not vacant), for the cold paths that scan.
+    /// Live records (those not vacant; a vacant record has 0 units), for the cold paths that scan.
     pub fn iter_live(&self) -> impl Iterator<Item = (BlockId, &Block)> {
-        self.blocks.iter().enumerate().filter(|(_, b)| b.size != 0).map(|(i, b)| (i as BlockId, b))
+        self.blocks.iter().enumerate().filter(|(_, b)| b.units != 0).map(|(i, b)| (i as BlockId, b))
     }
 }

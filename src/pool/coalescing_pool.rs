@@ -10,8 +10,8 @@
 //!   the other's, because each may still be in use by work on its own stream.
 
 use super::address_map::AddressMap;
-use super::block::{Block, BlockId, BlockTable, FREE, NIL};
-use super::size_class::{map_ceil, map_floor, Class, ClassBitmap, FL_COUNT, MAX_UNITS, SL_COUNT};
+use super::block::{Block, BlockId, BlockTable, ALLOCATED, MAX_BLOCK_BYTES, NIL};
+use super::size_class::{map_ceil, map_floor, Class, ClassBitmap, FL_COUNT, SL_COUNT};
 use super::stream_order::StreamKey;
 use crate::error::{Misuse, PoolState};
 use std::collections::hash_map::Entry;
@@ -59,7 +59,7 @@ pub struct CoalescingPool {
 #[inline]
 pub fn rounded_size(bytes: usize) -> Option<usize> {
     let size = bytes.checked_add(GRANULE - 1)? & !(GRANULE - 1);
-    (size >> GRANULE_SHIFT <= MAX_UNITS).then_some(size)
+    (size <= MAX_BLOCK_BYTES).then_some(size)
 }
 
 /// The bytes to search for so that an `align`-aligned block of `size` can be cut out of it.
@@ -104,20 +104,20 @@ impl CoalescingPool {
     }
 
     /// Adds a range taken from the upstream as one free block on `slot`. `addr` and `size` must be
-    /// multiples of 256 and the range must not overlap any chunk already added.
+    /// multiples of 256, `size` at most [`MAX_BLOCK_BYTES`], and the range must not overlap any
+    /// chunk already added.
     pub fn add_chunk(&mut self, addr: usize, size: usize, slot: usize) {
-        debug_assert!(addr % GRANULE == 0 && size % GRANULE == 0 && size > 0);
+        debug_assert!(addr % GRANULE == 0 && size % GRANULE == 0 && size > 0 && size <= MAX_BLOCK_BYTES);
         self.chunks.push((addr, size));
         self.pool_size += size;
         let id = self.blocks.insert(Block {
             addr,
-            size,
+            units: (size >> GRANULE_SHIFT) as u32,
             prev_phys: NIL,
             next_phys: NIL,
             prev_free: NIL,
             next_free: NIL,
             stream: slot as u32,
-            requested: FREE,
         });
         self.link_free(slot, id);
     }
@@ -151,7 +151,7 @@ impl CoalescingPool {
                 return None;
             }
             let b = self.blocks.get(id);
-            if b.size >= search {
+            if b.size() >= search {
                 return Some(id);
             }
             id = b.next_free;
@@ -173,36 +173,37 @@ impl CoalescingPool {
             id = self.split(front, aligned - addr);
             self.link_free(slot, front);
         }
-        if self.blocks.get(id).size - size >= GRANULE {
+        if self.blocks.get(id).size() - size >= GRANULE {
             let rest = self.split(id, size);
             self.link_free(slot, rest);
         }
-        self.blocks.get_mut(id).requested = requested;
-        let addr = self.blocks.get(id).addr;
-        self.allocated.insert(addr, id);
+        let b = self.blocks.get_mut(id);
+        b.stream = ALLOCATED;
+        let addr = b.addr;
+        self.allocated.insert(addr, (id, requested));
         addr
     }
 
     /// Splits `id` after `at` bytes; returns the new record of the back part (not linked in any
-    /// free list, state copied from `id`).
+    /// free list, stream copied from `id`).
     #[inline]
     fn split(&mut self, id: BlockId, at: usize) -> BlockId {
-        let b = self.blocks.get(id).clone();
+        let b = *self.blocks.get(id);
+        let at_units = (at >> GRANULE_SHIFT) as u32;
         let back = self.blocks.insert(Block {
             addr: b.addr + at,
-            size: b.size - at,
+            units: b.units - at_units,
             prev_phys: id,
             next_phys: b.next_phys,
             prev_free: NIL,
             next_free: NIL,
             stream: b.stream,
-            requested: FREE,
         });
         if b.next_phys != NIL {
             self.blocks.get_mut(b.next_phys).prev_phys = back;
         }
         let front = self.blocks.get_mut(id);
-        front.size = at;
+        front.units = at_units;
         front.next_phys = back;
         back
     }
@@ -212,8 +213,7 @@ impl CoalescingPool {
     pub fn deallocate(&mut self, addr: usize, bytes: usize, slot: usize) -> Result<(), Misuse> {
         let id = match self.allocated.entry(addr) {
             Entry::Occupied(e) => {
-                let id = *e.get();
-                let allocated = self.blocks.get(id).requested;
+                let (id, allocated) = *e.get();
                 if allocated != bytes {
                     return Err(Misuse::WrongSize { ptr: addr, allocated, given: bytes });
                 }
@@ -222,7 +222,6 @@ impl CoalescingPool {
             }
             Entry::Vacant(_) => return Err(self.classify(addr)),
         };
-        self.blocks.get_mut(id).requested = FREE;
         self.release(slot, id);
         Ok(())
     }
@@ -256,12 +255,12 @@ impl CoalescingPool {
     #[inline]
     fn absorb_next(&mut self, id: BlockId) {
         let next = self.blocks.get(id).next_phys;
-        let (size, after) = {
+        let (units, after) = {
             let n = self.blocks.get(next);
-            (n.size, n.next_phys)
+            (n.units, n.next_phys)
         };
         let b = self.blocks.get_mut(id);
-        b.size += size;
+        b.units += units;
         b.next_phys = after;
         if after != NIL {
             self.blocks.get_mut(after).prev_phys = id;
@@ -271,8 +270,9 @@ impl CoalescingPool {
 
     #[inline]
     fn link_free(&mut self, slot: usize, id: BlockId) {
-        let size = self.blocks.get(id).size;
-        let c = map_floor(size >> GRANULE_SHIFT);
+        let units = self.blocks.get(id).units as usize;
+        let size = units << GRANULE_SHIFT;
+        let c = map_floor(units);
         let lists = &mut self.streams[slot];
         let head = lists.heads[c.fl][c.sl];
         lists.heads[c.fl][c.sl] = id;
@@ -285,24 +285,23 @@ impl CoalescingPool {
         b.prev_free = NIL;
         b.next_free = head;
         b.stream = slot as u32;
-        b.requested = FREE;
     }
 
     #[inline]
     fn unlink_free(&mut self, id: BlockId) {
-        let (prev, next, size, slot) = {
+        let (prev, next, units, slot) = {
             let b = self.blocks.get(id);
-            (b.prev_free, b.next_free, b.size, b.stream as usize)
+            (b.prev_free, b.next_free, b.units as usize, b.stream as usize)
         };
         if next != NIL {
             self.blocks.get_mut(next).prev_free = prev;
         }
         let lists = &mut self.streams[slot];
-        lists.free_bytes -= size;
+        lists.free_bytes -= units << GRANULE_SHIFT;
         if prev != NIL {
             self.blocks.get_mut(prev).next_free = next;
         } else {
-            let c = map_floor(size >> GRANULE_SHIFT);
+            let c = map_floor(units);
             lists.heads[c.fl][c.sl] = next;
             if next == NIL {
                 lists.bitmap.clear(c);
@@ -354,7 +353,7 @@ impl CoalescingPool {
                 let mut id = s.heads[c.fl][c.sl];
                 while id != NIL {
                     let b = self.blocks.get(id);
-                    largest = largest.max(b.size);
+                    largest = largest.max(b.size());
                     id = b.next_free;
                 }
             }
@@ -391,11 +390,11 @@ impl CoalescingPool {
                     return Err(format!("broken physical chain at {at:#x}"));
                 }
                 if b.is_free() {
-                    free_total += b.size;
+                    free_total += b.size();
                     if b.next_phys != NIL && self.free_on(b.next_phys, b.stream as usize) {
                         return Err(format!("adjacent free blocks at {:#x} not merged", b.addr));
                     }
-                } else if self.allocated.get(&b.addr) != Some(&id) {
+                } else if self.allocated.get(&b.addr).map(|e| e.0) != Some(id) {
                     return Err(format!("allocated block {:#x} missing from the address map", b.addr));
                 }
                 at = b.end();

@@ -13,9 +13,12 @@
 
 mod address_map;
 mod block;
+pub use block::MAX_BLOCK_BYTES;
 pub mod coalescing_pool;
 mod size_class;
+mod spin_lock;
 pub mod stream_order;
 
 pub use coalescing_pool::{rounded_size, CoalescingPool, GRANULE};
+pub use spin_lock::{RawSpinLock, SpinMutex};
 pub use stream_order::{current_thread_number, HostOrder, StreamKey, StreamOrder};

@@ -11,8 +11,6 @@ pub(crate) const SL_LOG: u32 = 5;
 pub(crate) const SL_COUNT: usize = 1 << SL_LOG;
 /// First-level classes: enough for 2^58 bytes (2^50 units), far beyond any device.
 pub(crate) const FL_COUNT: usize = 48;
-/// The largest size (in units) the index can hold.
-pub(crate) const MAX_UNITS: usize = 1 << (FL_COUNT as u32 + SL_LOG - 2);
 
 /// A size class: first and second level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,7 +6,7 @@ use crate::resource::cuda_event_order::CudaEventOrder;
 use crate::resource::{effective_alignment, MemoryResource};
 use crate::stream::CudaStreamView;
 use crate::PoolState;
-use parking_lot::Mutex;
+use crate::pool::SpinMutex;
 
 /// The smallest amount the pool grows by, so a pool started empty does not make many tiny
 /// upstream calls.
@@ -20,7 +20,7 @@ const MIN_GROWTH: usize = 1 << 20;
 /// streams with an event), merges all streams' free blocks before reporting out-of-memory, and gives
 /// every chunk back to the upstream when dropped.
 pub struct PoolMemoryResource<U: MemoryResource> {
-    core: Mutex<CoalescingPool>,
+    core: SpinMutex<CoalescingPool>,
     upstream: U,
     order: Box<dyn StreamOrder>,
     maximum_size: Option<usize>,
@@ -60,7 +60,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
                 )));
             }
         }
-        let pool = PoolMemoryResource { core: Mutex::new(CoalescingPool::new()), upstream, order, maximum_size };
+        let pool = PoolMemoryResource { core: SpinMutex::new(CoalescingPool::new()), upstream, order, maximum_size };
         if initial_size > 0 {
             let stream = CudaStreamView::DEFAULT;
             let ptr = pool.upstream.allocate(initial_size, GRANULE, stream)?;
