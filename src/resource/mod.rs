@@ -16,11 +16,11 @@ pub mod managed;
 pub mod pinned_host;
 pub mod pool;
 
-//pub use cuda::CudaMemoryResource;
-//pub use cuda_async::CudaAsyncMemoryResource;
+pub use cuda::CudaMemoryResource;
+pub use cuda_async::CudaAsyncMemoryResource;
 pub use host::HostMemoryResource;
-//pub use managed::ManagedMemoryResource;
-//pub use pinned_host::PinnedHostMemoryResource;
+pub use managed::ManagedMemoryResource;
+pub use pinned_host::PinnedHostMemoryResource;
 //pub use pool::PoolMemoryResource;
 
 /// Alignment every resource guarantees when asked for less (RMM's `CUDA_ALLOCATION_ALIGNMENT`).
