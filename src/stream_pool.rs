@@ -54,6 +54,12 @@ mod tests {
     use super::*;
 
     #[test]
+    fn is_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<CudaStreamPool>();
+    }
+
+    #[test]
     fn zero_streams_is_invalid_without_cuda() {
         assert!(matches!(CudaStreamPool::new(0), Err(Error::InvalidArgument(_))));
     }

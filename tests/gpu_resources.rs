@@ -51,9 +51,10 @@ fn check_device_usable(ptr: *mut u8, bytes: usize) {
 /// For memory both sides can reach: the device writes and the host reads, then the other way round.
 fn check_managed_usable(ptr: *mut u8, bytes: usize) {
     check_device_usable(ptr, bytes);
-    // SAFETY: no context work is pending on it after the synchronisation; the slice covers exactly
-    // the live allocation.
+    // SAFETY: a context is current (the allocation made it so).
     cu(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize");
+    // SAFETY: no device work on the block is pending after the synchronisation; the slice covers
+    // exactly the live allocation.
     let host = unsafe { std::slice::from_raw_parts_mut(ptr, bytes) };
     assert!(host[..] == pattern(bytes, 7)[..], "host does not see the device's writes");
     host.copy_from_slice(&pattern(bytes, 99));
@@ -68,9 +69,10 @@ fn check_pinned_usable(ptr: *mut u8, bytes: usize) {
     host.copy_from_slice(&pattern(bytes, 3));
     let scratch = CudaMemoryResource::new().allocate(bytes, 256, CudaStreamView::DEFAULT).unwrap();
     // SAFETY: both buffers are live and `bytes` long; the copies are synchronous for the host.
-    cu(unsafe { sys::cuMemcpyHtoD_v2(scratch as u64, ptr.cast(), bytes) }, "cuMemcpyHtoD");
+    cu(unsafe { sys::cuMemcpyHtoD_v2(scratch as u64, host.as_ptr().cast(), bytes) }, "cuMemcpyHtoD");
     host.fill(0);
-    cu(unsafe { sys::cuMemcpyDtoH_v2(ptr.cast(), scratch as u64, bytes) }, "cuMemcpyDtoH");
+    // SAFETY: as above.
+    cu(unsafe { sys::cuMemcpyDtoH_v2(host.as_mut_ptr().cast(), scratch as u64, bytes) }, "cuMemcpyDtoH");
     assert!(host[..] == pattern(bytes, 3)[..], "pinned round trip of {bytes} bytes failed");
     CudaMemoryResource::new().deallocate(scratch, bytes, 256, CudaStreamView::DEFAULT).unwrap();
 }
@@ -325,6 +327,7 @@ fn event_orders_one_stream_after_another() {
     cu(unsafe { sys::cuMemsetD8Async(p as u64, 0x11, bytes, a.view().as_raw()) }, "cuMemsetD8Async");
     e.record(a.view()).unwrap();
     e.wait_on(b.view()).unwrap();
+    // SAFETY: as above.
     cu(unsafe { sys::cuMemsetD8Async(p as u64, 0x22, bytes, b.view().as_raw()) }, "cuMemsetD8Async");
     b.synchronize().unwrap();
     assert!(read_back(p, bytes).iter().all(|&x| x == 0x22), "the second write did not land last");

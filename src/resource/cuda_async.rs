@@ -16,6 +16,9 @@ use std::ffi::c_void;
 /// and reuses it across streams only when that is safe.
 ///
 /// Two instances are equal only when they share a pool, that is, never for separately built ones.
+///
+/// Dropping it synchronises the pool's device and destroys the pool, so drop it before the context
+/// it was made in is destroyed (for example by `cudaDeviceReset`), as with RMM.
 #[derive(Debug)]
 pub struct CudaAsyncMemoryResource {
     // Handles are kept as integers so the resource is Send + Sync; the driver's pool and context
