@@ -101,10 +101,6 @@ impl ClassBitmap {
         let fl = 63 - self.fl.leading_zeros() as usize;
         Some(Class { fl, sl: 31 - self.sl[fl].leading_zeros() as usize })
     }
-
-    pub fn is_empty(&self) -> bool {
-        self.fl == 0
-    }
 }
 
 #[cfg(test)]
@@ -142,6 +138,6 @@ mod tests {
         b.clear(Class { fl: 10, sl: 0 });
         assert_eq!(b.highest(), Some(Class { fl: 3, sl: 7 }));
         b.clear(Class { fl: 3, sl: 7 });
-        assert!(b.is_empty());
+        assert_eq!(b.highest(), None);
     }
 }
