@@ -24,23 +24,44 @@ const GRANULE_SHIFT: u32 = 8;
 /// turns to other streams or the upstream. Bounded so the slow path stays O(1).
 const FLOOR_CLASS_SCAN: usize = 32;
 
-/// The free blocks that work on one stream may reuse at once.
+/// Free lists of one stream. A stream has a private set (blocks it freed since it last published;
+/// only it may use them) and, once it has published, a published set (blocks covered by its last
+/// recorded event; any stream may take them after waiting for that event).
 struct StreamFreeLists {
     key: StreamKey,
     bitmap: ClassBitmap,
     heads: Box<[[BlockId; SL_COUNT]; FL_COUNT]>,
     free_bytes: usize,
+    /// For a published set: the slot of its private set.
+    publisher: Option<usize>,
+    /// For a private set: the slot of its published set, once it has one.
+    published: Option<usize>,
+    /// Another stream asked for this private set's blocks; the owner's next call publishes them.
+    wanted: bool,
 }
 
 impl StreamFreeLists {
-    fn new(key: StreamKey) -> Self {
+    fn new(key: StreamKey, publisher: Option<usize>) -> Self {
         StreamFreeLists {
             key,
             bitmap: ClassBitmap::default(),
             heads: Box::new([[NIL; SL_COUNT]; FL_COUNT]),
             free_bytes: 0,
+            publisher,
+            published: None,
+            wanted: false,
         }
     }
+}
+
+/// What another set of free lists offers a stream that found nothing in its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Donor {
+    /// Memory no other stream's pending work uses (fresh chunks, or the stream's own published
+    /// blocks): take it at once.
+    Fresh(usize),
+    /// Another stream's published blocks: take them after waiting for its last recorded event.
+    Published(usize),
 }
 
 /// The allocator state of a pool, independent of where its memory comes from.
@@ -87,10 +108,10 @@ impl CoalescingPool {
 
     #[cold]
     fn slot_of_slow(&mut self, key: StreamKey) -> usize {
-        let slot = match self.streams.iter().position(|s| s.key == key) {
+        let slot = match self.streams.iter().position(|s| s.key == key && s.publisher.is_none()) {
             Some(i) => i,
             None => {
-                self.streams.push(StreamFreeLists::new(key));
+                self.streams.push(StreamFreeLists::new(key, None));
                 self.streams.len() - 1
             }
         };
@@ -98,7 +119,7 @@ impl CoalescingPool {
         slot
     }
 
-    /// The stream key of a slot.
+    /// The stream key of a slot (a published set has its owner's key).
     pub fn key_of(&self, slot: usize) -> StreamKey {
         self.streams[slot].key
     }
@@ -226,6 +247,39 @@ impl CoalescingPool {
         Ok(())
     }
 
+    /// True when another stream asked for this stream's blocks (checked on every call: one flag).
+    #[inline]
+    pub fn is_wanted(&self, slot: usize) -> bool {
+        self.streams[slot].wanted
+    }
+
+    /// Moves the private free blocks of `slot` to its published set: the caller has just captured
+    /// the stream's work (`StreamOrder::record`), which covers every one of them.
+    pub fn publish(&mut self, slot: usize) {
+        let target = match self.streams[slot].published {
+            Some(p) => p,
+            None => {
+                let key = self.streams[slot].key;
+                self.streams.push(StreamFreeLists::new(key, Some(slot)));
+                let p = self.streams.len() - 1;
+                self.streams[slot].published = Some(p);
+                p
+            }
+        };
+        self.merge_into(slot, target);
+        self.streams[slot].wanted = false;
+    }
+
+    /// True when `slot`'s free blocks may go to another stream after a wait (or at once, if fresh).
+    pub fn is_published(&self, slot: usize) -> bool {
+        self.streams[slot].key == StreamKey::FRESH || self.streams[slot].publisher.is_some()
+    }
+
+    /// Stops asking `slot`'s stream to publish (its capture failed; it will be asked again).
+    pub fn clear_wanted(&mut self, slot: usize) {
+        self.streams[slot].wanted = false;
+    }
+
     /// Makes `id` (not in any free list) free on `slot`, merging with free neighbours of that slot.
     #[inline]
     fn release(&mut self, slot: usize, mut id: BlockId) {
@@ -324,10 +378,27 @@ impl CoalescingPool {
         Misuse::UnknownPointer { ptr: addr }
     }
 
-    /// Another stream whose free lists hold a block that fits the request, if any.
-    pub fn find_donor(&self, slot: usize, size: usize, align: usize) -> Option<usize> {
+    /// Free lists other than `slot`'s private ones that hold a fitting block and may hand it over
+    /// now. Other streams' private sets with a fitting block are asked to publish (`wanted`), so a
+    /// later request finds them ready. With `ordered == false` (memory no device uses) every set
+    /// may be taken at once.
+    pub fn find_donor(&mut self, slot: usize, size: usize, align: usize, ordered: bool) -> Option<Donor> {
         let c: Class = map_ceil(search_size(size, align) >> GRANULE_SHIFT);
-        (0..self.streams.len()).find(|&s| s != slot && self.streams[s].bitmap.find_at_or_above(c).is_some())
+        let mut found = None;
+        for (i, s) in self.streams.iter_mut().enumerate() {
+            if i == slot || s.bitmap.find_at_or_above(c).is_none() {
+                continue;
+            }
+            if !ordered || s.key == StreamKey::FRESH || s.publisher == Some(slot) {
+                return Some(Donor::Fresh(i));
+            }
+            if s.publisher.is_some() {
+                found.get_or_insert(Donor::Published(i));
+            } else {
+                s.wanted = true;
+            }
+        }
+        found
     }
 
     /// The other streams that hold any free memory.
