@@ -14,7 +14,6 @@ use super::block::{Block, BlockId, BlockTable, ALLOCATED, MAX_BLOCK_BYTES, NIL};
 use super::size_class::{map_ceil, map_floor, Class, ClassBitmap, FL_COUNT, SL_COUNT};
 use super::stream_order::StreamKey;
 use crate::error::{Misuse, PoolState};
-use std::collections::hash_map::Entry;
 
 /// Granularity of every block size and address.
 pub const GRANULE: usize = 256;
@@ -30,7 +29,8 @@ const FLOOR_CLASS_SCAN: usize = 32;
 struct StreamFreeLists {
     key: StreamKey,
     bitmap: ClassBitmap,
-    heads: Box<[[BlockId; SL_COUNT]; FL_COUNT]>,
+    /// Inline rather than boxed: one dependent load less on every free-list operation.
+    heads: [[BlockId; SL_COUNT]; FL_COUNT],
     free_bytes: usize,
     /// For a published set: the slot of its private set.
     publisher: Option<usize>,
@@ -45,7 +45,7 @@ impl StreamFreeLists {
         StreamFreeLists {
             key,
             bitmap: ClassBitmap::default(),
-            heads: Box::new([[NIL; SL_COUNT]; FL_COUNT]),
+            heads: [[NIL; SL_COUNT]; FL_COUNT],
             free_bytes: 0,
             publisher,
             published: None,
@@ -156,8 +156,12 @@ impl CoalescingPool {
         let search = search_size(size, align);
         let lists = &self.streams[slot];
         let id = match lists.bitmap.find_at_or_above(map_ceil(search >> GRANULE_SHIFT)) {
-            Some(c) => lists.heads[c.fl][c.sl],
-            None => self.scan_floor_class(slot, search)?,
+            Some(c) => self.pop_head(slot, c),
+            None => {
+                let id = self.scan_floor_class(slot, search)?;
+                self.unlink_free(id);
+                id
+            }
         };
         Some(self.take(slot, id, requested, size, align))
     }
@@ -180,10 +184,27 @@ impl CoalescingPool {
         None
     }
 
-    /// Cuts an aligned block of `size` out of free block `id` of `slot` and marks it allocated.
+    /// Removes and returns the first block of class `c` (which must be non-empty) of `slot`.
+    #[inline]
+    fn pop_head(&mut self, slot: usize, c: Class) -> BlockId {
+        let lists = &mut self.streams[slot];
+        let id = lists.heads[c.fl][c.sl];
+        let b = self.blocks.get(id);
+        let next = b.next_free;
+        lists.free_bytes -= b.size();
+        lists.heads[c.fl][c.sl] = next;
+        if next == NIL {
+            lists.bitmap.clear(c);
+        } else {
+            self.blocks.get_mut(next).prev_free = NIL;
+        }
+        id
+    }
+
+    /// Cuts an aligned block of `size` out of free block `id` (already unlinked from the free lists
+    /// of `slot`) and marks it allocated.
     #[inline]
     fn take(&mut self, slot: usize, id: BlockId, requested: usize, size: usize, align: usize) -> usize {
-        self.unlink_free(id);
         let mut id = id;
         let addr = self.blocks.get(id).addr;
         let aligned = (addr + align - 1) & !(align - 1);
@@ -201,7 +222,8 @@ impl CoalescingPool {
         let b = self.blocks.get_mut(id);
         b.stream = ALLOCATED;
         let addr = b.addr;
-        self.allocated.insert(addr, (id, requested));
+        self.blocks.set_requested(id, requested);
+        self.allocated.insert(addr, id);
         addr
     }
 
@@ -232,17 +254,15 @@ impl CoalescingPool {
     /// Returns the block at `addr` to the free lists of `slot`. On misuse nothing changes.
     #[inline]
     pub fn deallocate(&mut self, addr: usize, bytes: usize, slot: usize) -> Result<(), Misuse> {
-        let id = match self.allocated.entry(addr) {
-            Entry::Occupied(e) => {
-                let (id, allocated) = *e.get();
-                if allocated != bytes {
-                    return Err(Misuse::WrongSize { ptr: addr, allocated, given: bytes });
-                }
-                e.remove();
-                id
-            }
-            Entry::Vacant(_) => return Err(self.classify(addr)),
+        let Some(found) = self.allocated.find(addr) else {
+            return Err(self.classify(addr));
         };
+        let id = self.allocated.id_at(found);
+        let allocated = self.blocks.requested(id);
+        if allocated != bytes {
+            return Err(Misuse::WrongSize { ptr: addr, allocated, given: bytes });
+        }
+        self.allocated.remove_at(found);
         self.release(slot, id);
         Ok(())
     }
@@ -465,7 +485,7 @@ impl CoalescingPool {
                     if b.next_phys != NIL && self.free_on(b.next_phys, b.stream as usize) {
                         return Err(format!("adjacent free blocks at {:#x} not merged", b.addr));
                     }
-                } else if self.allocated.get(&b.addr).map(|e| e.0) != Some(id) {
+                } else if self.allocated.get(b.addr) != Some(id) {
                     return Err(format!("allocated block {:#x} missing from the address map", b.addr));
                 }
                 at = b.end();
