@@ -13,10 +13,13 @@ struct Entry {
     /// The block's start address; `EMPTY` marks a vacant slot (no block starts at address 0).
     addr: usize,
     id: BlockId,
+    /// The block's size less the bytes the user asked for (0..=255: sizes are rounded up to 256),
+    /// so a free's size is checked without another memory access.
+    slack: u32,
 }
 
 const EMPTY: usize = 0;
-const VACANT: Entry = Entry { addr: EMPTY, id: 0 };
+const VACANT: Entry = Entry { addr: EMPTY, id: 0, slack: 0 };
 const MIN_CAPACITY: usize = 64;
 
 /// Maps the start address of each allocated block to its record.
@@ -60,7 +63,7 @@ impl AddressMap {
 
     /// Adds `addr` (which must not be present and must not be 0).
     #[inline]
-    pub fn insert(&mut self, addr: usize, id: BlockId) {
+    pub fn insert(&mut self, addr: usize, id: BlockId, slack: u32) {
         debug_assert!(addr != EMPTY);
         if (self.len + 1) * 2 > self.slots.len() {
             self.grow();
@@ -71,7 +74,7 @@ impl AddressMap {
             debug_assert!(self.slots[i].addr != addr, "address inserted twice");
             i = (i + 1) & mask;
         }
-        self.slots[i] = Entry { addr, id };
+        self.slots[i] = Entry { addr, id, slack };
         self.len += 1;
     }
 
@@ -96,6 +99,12 @@ impl AddressMap {
     #[inline]
     pub fn id_at(&self, slot: Slot) -> BlockId {
         self.slots[slot.0].id
+    }
+
+    /// The slack of a found slot (block size − requested bytes).
+    #[inline]
+    pub fn slack_at(&self, slot: Slot) -> u32 {
+        self.slots[slot.0].slack
     }
 
     /// The block at `addr`, if present.
@@ -132,7 +141,7 @@ impl AddressMap {
     fn grow(&mut self) {
         let old = std::mem::replace(self, Self::with_capacity(self.slots.len() * 2));
         for e in old.slots.iter().filter(|e| e.addr != EMPTY) {
-            self.insert(e.addr, e.id);
+            self.insert(e.addr, e.id, e.slack);
         }
     }
 }
@@ -155,7 +164,7 @@ mod tests {
             let addr = ((x % 3000) as usize + 1) << 8;
             match (model.contains_key(&addr), x % 3) {
                 (false, 0 | 1) => {
-                    m.insert(addr, step);
+                    m.insert(addr, step, step % 256);
                     model.insert(addr, step);
                 }
                 (true, 0) => {

@@ -48,9 +48,6 @@ impl Block {
 #[derive(Debug, Default)]
 pub(crate) struct BlockTable {
     blocks: Vec<Block>,
-    /// Bytes the user asked for, by block id (meaningful while allocated); kept apart so records
-    /// stay 32 bytes and free-list walks do not drag it through the cache.
-    requested: Vec<usize>,
     vacant: Vec<BlockId>,
 }
 
@@ -63,19 +60,8 @@ impl BlockTable {
             id
         } else {
             self.blocks.push(b);
-            self.requested.push(0);
             (self.blocks.len() - 1) as BlockId
         }
-    }
-
-    #[inline]
-    pub fn set_requested(&mut self, id: BlockId, bytes: usize) {
-        self.requested[id as usize] = bytes;
-    }
-
-    #[inline]
-    pub fn requested(&self, id: BlockId) -> usize {
-        self.requested[id as usize]
     }
 
     /// Gives a record's slot back.

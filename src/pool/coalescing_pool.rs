@@ -222,8 +222,8 @@ impl CoalescingPool {
         let b = self.blocks.get_mut(id);
         b.stream = ALLOCATED;
         let addr = b.addr;
-        self.blocks.set_requested(id, requested);
-        self.allocated.insert(addr, id);
+        // The block is exactly `size` bytes, `requested` rounded up to 256.
+        self.allocated.insert(addr, id, (size - requested) as u32);
         addr
     }
 
@@ -258,7 +258,7 @@ impl CoalescingPool {
             return Err(self.classify(addr));
         };
         let id = self.allocated.id_at(found);
-        let allocated = self.blocks.requested(id);
+        let allocated = self.blocks.get(id).size() - self.allocated.slack_at(found) as usize;
         if allocated != bytes {
             return Err(Misuse::WrongSize { ptr: addr, allocated, given: bytes });
         }
