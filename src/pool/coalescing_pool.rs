@@ -185,7 +185,7 @@ impl CoalescingPool {
     }
 
     /// Removes and returns the first block of class `c` (which must be non-empty) of `slot`.
-    #[inline]
+    #[inline(always)]
     fn pop_head(&mut self, slot: usize, c: Class) -> BlockId {
         let lists = &mut self.streams[slot];
         let id = lists.heads[c.fl][c.sl];
@@ -203,7 +203,7 @@ impl CoalescingPool {
 
     /// Cuts an aligned block of `size` out of free block `id` (already unlinked from the free lists
     /// of `slot`) and marks it allocated.
-    #[inline]
+    #[inline(always)]
     fn take(&mut self, slot: usize, id: BlockId, requested: usize, size: usize, align: usize) -> usize {
         let mut id = id;
         let addr = self.blocks.get(id).addr;
@@ -229,7 +229,7 @@ impl CoalescingPool {
 
     /// Splits `id` after `at` bytes; returns the new record of the back part (not linked in any
     /// free list, stream copied from `id`).
-    #[inline]
+    #[inline(always)]
     fn split(&mut self, id: BlockId, at: usize) -> BlockId {
         let b = *self.blocks.get(id);
         let at_units = (at >> GRANULE_SHIFT) as u32;
@@ -301,7 +301,7 @@ impl CoalescingPool {
     }
 
     /// Makes `id` (not in any free list) free on `slot`, merging with free neighbours of that slot.
-    #[inline]
+    #[inline(always)]
     fn release(&mut self, slot: usize, mut id: BlockId) {
         let (prev, next) = {
             let b = self.blocks.get(id);
@@ -319,14 +319,14 @@ impl CoalescingPool {
         self.link_free(slot, id);
     }
 
-    #[inline]
+    #[inline(always)]
     fn free_on(&self, id: BlockId, slot: usize) -> bool {
         let b = self.blocks.get(id);
         b.is_free() && b.stream as usize == slot
     }
 
     /// Merges the physical successor of `id` into `id` and drops its record.
-    #[inline]
+    #[inline(always)]
     fn absorb_next(&mut self, id: BlockId) {
         let next = self.blocks.get(id).next_phys;
         let (units, after) = {
@@ -342,7 +342,7 @@ impl CoalescingPool {
         self.blocks.remove(next);
     }
 
-    #[inline]
+    #[inline(always)]
     fn link_free(&mut self, slot: usize, id: BlockId) {
         let units = self.blocks.get(id).units as usize;
         let size = units << GRANULE_SHIFT;
@@ -361,7 +361,7 @@ impl CoalescingPool {
         b.stream = slot as u32;
     }
 
-    #[inline]
+    #[inline(always)]
     fn unlink_free(&mut self, id: BlockId) {
         let (prev, next, units, slot) = {
             let b = self.blocks.get(id);
