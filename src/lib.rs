@@ -34,7 +34,7 @@ pub use device::{available_device_memory, percent_of_free_device_memory, DeviceI
 pub use error::{Error, Misuse, PoolState, Result};
 pub use resource::{MemoryResource, SharedResource, DEFAULT_ALIGNMENT};
 pub use stream::{CudaStream, CudaStreamView};
-//pub use stream_pool::CudaStreamPool;
+pub use stream_pool::CudaStreamPool;
 
 /// True when a CUDA driver can be loaded and reports at least one device. GPU tests use this to
 /// skip with a printed reason.

@@ -1,1 +1,36 @@
-//! (being written)
+//! Adaptors: resources that wrap an upstream resource to observe, limit or log what passes through.
+//!
+//! Every adaptor owns its upstream by value; to share one upstream between several adaptors (or to
+//! keep a handle to it), pass an `Arc<R>`, which is itself a [`MemoryResource`]. All adaptors:
+//! - answer a zero-byte request with a null pointer without touching the upstream or any counter,
+//!   and treat freeing a null pointer as a no-op;
+//! - forward `is_device_accessible` / `is_host_accessible` to the upstream;
+//! - compare equal only to themselves (identity), because each keeps state about the memory it
+//!   handed out.
+
+use crate::error::Result;
+use crate::resource::{effective_alignment, same_type, MemoryResource};
+
+pub mod failure_callback;
+pub mod limiting;
+pub mod logging;
+pub mod statistics;
+pub mod tracking;
+
+pub use failure_callback::FailureCallbackResourceAdaptor;
+pub use limiting::LimitingResourceAdaptor;
+pub use logging::{LoggingResourceAdaptor, LOG_HEADER};
+pub use statistics::{Counter, CounterFrame, StatisticsResourceAdaptor};
+pub use tracking::{AllocationRecord, TrackingResourceAdaptor};
+
+/// The answer to a zero-byte request: null, once the alignment has been checked the way the
+/// resources check it (so a bad alignment is an error whatever the size).
+pub(crate) fn zero_byte_allocation(alignment: usize) -> Result<*mut u8> {
+    effective_alignment(alignment).map(|_| std::ptr::null_mut())
+}
+
+/// Identity: true only when `other` is `this` very adaptor. The type check matters because an
+/// adaptor's upstream may live at the adaptor's own address (first field).
+pub(crate) fn same_instance<T: MemoryResource>(this: &T, other: &dyn MemoryResource) -> bool {
+    std::ptr::addr_eq(this as *const T, other as *const dyn MemoryResource) && same_type::<T>(other)
+}

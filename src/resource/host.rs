@@ -45,6 +45,9 @@ impl MemoryResource for HostMemoryResource {
         Ok(p)
     }
 
+    // The pointer is only handed to `dealloc` once the live map proves this resource allocated it
+    // with exactly this layout, so a safe signature is sound.
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
     fn deallocate(&self, ptr: *mut u8, bytes: usize, _alignment: usize, _stream: CudaStreamView) -> Result<()> {
         if ptr.is_null() {
             return Ok(());

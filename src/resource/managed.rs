@@ -1,1 +1,93 @@
-//! (being written)
+//! Managed (unified) memory: `cuMemAllocManaged` / `cuMemFree` (RMM's `managed_memory_resource`).
+
+use crate::driver::{check, check_alloc, ensure_context};
+use crate::error::Result;
+use crate::resource::cuda::cuda_alignment;
+use crate::resource::{same_type, MemoryResource};
+use crate::stream::CudaStreamView;
+use cudarc::driver::sys;
+
+/// Managed memory from `cuMemAllocManaged` attached globally, so any stream on any device may use
+/// it and the host may touch it; pages migrate on demand.
+///
+/// Stateless: any instance may free memory allocated by any other.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ManagedMemoryResource;
+
+impl ManagedMemoryResource {
+    /// A new handle; creating it makes no CUDA call.
+    pub const fn new() -> Self {
+        ManagedMemoryResource
+    }
+}
+
+impl MemoryResource for ManagedMemoryResource {
+    fn allocate(&self, bytes: usize, alignment: usize, _stream: CudaStreamView) -> Result<*mut u8> {
+        cuda_alignment(alignment)?;
+        if bytes == 0 {
+            return Ok(std::ptr::null_mut());
+        }
+        ensure_context()?;
+        let mut dptr: sys::CUdeviceptr = 0;
+        let flags = sys::CUmemAttach_flags_enum::CU_MEM_ATTACH_GLOBAL as u32;
+        // SAFETY: the driver is loaded and a context is current; dptr is a valid out pointer.
+        check_alloc(unsafe { sys::cuMemAllocManaged(&mut dptr, bytes, flags) }, "cuMemAllocManaged", bytes)?;
+        Ok(dptr as usize as *mut u8)
+    }
+
+    fn deallocate(&self, ptr: *mut u8, _bytes: usize, _alignment: usize, _stream: CudaStreamView) -> Result<()> {
+        if ptr.is_null() {
+            return Ok(());
+        }
+        ensure_context()?;
+        // SAFETY: a context is current; the driver reports foreign pointers as an error code.
+        check(unsafe { sys::cuMemFree_v2(ptr as usize as sys::CUdeviceptr) }, "cuMemFree")
+    }
+
+    fn is_equal(&self, other: &dyn MemoryResource) -> bool {
+        same_type::<Self>(other)
+    }
+
+    fn is_device_accessible(&self) -> bool {
+        true
+    }
+
+    fn is_host_accessible(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Error;
+    use crate::resource::CudaMemoryResource;
+
+    #[test]
+    fn zero_bytes_and_bad_alignment_make_no_cuda_call() {
+        let r = ManagedMemoryResource::new();
+        assert!(r.allocate(0, 64, CudaStreamView::DEFAULT).unwrap().is_null());
+        r.deallocate(std::ptr::null_mut(), 0, 64, CudaStreamView::DEFAULT).unwrap();
+        assert_eq!(
+            r.allocate(8, 1024, CudaStreamView::DEFAULT),
+            Err(Error::BadAlignment { alignment: 1024, max: 256 })
+        );
+    }
+
+    #[test]
+    fn missing_driver_is_an_error_not_a_panic() {
+        if crate::cuda_available() {
+            return;
+        }
+        let r = ManagedMemoryResource::new();
+        assert!(matches!(r.allocate(1024, 256, CudaStreamView::DEFAULT), Err(Error::NoDriver(_))));
+    }
+
+    #[test]
+    fn stateless_equality_and_accessibility() {
+        let r = ManagedMemoryResource::new();
+        assert!(r.is_equal(&ManagedMemoryResource::new()));
+        assert!(!r.is_equal(&CudaMemoryResource::new()));
+        assert!(r.is_device_accessible() && r.is_host_accessible());
+    }
+}

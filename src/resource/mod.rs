@@ -11,17 +11,19 @@ use std::sync::Arc;
 
 pub mod cuda;
 pub mod cuda_async;
+mod cuda_event_order;
 pub mod host;
 pub mod managed;
 pub mod pinned_host;
 pub mod pool;
 
-//pub use cuda::CudaMemoryResource;
-//pub use cuda_async::CudaAsyncMemoryResource;
+pub use cuda::CudaMemoryResource;
+pub use cuda_async::CudaAsyncMemoryResource;
 pub use host::HostMemoryResource;
-//pub use managed::ManagedMemoryResource;
-//pub use pinned_host::PinnedHostMemoryResource;
-//pub use pool::PoolMemoryResource;
+pub use cuda_event_order::CudaEventOrder;
+pub use managed::ManagedMemoryResource;
+pub use pinned_host::PinnedHostMemoryResource;
+pub use pool::PoolMemoryResource;
 
 /// Alignment every resource guarantees when asked for less (RMM's `CUDA_ALLOCATION_ALIGNMENT`).
 pub const DEFAULT_ALIGNMENT: usize = 256;
@@ -56,9 +58,11 @@ pub trait MemoryResource: Any + Send + Sync {
     }
 
     /// True when memory from `self` may be freed through `other` and the other way round. The
-    /// default is identity; stateless resources compare equal to every instance of their type.
+    /// default is identity (same address and same type: an adaptor's first field may share its
+    /// address); stateless resources compare equal to every instance of their type.
     fn is_equal(&self, other: &dyn MemoryResource) -> bool {
         std::ptr::addr_eq(self as *const Self, other as *const dyn MemoryResource)
+            && Any::type_id(self) == Any::type_id(other)
     }
 
     /// Whether kernels may access the memory.

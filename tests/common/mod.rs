@@ -66,6 +66,10 @@ impl Model {
         self.live_bytes -= bytes;
         bytes
     }
+    /// Live bytes with every block rounded up to 256, what a pool without alignment gaps uses.
+    pub fn rounded_live_bytes(&self) -> usize {
+        self.live.values().map(|&b| (b + 255) & !255).sum()
+    }
     pub fn len(&self) -> usize {
         self.live.len()
     }

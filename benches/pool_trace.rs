@@ -1,0 +1,190 @@
+//! The fixed random trace of issue 2: 200k operations, sizes log-uniform 8 B – 1 MiB, at most 1000
+//! live blocks, replayed through each resource; prints ns per allocate-or-free. glibc malloc/free
+//! runs the same trace as a yardstick. With a GPU, the CUDA resources run it too.
+//!
+//! `cargo bench --bench pool_trace` (add `-- --threads` for the shared-pool thread scaling rows).
+
+use rmm::resource::{CudaAsyncMemoryResource, CudaMemoryResource, HostMemoryResource, PoolMemoryResource};
+use rmm::{CudaStreamView, MemoryResource};
+use std::ffi::c_void;
+use std::sync::Arc;
+use std::time::Instant;
+
+extern "C" {
+    fn malloc(size: usize) -> *mut c_void;
+    fn free(p: *mut c_void);
+}
+
+#[derive(Clone, Copy)]
+enum Op {
+    Alloc { slot: usize, bytes: usize },
+    Free { slot: usize },
+}
+
+/// SplitMix64, seeded: the trace is the same on every machine.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// `ops` operations (allocations, frees, and the final frees of what is still live), each allocation
+/// naming the slot its pointer is kept in.
+fn make_trace(ops: usize, max_live: usize, seed: u64) -> Vec<Op> {
+    let mut rng = Rng(seed);
+    let (lo, hi) = ((8f64).ln(), ((1 << 20) as f64).ln());
+    let mut free_slots: Vec<usize> = (0..max_live).rev().collect();
+    let mut live: Vec<usize> = Vec::new();
+    let mut trace = Vec::with_capacity(ops);
+    while trace.len() < ops {
+        let alloc = !free_slots.is_empty() && (live.is_empty() || rng.unit() < 0.5);
+        if alloc {
+            let bytes = (lo + (hi - lo) * rng.unit()).exp() as usize;
+            let slot = free_slots.pop().unwrap();
+            live.push(slot);
+            trace.push(Op::Alloc { slot, bytes });
+        } else {
+            let i = (rng.next() % live.len() as u64) as usize;
+            let slot = live.swap_remove(i);
+            free_slots.push(slot);
+            trace.push(Op::Free { slot });
+        }
+    }
+    for slot in live {
+        trace.push(Op::Free { slot });
+    }
+    trace
+}
+
+/// Replays the trace; returns ns per operation.
+fn replay(trace: &[Op], mut alloc: impl FnMut(usize) -> *mut u8, mut dealloc: impl FnMut(*mut u8, usize)) -> f64 {
+    let mut ptrs = vec![(std::ptr::null_mut::<u8>(), 0usize); 1000];
+    let t = Instant::now();
+    for op in trace {
+        match *op {
+            Op::Alloc { slot, bytes } => ptrs[slot] = (alloc(bytes), bytes),
+            Op::Free { slot } => {
+                let (p, n) = ptrs[slot];
+                dealloc(p, n);
+            }
+        }
+    }
+    t.elapsed().as_nanos() as f64 / trace.len() as f64
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn bench_resource<R: MemoryResource + ?Sized>(r: &R, trace: &[Op], stream: CudaStreamView, reps: usize) -> f64 {
+    let run = || {
+        replay(
+            trace,
+            |n| r.allocate(n, 256, stream).expect("allocate failed in benchmark"),
+            |p, n| r.deallocate(p, n, 256, stream).expect("deallocate failed in benchmark"),
+        )
+    };
+    run(); // warm: the pool reaches its working size
+    median((0..reps).map(|_| run()).collect())
+}
+
+fn bench_malloc(trace: &[Op], reps: usize) -> f64 {
+    // SAFETY: every pointer malloc returns is freed exactly once by the trace.
+    let run = || replay(trace, |n| unsafe { malloc(n) as *mut u8 }, |p, _| unsafe { free(p as *mut c_void) });
+    run();
+    median((0..reps).map(|_| run()).collect())
+}
+
+/// `threads` threads, each replaying its own trace on its own stream against one shared resource;
+/// aggregate ns per operation (wall time / all operations).
+fn bench_threads<R: MemoryResource + ?Sized>(r: &R, threads: usize, ops: usize) -> f64 {
+    let traces: Vec<Vec<Op>> = (0..threads).map(|t| make_trace(ops, 1000, 1000 + t as u64)).collect();
+    let total: usize = traces.iter().map(|t| t.len()).sum();
+    let barrier = std::sync::Barrier::new(threads);
+    let t0 = std::sync::Mutex::new(None::<Instant>);
+    std::thread::scope(|s| {
+        for (i, trace) in traces.iter().enumerate() {
+            let (barrier, t0) = (&barrier, &t0);
+            s.spawn(move || {
+                let stream = CudaStreamView::from_handle(0x1000 * (i + 1));
+                barrier.wait();
+                t0.lock().unwrap().get_or_insert_with(Instant::now);
+                replay(
+                    trace,
+                    |n| r.allocate(n, 256, stream).expect("allocate"),
+                    |p, n| r.deallocate(p, n, 256, stream).expect("deallocate"),
+                );
+            });
+        }
+    });
+    let start = t0.into_inner().unwrap().unwrap();
+    start.elapsed().as_nanos() as f64 / total as f64
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let threads = args.iter().any(|a| a == "--threads");
+    let reps = 7;
+    let trace = make_trace(200_000, 1000, 42);
+    println!("trace: {} ops (200k + final frees), sizes 8 B..1 MiB log-uniform, <= 1000 live, seed 42", trace.len());
+    println!("{:<44} {:>10}", "resource", "ns/op");
+    let row = |name: &str, ns: f64| println!("{name:<44} {ns:>10.1}");
+
+    let host_pool = PoolMemoryResource::new(HostMemoryResource::new(), 0, None).expect("host pool");
+    row("rmm-rs pool<host memory>", bench_resource(&host_pool, &trace, CudaStreamView::DEFAULT, reps));
+    row("glibc malloc/free", bench_malloc(&trace, reps));
+
+    if rmm::cuda_available() {
+        let s = rmm::CudaStream::new().expect("stream");
+        let cuda = Arc::new(CudaMemoryResource::new());
+        let pool = PoolMemoryResource::new(cuda.clone(), 1 << 30, None).expect("device pool");
+        row("rmm-rs pool<cuda> (stream)", bench_resource(&pool, &trace, s.view(), reps));
+        row("rmm-rs pool<cuda> (default stream)", bench_resource(&pool, &trace, CudaStreamView::DEFAULT, reps));
+        let short = &trace[..20_000.min(trace.len())];
+        let cuda_ns = bench_resource(&*cuda, &make_trace_prefix_closed(short), CudaStreamView::DEFAULT, 3);
+        row("rmm-rs cuda (cuMemAlloc/cuMemFree, 20k ops)", cuda_ns);
+        let asyncr = CudaAsyncMemoryResource::new(None, Some(usize::MAX)).expect("cuda_async");
+        row("rmm-rs cuda_async (cuMemAllocFromPoolAsync)", bench_resource(&asyncr, &trace, s.view(), reps));
+        s.synchronize().expect("sync");
+        if threads {
+            for n in [1, 2, 4, 8, 16] {
+                row(&format!("rmm-rs pool<cuda>, {n} threads (aggregate)"), bench_threads(&pool, n, 200_000));
+            }
+        }
+    } else {
+        println!("skipped: no CUDA device (CUDA rows not run)");
+    }
+    if threads {
+        let shared = PoolMemoryResource::new(HostMemoryResource::new(), 64 << 20, None).expect("pool");
+        for n in [1, 2, 4, 8, 16] {
+            row(&format!("rmm-rs pool<host>, {n} threads (aggregate)"), bench_threads(&shared, n, 200_000));
+        }
+    }
+}
+
+/// A prefix of the trace with frees appended for whatever it leaves live, so it replays cleanly.
+fn make_trace_prefix_closed(prefix: &[Op]) -> Vec<Op> {
+    let mut live = std::collections::BTreeSet::new();
+    for op in prefix {
+        match *op {
+            Op::Alloc { slot, .. } => {
+                live.insert(slot);
+            }
+            Op::Free { slot } => {
+                live.remove(&slot);
+            }
+        }
+    }
+    let mut v = prefix.to_vec();
+    v.extend(live.into_iter().map(|slot| Op::Free { slot }));
+    v
+}

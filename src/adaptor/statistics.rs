@@ -1,0 +1,192 @@
+//! Counts the bytes and allocations that pass through, with a stack of counter frames for measuring
+//! nested regions (RMM's `statistics_resource_adaptor`).
+
+use crate::adaptor::{same_instance, zero_byte_allocation};
+use crate::error::{Error, Result};
+use crate::resource::MemoryResource;
+use crate::stream::CudaStreamView;
+use parking_lot::Mutex;
+
+/// The current, peak and total value of one quantity.
+///
+/// Signed like RMM's: an inner frame that frees memory allocated under an outer frame goes
+/// negative, and merging it back on pop makes the outer frame exact again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Counter {
+    /// The current value.
+    pub value: i64,
+    /// The largest `value` seen in this frame.
+    pub peak: i64,
+    /// The sum of everything ever added in this frame.
+    pub total: i64,
+}
+
+impl Counter {
+    fn add(&mut self, n: i64) {
+        self.value = self.value.saturating_add(n);
+        self.total = self.total.saturating_add(n);
+        self.peak = self.peak.max(self.value);
+    }
+
+    fn sub(&mut self, n: i64) {
+        self.value = self.value.saturating_sub(n);
+    }
+
+    /// Folds in the counter of the frame that was pushed on top of this one: the inner frame's
+    /// peak happened on top of this frame's value at push time, which is still `self.value`
+    /// because every change in between went to the inner frame.
+    fn merge_inner(&mut self, inner: &Counter) {
+        self.peak = self.peak.max(self.value.saturating_add(inner.peak));
+        self.value = self.value.saturating_add(inner.value);
+        self.total = self.total.saturating_add(inner.total);
+    }
+}
+
+/// One frame of the counter stack: bytes and allocation counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CounterFrame {
+    /// Bytes, counted as requested (not rounded up to the alignment).
+    pub bytes: Counter,
+    /// Number of allocations.
+    pub allocations: Counter,
+}
+
+impl CounterFrame {
+    fn merge_inner(&mut self, inner: &CounterFrame) {
+        self.bytes.merge_inner(&inner.bytes);
+        self.allocations.merge_inner(&inner.allocations);
+    }
+}
+
+/// The counter stack. The top frame lives apart from the ones below so it always exists.
+#[derive(Debug, Default)]
+struct Stack {
+    top: CounterFrame,
+    below: Vec<CounterFrame>,
+}
+
+/// Counts bytes and allocations of its upstream's traffic: current value, peak and total.
+///
+/// Changes go to the top frame of a counter stack; [`push_counters`](Self::push_counters) starts a
+/// fresh frame for a nested region and [`pop_counters`](Self::pop_counters) ends it, folding it into
+/// the frame below. Only successful operations count: an allocation the upstream refuses and a free
+/// the upstream rejects leave the counters as they were.
+#[derive(Debug)]
+pub struct StatisticsResourceAdaptor<U> {
+    upstream: U,
+    stack: Mutex<Stack>,
+}
+
+/// Sizes beyond `i64::MAX` cannot be allocated, so saturating here never loses a real count.
+fn signed(bytes: usize) -> i64 {
+    i64::try_from(bytes).unwrap_or(i64::MAX)
+}
+
+impl<U: MemoryResource> StatisticsResourceAdaptor<U> {
+    /// Wraps `upstream` with one zeroed counter frame. Memory allocated from `upstream` before is
+    /// not counted; do not free it through the adaptor.
+    pub fn new(upstream: U) -> Self {
+        StatisticsResourceAdaptor { upstream, stack: Mutex::new(Stack::default()) }
+    }
+
+    /// The upstream resource.
+    pub fn upstream(&self) -> &U {
+        &self.upstream
+    }
+
+    /// The byte counter of the top frame.
+    pub fn bytes_counter(&self) -> Counter {
+        self.stack.lock().top.bytes
+    }
+
+    /// The allocation-count counter of the top frame.
+    pub fn allocations_counter(&self) -> Counter {
+        self.stack.lock().top.allocations
+    }
+
+    /// Both counters of the top frame, read atomically together.
+    pub fn counters(&self) -> CounterFrame {
+        self.stack.lock().top
+    }
+
+    /// Pushes a zeroed frame, which the getters report from now on. Returns the frame that was on
+    /// top before the push.
+    pub fn push_counters(&self) -> CounterFrame {
+        let mut stack = self.stack.lock();
+        let before = std::mem::take(&mut stack.top);
+        stack.below.push(before);
+        before
+    }
+
+    /// Pops the top frame and returns it; the frame below inherits its counts (values and totals
+    /// add, and the peak becomes the higher of its own and its value plus the popped peak).
+    ///
+    /// Errors with [`Error::InvalidArgument`] when only the first frame is left.
+    pub fn pop_counters(&self) -> Result<CounterFrame> {
+        let mut stack = self.stack.lock();
+        let below = stack.below.pop().ok_or_else(|| Error::InvalidArgument("no counters were pushed".into()))?;
+        let popped = std::mem::replace(&mut stack.top, below);
+        stack.top.merge_inner(&popped);
+        Ok(popped)
+    }
+}
+
+impl<U: MemoryResource> MemoryResource for StatisticsResourceAdaptor<U> {
+    fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
+        if bytes == 0 {
+            return zero_byte_allocation(alignment);
+        }
+        let ptr = self.upstream.allocate(bytes, alignment, stream)?;
+        let mut stack = self.stack.lock();
+        stack.top.bytes.add(signed(bytes));
+        stack.top.allocations.add(1);
+        Ok(ptr)
+    }
+
+    fn deallocate(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<()> {
+        if ptr.is_null() {
+            return Ok(());
+        }
+        // Forward first: a free the upstream rejects as misuse must leave the counters exact.
+        self.upstream.deallocate(ptr, bytes, alignment, stream)?;
+        let mut stack = self.stack.lock();
+        stack.top.bytes.sub(signed(bytes));
+        stack.top.allocations.sub(1);
+        Ok(())
+    }
+
+    fn is_equal(&self, other: &dyn MemoryResource) -> bool {
+        same_instance(self, other)
+    }
+
+    fn is_device_accessible(&self) -> bool {
+        self.upstream.is_device_accessible()
+    }
+
+    fn is_host_accessible(&self) -> bool {
+        self.upstream.is_host_accessible()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(value: i64, peak: i64, total: i64) -> Counter {
+        Counter { value, peak, total }
+    }
+
+    #[test]
+    fn counter_arithmetic_matches_rmm() {
+        let mut x = Counter::default();
+        x.add(10);
+        x.add(5);
+        x.sub(12);
+        assert_eq!(x, c(3, 15, 15));
+        // The inner frame peaked at 7 on top of 3, and ended at -1 (freed outer memory).
+        x.merge_inner(&c(-1, 7, 4));
+        assert_eq!(x, c(2, 15, 19));
+        x.merge_inner(&c(0, 20, 20));
+        assert_eq!(x, c(2, 22, 39));
+    }
+}

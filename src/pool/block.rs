@@ -1,0 +1,88 @@
+//! Block records, kept on the host in a slab and linked by index.
+//!
+//! Device memory cannot be read from the host, so unlike a CPU allocator the metadata lives beside
+//! the memory, not inside it. Physical links connect the blocks of one chunk in address order (the
+//! ends are `NIL`), which is what makes coalescing O(1) and keeps blocks from spanning chunks.
+
+/// The index of a block record; `NIL` marks "none".
+pub(crate) type BlockId = u32;
+pub(crate) const NIL: BlockId = u32::MAX;
+
+/// One range of a chunk, free or handed out. 32 bytes, so two share a cache line.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Block {
+    pub addr: usize,
+    /// Size in 256-byte units (a block is at most [`MAX_BLOCK_BYTES`]).
+    pub units: u32,
+    pub prev_phys: BlockId,
+    pub next_phys: BlockId,
+    /// Links in a free list (only meaningful while free).
+    pub prev_free: BlockId,
+    pub next_free: BlockId,
+    /// The stream slot whose free lists hold this block, or `ALLOCATED`.
+    pub stream: u32,
+}
+
+/// `stream` of a block that is handed out.
+pub(crate) const ALLOCATED: u32 = u32::MAX;
+
+/// The largest block, and so the largest chunk, a pool keeps: 1 TiB less one granule.
+pub const MAX_BLOCK_BYTES: usize = (u32::MAX as usize) << 8;
+
+impl Block {
+    #[inline]
+    pub fn is_free(&self) -> bool {
+        self.stream != ALLOCATED
+    }
+    #[inline]
+    pub fn size(&self) -> usize {
+        (self.units as usize) << 8
+    }
+    #[inline]
+    pub fn end(&self) -> usize {
+        self.addr + self.size()
+    }
+}
+
+/// A slab of block records with a free-slot list, so ids stay stable and records are reused.
+#[derive(Debug, Default)]
+pub(crate) struct BlockTable {
+    blocks: Vec<Block>,
+    vacant: Vec<BlockId>,
+}
+
+impl BlockTable {
+    /// Stores a record and returns its id.
+    #[inline]
+    pub fn insert(&mut self, b: Block) -> BlockId {
+        if let Some(id) = self.vacant.pop() {
+            self.blocks[id as usize] = b;
+            id
+        } else {
+            self.blocks.push(b);
+            (self.blocks.len() - 1) as BlockId
+        }
+    }
+
+    /// Gives a record's slot back.
+    #[inline]
+    pub fn remove(&mut self, id: BlockId) {
+        self.blocks[id as usize].units = 0;
+        self.vacant.push(id);
+    }
+
+    #[inline]
+    pub fn get(&self, id: BlockId) -> &Block {
+        &self.blocks[id as usize]
+    }
+
+    #[inline]
+    pub fn get_mut(&mut self, id: BlockId) -> &mut Block {
+        &mut self.blocks[id as usize]
+    }
+
+    /// Live records (those not vacant; a vacant record has 0 units), for the cold paths that scan.
+    pub fn iter_live(&self) -> impl Iterator<Item = (BlockId, &Block)> {
+        self.blocks.iter().enumerate().filter(|(_, b)| b.units != 0).map(|(i, b)| (i as BlockId, b))
+    }
+}

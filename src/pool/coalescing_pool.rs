@@ -1,0 +1,417 @@
+//! The pool algorithm: address ranges carved into blocks, per-stream free lists indexed by size
+//! class, O(1) allocate and free with immediate coalescing.
+//!
+//! Invariants, kept after every call (including ones that return an error):
+//! - the blocks of a chunk tile it exactly, linked in address order;
+//! - a block is either allocated (in `allocated`, `requested != FREE`) or free (in exactly one
+//!   stream's free lists);
+//! - no two physically adjacent blocks are both free on the same stream (they would have merged).
+//!   Adjacent free blocks of different streams stay apart until one stream's lists are merged into
+//!   the other's, because each may still be in use by work on its own stream.
+
+use super::address_map::AddressMap;
+use super::block::{Block, BlockId, BlockTable, ALLOCATED, MAX_BLOCK_BYTES, NIL};
+use super::size_class::{map_ceil, map_floor, Class, ClassBitmap, FL_COUNT, SL_COUNT};
+use super::stream_order::StreamKey;
+use crate::error::{Misuse, PoolState};
+use std::collections::hash_map::Entry;
+
+/// Granularity of every block size and address.
+pub const GRANULE: usize = 256;
+const GRANULE_SHIFT: u32 = 8;
+
+/// How many blocks of the one class that may hold a fitting block are looked at before the pool
+/// turns to other streams or the upstream. Bounded so the slow path stays O(1).
+const FLOOR_CLASS_SCAN: usize = 32;
+
+/// The free blocks that work on one stream may reuse at once.
+struct StreamFreeLists {
+    key: StreamKey,
+    bitmap: ClassBitmap,
+    heads: Box<[[BlockId; SL_COUNT]; FL_COUNT]>,
+    free_bytes: usize,
+}
+
+impl StreamFreeLists {
+    fn new(key: StreamKey) -> Self {
+        StreamFreeLists {
+            key,
+            bitmap: ClassBitmap::default(),
+            heads: Box::new([[NIL; SL_COUNT]; FL_COUNT]),
+            free_bytes: 0,
+        }
+    }
+}
+
+/// The allocator state of a pool, independent of where its memory comes from.
+#[derive(Default)]
+pub struct CoalescingPool {
+    blocks: BlockTable,
+    allocated: AddressMap,
+    streams: Vec<StreamFreeLists>,
+    chunks: Vec<(usize, usize)>,
+    pool_size: usize,
+    last_slot: usize,
+}
+
+/// The bytes a request occupies before alignment: rounded up to the granule; `None` if that
+/// overflows or exceeds what the size classes can index.
+#[inline]
+pub fn rounded_size(bytes: usize) -> Option<usize> {
+    let size = bytes.checked_add(GRANULE - 1)? & !(GRANULE - 1);
+    (size <= MAX_BLOCK_BYTES).then_some(size)
+}
+
+/// The bytes to search for so that an `align`-aligned block of `size` can be cut out of it.
+#[inline]
+fn search_size(size: usize, align: usize) -> usize {
+    size + (align - GRANULE)
+}
+
+impl CoalescingPool {
+    /// An empty pool.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The slot of the free lists of `key`, created on first use.
+    #[inline]
+    pub fn slot_of(&mut self, key: StreamKey) -> usize {
+        if let Some(s) = self.streams.get(self.last_slot) {
+            if s.key == key {
+                return self.last_slot;
+            }
+        }
+        self.slot_of_slow(key)
+    }
+
+    #[cold]
+    fn slot_of_slow(&mut self, key: StreamKey) -> usize {
+        let slot = match self.streams.iter().position(|s| s.key == key) {
+            Some(i) => i,
+            None => {
+                self.streams.push(StreamFreeLists::new(key));
+                self.streams.len() - 1
+            }
+        };
+        self.last_slot = slot;
+        slot
+    }
+
+    /// The stream key of a slot.
+    pub fn key_of(&self, slot: usize) -> StreamKey {
+        self.streams[slot].key
+    }
+
+    /// Adds a range taken from the upstream as one free block on `slot`. `addr` and `size` must be
+    /// multiples of 256, `size` at most [`MAX_BLOCK_BYTES`], and the range must not overlap any
+    /// chunk already added.
+    pub fn add_chunk(&mut self, addr: usize, size: usize, slot: usize) {
+        debug_assert!(addr % GRANULE == 0 && size % GRANULE == 0 && size > 0 && size <= MAX_BLOCK_BYTES);
+        self.chunks.push((addr, size));
+        self.pool_size += size;
+        let id = self.blocks.insert(Block {
+            addr,
+            units: (size >> GRANULE_SHIFT) as u32,
+            prev_phys: NIL,
+            next_phys: NIL,
+            prev_free: NIL,
+            next_free: NIL,
+            stream: slot as u32,
+        });
+        self.link_free(slot, id);
+    }
+
+    /// The chunks taken from the upstream, to give back when the pool goes away.
+    pub fn chunks(&self) -> &[(usize, usize)] {
+        &self.chunks
+    }
+
+    /// Takes `size` bytes (rounded, see [`rounded_size`]) aligned to `align` (a power of two ≥ 256)
+    /// from the free lists of `slot`, recording `requested` for the misuse check on free. `None` when
+    /// this stream has no fitting block.
+    #[inline]
+    pub fn allocate(&mut self, slot: usize, requested: usize, size: usize, align: usize) -> Option<usize> {
+        let search = search_size(size, align);
+        let lists = &self.streams[slot];
+        let id = match lists.bitmap.find_at_or_above(map_ceil(search >> GRANULE_SHIFT)) {
+            Some(c) => lists.heads[c.fl][c.sl],
+            None => self.scan_floor_class(slot, search)?,
+        };
+        Some(self.take(slot, id, requested, size, align))
+    }
+
+    /// Looks through the class just below the guaranteed-fit classes for a block that still fits.
+    #[cold]
+    fn scan_floor_class(&self, slot: usize, search: usize) -> Option<BlockId> {
+        let c = map_floor(search >> GRANULE_SHIFT);
+        let mut id = self.streams[slot].heads[c.fl][c.sl];
+        for _ in 0..FLOOR_CLASS_SCAN {
+            if id == NIL {
+                return None;
+            }
+            let b = self.blocks.get(id);
+            if b.size() >= search {
+                return Some(id);
+            }
+            id = b.next_free;
+        }
+        None
+    }
+
+    /// Cuts an aligned block of `size` out of free block `id` of `slot` and marks it allocated.
+    #[inline]
+    fn take(&mut self, slot: usize, id: BlockId, requested: usize, size: usize, align: usize) -> usize {
+        self.unlink_free(id);
+        let mut id = id;
+        let addr = self.blocks.get(id).addr;
+        let aligned = (addr + align - 1) & !(align - 1);
+        if aligned != addr {
+            // The front stays free on this stream; its previous neighbour is not free here (the
+            // block was coalesced), so it needs no merge.
+            let front = id;
+            id = self.split(front, aligned - addr);
+            self.link_free(slot, front);
+        }
+        if self.blocks.get(id).size() - size >= GRANULE {
+            let rest = self.split(id, size);
+            self.link_free(slot, rest);
+        }
+        let b = self.blocks.get_mut(id);
+        b.stream = ALLOCATED;
+        let addr = b.addr;
+        self.allocated.insert(addr, (id, requested));
+        addr
+    }
+
+    /// Splits `id` after `at` bytes; returns the new record of the back part (not linked in any
+    /// free list, stream copied from `id`).
+    #[inline]
+    fn split(&mut self, id: BlockId, at: usize) -> BlockId {
+        let b = *self.blocks.get(id);
+        let at_units = (at >> GRANULE_SHIFT) as u32;
+        let back = self.blocks.insert(Block {
+            addr: b.addr + at,
+            units: b.units - at_units,
+            prev_phys: id,
+            next_phys: b.next_phys,
+            prev_free: NIL,
+            next_free: NIL,
+            stream: b.stream,
+        });
+        if b.next_phys != NIL {
+            self.blocks.get_mut(b.next_phys).prev_phys = back;
+        }
+        let front = self.blocks.get_mut(id);
+        front.units = at_units;
+        front.next_phys = back;
+        back
+    }
+
+    /// Returns the block at `addr` to the free lists of `slot`. On misuse nothing changes.
+    #[inline]
+    pub fn deallocate(&mut self, addr: usize, bytes: usize, slot: usize) -> Result<(), Misuse> {
+        let id = match self.allocated.entry(addr) {
+            Entry::Occupied(e) => {
+                let (id, allocated) = *e.get();
+                if allocated != bytes {
+                    return Err(Misuse::WrongSize { ptr: addr, allocated, given: bytes });
+                }
+                e.remove();
+                id
+            }
+            Entry::Vacant(_) => return Err(self.classify(addr)),
+        };
+        self.release(slot, id);
+        Ok(())
+    }
+
+    /// Makes `id` (not in any free list) free on `slot`, merging with free neighbours of that slot.
+    #[inline]
+    fn release(&mut self, slot: usize, mut id: BlockId) {
+        let (prev, next) = {
+            let b = self.blocks.get(id);
+            (b.prev_phys, b.next_phys)
+        };
+        if next != NIL && self.free_on(next, slot) {
+            self.unlink_free(next);
+            self.absorb_next(id);
+        }
+        if prev != NIL && self.free_on(prev, slot) {
+            self.unlink_free(prev);
+            self.absorb_next(prev);
+            id = prev;
+        }
+        self.link_free(slot, id);
+    }
+
+    #[inline]
+    fn free_on(&self, id: BlockId, slot: usize) -> bool {
+        let b = self.blocks.get(id);
+        b.is_free() && b.stream as usize == slot
+    }
+
+    /// Merges the physical successor of `id` into `id` and drops its record.
+    #[inline]
+    fn absorb_next(&mut self, id: BlockId) {
+        let next = self.blocks.get(id).next_phys;
+        let (units, after) = {
+            let n = self.blocks.get(next);
+            (n.units, n.next_phys)
+        };
+        let b = self.blocks.get_mut(id);
+        b.units += units;
+        b.next_phys = after;
+        if after != NIL {
+            self.blocks.get_mut(after).prev_phys = id;
+        }
+        self.blocks.remove(next);
+    }
+
+    #[inline]
+    fn link_free(&mut self, slot: usize, id: BlockId) {
+        let units = self.blocks.get(id).units as usize;
+        let size = units << GRANULE_SHIFT;
+        let c = map_floor(units);
+        let lists = &mut self.streams[slot];
+        let head = lists.heads[c.fl][c.sl];
+        lists.heads[c.fl][c.sl] = id;
+        lists.bitmap.set(c);
+        lists.free_bytes += size;
+        if head != NIL {
+            self.blocks.get_mut(head).prev_free = id;
+        }
+        let b = self.blocks.get_mut(id);
+        b.prev_free = NIL;
+        b.next_free = head;
+        b.stream = slot as u32;
+    }
+
+    #[inline]
+    fn unlink_free(&mut self, id: BlockId) {
+        let (prev, next, units, slot) = {
+            let b = self.blocks.get(id);
+            (b.prev_free, b.next_free, b.units as usize, b.stream as usize)
+        };
+        if next != NIL {
+            self.blocks.get_mut(next).prev_free = prev;
+        }
+        let lists = &mut self.streams[slot];
+        lists.free_bytes -= units << GRANULE_SHIFT;
+        if prev != NIL {
+            self.blocks.get_mut(prev).next_free = next;
+        } else {
+            let c = map_floor(units);
+            lists.heads[c.fl][c.sl] = next;
+            if next == NIL {
+                lists.bitmap.clear(c);
+            }
+        }
+    }
+
+    /// Why `addr` is not an allocated block start (cold: scans the records).
+    #[cold]
+    fn classify(&self, addr: usize) -> Misuse {
+        for (_, b) in self.blocks.iter_live() {
+            if b.addr <= addr && addr < b.end() {
+                return if b.is_free() {
+                    Misuse::DoubleFree { ptr: addr }
+                } else {
+                    Misuse::InteriorPointer { ptr: addr, block_start: b.addr }
+                };
+            }
+        }
+        Misuse::UnknownPointer { ptr: addr }
+    }
+
+    /// Another stream whose free lists hold a block that fits the request, if any.
+    pub fn find_donor(&self, slot: usize, size: usize, align: usize) -> Option<usize> {
+        let c: Class = map_ceil(search_size(size, align) >> GRANULE_SHIFT);
+        (0..self.streams.len()).find(|&s| s != slot && self.streams[s].bitmap.find_at_or_above(c).is_some())
+    }
+
+    /// The other streams that hold any free memory.
+    pub fn streams_with_free_memory(&self, slot: usize) -> Vec<usize> {
+        (0..self.streams.len()).filter(|&s| s != slot && self.streams[s].free_bytes > 0).collect()
+    }
+
+    /// Moves every free block of `from` to `to`, coalescing where blocks meet. The caller must
+    /// first have ordered `to` after `from` (see `StreamOrder`).
+    pub fn merge_into(&mut self, from: usize, to: usize) {
+        while let Some(c) = self.streams[from].bitmap.highest() {
+            let id = self.streams[from].heads[c.fl][c.sl];
+            self.unlink_free(id);
+            self.release(to, id);
+        }
+    }
+
+    /// Sizes for error messages and monitoring.
+    pub fn state(&self) -> PoolState {
+        let mut largest = 0;
+        for s in &self.streams {
+            if let Some(c) = s.bitmap.highest() {
+                let mut id = s.heads[c.fl][c.sl];
+                while id != NIL {
+                    let b = self.blocks.get(id);
+                    largest = largest.max(b.size());
+                    id = b.next_free;
+                }
+            }
+        }
+        PoolState {
+            pool_size: self.pool_size,
+            free_bytes: self.streams.iter().map(|s| s.free_bytes).sum(),
+            largest_free_block: largest,
+        }
+    }
+
+    /// Bytes taken from the upstream.
+    pub fn pool_size(&self) -> usize {
+        self.pool_size
+    }
+
+    /// Number of blocks handed out and not yet freed.
+    pub fn allocated_count(&self) -> usize {
+        self.allocated.len()
+    }
+
+    /// Checks every invariant listed at the top of this file; for tests. Returns a description of
+    /// the first violation.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let mut free_total = 0;
+        for &(addr, size) in &self.chunks {
+            let first = self.blocks.iter_live().find(|(_, b)| b.addr == addr && b.prev_phys == NIL);
+            let Some((mut id, _)) = first else { return Err(format!("chunk {addr:#x} has no first block")) };
+            let mut at = addr;
+            let mut prev = NIL;
+            loop {
+                let b = self.blocks.get(id);
+                if b.addr != at || b.prev_phys != prev {
+                    return Err(format!("broken physical chain at {at:#x}"));
+                }
+                if b.is_free() {
+                    free_total += b.size();
+                    if b.next_phys != NIL && self.free_on(b.next_phys, b.stream as usize) {
+                        return Err(format!("adjacent free blocks at {:#x} not merged", b.addr));
+                    }
+                } else if self.allocated.get(&b.addr).map(|e| e.0) != Some(id) {
+                    return Err(format!("allocated block {:#x} missing from the address map", b.addr));
+                }
+                at = b.end();
+                prev = id;
+                if b.next_phys == NIL {
+                    break;
+                }
+                id = b.next_phys;
+            }
+            if at != addr + size {
+                return Err(format!("chunk {addr:#x} not tiled: ends at {at:#x}"));
+            }
+        }
+        let listed: usize = self.streams.iter().map(|s| s.free_bytes).sum();
+        if listed != free_total {
+            return Err(format!("free lists hold {listed} bytes, blocks say {free_total}"));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,393 @@
+//! The pool on a host-memory upstream: model-based random traces, threads, stream ordering,
+//! growth, and every bad input.
+
+mod common;
+
+use common::{run_trace, seed, Rng, Trace};
+use rmm::pool::{StreamKey, StreamOrder};
+use rmm::resource::{HostMemoryResource, PoolMemoryResource};
+use rmm::{CudaStreamView, Error, MemoryResource, Misuse, Result};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+const MIB: usize = 1 << 20;
+
+fn streams(n: usize) -> Vec<CudaStreamView> {
+    (0..n).map(|i| CudaStreamView::from_handle(0x1000 * (i + 1))).collect()
+}
+
+fn host_pool(initial: usize, max: Option<usize>) -> PoolMemoryResource<Arc<HostMemoryResource>> {
+    PoolMemoryResource::new(Arc::new(HostMemoryResource::new()), initial, max).unwrap()
+}
+
+/// Records every ordering request so tests can see when streams were ordered.
+#[derive(Default, Clone)]
+struct RecordingOrder(Arc<Mutex<Vec<(StreamKey, StreamKey)>>>);
+
+impl StreamOrder for RecordingOrder {
+    fn order(&self, owner: StreamKey, waiter: StreamKey) -> Result<()> {
+        self.0.lock().unwrap().push((owner, waiter));
+        Ok(())
+    }
+    fn synchronize_all(&self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Host memory that refuses to hand out more than `cap` bytes in total.
+struct CappedHost {
+    inner: HostMemoryResource,
+    cap: usize,
+    used: AtomicUsize,
+}
+
+impl CappedHost {
+    fn new(cap: usize) -> Self {
+        CappedHost { inner: HostMemoryResource::new(), cap, used: AtomicUsize::new(0) }
+    }
+}
+
+impl MemoryResource for CappedHost {
+    fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
+        if self.used.load(Ordering::SeqCst) + bytes > self.cap {
+            return Err(Error::out_of_memory(bytes, "cap"));
+        }
+        let p = self.inner.allocate(bytes, alignment, stream)?;
+        self.used.fetch_add(bytes, Ordering::SeqCst);
+        Ok(p)
+    }
+    fn deallocate(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<()> {
+        self.inner.deallocate(ptr, bytes, alignment, stream)?;
+        self.used.fetch_sub(bytes, Ordering::SeqCst);
+        Ok(())
+    }
+    fn is_device_accessible(&self) -> bool {
+        false
+    }
+}
+
+#[test]
+fn random_trace_matches_model_and_returns_everything() {
+    let upstream = Arc::new(HostMemoryResource::new());
+    let mut rng = Rng::new(seed("pool random trace", 1));
+    {
+        let pool = PoolMemoryResource::new(upstream.clone(), 4 * MIB, None).unwrap();
+        let t = Trace {
+            ops: 1_000_000,
+            max_live: 1000,
+            min_size: 1,
+            max_size: 256 << 10,
+            streams: streams(4),
+            big_alignments: true,
+            ..Trace::default()
+        };
+        let mut step = 0usize;
+        run_trace(&pool, &t, &mut rng, false, |model| {
+            step += 1;
+            if step % 20_000 == 0 {
+                pool.check_invariants().unwrap();
+                let s = pool.state();
+                assert!(s.pool_size - s.free_bytes >= model.live_bytes, "pool lost track of live bytes");
+            }
+        });
+        pool.check_invariants().unwrap();
+        let s = pool.state();
+        assert_eq!(s.free_bytes, s.pool_size, "all blocks are free after the trace");
+    }
+    assert_eq!(upstream.outstanding(), (0, 0), "the upstream got every byte back");
+}
+
+#[test]
+fn allocated_bytes_are_exact_on_a_single_stream() {
+    let pool = host_pool(0, None);
+    let mut rng = Rng::new(seed("pool exact bytes", 2));
+    let t = Trace { ops: 200_000, max_size: 1 << 20, min_size: 8, ..Trace::default() };
+    let mut step = 0;
+    run_trace(&pool, &t, &mut rng, false, |model| {
+        step += 1;
+        if step % 5000 == 0 {
+            // One stream and 256-aligned requests: no alignment gaps, so the pool's used bytes are
+            // exactly the live requests rounded up to 256.
+            let s = pool.state();
+            assert_eq!(s.pool_size - s.free_bytes, model.rounded_live_bytes());
+        }
+    });
+    let s = pool.state();
+    assert_eq!(s.free_bytes, s.pool_size);
+    pool.check_invariants().unwrap();
+}
+
+#[test]
+fn eight_threads_share_one_pool_without_overlap() {
+    let upstream = Arc::new(HostMemoryResource::new());
+    let pool = Arc::new(PoolMemoryResource::new(upstream.clone(), 8 * MIB, None).unwrap());
+    let global = Arc::new(Mutex::new(common::Model::default()));
+    let base = seed("pool threads", 3);
+    let handles: Vec<_> = (0..8)
+        .map(|t| {
+            let pool = pool.clone();
+            let global = global.clone();
+            std::thread::spawn(move || {
+                let mut rng = Rng::new(base + t as u64);
+                let stream = CudaStreamView::from_handle(0x1_0000 * (t + 1));
+                let mut live: Vec<(*mut u8, usize)> = Vec::new();
+                for _ in 0..100_000 {
+                    if live.len() < 200 && (live.is_empty() || rng.below(2) == 0) {
+                        let bytes = rng.log_uniform(1, 64 << 10);
+                        let p = pool.allocate(bytes, 256, stream).unwrap();
+                        global.lock().unwrap().insert(p, bytes, 256);
+                        live.push((p, bytes));
+                    } else {
+                        let (p, bytes) = live.swap_remove(rng.below(live.len()));
+                        global.lock().unwrap().remove(p);
+                        pool.deallocate(p, bytes, 256, stream).unwrap();
+                    }
+                }
+                for (p, bytes) in live {
+                    global.lock().unwrap().remove(p);
+                    pool.deallocate(p, bytes, 256, stream).unwrap();
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    pool.check_invariants().unwrap();
+    let s = pool.state();
+    assert_eq!(s.free_bytes, s.pool_size);
+    drop(pool);
+    assert_eq!(upstream.outstanding(), (0, 0));
+}
+
+#[test]
+fn freed_block_is_reused_on_its_stream_without_ordering() {
+    let order = RecordingOrder::default();
+    let pool = PoolMemoryResource::with_stream_order(HostMemoryResource::new(), MIB, None, Box::new(order.clone()))
+        .unwrap();
+    let a = CudaStreamView::from_handle(0x1000);
+    let p = pool.allocate(1000, 256, a).unwrap();
+    // The initial chunk sits on the default stream's lists; the first allocation on `a` takes it over.
+    assert_eq!(*order.0.lock().unwrap(), vec![(StreamKey(0), StreamKey(0x1000))]);
+    pool.deallocate(p, 1000, 256, a).unwrap();
+    let q = pool.allocate(1000, 256, a).unwrap();
+    assert_eq!(p, q);
+    assert_eq!(order.0.lock().unwrap().len(), 1, "same-stream reuse needs no event");
+    pool.deallocate(q, 1000, 256, a).unwrap();
+}
+
+#[test]
+fn another_stream_takes_free_blocks_only_after_ordering() {
+    let order = RecordingOrder::default();
+    // The whole pool is one 1 MiB chunk, so stream b can only get memory that stream a freed.
+    let pool =
+        PoolMemoryResource::with_stream_order(HostMemoryResource::new(), MIB, Some(MIB), Box::new(order.clone()))
+            .unwrap();
+    let (a, b) = (CudaStreamView::from_handle(0x1000), CudaStreamView::from_handle(0x2000));
+    let p = pool.allocate(MIB, 256, a).unwrap();
+    pool.deallocate(p, MIB, 256, a).unwrap();
+    let q = pool.allocate(MIB, 256, b).unwrap();
+    assert_eq!(p, q);
+    assert_eq!(
+        *order.0.lock().unwrap(),
+        vec![(StreamKey(0), StreamKey(0x1000)), (StreamKey(0x1000), StreamKey(0x2000))]
+    );
+    pool.deallocate(q, MIB, 256, b).unwrap();
+    pool.check_invariants().unwrap();
+}
+
+#[test]
+fn free_lists_of_all_streams_merge_before_out_of_memory() {
+    let order = RecordingOrder::default();
+    let pool =
+        PoolMemoryResource::with_stream_order(HostMemoryResource::new(), 2 * MIB, Some(2 * MIB), Box::new(order.clone()))
+            .unwrap();
+    let (a, b, c) =
+        (CudaStreamView::from_handle(0x1000), CudaStreamView::from_handle(0x2000), CudaStreamView::from_handle(0x3000));
+    let x = pool.allocate(MIB, 256, a).unwrap();
+    let y = pool.allocate(MIB, 256, b).unwrap();
+    pool.deallocate(x, MIB, 256, a).unwrap();
+    pool.deallocate(y, MIB, 256, b).unwrap();
+    // Neither a nor b alone has 2 MiB free, but together, coalesced, they do.
+    let z = pool.allocate(2 * MIB, 256, c).unwrap();
+    assert_eq!(pool.state().free_bytes, 0);
+    // a took the initial chunk from the default stream, b took a's rest, then c waited for both.
+    let rec = order.0.lock().unwrap().clone();
+    assert_eq!(
+        rec,
+        vec![
+            (StreamKey(0), StreamKey(0x1000)),
+            (StreamKey(0x1000), StreamKey(0x2000)),
+            (StreamKey(0x1000), StreamKey(0x3000)),
+            (StreamKey(0x2000), StreamKey(0x3000)),
+        ]
+    );
+    pool.deallocate(z, 2 * MIB, 256, c).unwrap();
+    pool.check_invariants().unwrap();
+}
+
+#[test]
+fn growth_backs_off_toward_the_request() {
+    let upstream = Arc::new(CappedHost::new(3 * MIB));
+    let pool = PoolMemoryResource::new(upstream.clone(), 0, None).unwrap();
+    let s = CudaStreamView::DEFAULT;
+    let a = pool.allocate(MIB, 256, s).unwrap(); // grows by 1 MiB
+    let b = pool.allocate(3 * MIB / 2, 256, s).unwrap(); // grows by 1.5 MiB
+    // Doubling would ask for 2.5 MiB; only 0.5 MiB is left upstream, and the pool must find it.
+    let c = pool.allocate(MIB / 2, 256, s).unwrap();
+    assert_eq!(upstream.used.load(Ordering::SeqCst), 3 * MIB);
+    let err = pool.allocate(256, 256, s).unwrap_err();
+    match err {
+        Error::OutOfMemory { requested: 256, pool: Some(state), .. } => {
+            assert_eq!(state.pool_size, 3 * MIB);
+            assert_eq!(state.free_bytes, 0);
+        }
+        other => panic!("expected out of memory, got {other}"),
+    }
+    for (p, n) in [(a, MIB), (b, 3 * MIB / 2), (c, MIB / 2)] {
+        pool.deallocate(p, n, 256, s).unwrap();
+    }
+    drop(pool);
+    assert_eq!(upstream.used.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn out_of_memory_at_maximum_reports_numbers_and_pool_keeps_working() {
+    let pool = host_pool(MIB, Some(MIB));
+    let s = CudaStreamView::DEFAULT;
+    let p = pool.allocate(MIB / 2, 256, s).unwrap();
+    let err = pool.allocate(MIB, 256, s).unwrap_err();
+    assert_eq!(
+        err,
+        Error::OutOfMemory {
+            requested: MIB,
+            pool: Some(rmm::PoolState { pool_size: MIB, free_bytes: MIB / 2, largest_free_block: MIB / 2 }),
+            reason: format!("maximum pool size {MIB} reached"),
+        }
+    );
+    assert!(err.to_string().contains("pool size 1048576, free 524288, largest free block 524288"), "{err}");
+    let q = pool.allocate(MIB / 2, 256, s).unwrap();
+    pool.deallocate(p, MIB / 2, 256, s).unwrap();
+    pool.deallocate(q, MIB / 2, 256, s).unwrap();
+    pool.check_invariants().unwrap();
+}
+
+#[test]
+fn zero_bytes_is_null_and_touches_nothing() {
+    let upstream = Arc::new(HostMemoryResource::new());
+    let pool = PoolMemoryResource::new(upstream.clone(), 0, None).unwrap();
+    let p = pool.allocate(0, 256, CudaStreamView::DEFAULT).unwrap();
+    assert!(p.is_null());
+    assert_eq!(pool.pool_size(), 0);
+    assert_eq!(upstream.outstanding(), (0, 0));
+    pool.deallocate(p, 0, 256, CudaStreamView::DEFAULT).unwrap();
+}
+
+#[test]
+fn huge_requests_are_out_of_memory() {
+    let pool = host_pool(MIB, None);
+    for bytes in [usize::MAX, usize::MAX - 255, 1 << 62] {
+        let err = pool.allocate(bytes, 256, CudaStreamView::DEFAULT).unwrap_err();
+        assert!(matches!(err, Error::OutOfMemory { requested, .. } if requested == bytes), "{bytes}: {err}");
+    }
+    assert_eq!(pool.pool_size(), MIB);
+    pool.check_invariants().unwrap();
+}
+
+#[test]
+fn bad_alignments_are_rejected() {
+    let pool = host_pool(MIB, None);
+    for alignment in [0, 3, 100, 1 << 31] {
+        let err = pool.allocate(64, alignment, CudaStreamView::DEFAULT).unwrap_err();
+        assert_eq!(err, Error::BadAlignment { alignment, max: rmm::resource::MAX_ALIGNMENT });
+    }
+    for alignment in [1, 8, 256, 4096, 1 << 20] {
+        let p = pool.allocate(100, alignment, CudaStreamView::DEFAULT).unwrap();
+        assert_eq!(p as usize % alignment.max(256), 0);
+        pool.deallocate(p, 100, alignment, CudaStreamView::DEFAULT).unwrap();
+    }
+    pool.check_invariants().unwrap();
+}
+
+#[test]
+fn bad_pool_sizes_are_rejected() {
+    let make = |i, m| PoolMemoryResource::new(HostMemoryResource::new(), i, m).err().unwrap();
+    assert!(matches!(make(1000, None), Error::InvalidArgument(m) if m.contains("initial pool size 1000")));
+    assert!(matches!(make(0, Some(1000)), Error::InvalidArgument(m) if m.contains("maximum pool size 1000")));
+    assert!(matches!(make(2048, Some(1024)), Error::InvalidArgument(m) if m.contains("below the initial size")));
+}
+
+/// Each misuse returns its exact error and leaves the pool exactly as it was.
+#[test]
+fn misuse_is_detected_and_changes_nothing() {
+    let pool = host_pool(MIB, None);
+    let s = CudaStreamView::DEFAULT;
+    let p = pool.allocate(1000, 256, s).unwrap();
+    let q = pool.allocate(5000, 256, s).unwrap();
+    pool.deallocate(q, 5000, 256, s).unwrap();
+    let before = pool.state();
+    let addr = p as usize;
+
+    let cases: Vec<(*mut u8, usize, Misuse)> = vec![
+        (q, 5000, Misuse::DoubleFree { ptr: q as usize }),
+        (p, 999, Misuse::WrongSize { ptr: addr, allocated: 1000, given: 999 }),
+        (unsafe { p.add(256) }, 744, Misuse::InteriorPointer { ptr: addr + 256, block_start: addr }),
+        (0x10 as *mut u8, 8, Misuse::UnknownPointer { ptr: 0x10 }),
+    ];
+    for (ptr, bytes, expected) in cases {
+        let err = pool.deallocate(ptr, bytes, 256, s).unwrap_err();
+        assert_eq!(err, Error::Misuse(expected), "{err}");
+        assert_eq!(pool.state(), before);
+        pool.check_invariants().unwrap();
+    }
+    let other = HostMemoryResource::new();
+    let foreign = other.allocate(512, 256, s).unwrap();
+    assert_eq!(
+        pool.deallocate(foreign, 512, 256, s).unwrap_err(),
+        Error::Misuse(Misuse::UnknownPointer { ptr: foreign as usize })
+    );
+    other.deallocate(foreign, 512, 256, s).unwrap();
+
+    // Still fully working.
+    pool.deallocate(p, 1000, 256, s).unwrap();
+    let r = pool.allocate(MIB, 256, s).unwrap();
+    pool.deallocate(r, MIB, 256, s).unwrap();
+    assert_eq!(pool.state().free_bytes, pool.pool_size());
+}
+
+#[test]
+fn dropping_the_pool_returns_chunks_even_with_live_blocks() {
+    let upstream = Arc::new(HostMemoryResource::new());
+    let pool = PoolMemoryResource::new(upstream.clone(), MIB, None).unwrap();
+    for _ in 0..10 {
+        pool.allocate(300 << 10, 256, CudaStreamView::DEFAULT).unwrap();
+    }
+    assert!(upstream.outstanding().0 > 1);
+    drop(pool);
+    assert_eq!(upstream.outstanding(), (0, 0));
+}
+
+#[test]
+fn per_thread_default_streams_are_distinct_streams() {
+    let order = RecordingOrder::default();
+    let pool = Arc::new(
+        PoolMemoryResource::with_stream_order(HostMemoryResource::new(), MIB, Some(MIB), Box::new(order.clone()))
+            .unwrap(),
+    );
+    let p = pool.allocate(MIB, 256, CudaStreamView::PER_THREAD).unwrap();
+    pool.deallocate(p, MIB, 256, CudaStreamView::PER_THREAD).unwrap();
+    let pool2 = pool.clone();
+    let q = std::thread::spawn(move || {
+        let q = pool2.allocate(MIB, 256, CudaStreamView::PER_THREAD).unwrap();
+        pool2.deallocate(q, MIB, 256, CudaStreamView::PER_THREAD).unwrap();
+        q as usize
+    })
+    .join()
+    .unwrap();
+    assert_eq!(q, p as usize);
+    let rec = order.0.lock().unwrap();
+    assert_eq!(rec.len(), 2, "initial chunk to this thread, then to the other thread: {rec:?}");
+    let (owner, waiter) = rec[1];
+    assert!(owner.per_thread_owner().is_some() && waiter.per_thread_owner().is_some());
+    assert_ne!(owner, waiter, "each thread's per-thread default stream is its own stream");
+}
