@@ -105,7 +105,7 @@ pub(crate) mod ffi {
         fn new_statistics_adaptor(upstream: &RustResource) -> Box<RustResource>;
         fn new_tracking_adaptor(upstream: &RustResource, capture_stacks: bool) -> Box<RustResource>;
         fn new_limiting_adaptor(upstream: &RustResource, allocation_limit: usize) -> Box<RustResource>;
-        fn new_logging_adaptor(upstream: &RustResource, path: &str) -> Box<RustResource>;
+        fn new_logging_adaptor(upstream: &RustResource, path: &str, auto_flush: bool) -> Box<RustResource>;
         fn new_failure_callback_adaptor(upstream: &RustResource, callback: UniquePtr<CppCallback>) -> Box<RustResource>;
         /// Host memory from the global allocator: lets the bridge be tested without a GPU.
         fn new_host_memory_resource() -> Box<RustResource>;
@@ -115,6 +115,8 @@ pub(crate) mod ffi {
         /// Makes `resource` the Rust per-device resource of `device`, so Rust code called from C++
         /// uses the same memory as the C++ code that set it.
         fn set_rust_per_device_resource(device: i32, resource: &RustResource) -> Outcome;
+        /// Puts `device` back on the initial Rust resource.
+        fn reset_rust_per_device_resource(device: i32);
         /// The Rust per-device resource of `device` (a CUDA resource unless one was set).
         fn get_rust_per_device_resource(device: i32) -> Box<RustResource>;
     }

@@ -3,11 +3,21 @@
 use super::cpp_upstream::CppUpstream;
 use super::ffi::{self, CounterPair, ErrorKind, Outcome};
 use super::outcome::{guard, guard_outcome, Context};
+use crate::adaptor::{
+    Counter as StatCounter, CounterFrame, FailureCallbackResourceAdaptor, LimitingResourceAdaptor,
+    LoggingResourceAdaptor, StatisticsResourceAdaptor, TrackingResourceAdaptor,
+};
+use crate::device::DeviceId;
 use crate::error::{Error, Result};
-use crate::resource::{HostMemoryResource, MemoryResource, SharedResource};
+use crate::per_device_resource;
+use crate::resource::{
+    CudaAsyncMemoryResource, CudaMemoryResource, HostMemoryResource, ManagedMemoryResource, MemoryResource,
+    PinnedHostMemoryResource, PoolMemoryResource, SharedResource,
+};
 use crate::stream::CudaStreamView;
 use std::any::Any;
 use std::io::Write;
+use std::path::Path;
 use std::sync::Arc;
 
 /// A Rust resource held by C++, or the error that prevented making it.
@@ -202,10 +212,10 @@ pub(crate) fn new_limiting_adaptor(upstream: &RustResource, allocation_limit: us
 }
 
 /// An empty path logs to stdout.
-pub(crate) fn new_logging_adaptor(upstream: &RustResource, path: &str) -> Box<RustResource> {
+pub(crate) fn new_logging_adaptor(upstream: &RustResource, path: &str, auto_flush: bool) -> Box<RustResource> {
     RustResource::make("logging_resource_adaptor", || {
-        let path = (!path.is_empty()).then(|| std::path::Path::new(path));
-        make_logging(upstream.shared()?.clone(), path)
+        let path = (!path.is_empty()).then(|| Path::new(path));
+        make_logging(upstream.shared()?.clone(), path, auto_flush)
     })
 }
 
@@ -231,100 +241,126 @@ pub(crate) fn set_rust_per_device_resource(device: i32, resource: &RustResource)
     })
 }
 
+pub(crate) fn reset_rust_per_device_resource(device: i32) {
+    guard("reset_rust_per_device_resource", |_| (), || {
+        // The previous resource is dropped here, after the table's lock was released.
+        drop(per_device_resource::reset_per_device_resource(DeviceId(device)));
+    })
+}
+
 pub(crate) fn get_rust_per_device_resource(device: i32) -> Box<RustResource> {
     RustResource::make("per-device resource", || get_per_device(device))
 }
 
 // ---------------------------------------------------------------------------------------------
-// The resources of the crate, one function each. Those whose Rust type has not landed in this
-// branch yet report so as an error (the C++ constructor then throws `rmm::logic_error`).
+// The resources of the crate, one function each. Adaptors and pools hold their upstream as a
+// `SharedResource`, so the accessors below downcast to these concrete types.
 // ---------------------------------------------------------------------------------------------
 
-fn not_yet(what: &str) -> Error {
-    Error::InvalidArgument(format!("{what} is not available in this build of rmm-rs yet"))
-}
+type Pool = PoolMemoryResource<SharedResource>;
+type Statistics = StatisticsResourceAdaptor<SharedResource>;
+type Tracking = TrackingResourceAdaptor<SharedResource>;
+type Limiting = LimitingResourceAdaptor<SharedResource>;
+type Logging = LoggingResourceAdaptor<SharedResource>;
 
 fn make_cuda() -> Result<SharedResource> {
-    Err(not_yet("CudaMemoryResource"))
+    Ok(Arc::new(CudaMemoryResource::new()))
 }
 
 fn make_managed() -> Result<SharedResource> {
-    Err(not_yet("ManagedMemoryResource"))
+    Ok(Arc::new(ManagedMemoryResource::new()))
 }
 
 fn make_pinned_host() -> Result<SharedResource> {
-    Err(not_yet("PinnedHostMemoryResource"))
+    Ok(Arc::new(PinnedHostMemoryResource::new()))
 }
 
-fn make_cuda_async(_initial: Option<usize>, _release_threshold: Option<usize>) -> Result<SharedResource> {
-    Err(not_yet("CudaAsyncMemoryResource"))
+fn make_cuda_async(initial: Option<usize>, release_threshold: Option<usize>) -> Result<SharedResource> {
+    Ok(Arc::new(CudaAsyncMemoryResource::new(initial, release_threshold)?))
 }
 
-fn make_pool(_upstream: SharedResource, _initial: usize, _maximum: Option<usize>) -> Result<SharedResource> {
-    Err(not_yet("PoolMemoryResource"))
+fn make_pool(upstream: SharedResource, initial: usize, maximum: Option<usize>) -> Result<SharedResource> {
+    Ok(Arc::new(Pool::new(upstream, initial, maximum)?))
 }
 
-fn make_statistics(_upstream: SharedResource) -> Result<SharedResource> {
-    Err(not_yet("StatisticsResourceAdaptor"))
+fn make_statistics(upstream: SharedResource) -> Result<SharedResource> {
+    Ok(Arc::new(Statistics::new(upstream)))
 }
 
-fn make_tracking(_upstream: SharedResource, _capture_stacks: bool) -> Result<SharedResource> {
-    Err(not_yet("TrackingResourceAdaptor"))
+fn make_tracking(upstream: SharedResource, capture_stacks: bool) -> Result<SharedResource> {
+    Ok(Arc::new(Tracking::new(upstream, capture_stacks)))
 }
 
-fn make_limiting(_upstream: SharedResource, _limit: usize) -> Result<SharedResource> {
-    Err(not_yet("LimitingResourceAdaptor"))
+fn make_limiting(upstream: SharedResource, limit: usize) -> Result<SharedResource> {
+    Ok(Arc::new(Limiting::new(upstream, limit)))
 }
 
-fn make_logging(_upstream: SharedResource, _path: Option<&std::path::Path>) -> Result<SharedResource> {
-    Err(not_yet("LoggingResourceAdaptor"))
+fn make_logging(upstream: SharedResource, path: Option<&Path>, auto_flush: bool) -> Result<SharedResource> {
+    let log = match path {
+        Some(p) => Logging::new(upstream, Some(p))?,
+        None => Logging::with_writer(upstream, Box::new(std::io::stdout())),
+    };
+    Ok(Arc::new(log.with_auto_flush(auto_flush)))
 }
 
 fn make_failure_callback(
-    _upstream: SharedResource,
-    _retry: impl Fn(usize) -> bool + Send + Sync + 'static,
+    upstream: SharedResource,
+    retry: impl Fn(usize) -> bool + Send + Sync + 'static,
 ) -> Result<SharedResource> {
-    Err(not_yet("FailureCallbackResourceAdaptor"))
+    Ok(Arc::new(FailureCallbackResourceAdaptor::new(upstream, retry)))
 }
 
-fn set_per_device(_device: i32, _resource: SharedResource) -> Result<()> {
-    Err(not_yet("the Rust per-device resource table"))
-}
-
-fn get_per_device(_device: i32) -> Result<SharedResource> {
-    Err(not_yet("the Rust per-device resource table"))
-}
-
-fn pool_size_of(_r: &RustResource) -> usize {
-    0
-}
-
-fn counters_of(_r: &RustResource) -> CounterPair {
-    CounterPair::default()
-}
-
-fn push_counters_of(_r: &RustResource) -> CounterPair {
-    CounterPair::default()
-}
-
-fn pop_counters_of(_r: &RustResource) -> Result<CounterPair> {
-    Err(not_yet("StatisticsResourceAdaptor"))
-}
-
-fn allocated_bytes_of(_r: &RustResource) -> usize {
-    0
-}
-
-fn allocation_limit_of(_r: &RustResource) -> usize {
-    0
-}
-
-fn outstanding_allocations_of(_r: &RustResource) -> String {
-    String::new()
-}
-
-fn flush_log_of(_r: &RustResource) -> Result<()> {
+fn set_per_device(device: i32, resource: SharedResource) -> Result<()> {
+    per_device_resource::set_per_device_resource(DeviceId(device), resource);
     Ok(())
+}
+
+fn get_per_device(device: i32) -> Result<SharedResource> {
+    Ok(per_device_resource::get_per_device_resource(DeviceId(device)))
+}
+
+fn pool_size_of(r: &RustResource) -> usize {
+    r.downcast::<Pool>().map_or(0, |p| p.pool_size())
+}
+
+fn frame_to_pair(f: CounterFrame) -> CounterPair {
+    let c = |c: StatCounter| ffi::Counter { value: c.value, peak: c.peak, total: c.total };
+    CounterPair { bytes: c(f.bytes), allocations: c(f.allocations) }
+}
+
+fn counters_of(r: &RustResource) -> CounterPair {
+    r.downcast::<Statistics>().map_or_else(CounterPair::default, |s| frame_to_pair(s.counters()))
+}
+
+fn push_counters_of(r: &RustResource) -> CounterPair {
+    r.downcast::<Statistics>().map_or_else(CounterPair::default, |s| frame_to_pair(s.push_counters()))
+}
+
+fn pop_counters_of(r: &RustResource) -> Result<CounterPair> {
+    let s = r
+        .downcast::<Statistics>()
+        .ok_or_else(|| Error::InvalidArgument(format!("{} has no counters", r.name)))?;
+    s.pop_counters().map(frame_to_pair)
+}
+
+fn allocated_bytes_of(r: &RustResource) -> usize {
+    if let Some(t) = r.downcast::<Tracking>() {
+        t.allocated_bytes()
+    } else {
+        r.downcast::<Limiting>().map_or(0, |l| l.allocated_bytes())
+    }
+}
+
+fn allocation_limit_of(r: &RustResource) -> usize {
+    r.downcast::<Limiting>().map_or(0, |l| l.allocation_limit())
+}
+
+fn outstanding_allocations_of(r: &RustResource) -> String {
+    r.downcast::<Tracking>().map_or_else(String::new, |t| t.report())
+}
+
+fn flush_log_of(r: &RustResource) -> Result<()> {
+    r.downcast::<Logging>().map_or(Ok(()), |l| l.flush())
 }
 
 #[cfg(test)]
@@ -366,4 +402,43 @@ mod tests {
         assert!(a.is_equal(&a2));
         assert!(!a.is_equal(&b));
     }
+
+    #[test]
+    fn pool_statistics_and_limits_through_the_bridge_on_host_memory() {
+        let host = new_host_memory_resource();
+        let pool = new_pool_memory_resource(&host, 1 << 20, 0, false);
+        assert!(pool.status().is_ok(), "{}", pool.status().message);
+        assert_eq!(pool.pool_size(), 1 << 20);
+        let stats = new_statistics_adaptor(&pool);
+        let limit = new_limiting_adaptor(&stats, 4096);
+
+        let a = limit.allocate(3000, 256, 0);
+        assert!(a.is_ok(), "{}", a.message);
+        let refused = limit.allocate(3000, 256, 0);
+        assert_eq!(refused.kind, ErrorKind::OutOfMemory);
+        assert!(refused.message.contains("3000"), "{}", refused.message);
+        assert_eq!(limit.allocated_bytes(), 3072);
+        assert_eq!(limit.allocation_limit(), 4096);
+
+        let c = stats.counters();
+        assert_eq!((c.bytes.value, c.allocations.value, c.allocations.total), (3000, 1, 1));
+        stats.push_counters();
+        let mut popped = CounterPair::default();
+        assert!(stats.pop_counters(&mut popped).is_ok());
+        assert_eq!(stats.pop_counters(&mut popped).kind, ErrorKind::OutOfRange);
+
+        assert!(limit.try_deallocate(a.ptr, 3000, 256, 0).is_ok());
+        assert_eq!(stats.counters().bytes.value, 0);
+        // A second free is refused by the pool and changes no counter.
+        assert_eq!(limit.try_deallocate(a.ptr, 3000, 256, 0).kind, ErrorKind::Logic);
+        assert_eq!(stats.counters().allocations.value, 0);
+    }
+
+    #[test]
+    fn bad_pool_sizes_are_logic_errors() {
+        let host = new_host_memory_resource();
+        let pool = new_pool_memory_resource(&host, 1000, 0, false);
+        assert_eq!(pool.status().kind, ErrorKind::Logic);
+    }
 }
+

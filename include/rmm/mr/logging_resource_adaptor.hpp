@@ -21,7 +21,7 @@ class logging_resource_adaptor final : public detail::rust_resource {
   /**
    * @param upstream where allocations go
    * @param filename the log file (default: $RMM_LOG_FILE); an empty name logs to stdout
-   * @param auto_flush accepted for RMM compatibility; the Rust log flushes every line
+   * @param auto_flush flush after every line
    * @throws rmm::logic_error if the file cannot be opened, or no name is given and RMM_LOG_FILE
    * is not set
    */
@@ -68,9 +68,9 @@ class logging_resource_adaptor final : public detail::rust_resource {
  private:
   logging_resource_adaptor(detail::upstream_resource upstream,
                            std::string const& filename,
-                           bool /*auto_flush*/,
+                           bool auto_flush,
                            int)
-    : rust_resource{rmm_rs::new_logging_adaptor(upstream.handle(), rust::Str{filename}),
+    : rust_resource{rmm_rs::new_logging_adaptor(upstream.handle(), rust::Str{filename}, auto_flush),
                     upstream.resource()}
   {
   }

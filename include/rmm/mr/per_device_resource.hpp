@@ -4,8 +4,11 @@
  * Each device has one current resource, initially a cuda_memory_resource. Containers,
  * thrust_allocator and exec_policy take it when no resource is given. The table owns an
  * any_resource: setting one of our resources (or any copyable resource) keeps it alive; setting a
- * resource_ref requires the referenced resource to outlive its use. When one of the Rust-backed
- * resources is set, Rust code of rmm-rs called from this program sees it too.
+ * resource_ref requires the referenced resource to outlive its use.
+ *
+ * Rust code of rmm-rs called from this program has its own table. Setting one of the Rust-backed
+ * resources (by its type, not through an any_resource or a reference) sets it there too, and a
+ * reset resets both; setting any other resource leaves the Rust table as it was.
  *
  * The functions are thread-safe with respect to each other.
  */
@@ -57,6 +60,12 @@ void mirror_to_rust(cuda_device_id device_id, Resource const& resource) noexcept
     } catch (...) {
     }
   }
+}
+
+/// Puts the Rust per-device table back on its initial resource for `device_id`.
+inline void reset_rust(cuda_device_id device_id) noexcept
+{
+  rmm_rs::reset_rust_per_device_resource(device_id.value());
 }
 
 }  // namespace detail
@@ -120,10 +129,12 @@ detail::any_device_resource set_current_device_resource(Resource const& new_reso
   return set_per_device_resource(rmm::get_current_cuda_device(), new_resource);
 }
 
-/// Restores the initial resource of `device_id`; returns the previous one.
+/// Restores the initial resource of `device_id` (for Rust code too); returns the previous one.
 inline detail::any_device_resource reset_per_device_resource(cuda_device_id device_id)
 {
-  return set_per_device_resource(device_id, detail::initial_resource());
+  auto previous = set_per_device_resource(device_id, detail::any_device_resource{detail::initial_resource()});
+  detail::reset_rust(device_id);
+  return previous;
 }
 
 /// Restores the initial resource of the current device; returns the previous one.
