@@ -26,7 +26,7 @@ class cuda_stream {
   cuda_stream& operator=(cuda_stream&&) = default;
   ~cuda_stream()                        = default;
   cuda_stream(cuda_stream const&)       = delete;
-  cuda_stream& operator=(cuda_stream&)  = delete;
+  cuda_stream& operator=(cuda_stream const&) = delete;
 
   /// Creates a stream; throws rmm::cuda_error on failure.
   cuda_stream(cuda_stream::flags f = cuda_stream::flags::sync_default)
