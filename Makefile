@@ -47,6 +47,8 @@ TESTS      := $(BIN)/rmm_cpp_tests
 # GoogleTest's TEST() inside an anonymous namespace trips nvcc's "declared but never referenced".
 TEST_FLAGS := -I$(GTEST_SRC)/include -diag-suppress=177
 
+# Keep object files (make would delete them as intermediates of the pattern chain).
+.SECONDARY:
 .PHONY: all examples tests run run-examples run-tests std-check staticlib bundle clean
 all: examples tests
 examples: $(EXAMPLES)

@@ -93,7 +93,8 @@ int main()
     long long* raw = thrust::raw_pointer_cast(v.data());
     squares<<<blocks, threads, 0, stream.value()>>>(n, raw);
     RMM_CUDA_TRY(cudaGetLastError());
-    rmm::device_scalar<unsigned long long> sum(0ULL, stream, pool);
+    unsigned long long const zero = 0;  // device_scalar copies asynchronously: no temporaries
+    rmm::device_scalar<unsigned long long> sum(zero, stream, pool);
     sum_into<<<blocks, threads, 0, stream.value()>>>(n, raw, sum.data());
     RMM_CUDA_TRY(cudaGetLastError());
     unsigned long long const expected = static_cast<unsigned long long>(n - 1) * n * (2ULL * n - 1) / 6;
