@@ -21,6 +21,7 @@
 #![warn(missing_docs)]
 
 pub mod adaptor;
+pub mod bridge;
 pub mod device;
 mod driver;
 pub mod error;
