@@ -19,6 +19,7 @@
 //! Without a CUDA driver nothing panics: CUDA-backed calls return [`Error::NoDriver`].
 
 pub mod adaptor;
+pub mod bridge;
 pub mod device;
 mod driver;
 pub mod error;

@@ -1,0 +1,74 @@
+/*
+ * rmm-rs: an owning CUDA stream (RMM's rmm/cuda_stream.hpp), header-only.
+ */
+#pragma once
+
+#include <rmm/cuda_stream_view.hpp>
+#include <rmm/error.hpp>
+
+#include <cuda/stream_ref>
+#include <cuda_runtime_api.h>
+
+#include <functional>
+#include <memory>
+
+namespace rmm {
+
+/// A CUDA stream owned by this object (move-only), destroyed with it.
+class cuda_stream {
+ public:
+  enum class flags : unsigned int {
+    sync_default = cudaStreamDefault,      ///< Synchronizes with the legacy default stream.
+    non_blocking = cudaStreamNonBlocking,  ///< Does not synchronize with the default stream.
+  };
+
+  cuda_stream(cuda_stream&&)            = default;
+  cuda_stream& operator=(cuda_stream&&) = default;
+  ~cuda_stream()                        = default;
+  cuda_stream(cuda_stream const&)       = delete;
+  cuda_stream& operator=(cuda_stream const&) = delete;
+
+  /// Creates a stream; throws rmm::cuda_error on failure.
+  cuda_stream(cuda_stream::flags f = cuda_stream::flags::sync_default)
+    : stream_{[f]() {
+                auto* s = new cudaStream_t;  // NOLINT(cppcoreguidelines-owning-memory)
+                auto const status =
+                  cudaStreamCreateWithFlags(s, static_cast<unsigned int>(f));
+                if (status != cudaSuccess) {
+                  delete s;  // NOLINT(cppcoreguidelines-owning-memory)
+                  RMM_CUDA_TRY(status);
+                }
+                return s;
+              }(),
+              [](cudaStream_t* s) {
+                RMM_ASSERT_CUDA_SUCCESS(cudaStreamDestroy(*s));
+                delete s;  // NOLINT(cppcoreguidelines-owning-memory)
+              }}
+  {
+  }
+
+  /// False after the stream was moved from.
+  [[nodiscard]] bool is_valid() const { return stream_ != nullptr; }
+  [[nodiscard]] cudaStream_t value() const
+  {
+    RMM_EXPECTS(is_valid(), "Invalid stream handle");
+    return *stream_;
+  }
+  explicit operator cudaStream_t() const noexcept { return is_valid() ? *stream_ : cudaStream_t{}; }
+  [[nodiscard]] cuda_stream_view view() const { return cuda_stream_view{value()}; }
+  operator cuda_stream_view() const { return view(); }
+  operator cuda::stream_ref() const noexcept
+  {
+    return cuda::stream_ref{is_valid() ? *stream_ : cudaStream_t{}};
+  }
+  void synchronize() const { RMM_CUDA_TRY(cudaStreamSynchronize(value())); }
+  void synchronize_no_throw() const noexcept
+  {
+    RMM_ASSERT_CUDA_SUCCESS(cudaStreamSynchronize(static_cast<cudaStream_t>(*this)));
+  }
+
+ private:
+  std::unique_ptr<cudaStream_t, std::function<void(cudaStream_t*)>> stream_;
+};
+
+}  // namespace rmm

@@ -1,0 +1,115 @@
+/*
+ * rmm-rs: a non-owning view of a CUDA stream (RMM's rmm/cuda_stream_view.hpp). RMM 26 prefers
+ * `cuda::stream_ref`; the two convert into each other, so code written for either compiles.
+ */
+#pragma once
+
+#include <rmm/error.hpp>
+
+#include <cuda/stream_ref>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <ostream>
+#include <type_traits>
+
+namespace rmm {
+
+/// A copyable, non-owning wrapper of a `cudaStream_t`.
+class cuda_stream_view {
+ public:
+  constexpr cuda_stream_view()                        = default;
+  constexpr cuda_stream_view(cuda_stream_view const&) = default;
+  constexpr cuda_stream_view(cuda_stream_view&&)      = default;
+  constexpr cuda_stream_view& operator=(cuda_stream_view const&) = default;
+  constexpr cuda_stream_view& operator=(cuda_stream_view&&)      = default;
+  ~cuda_stream_view()                                            = default;
+
+  cuda_stream_view(int)            = delete;  // no conversion from 0
+  cuda_stream_view(std::nullptr_t) = delete;  // no conversion from nullptr
+
+  constexpr cuda_stream_view(cudaStream_t stream) noexcept : stream_{stream} {}
+  constexpr cuda_stream_view(cuda::stream_ref stream) noexcept : stream_{stream.get()} {}
+
+  [[nodiscard]] constexpr cudaStream_t value() const noexcept { return stream_; }
+  [[nodiscard]] constexpr cudaStream_t get() const noexcept { return stream_; }
+  constexpr operator cudaStream_t() const noexcept { return stream_; }
+  constexpr operator cuda::stream_ref() const noexcept { return cuda::stream_ref{stream_}; }
+
+  /// True for the per-thread default stream (also when it is the default stream under
+  /// --default-stream per-thread).
+  [[nodiscard]] bool is_per_thread_default() const noexcept
+  {
+#ifdef CUDA_API_PER_THREAD_DEFAULT_STREAM
+    return value() == cudaStreamPerThread || value() == nullptr;
+#else
+    return value() == cudaStreamPerThread;
+#endif
+  }
+
+  /// True for the legacy default stream (0 or cudaStreamLegacy).
+  [[nodiscard]] bool is_default() const noexcept
+  {
+#ifdef CUDA_API_PER_THREAD_DEFAULT_STREAM
+    return value() == cudaStreamLegacy;
+#else
+    return value() == cudaStreamLegacy || value() == nullptr;
+#endif
+  }
+
+  /// Waits for the stream; throws rmm::cuda_error on failure.
+  void synchronize() const { RMM_CUDA_TRY(cudaStreamSynchronize(stream_)); }
+  void sync() const { synchronize(); }
+  /// Waits for the stream; reports failure only in debug builds.
+  void synchronize_no_throw() const noexcept
+  {
+    RMM_ASSERT_CUDA_SUCCESS(cudaStreamSynchronize(stream_));
+  }
+
+ private:
+  cudaStream_t stream_{};
+};
+
+/// The legacy default stream (0).
+static constexpr cuda_stream_view cuda_stream_default{};
+/// The legacy default stream, named explicitly.
+static const cuda_stream_view cuda_stream_legacy{cudaStreamLegacy};
+/// The per-thread default stream.
+static const cuda_stream_view cuda_stream_per_thread{cudaStreamPerThread};
+
+inline bool operator==(cuda_stream_view lhs, cuda_stream_view rhs)
+{
+  return lhs.value() == rhs.value();
+}
+inline bool operator!=(cuda_stream_view lhs, cuda_stream_view rhs) { return not(lhs == rhs); }
+
+// Mixed comparisons with cuda::stream_ref, as templates so that they win over conversions
+// instead of being ambiguous with stream_ref's own operators.
+template <class StreamRef, std::enable_if_t<std::is_same_v<StreamRef, cuda::stream_ref>, int> = 0>
+bool operator==(cuda_stream_view lhs, StreamRef const& rhs)
+{
+  return lhs.value() == rhs.get();
+}
+template <class StreamRef, std::enable_if_t<std::is_same_v<StreamRef, cuda::stream_ref>, int> = 0>
+bool operator==(StreamRef const& lhs, cuda_stream_view rhs)
+{
+  return lhs.get() == rhs.value();
+}
+template <class StreamRef, std::enable_if_t<std::is_same_v<StreamRef, cuda::stream_ref>, int> = 0>
+bool operator!=(cuda_stream_view lhs, StreamRef const& rhs)
+{
+  return lhs.value() != rhs.get();
+}
+template <class StreamRef, std::enable_if_t<std::is_same_v<StreamRef, cuda::stream_ref>, int> = 0>
+bool operator!=(StreamRef const& lhs, cuda_stream_view rhs)
+{
+  return lhs.get() != rhs.value();
+}
+
+inline std::ostream& operator<<(std::ostream& os, cuda_stream_view stream)
+{
+  os << stream.value();
+  return os;
+}
+
+}  // namespace rmm

@@ -1,0 +1,64 @@
+/*
+ * rmm-rs: rmm::mr::cuda_async_memory_resource, backed by the Rust resource of rmm-rs (the CUDA
+ * driver's stream-ordered allocator, cudaMallocAsync).
+ */
+#pragma once
+
+#include <rmm/aligned.hpp>
+#include <rmm/mr/detail/rust_resource.hpp>
+#include <rmm/resource_ref.hpp>
+
+#include <cuda/memory_resource>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+namespace rmm::mr {
+
+/// Device memory from a CUDA memory pool with stream-ordered allocation. Copies share the pool.
+class cuda_async_memory_resource final : public detail::rust_resource {
+ public:
+  /// How allocations may be exported to other processes. Only `none` is supported.
+  enum class allocation_handle_type : std::int32_t {
+    none                  = cudaMemHandleTypeNone,
+    posix_file_descriptor = cudaMemHandleTypePosixFileDescriptor,
+    win32                 = cudaMemHandleTypeWin32,
+    win32_kmt             = cudaMemHandleTypeWin32Kmt,
+    fabric                = 0x8,
+  };
+
+  /**
+   * @param initial_pool_size bytes to reserve up front (default: the driver's)
+   * @param release_threshold bytes the pool keeps reserved when synchronizing (default: 0)
+   * @param export_handle_type must be none when given
+   * @throws rmm::logic_error for an unsupported export handle type
+   * @throws rmm::cuda_error when there is no CUDA driver or the pool cannot be created
+   */
+  cuda_async_memory_resource(std::optional<std::size_t> initial_pool_size             = {},
+                             std::optional<std::size_t> release_threshold             = {},
+                             std::optional<allocation_handle_type> export_handle_type = {})
+    : rust_resource{rmm_rs::new_cuda_async_memory_resource(
+        initial_pool_size.value_or(0),
+        release_threshold.value_or(0),
+        static_cast<std::uint32_t>(export_handle_type.value_or(allocation_handle_type::none)))}
+  {
+  }
+
+  [[nodiscard]] bool operator==(cuda_async_memory_resource const& other) const noexcept
+  {
+    return equal_to(other);
+  }
+  [[nodiscard]] bool operator!=(cuda_async_memory_resource const& other) const noexcept
+  {
+    return !equal_to(other);
+  }
+
+  friend void get_property(cuda_async_memory_resource const&, cuda::mr::device_accessible) noexcept {}
+};
+
+static_assert(cuda::mr::resource_with<cuda_async_memory_resource, cuda::mr::device_accessible>,
+              "cuda_async_memory_resource does not satisfy the cuda::mr::resource concept");
+
+}  // namespace rmm::mr

@@ -1,0 +1,31 @@
+/*
+ * rmm-rs: rmm::mr::cuda_memory_resource, backed by the Rust resource of rmm-rs.
+ * Device memory straight from the driver (no pooling); every instance is interchangeable.
+ */
+#pragma once
+
+#include <rmm/aligned.hpp>
+#include <rmm/mr/detail/rust_resource.hpp>
+#include <rmm/resource_ref.hpp>
+
+#include <cuda/memory_resource>
+
+namespace rmm::mr {
+
+/// Device memory straight from the driver (no pooling); every instance is interchangeable.
+class cuda_memory_resource final : public detail::rust_resource {
+ public:
+  cuda_memory_resource() : rust_resource{rmm_rs::new_cuda_memory_resource()} {}
+
+  [[nodiscard]] bool operator==(cuda_memory_resource const& other) const noexcept { return equal_to(other); }
+  [[nodiscard]] bool operator!=(cuda_memory_resource const& other) const noexcept { return !equal_to(other); }
+
+  friend void get_property(cuda_memory_resource const&, cuda::mr::device_accessible) noexcept {}
+};
+
+static_assert(cuda::mr::resource_with<cuda_memory_resource, cuda::mr::device_accessible>,
+              "cuda_memory_resource does not satisfy the cuda::mr::resource concept");
+static_assert(cuda::mr::synchronous_resource_with<cuda_memory_resource, cuda::mr::device_accessible>,
+              "cuda_memory_resource does not satisfy the cuda::mr::synchronous_resource concept");
+
+}  // namespace rmm::mr

@@ -1,0 +1,77 @@
+/*
+ * rmm-rs: rmm::mr::limiting_resource_adaptor, the Rust limiting adaptor of rmm-rs.
+ */
+#pragma once
+
+#include <rmm/aligned.hpp>
+#include <rmm/mr/detail/rust_resource.hpp>
+#include <rmm/resource_ref.hpp>
+
+#include <cuda/memory_resource>
+
+#include <cstddef>
+#include <utility>
+
+namespace rmm::mr {
+
+/// Refuses allocations that would take the bytes outstanding through it above a limit, with
+/// rmm::out_of_memory. Copies share the count.
+class limiting_resource_adaptor final : public detail::rust_resource {
+ public:
+  /**
+   * @param upstream where allocations go
+   * @param allocation_limit the most bytes outstanding at once
+   * @param alignment accepted for RMM compatibility; sizes are counted as 256-byte multiples
+   */
+  template <class Upstream, std::enable_if_t<detail::is_upstream_for_v<Upstream, limiting_resource_adaptor>, int> = 0>
+  limiting_resource_adaptor(Upstream&& upstream,
+                            std::size_t allocation_limit,
+                            std::size_t alignment = rmm::CUDA_ALLOCATION_ALIGNMENT)
+    : limiting_resource_adaptor{
+        detail::upstream_resource{std::forward<Upstream>(upstream)}, allocation_limit, alignment, 0}
+  {
+  }
+
+  [[nodiscard]] device_async_resource_ref get_upstream_resource() const noexcept
+  {
+    return upstream_ref();
+  }
+
+  /// Bytes currently allocated through this adaptor.
+  [[nodiscard]] std::size_t get_allocated_bytes() const { return handle().allocated_bytes(); }
+  /// The limit given at construction.
+  [[nodiscard]] std::size_t get_allocation_limit() const { return handle().allocation_limit(); }
+
+  [[nodiscard]] bool operator==(limiting_resource_adaptor const& other) const noexcept
+  {
+    return equal_to(other);
+  }
+  [[nodiscard]] bool operator!=(limiting_resource_adaptor const& other) const noexcept
+  {
+    return !equal_to(other);
+  }
+
+  friend void get_property(limiting_resource_adaptor const&, cuda::mr::device_accessible) noexcept {}
+
+ private:
+  limiting_resource_adaptor(detail::upstream_resource upstream,
+                            std::size_t allocation_limit,
+                            std::size_t alignment,
+                            int)
+    : rust_resource{make(upstream, allocation_limit, alignment), upstream.resource()}
+  {
+  }
+
+  static rust::Box<rmm_rs::RustResource> make(detail::upstream_resource const& upstream,
+                                              std::size_t allocation_limit,
+                                              std::size_t alignment)
+  {
+    RMM_EXPECTS(rmm::is_pow2(alignment), "Alignment must be a power of two");
+    return rmm_rs::new_limiting_adaptor(upstream.handle(), allocation_limit);
+  }
+};
+
+static_assert(cuda::mr::resource_with<limiting_resource_adaptor, cuda::mr::device_accessible>,
+              "limiting_resource_adaptor does not satisfy the cuda::mr::resource concept");
+
+}  // namespace rmm::mr

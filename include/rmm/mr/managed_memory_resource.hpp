@@ -1,0 +1,34 @@
+/*
+ * rmm-rs: rmm::mr::managed_memory_resource, backed by the Rust resource of rmm-rs.
+ * Unified (managed) memory, accessible from host and device; every instance is interchangeable.
+ */
+#pragma once
+
+#include <rmm/aligned.hpp>
+#include <rmm/mr/detail/rust_resource.hpp>
+#include <rmm/resource_ref.hpp>
+
+#include <cuda/memory_resource>
+
+namespace rmm::mr {
+
+/// Unified (managed) memory, accessible from host and device; every instance is interchangeable.
+class managed_memory_resource final : public detail::rust_resource {
+ public:
+  managed_memory_resource() : rust_resource{rmm_rs::new_managed_memory_resource()} {}
+
+  [[nodiscard]] bool operator==(managed_memory_resource const& other) const noexcept { return equal_to(other); }
+  [[nodiscard]] bool operator!=(managed_memory_resource const& other) const noexcept { return !equal_to(other); }
+
+  friend void get_property(managed_memory_resource const&, cuda::mr::device_accessible) noexcept {}
+  friend void get_property(managed_memory_resource const&, cuda::mr::host_accessible) noexcept {}
+};
+
+static_assert(cuda::mr::resource_with<managed_memory_resource, cuda::mr::device_accessible>,
+              "managed_memory_resource does not satisfy the cuda::mr::resource concept");
+static_assert(cuda::mr::synchronous_resource_with<managed_memory_resource, cuda::mr::device_accessible>,
+              "managed_memory_resource does not satisfy the cuda::mr::synchronous_resource concept");
+static_assert(cuda::mr::resource_with<managed_memory_resource, cuda::mr::host_accessible>,
+              "managed_memory_resource must be host accessible");
+
+}  // namespace rmm::mr

@@ -1,0 +1,142 @@
+//! The C++ face: one cxx bridge between the Rust resources and the headers under `include/rmm/`.
+//!
+//! C++ holds a Rust resource as `rust::Box<RustResource>` (behind a `std::shared_ptr`, so copies of a
+//! C++ resource share one Rust resource). Every call returns plainly; failures come back as an
+//! [`ffi::Outcome`] whose kind the C++ header turns into RMM's exception types, because an
+//! exception or a panic must never cross the boundary. A C++ resource that is not ours crosses the
+//! other way as `CppResource` and becomes an ordinary [`MemoryResource`](crate::MemoryResource)
+//! (see [`cpp_upstream`]), so it can feed a Rust pool.
+//!
+//! The implementations live in `src/bridge/`; this file only declares the boundary.
+
+mod cpp_upstream;
+mod outcome;
+mod resources;
+
+pub use cpp_upstream::CppUpstream;
+pub use resources::RustResource;
+
+use resources::*;
+
+#[cxx::bridge(namespace = "rmm_rs")]
+pub(crate) mod ffi {
+    // ---------------------------------------------------------------------------------------------
+    // Shared types
+    // ---------------------------------------------------------------------------------------------
+
+    /// Which exception the C++ side throws for a failed call.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum ErrorKind {
+        /// No error.
+        Ok,
+        /// `rmm::out_of_memory`.
+        OutOfMemory,
+        /// `rmm::bad_alloc`: an allocation failed for a reason other than memory running out.
+        BadAlloc,
+        /// `rmm::logic_error`: the caller broke a contract (misuse, bad constructor argument).
+        Logic,
+        /// `rmm::out_of_range` (for example popping an empty statistics stack).
+        OutOfRange,
+        /// `rmm::cuda_error`: a CUDA call failed, or there is no driver.
+        Cuda,
+    }
+
+    /// The result of a call: `kind == Ok` and `ptr` set, or an error kind and its message.
+    #[derive(Debug, Clone)]
+    struct Outcome {
+        kind: ErrorKind,
+        message: String,
+        ptr: usize,
+    }
+
+    /// One statistics counter, as RMM's `statistics_resource_adaptor::counter`.
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+    struct Counter {
+        value: i64,
+        peak: i64,
+        total: i64,
+    }
+
+    /// The two counters of a statistics adaptor.
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+    struct CounterPair {
+        bytes: Counter,
+        allocations: Counter,
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // extern "Rust": what the C++ headers call
+    // ---------------------------------------------------------------------------------------------
+    extern "Rust" {
+        /// A Rust resource (or a failed attempt to make one: see `status`).
+        type RustResource;
+
+        /// `Ok`, or why the constructor that made this handle failed.
+        fn status(self: &RustResource) -> Outcome;
+        /// Allocates `bytes` on `stream` (a `cudaStream_t` as an integer).
+        fn allocate(self: &RustResource, bytes: usize, alignment: usize, stream: usize) -> Outcome;
+        /// Frees; a refused free is reported on stderr (naming pointer and size) and changes nothing.
+        fn deallocate(self: &RustResource, ptr: usize, bytes: usize, alignment: usize, stream: usize);
+        /// Like `deallocate`, but hands the refusal back instead of printing it.
+        fn try_deallocate(self: &RustResource, ptr: usize, bytes: usize, alignment: usize, stream: usize) -> Outcome;
+        /// True when memory of one may be freed through the other.
+        fn is_equal(self: &RustResource, other: &RustResource) -> bool;
+        fn is_device_accessible(self: &RustResource) -> bool;
+        fn is_host_accessible(self: &RustResource) -> bool;
+        /// The resource's type, for messages.
+        fn describe(self: &RustResource) -> String;
+
+        // Accessors of particular resources; on another resource they return zero values.
+        fn pool_size(self: &RustResource) -> usize;
+        fn counters(self: &RustResource) -> CounterPair;
+        fn push_counters(self: &RustResource) -> CounterPair;
+        fn pop_counters(self: &RustResource, popped: &mut CounterPair) -> Outcome;
+        fn allocated_bytes(self: &RustResource) -> usize;
+        fn allocation_limit(self: &RustResource) -> usize;
+        fn outstanding_allocations(self: &RustResource) -> String;
+        fn flush_log(self: &RustResource) -> Outcome;
+
+        // Constructors. They never fail outright: a failure is kept in the handle (`status`).
+        fn new_cuda_memory_resource() -> Box<RustResource>;
+        fn new_managed_memory_resource() -> Box<RustResource>;
+        fn new_pinned_host_memory_resource() -> Box<RustResource>;
+        fn new_cuda_async_memory_resource(initial_pool_size: usize, release_threshold: usize, flags: u32) -> Box<RustResource>;
+        fn new_pool_memory_resource(upstream: &RustResource, initial_size: usize, maximum_size: usize, has_maximum: bool) -> Box<RustResource>;
+        fn new_statistics_adaptor(upstream: &RustResource) -> Box<RustResource>;
+        fn new_tracking_adaptor(upstream: &RustResource, capture_stacks: bool) -> Box<RustResource>;
+        fn new_limiting_adaptor(upstream: &RustResource, allocation_limit: usize) -> Box<RustResource>;
+        fn new_logging_adaptor(upstream: &RustResource, path: &str, auto_flush: bool) -> Box<RustResource>;
+        fn new_failure_callback_adaptor(upstream: &RustResource, callback: UniquePtr<CppCallback>) -> Box<RustResource>;
+        /// Host memory from the global allocator: lets the bridge be tested without a GPU.
+        fn new_host_memory_resource() -> Box<RustResource>;
+        /// A C++ resource that is not ours, seen as a Rust resource (for example a pool's upstream).
+        fn new_cpp_resource_wrapper(resource: UniquePtr<CppResource>) -> Box<RustResource>;
+
+        /// Makes `resource` the Rust per-device resource of `device`, so Rust code called from C++
+        /// uses the same memory as the C++ code that set it.
+        fn set_rust_per_device_resource(device: i32, resource: &RustResource) -> Outcome;
+        /// Puts `device` back on the initial Rust resource.
+        fn reset_rust_per_device_resource(device: i32);
+        /// The Rust per-device resource of `device` (a CUDA resource unless one was set).
+        fn get_rust_per_device_resource(device: i32) -> Box<RustResource>;
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // extern "C++": C++ objects Rust calls back into (declared in plain C++, no CUDA headers)
+    // ---------------------------------------------------------------------------------------------
+    unsafe extern "C++" {
+        include!("rmm/detail/rust_bridge.hpp");
+
+        /// Any CCCL `cuda::mr` resource, type-erased on the C++ side. Its methods never throw:
+        /// a C++ exception from `allocate` comes back in `out`.
+        type CppResource;
+        fn allocate(self: &CppResource, bytes: usize, alignment: usize, stream: usize, out: &mut Outcome);
+        fn deallocate(self: &CppResource, ptr: usize, bytes: usize, alignment: usize, stream: usize);
+        fn equals(self: &CppResource, other: &CppResource) -> bool;
+        fn host_accessible(self: &CppResource) -> bool;
+
+        /// The callback of a `failure_callback_resource_adaptor`: `call` returns true to retry.
+        type CppCallback;
+        fn call(self: &CppCallback, bytes: usize) -> bool;
+    }
+}

@@ -1,0 +1,99 @@
+//! Turning Rust results and panics into [`Outcome`]s for the C++ side.
+
+use super::ffi::{ErrorKind, Outcome};
+use crate::error::Error;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// Where an error happened decides which RMM exception it becomes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Context {
+    /// `allocate`: failures other than OOM, CUDA and misuse are `rmm::bad_alloc`.
+    Allocate,
+    /// A constructor or accessor: bad arguments are `rmm::logic_error`, as RMM_EXPECTS throws.
+    Construct,
+}
+
+impl Outcome {
+    pub(crate) fn ok(ptr: usize) -> Outcome {
+        Outcome { kind: ErrorKind::Ok, message: String::new(), ptr }
+    }
+
+    pub(crate) fn error(kind: ErrorKind, message: impl Into<String>) -> Outcome {
+        Outcome { kind, message: message.into(), ptr: 0 }
+    }
+
+    /// The outcome of a failed call; the message is the error's `Display` text unchanged, so the
+    /// numbers of an out-of-memory error reach `what()`.
+    pub(crate) fn from_error(e: &Error, ctx: Context) -> Outcome {
+        Outcome::error(kind_of(e, ctx), e.to_string())
+    }
+
+    pub(crate) fn is_ok(&self) -> bool {
+        self.kind == ErrorKind::Ok
+    }
+}
+
+pub(crate) fn kind_of(e: &Error, ctx: Context) -> ErrorKind {
+    match e {
+        Error::OutOfMemory { .. } => ErrorKind::OutOfMemory,
+        Error::Cuda { .. } | Error::NoDriver(_) => ErrorKind::Cuda,
+        Error::Misuse(_) => ErrorKind::Logic,
+        Error::BadAlignment { .. } | Error::InvalidArgument(_) | Error::Io { .. } => match ctx {
+            Context::Allocate => ErrorKind::BadAlloc,
+            Context::Construct => ErrorKind::Logic,
+        },
+    }
+}
+
+/// Runs `f`, turning a panic into `on_panic(message)`. Every bridge function goes through here:
+/// a panic unwinding into C++ would abort the user's process.
+pub(crate) fn guard<T>(what: &str, on_panic: impl FnOnce(String) -> T, f: impl FnOnce() -> T) -> T {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(v) => v,
+        Err(payload) => {
+            let msg = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "non-string panic payload".to_string());
+            on_panic(format!("rmm-rs internal error in {what}: {msg}"))
+        }
+    }
+}
+
+/// [`guard`] for calls that return an [`Outcome`]: a panic becomes an error of kind `kind`.
+pub(crate) fn guard_outcome(what: &str, kind: ErrorKind, f: impl FnOnce() -> Outcome) -> Outcome {
+    guard(what, |m| Outcome::error(kind, m), f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Misuse;
+
+    #[test]
+    fn kinds_follow_the_rmm_exception_types() {
+        let oom = Error::out_of_memory(1 << 40, "pool exhausted");
+        assert_eq!(kind_of(&oom, Context::Allocate), ErrorKind::OutOfMemory);
+        let misuse = Error::Misuse(Misuse::DoubleFree { ptr: 0x100 });
+        assert_eq!(kind_of(&misuse, Context::Allocate), ErrorKind::Logic);
+        let bad = Error::BadAlignment { alignment: 3, max: 1 << 30 };
+        assert_eq!(kind_of(&bad, Context::Allocate), ErrorKind::BadAlloc);
+        assert_eq!(kind_of(&bad, Context::Construct), ErrorKind::Logic);
+        let cuda = Error::Cuda { call: "cuMemAlloc", code: 1, name: "CUDA_ERROR_INVALID_VALUE".into() };
+        assert_eq!(kind_of(&cuda, Context::Construct), ErrorKind::Cuda);
+    }
+
+    #[test]
+    fn oom_message_carries_the_numbers() {
+        let o = Outcome::from_error(&Error::out_of_memory(12345, "limit 100"), Context::Allocate);
+        assert!(o.message.contains("12345") && o.message.contains("limit 100"), "{}", o.message);
+    }
+
+    #[test]
+    fn a_panic_becomes_an_outcome() {
+        let o = guard_outcome("test", ErrorKind::BadAlloc, || panic!("boom"));
+        assert_eq!(o.kind, ErrorKind::BadAlloc);
+        assert!(o.message.contains("boom"));
+    }
+}

@@ -1,0 +1,444 @@
+//! The Rust side of the bridge: [`RustResource`] and the functions C++ calls.
+
+use super::cpp_upstream::CppUpstream;
+use super::ffi::{self, CounterPair, ErrorKind, Outcome};
+use super::outcome::{guard, guard_outcome, Context};
+use crate::adaptor::{
+    Counter as StatCounter, CounterFrame, FailureCallbackResourceAdaptor, LimitingResourceAdaptor,
+    LoggingResourceAdaptor, StatisticsResourceAdaptor, TrackingResourceAdaptor,
+};
+use crate::device::DeviceId;
+use crate::error::{Error, Result};
+use crate::per_device_resource;
+use crate::resource::{
+    CudaAsyncMemoryResource, CudaMemoryResource, HostMemoryResource, ManagedMemoryResource, MemoryResource,
+    PinnedHostMemoryResource, PoolMemoryResource, SharedResource,
+};
+use crate::stream::CudaStreamView;
+use std::any::Any;
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+
+/// A Rust resource held by C++, or the error that prevented making it.
+///
+/// Constructors cannot throw across the bridge, so a failed construction still yields a handle;
+/// the C++ constructor reads [`RustResource::status`] and throws.
+pub struct RustResource {
+    made: std::result::Result<SharedResource, Error>,
+    name: &'static str,
+}
+
+impl RustResource {
+    fn make(name: &'static str, f: impl FnOnce() -> Result<SharedResource>) -> Box<RustResource> {
+        let made = guard(name, |m| Err(Error::InvalidArgument(m)), f);
+        Box::new(RustResource { made, name })
+    }
+
+    /// The resource, or the error of its construction.
+    pub fn shared(&self) -> Result<&SharedResource> {
+        self.made.as_ref().map_err(Clone::clone)
+    }
+
+    /// The concrete resource when it is a `T`.
+    fn downcast<T: MemoryResource>(&self) -> Option<&T> {
+        let r: &dyn MemoryResource = &**self.made.as_ref().ok()?;
+        (r as &dyn Any).downcast_ref::<T>()
+    }
+
+    pub(crate) fn status(&self) -> Outcome {
+        match &self.made {
+            Ok(_) => Outcome::ok(0),
+            Err(e) => Outcome::from_error(e, Context::Construct),
+        }
+    }
+
+    pub(crate) fn allocate(&self, bytes: usize, alignment: usize, stream: usize) -> Outcome {
+        guard_outcome("allocate", ErrorKind::BadAlloc, || {
+            match self.shared().and_then(|r| r.allocate(bytes, alignment, CudaStreamView::from_handle(stream))) {
+                Ok(p) => Outcome::ok(p as usize),
+                Err(e) => Outcome::from_error(&e, Context::Allocate),
+            }
+        })
+    }
+
+    pub(crate) fn try_deallocate(&self, ptr: usize, bytes: usize, alignment: usize, stream: usize) -> Outcome {
+        guard_outcome("deallocate", ErrorKind::Logic, || {
+            let view = CudaStreamView::from_handle(stream);
+            match self.shared().and_then(|r| r.deallocate(ptr as *mut u8, bytes, alignment, view)) {
+                Ok(()) => Outcome::ok(0),
+                Err(e) => Outcome::from_error(&e, Context::Allocate),
+            }
+        })
+    }
+
+    pub(crate) fn deallocate(&self, ptr: usize, bytes: usize, alignment: usize, stream: usize) {
+        let out = self.try_deallocate(ptr, bytes, alignment, stream);
+        if !out.is_ok() {
+            // A noexcept free has no one to tell but stderr; the resource refused the free and is
+            // unchanged. Write errors are ignored: there is nowhere left to report them.
+            let _ = writeln!(
+                std::io::stderr(),
+                "rmm: deallocate({ptr:#x}, {bytes} bytes, alignment {alignment}, stream {stream:#x}) on {} failed: {}",
+                self.name,
+                out.message
+            );
+        }
+    }
+
+    pub(crate) fn is_equal(&self, other: &RustResource) -> bool {
+        guard("is_equal", |_| false, || match (&self.made, &other.made) {
+            (Ok(a), Ok(b)) => Arc::ptr_eq(a, b) || a.is_equal(&**b),
+            _ => false,
+        })
+    }
+
+    pub(crate) fn is_device_accessible(&self) -> bool {
+        guard("is_device_accessible", |_| false, || self.shared().is_ok_and(|r| r.is_device_accessible()))
+    }
+
+    pub(crate) fn is_host_accessible(&self) -> bool {
+        guard("is_host_accessible", |_| false, || self.shared().is_ok_and(|r| r.is_host_accessible()))
+    }
+
+    pub(crate) fn describe(&self) -> String {
+        self.name.to_string()
+    }
+
+    pub(crate) fn pool_size(&self) -> usize {
+        guard("pool_size", |_| 0, || pool_size_of(self))
+    }
+
+    pub(crate) fn counters(&self) -> CounterPair {
+        guard("counters", |_| CounterPair::default(), || counters_of(self))
+    }
+
+    pub(crate) fn push_counters(&self) -> CounterPair {
+        guard("push_counters", |_| CounterPair::default(), || push_counters_of(self))
+    }
+
+    pub(crate) fn pop_counters(&self, popped: &mut CounterPair) -> Outcome {
+        guard_outcome("pop_counters", ErrorKind::Logic, || match pop_counters_of(self) {
+            Ok(p) => {
+                *popped = p;
+                Outcome::ok(0)
+            }
+            Err(e) => Outcome::error(ErrorKind::OutOfRange, e.to_string()),
+        })
+    }
+
+    pub(crate) fn allocated_bytes(&self) -> usize {
+        guard("allocated_bytes", |_| 0, || allocated_bytes_of(self))
+    }
+
+    pub(crate) fn allocation_limit(&self) -> usize {
+        guard("allocation_limit", |_| 0, || allocation_limit_of(self))
+    }
+
+    pub(crate) fn outstanding_allocations(&self) -> String {
+        guard("outstanding_allocations", |m| m, || outstanding_allocations_of(self))
+    }
+
+    pub(crate) fn flush_log(&self) -> Outcome {
+        guard_outcome("flush_log", ErrorKind::Logic, || match flush_log_of(self) {
+            Ok(()) => Outcome::ok(0),
+            Err(e) => Outcome::from_error(&e, Context::Construct),
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Constructors
+// ---------------------------------------------------------------------------------------------
+
+pub(crate) fn new_host_memory_resource() -> Box<RustResource> {
+    RustResource::make("host_memory_resource", || Ok(Arc::new(HostMemoryResource::new()) as SharedResource))
+}
+
+pub(crate) fn new_cpp_resource_wrapper(resource: cxx::UniquePtr<ffi::CppResource>) -> Box<RustResource> {
+    RustResource::make("C++ resource", || {
+        CppUpstream::new(resource)
+            .map(|r| Arc::new(r) as SharedResource)
+            .ok_or_else(|| Error::InvalidArgument("null C++ resource".into()))
+    })
+}
+
+pub(crate) fn new_cuda_memory_resource() -> Box<RustResource> {
+    RustResource::make("cuda_memory_resource", make_cuda)
+}
+
+pub(crate) fn new_managed_memory_resource() -> Box<RustResource> {
+    RustResource::make("managed_memory_resource", make_managed)
+}
+
+pub(crate) fn new_pinned_host_memory_resource() -> Box<RustResource> {
+    RustResource::make("pinned_host_memory_resource", make_pinned_host)
+}
+
+/// Sizes of zero mean "not given" (the driver's defaults). `flags` is RMM's export handle type.
+pub(crate) fn new_cuda_async_memory_resource(initial_pool_size: usize, release_threshold: usize, flags: u32) -> Box<RustResource> {
+    RustResource::make("cuda_async_memory_resource", || {
+        if flags != 0 {
+            return Err(Error::InvalidArgument(format!(
+                "export handle type {flags} is not supported; only none (0)"
+            )));
+        }
+        let opt = |v: usize| (v != 0).then_some(v);
+        make_cuda_async(opt(initial_pool_size), opt(release_threshold))
+    })
+}
+
+pub(crate) fn new_pool_memory_resource(
+    upstream: &RustResource,
+    initial_size: usize,
+    maximum_size: usize,
+    has_maximum: bool,
+) -> Box<RustResource> {
+    RustResource::make("pool_memory_resource", || {
+        make_pool(upstream.shared()?.clone(), initial_size, has_maximum.then_some(maximum_size))
+    })
+}
+
+pub(crate) fn new_statistics_adaptor(upstream: &RustResource) -> Box<RustResource> {
+    RustResource::make("statistics_resource_adaptor", || make_statistics(upstream.shared()?.clone()))
+}
+
+pub(crate) fn new_tracking_adaptor(upstream: &RustResource, capture_stacks: bool) -> Box<RustResource> {
+    RustResource::make("tracking_resource_adaptor", || make_tracking(upstream.shared()?.clone(), capture_stacks))
+}
+
+pub(crate) fn new_limiting_adaptor(upstream: &RustResource, allocation_limit: usize) -> Box<RustResource> {
+    RustResource::make("limiting_resource_adaptor", || make_limiting(upstream.shared()?.clone(), allocation_limit))
+}
+
+/// An empty path logs to stdout.
+pub(crate) fn new_logging_adaptor(upstream: &RustResource, path: &str, auto_flush: bool) -> Box<RustResource> {
+    RustResource::make("logging_resource_adaptor", || {
+        let path = (!path.is_empty()).then(|| Path::new(path));
+        make_logging(upstream.shared()?.clone(), path, auto_flush)
+    })
+}
+
+pub(crate) fn new_failure_callback_adaptor(
+    upstream: &RustResource,
+    callback: cxx::UniquePtr<ffi::CppCallback>,
+) -> Box<RustResource> {
+    RustResource::make("failure_callback_resource_adaptor", || {
+        if callback.is_null() {
+            return Err(Error::InvalidArgument("null failure callback".into()));
+        }
+        let retry = move |bytes: usize| callback.as_ref().is_some_and(|c| c.call(bytes));
+        make_failure_callback(upstream.shared()?.clone(), retry)
+    })
+}
+
+pub(crate) fn set_rust_per_device_resource(device: i32, resource: &RustResource) -> Outcome {
+    guard_outcome("set_rust_per_device_resource", ErrorKind::Logic, || {
+        match resource.shared().and_then(|r| set_per_device(device, r.clone())) {
+            Ok(()) => Outcome::ok(0),
+            Err(e) => Outcome::from_error(&e, Context::Construct),
+        }
+    })
+}
+
+pub(crate) fn reset_rust_per_device_resource(device: i32) {
+    guard("reset_rust_per_device_resource", |_| (), || {
+        // The previous resource is dropped here, after the table's lock was released.
+        drop(per_device_resource::reset_per_device_resource(DeviceId(device)));
+    })
+}
+
+pub(crate) fn get_rust_per_device_resource(device: i32) -> Box<RustResource> {
+    RustResource::make("per-device resource", || get_per_device(device))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The resources of the crate, one function each. Adaptors and pools hold their upstream as a
+// `SharedResource`, so the accessors below downcast to these concrete types.
+// ---------------------------------------------------------------------------------------------
+
+type Pool = PoolMemoryResource<SharedResource>;
+type Statistics = StatisticsResourceAdaptor<SharedResource>;
+type Tracking = TrackingResourceAdaptor<SharedResource>;
+type Limiting = LimitingResourceAdaptor<SharedResource>;
+type Logging = LoggingResourceAdaptor<SharedResource>;
+
+fn make_cuda() -> Result<SharedResource> {
+    Ok(Arc::new(CudaMemoryResource::new()))
+}
+
+fn make_managed() -> Result<SharedResource> {
+    Ok(Arc::new(ManagedMemoryResource::new()))
+}
+
+fn make_pinned_host() -> Result<SharedResource> {
+    Ok(Arc::new(PinnedHostMemoryResource::new()))
+}
+
+fn make_cuda_async(initial: Option<usize>, release_threshold: Option<usize>) -> Result<SharedResource> {
+    Ok(Arc::new(CudaAsyncMemoryResource::new(initial, release_threshold)?))
+}
+
+fn make_pool(upstream: SharedResource, initial: usize, maximum: Option<usize>) -> Result<SharedResource> {
+    Ok(Arc::new(Pool::new(upstream, initial, maximum)?))
+}
+
+fn make_statistics(upstream: SharedResource) -> Result<SharedResource> {
+    Ok(Arc::new(Statistics::new(upstream)))
+}
+
+fn make_tracking(upstream: SharedResource, capture_stacks: bool) -> Result<SharedResource> {
+    Ok(Arc::new(Tracking::new(upstream, capture_stacks)))
+}
+
+fn make_limiting(upstream: SharedResource, limit: usize) -> Result<SharedResource> {
+    Ok(Arc::new(Limiting::new(upstream, limit)))
+}
+
+fn make_logging(upstream: SharedResource, path: Option<&Path>, auto_flush: bool) -> Result<SharedResource> {
+    let log = match path {
+        Some(p) => Logging::new(upstream, Some(p))?,
+        None => Logging::with_writer(upstream, Box::new(std::io::stdout())),
+    };
+    Ok(Arc::new(log.with_auto_flush(auto_flush)))
+}
+
+fn make_failure_callback(
+    upstream: SharedResource,
+    retry: impl Fn(usize) -> bool + Send + Sync + 'static,
+) -> Result<SharedResource> {
+    Ok(Arc::new(FailureCallbackResourceAdaptor::new(upstream, retry)))
+}
+
+fn set_per_device(device: i32, resource: SharedResource) -> Result<()> {
+    per_device_resource::set_per_device_resource(DeviceId(device), resource);
+    Ok(())
+}
+
+fn get_per_device(device: i32) -> Result<SharedResource> {
+    Ok(per_device_resource::get_per_device_resource(DeviceId(device)))
+}
+
+fn pool_size_of(r: &RustResource) -> usize {
+    r.downcast::<Pool>().map_or(0, |p| p.pool_size())
+}
+
+fn frame_to_pair(f: CounterFrame) -> CounterPair {
+    let c = |c: StatCounter| ffi::Counter { value: c.value, peak: c.peak, total: c.total };
+    CounterPair { bytes: c(f.bytes), allocations: c(f.allocations) }
+}
+
+fn counters_of(r: &RustResource) -> CounterPair {
+    r.downcast::<Statistics>().map_or_else(CounterPair::default, |s| frame_to_pair(s.counters()))
+}
+
+fn push_counters_of(r: &RustResource) -> CounterPair {
+    r.downcast::<Statistics>().map_or_else(CounterPair::default, |s| frame_to_pair(s.push_counters()))
+}
+
+fn pop_counters_of(r: &RustResource) -> Result<CounterPair> {
+    let s = r
+        .downcast::<Statistics>()
+        .ok_or_else(|| Error::InvalidArgument(format!("{} has no counters", r.name)))?;
+    s.pop_counters().map(frame_to_pair)
+}
+
+fn allocated_bytes_of(r: &RustResource) -> usize {
+    if let Some(t) = r.downcast::<Tracking>() {
+        t.allocated_bytes()
+    } else {
+        r.downcast::<Limiting>().map_or(0, |l| l.allocated_bytes())
+    }
+}
+
+fn allocation_limit_of(r: &RustResource) -> usize {
+    r.downcast::<Limiting>().map_or(0, |l| l.allocation_limit())
+}
+
+fn outstanding_allocations_of(r: &RustResource) -> String {
+    r.downcast::<Tracking>().map_or_else(String::new, |t| t.report())
+}
+
+fn flush_log_of(r: &RustResource) -> Result<()> {
+    r.downcast::<Logging>().map_or(Ok(()), |l| l.flush())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_resource_round_trip_through_the_bridge_functions() {
+        let r = new_host_memory_resource();
+        assert!(r.status().is_ok());
+        let a = r.allocate(1000, 256, 0);
+        assert!(a.is_ok() && a.ptr % 256 == 0 && a.ptr != 0);
+        assert!(r.try_deallocate(a.ptr, 1000, 256, 0).is_ok());
+        // A second free is refused with a misuse error and leaves the resource as it was.
+        let again = r.try_deallocate(a.ptr, 1000, 256, 0);
+        assert_eq!(again.kind, ErrorKind::Logic, "{}", again.message);
+        assert!(r.is_host_accessible() && !r.is_device_accessible());
+    }
+
+    #[test]
+    fn bad_alignment_is_bad_alloc() {
+        let r = new_host_memory_resource();
+        assert_eq!(r.allocate(8, 3, 0).kind, ErrorKind::BadAlloc);
+    }
+
+    #[test]
+    fn a_failed_upstream_fails_the_adaptor_with_its_reason() {
+        let bad = RustResource::make("broken", || Err(Error::out_of_memory(1, "initial pool")));
+        let s = new_statistics_adaptor(&bad);
+        assert!(!s.status().is_ok());
+        assert_eq!(s.allocate(8, 256, 0).kind, ErrorKind::OutOfMemory);
+    }
+
+    #[test]
+    fn handles_of_one_resource_are_equal_and_distinct_resources_are_not() {
+        let a = new_host_memory_resource();
+        let b = new_host_memory_resource();
+        let a2 = Box::new(RustResource { made: Ok(a.shared().unwrap().clone()), name: "copy" });
+        assert!(a.is_equal(&a2));
+        assert!(!a.is_equal(&b));
+    }
+
+    #[test]
+    fn pool_statistics_and_limits_through_the_bridge_on_host_memory() {
+        let host = new_host_memory_resource();
+        let pool = new_pool_memory_resource(&host, 1 << 20, 0, false);
+        assert!(pool.status().is_ok(), "{}", pool.status().message);
+        assert_eq!(pool.pool_size(), 1 << 20);
+        let stats = new_statistics_adaptor(&pool);
+        let limit = new_limiting_adaptor(&stats, 4096);
+
+        let a = limit.allocate(3000, 256, 0);
+        assert!(a.is_ok(), "{}", a.message);
+        let refused = limit.allocate(3000, 256, 0);
+        assert_eq!(refused.kind, ErrorKind::OutOfMemory);
+        assert!(refused.message.contains("3000"), "{}", refused.message);
+        assert_eq!(limit.allocated_bytes(), 3072);
+        assert_eq!(limit.allocation_limit(), 4096);
+
+        let c = stats.counters();
+        assert_eq!((c.bytes.value, c.allocations.value, c.allocations.total), (3000, 1, 1));
+        stats.push_counters();
+        let mut popped = CounterPair::default();
+        assert!(stats.pop_counters(&mut popped).is_ok());
+        assert_eq!(stats.pop_counters(&mut popped).kind, ErrorKind::OutOfRange);
+
+        assert!(limit.try_deallocate(a.ptr, 3000, 256, 0).is_ok());
+        assert_eq!(stats.counters().bytes.value, 0);
+        // A second free is refused by the pool and changes no counter.
+        assert_eq!(limit.try_deallocate(a.ptr, 3000, 256, 0).kind, ErrorKind::Logic);
+        assert_eq!(stats.counters().allocations.value, 0);
+    }
+
+    #[test]
+    fn bad_pool_sizes_are_logic_errors() {
+        let host = new_host_memory_resource();
+        let pool = new_pool_memory_resource(&host, 1000, 0, false);
+        assert_eq!(pool.status().kind, ErrorKind::Logic);
+    }
+}
+
