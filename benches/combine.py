@@ -33,7 +33,8 @@ def read(paths):
             continue
         with f:
             lines = f.read().splitlines()
-        comments[path] = [l[1:].strip() for l in lines if l.startswith("#") or l.startswith("skipped:")]
+        comments[path] = [l[1:].strip() if l.startswith("#") else l for l in lines
+                          if l.startswith("#") or l.startswith("skipped:")]
         data = [l for l in lines if l and not l.startswith("#") and not l.startswith("skipped:")]
         for rec in csv.reader(data):
             if len(rec) != 6 or rec[0] == "impl":
@@ -131,8 +132,9 @@ def main():
     if len({d.split("(")[0] for d in devices}) > 1:
         print("# WARNING: the runs saw different devices")
     if not rows:
-        print("no results (no GPU, or the runs failed)")
-        return 1
+        no_device = comments and all(any(l.startswith("skipped:") for l in c) for c in comments.values())
+        print("no results: " + ("no CUDA device" if no_device else "the runs failed"))
+        return 0 if no_device else 1
 
     table, notes = combine(rows)
     if a.csv:
