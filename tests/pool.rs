@@ -444,3 +444,40 @@ fn random_trace_with_ordered_streams_matches_model() {
     }
     assert_eq!(upstream.outstanding(), (0, 0));
 }
+
+/// Without a way to order streams (here: a synchronise that fails), the initial chunk belongs to
+/// the default stream and other streams get it through publish/wait; construction still succeeds.
+#[test]
+fn initial_chunk_stays_on_the_default_stream_when_synchronising_fails() {
+    struct NoSync(RecordingOrder);
+    impl StreamOrder for NoSync {
+        fn record(&self, owner: StreamKey) -> Result<()> {
+            self.0.record(owner)
+        }
+        fn wait(&self, owner: StreamKey, waiter: StreamKey) -> Result<()> {
+            self.0.wait(owner, waiter)
+        }
+        fn synchronize_all(&self) -> Result<()> {
+            Err(Error::NoDriver("test".into()))
+        }
+    }
+    let order = RecordingOrder::default();
+    let pool =
+        PoolMemoryResource::with_stream_order(HostMemoryResource::new(), MIB, None, Box::new(NoSync(order.clone())))
+            .unwrap();
+    let (d, b) = (CudaStreamView::DEFAULT, CudaStreamView::from_handle(0x2000));
+    // The default stream uses it at once.
+    let p = pool.allocate(1024, 256, d).unwrap();
+    // b finds the default stream's block unpublished, asks for it, and grows meanwhile.
+    let q = pool.allocate(1024, 256, b).unwrap();
+    assert_eq!(pool.pool_size(), 2 * MIB);
+    // The default stream's next call publishes; b's next request waits and takes from it.
+    pool.deallocate(p, 1024, 256, d).unwrap();
+    assert_eq!(order.log(), vec![Record(0)]);
+    let r = pool.allocate(MIB, 256, b).unwrap();
+    assert_eq!(r, p, "b got the initial chunk, now published by the default stream");
+    assert_eq!(order.log(), vec![Record(0), Wait(0, 0x2000)]);
+    assert_eq!(pool.pool_size(), 2 * MIB);
+    pool.deallocate(r, MIB, 256, b).unwrap();
+    pool.deallocate(q, 1024, 256, b).unwrap();
+}

@@ -68,14 +68,14 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         let pool = PoolMemoryResource { core: SpinMutex::new(CoalescingPool::new()), upstream, order, ordered, maximum_size };
         if initial_size > 0 {
             let ptr = pool.upstream.allocate(initial_size, GRANULE, CudaStreamView::DEFAULT)?;
-            let mut core = pool.core.lock();
             // An upstream may allocate in stream order; once nothing is pending, the chunk is fresh
-            // memory every stream may take without waiting.
-            let slot = core.slot_of(StreamKey::FRESH);
+            // memory every stream may take without waiting. If that cannot be established, it
+            // belongs to the default stream it was allocated on, and other streams take it through
+            // the usual publish/wait hand-over.
+            let fresh = !pool.ordered || pool.order.synchronize_all().is_ok();
+            let mut core = pool.core.lock();
+            let slot = core.slot_of(if fresh { StreamKey::FRESH } else { StreamKey(0) });
             core.add_chunk(ptr as usize, initial_size, slot);
-            if pool.ordered {
-                pool.order.synchronize_all()?;
-            }
         }
         Ok(pool)
     }
