@@ -194,17 +194,45 @@ fn rmm_style_log_is_accepted() {
 fn malformed_logs_name_the_line() {
     const H: &str = "Thread,Time,Action,Pointer,Size,Stream\n";
     let cases: &[(&str, String, &str)] = &[
-        ("unknown_free", format!("{H}1,t,allocate,0x100,10,0x0\n1,t,free,0x200,10,0x0\n"), "line 3: free of unknown pointer 0x200"),
-        ("double_free", format!("{H}1,t,allocate,0x100,10,0x0\n1,t,free,0x100,10,0x0\n1,t,free,0x100,10,0x0\n"), "line 4: free of unknown pointer 0x100"),
-        ("wrong_size", format!("{H}1,t,allocate,0x100,10,0x0\n1,t,free,0x100,12,0x0\n"), "line 3: free of 0x100 with 12 bytes, but it was allocated with 10 bytes at line 2"),
-        ("still_live", format!("{H}1,t,allocate,0x100,10,0x0\n1,t,allocate,0x100,10,0x0\n"), "line 3: allocate returned 0x100, which is still live (allocated at line 2"),
+        (
+            "unknown_free",
+            format!("{H}1,t,allocate,0x100,10,0x0\n1,t,free,0x200,10,0x0\n"),
+            "line 3: free of unknown pointer 0x200",
+        ),
+        (
+            "double_free",
+            format!("{H}1,t,allocate,0x100,10,0x0\n1,t,free,0x100,10,0x0\n1,t,free,0x100,10,0x0\n"),
+            "line 4: free of unknown pointer 0x100",
+        ),
+        (
+            "wrong_size",
+            format!("{H}1,t,allocate,0x100,10,0x0\n1,t,free,0x100,12,0x0\n"),
+            "line 3: free of 0x100 with 12 bytes, but it was allocated with 10 bytes at line 2",
+        ),
+        (
+            "still_live",
+            format!("{H}1,t,allocate,0x100,10,0x0\n1,t,allocate,0x100,10,0x0\n"),
+            "line 3: allocate returned 0x100, which is still live (allocated at line 2",
+        ),
         ("bad_size", format!("{H}1,t,allocate,0x100,ten,0x0\n"), "line 2: bad Size 'ten'"),
         ("bad_pointer", format!("{H}1,t,allocate,0xZZ,10,0x0\n"), "line 2: bad Pointer '0xZZ'"),
         ("bad_stream", format!("{H}1,t,allocate,0x100,10,stream\n"), "line 2: bad Stream 'stream'"),
-        ("bad_action", format!("{H}1,t,allocate,0x100,10,0x0\n1,t,release,0x100,10,0x0\n"), "line 3: unknown action 'release'"),
+        (
+            "bad_action",
+            format!("{H}1,t,allocate,0x100,10,0x0\n1,t,release,0x100,10,0x0\n"),
+            "line 3: unknown action 'release'",
+        ),
         ("short_row", format!("{H}1,t,allocate,0x100,10\n"), "line 2: expected 6 fields as in the header, found 5"),
-        ("null_allocation", format!("{H}1,t,allocate,0x0,10,0x0\n"), "line 2: allocate of 10 bytes logged with a null pointer"),
-        ("no_stream_column", "Thread,Time,Action,Pointer,Size\n1,t,allocate,0x100,10\n".to_string(), "line 1: the header 'Thread,Time,Action,Pointer,Size' lacks the column Stream"),
+        (
+            "null_allocation",
+            format!("{H}1,t,allocate,0x0,10,0x0\n"),
+            "line 2: allocate of 10 bytes logged with a null pointer",
+        ),
+        (
+            "no_stream_column",
+            "Thread,Time,Action,Pointer,Size\n1,t,allocate,0x100,10\n".to_string(),
+            "line 1: the header 'Thread,Time,Action,Pointer,Size' lacks the column Stream",
+        ),
         ("empty", "\n\n".to_string(), "empty log: no header line"),
     ];
     for (name, content, want) in cases {
@@ -225,7 +253,13 @@ fn malformed_logs_name_the_line() {
 
 #[test]
 fn usage_errors_exit_2() {
-    for args in [&[][..], &["--resource", "arena", "x.csv"][..], &["--upstream", "disk", "x.csv"][..], &["--runs"][..], &["--frobnicate", "x.csv"][..]] {
+    for args in [
+        &[][..],
+        &["--resource", "arena", "x.csv"][..],
+        &["--upstream", "disk", "x.csv"][..],
+        &["--runs"][..],
+        &["--frobnicate", "x.csv"][..],
+    ] {
         let out = run(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out.stderr));
         assert!(text(&out.stderr).contains("usage: rmm_replay"), "{args:?}");
@@ -260,7 +294,11 @@ fn cuda_resources_skip_without_a_gpu() {
         return;
     }
     let log = logs_dir().join("thrust.csv");
-    for args in [["--resource", "pool", "--upstream", "cuda"], ["--resource", "cuda", "--upstream", "host"], ["--resource", "cuda_async", "--runs", "1"]] {
+    for args in [
+        ["--resource", "pool", "--upstream", "cuda"],
+        ["--resource", "cuda", "--upstream", "host"],
+        ["--resource", "cuda_async", "--runs", "1"],
+    ] {
         let mut all: Vec<&str> = args.to_vec();
         all.push(log.to_str().unwrap());
         let out = run(&all);

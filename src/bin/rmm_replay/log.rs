@@ -185,7 +185,10 @@ pub fn parse(reader: impl BufRead) -> Result<Log, LogError> {
         log.rows += 1;
         let fields: Vec<&str> = text.split(',').map(str::trim).collect();
         if fields.len() != cols.count {
-            return err(line, format!("expected {} fields as in the header, found {}: '{text}'", cols.count, fields.len()));
+            return err(
+                line,
+                format!("expected {} fields as in the header, found {}: '{text}'", cols.count, fields.len()),
+            );
         }
         if let Some(t) = cols.thread {
             if !threads.contains(fields[t]) {
@@ -208,7 +211,10 @@ pub fn parse(reader: impl BufRead) -> Result<Log, LogError> {
             }
         };
         let Some(ptr) = parse_handle(fields[cols.pointer]) else {
-            return err(line, format!("bad Pointer '{}' (expected hexadecimal, e.g. 0x7f2a40000000)", fields[cols.pointer]));
+            return err(
+                line,
+                format!("bad Pointer '{}' (expected hexadecimal, e.g. 0x7f2a40000000)", fields[cols.pointer]),
+            );
         };
         let Ok(size) = fields[cols.size].parse::<usize>() else {
             return err(line, format!("bad Size '{}' (expected a decimal number of bytes)", fields[cols.size]));
@@ -230,7 +236,10 @@ pub fn parse(reader: impl BufRead) -> Result<Log, LogError> {
                 if let Some(old) = live.get(&ptr) {
                     return err(
                         line,
-                        format!("allocate returned {ptr:#x}, which is still live (allocated at line {}, not freed)", old.line),
+                        format!(
+                            "allocate returned {ptr:#x}, which is still live (allocated at line {}, not freed)",
+                            old.line
+                        ),
                     );
                 }
                 let slot = free_slots.pop().unwrap_or_else(|| {
@@ -258,12 +267,18 @@ pub fn parse(reader: impl BufRead) -> Result<Log, LogError> {
                     continue;
                 }
                 let Some(block) = live.remove(&ptr) else {
-                    return err(line, format!("free of unknown pointer {ptr:#x}: not allocated earlier in the log, or already freed"));
+                    return err(
+                        line,
+                        format!("free of unknown pointer {ptr:#x}: not allocated earlier in the log, or already freed"),
+                    );
                 };
                 if block.size != size {
                     return err(
                         line,
-                        format!("free of {ptr:#x} with {size} bytes, but it was allocated with {} bytes at line {}", block.size, block.line),
+                        format!(
+                            "free of {ptr:#x} with {size} bytes, but it was allocated with {} bytes at line {}",
+                            block.size, block.line
+                        ),
                     );
                 }
                 live_bytes -= size;
@@ -276,10 +291,10 @@ pub fn parse(reader: impl BufRead) -> Result<Log, LogError> {
     if columns.is_none() {
         return err(0, format!("empty log: no header line (expected {HEADER})"));
     }
-    let mut rest: Vec<(usize, Live)> = live.into_iter().map(|(_, l)| (l.line, l)).collect();
-    rest.sort_by_key(|(line, _)| *line);
+    let mut rest: Vec<Live> = live.into_values().collect();
+    rest.sort_by_key(|l| l.line);
     log.live_at_end =
-        rest.into_iter().map(|(_, l)| Op { kind: Kind::Free, slot: l.slot, stream: l.stream, size: l.size }).collect();
+        rest.into_iter().map(|l| Op { kind: Kind::Free, slot: l.slot, stream: l.stream, size: l.size }).collect();
     log.threads = threads.len();
     Ok(log)
 }

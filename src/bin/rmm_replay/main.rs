@@ -221,7 +221,12 @@ fn op_error(log: &Log, i: usize, streams: &[usize], e: rmm::Error) -> String {
 
 /// Replays the log once; returns the time of the logged operations (streams synchronised).
 /// Blocks the log leaves live are freed afterwards, untimed.
-fn replay_once<R: MemoryResource>(mr: &R, log: &Log, streams: &Streams, table: &mut [*mut u8]) -> Result<Duration, String> {
+fn replay_once<R: MemoryResource>(
+    mr: &R,
+    log: &Log,
+    streams: &Streams,
+    table: &mut [*mut u8],
+) -> Result<Duration, String> {
     let sync = |e: rmm::Error| format!("synchronising the streams failed: {e}");
     let t0 = Instant::now();
     for (i, op) in log.ops.iter().enumerate() {
