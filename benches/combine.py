@@ -6,8 +6,10 @@
 Each input is alloc_bench's output: '#' comment lines and CSV rows
 ``impl,resource,workload,param,value,unit`` where value is a number or skipped/timeout/error
 (then unit says why). Prints one table, a row per (resource, workload, param), with the columns
-rmm-rs, rmm-26.10, ratio (rmm-rs / rmm-26.10: below 1 is faster for every unit used here, all
-being times) and raw (the CUDA / Thrust baselines, impl "raw"); writes the same as CSV.
+rmm-rs, rmm-26.10, ratio (rmm-rs / rmm-26.10: below 1 is better for every unit used here: times, and
+for the log replays (workload "replay", from replay.cu) bytes) and raw (the CUDA / Thrust baselines,
+impl "raw"); writes the same as CSV. Replay rows name their quantity in the unit column (ns_per_op,
+peak_upstream_bytes, ...), so a replay row is keyed by its unit as well.
 """
 
 import argparse
@@ -18,7 +20,11 @@ import sys
 OURS, THEIRS, RAW = "rmm-rs", "rmm-26.10", "raw"
 IMPLS = (OURS, THEIRS, RAW)
 RESOURCE_ORDER = ["pool", "cuda_async", "cuda", "cudaMallocAsync", "cudaMalloc", "thrust_default", "preallocated"]
-WORKLOAD_ORDER = ["random_allocations", "fixed_trace", "threads", "multi_stream", "thrust_sort", "thrust_pipeline"]
+WORKLOAD_ORDER = ["random_allocations", "fixed_trace", "threads", "multi_stream", "thrust_sort", "thrust_pipeline",
+                  "replay"]
+# Replay quantities that compare the implementations (ops and peak_live_bytes come from the log and
+# must be equal on both sides: a ratio other than 1 means the two readers disagree).
+REPLAY_COMPARED = ("ns_per_op", "cold_ns_per_op", "peak_upstream_bytes", "fragmentation")
 HEADER = ["resource", "workload", "param", "unit", OURS, THEIRS, "ratio", RAW]
 
 
@@ -67,10 +73,13 @@ def rank(order, name):
 
 def combine(rows):
     """Returns the table rows (dicts keyed by HEADER) and the notes for non-numeric cells."""
-    cells, units, params_seen, notes = {}, {}, {}, []
+    cells, units, params_seen, keys_seen, notes = {}, {}, {}, {}, []
     for r in rows:
-        key = (r["resource"], r["workload"], r["param"])
+        # A replay row's unit names its quantity; elsewhere the unit of a non-number is a reason.
+        metric = r["unit"] if r["workload"] == "replay" else ""
+        key = (r["resource"], r["workload"], r["param"], metric)
         params_seen.setdefault((r["workload"], r["param"]), len(params_seen))
+        keys_seen.setdefault(key, len(keys_seen))
         impl = r["impl"] if r["impl"] in IMPLS else RAW
         v = number(r["value"])
         if v is not None:
@@ -80,7 +89,7 @@ def combine(rows):
             cells.setdefault(key, {})[impl] = r["value"]
             notes.append(f"{impl} {r['resource']} {r['workload']} {r['param']}: {r['value']} ({r['unit']})")
     keys = sorted(cells, key=lambda k: (rank(RESOURCE_ORDER, k[0]), k[0], rank(WORKLOAD_ORDER, k[1]), k[1],
-                                        params_seen[(k[1], k[2])]))
+                                        params_seen[(k[1], k[2])], keys_seen[k]))
     table = []
     for key in keys:
         c = cells[key]
@@ -90,7 +99,7 @@ def combine(rows):
         table.append({
             "resource": key[0], "workload": key[1], "param": key[2], "unit": units.get(key, ""),
             OURS: show(ours), THEIRS: show(theirs), "ratio": f"{ratio:.2f}" if ratio is not None else "",
-            RAW: show(c.get(RAW)), "_ratio": ratio,
+            RAW: show(c.get(RAW)), "_ratio": ratio, "_metric": key[3],
         })
     return table, notes
 
@@ -112,8 +121,11 @@ def render(table):
 def geomeans(table):
     by = {}
     for r in table:
+        if r["_metric"] and r["_metric"] not in REPLAY_COMPARED:
+            continue
+        workload = f'{r["workload"]} {r["_metric"]}' if r["_metric"] else r["workload"]
         if r["_ratio"] is not None and r["_ratio"] > 0:
-            by.setdefault((r["resource"], r["workload"]), []).append(r["_ratio"])
+            by.setdefault((r["resource"], workload), []).append(r["_ratio"])
     return {k: (math.exp(sum(map(math.log, v)) / len(v)), len(v)) for k, v in by.items() if len(v) > 1}
 
 
@@ -146,12 +158,13 @@ def main():
     print()
     print(render(table))
     print()
-    print("ratio = rmm-rs / rmm-26.10 (lower is better for rmm-rs; every unit is a time).")
+    print("ratio = rmm-rs / rmm-26.10 (lower is better for rmm-rs; every unit is a time or, for replay, bytes).")
     gm = geomeans(table)
     if gm:
         print("geometric mean of the ratios (workloads with several rows):")
-        for (res, wl), (g, n) in sorted(gm.items(), key=lambda kv: (rank(RESOURCE_ORDER, kv[0][0]), rank(WORKLOAD_ORDER, kv[0][1]))):
-            print(f"  {res:<11} {wl:<19} {g:6.2f}  ({n} rows)")
+        for (res, wl), (g, n) in sorted(gm.items(), key=lambda kv: (rank(RESOURCE_ORDER, kv[0][0]),
+                                                                   rank(WORKLOAD_ORDER, kv[0][1].split()[0]), kv[0][1])):
+            print(f"  {res:<11} {wl:<30} {g:6.2f}  ({n} rows)")
     if notes:
         print("notes:")
         for n in notes:

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # rmm-rs against RMM 26.10, side by side: one benchmark source (benches/cpp/alloc_bench.cu) built
-# twice, run twice, one table.
+# twice, run twice, one table. Likewise benches/cpp/replay.cu, which replays allocation logs
+# (tests/data/logs/*.csv) against pool_memory_resource and reports peak upstream bytes.
 #
-#   bash benches/run_side_by_side.sh build   # here (no GPU needed): both binaries into .bench/
-#   bash benches/run_side_by_side.sh run     # on the GPU machine: run both, print the table
+#   bash benches/run_side_by_side.sh build   # here (no GPU needed): all binaries and logs into .bench/
+#   bash benches/run_side_by_side.sh run     # on the GPU machine: run both (alloc_bench + replay), table
+#   bash benches/run_side_by_side.sh replay  # on the GPU machine: only the log replays, their table
 #   bash benches/run_side_by_side.sh table   # the table again from the CSVs of the last run
 #   bash benches/run_side_by_side.sh selftest  # here: the workload logic against a fake resource
 #
@@ -15,7 +17,12 @@
 # run needs only the .bench/ folder, python3 (and matplotlib for the plot, optional): no cargo, pip
 # or network. It writes the results to $RESULTS_DIR (default: $OUT when set, as on the device
 # machine, else .bench/results): rmm-rs.csv, rmm-26.10.csv, raw.csv (the CUDA/Thrust baselines),
-# side_by_side.csv, side_by_side.txt, threads_pool.png.
+# replay-rmm-rs.csv, replay-rmm-26.10.csv (replay.cu on both sides), replay-rmm-rs-native.csv (the
+# Rust rmm_replay, pool over cuda), side_by_side.csv, side_by_side.txt, threads_pool.png.
+#
+# The logs replayed are .bench/logs/*.csv: build copies tests/data/logs/*.csv there and writes the
+# whole fixed trace of issue 2 (200k operations) as random_200k.csv with `rmm_replay generate`.
+# Add any RMM log there (ours or RMM's logging_resource_adaptor) to replay it too.
 #
 # Environment (all optional):
 #   CUDA_HOME         toolkit root (nvcc in bin/, cudart in lib/ or lib64/, CCCL in include/cccl)
@@ -23,6 +30,7 @@
 #   RMM_WHEEL_DIR     folder holding librmm_cu13-26.10.0*.whl and rapids_logger*.whl
 #   ARCH              GPU architecture (default sm_90, the H100)
 #   BENCH_ARGS        extra arguments for both alloc_bench runs (e.g. "--budget-s 2", "--quick")
+#   REPLAY_ARGS       extra arguments for every replay run (e.g. "--initial-pool 1G", "--runs 11")
 #   RESULTS_DIR       see above
 set -euo pipefail
 
@@ -33,6 +41,9 @@ ARCH="${ARCH:-sm_90}"
 RMM_VERSION=26.10.0
 OURS=alloc_bench_rmm_rs
 THEIRS=alloc_bench_rmm_26_10
+REPLAY_OURS=replay_rmm_rs
+REPLAY_THEIRS=replay_rmm_26_10
+NATIVE=rmm_replay
 
 die() { echo "run_side_by_side: $*" >&2; exit 1; }
 
@@ -82,7 +93,7 @@ build() {
   fetch_rmm
 
   mkdir -p "$WORK/obj" "$CARRY"
-  local src="$REPO/benches/cpp/alloc_bench.cu" rmm="$WORK/rmm"
+  local rmm="$WORK/rmm"
   # The same CCCL configuration on both sides, so that Thrust runs the same kernels: the flags RMM
   # 26.10's wheel needs (its CCCL is built without the namespace magic and without PDL) are
   # harmless for ours. Each side gets its own CCCL 3.5 first on the include path: the wheel's
@@ -90,37 +101,65 @@ build() {
   local common=(-std=c++20 -O2 -arch="$ARCH" -Xcompiler=-Wall
                 -DCUB_DISABLE_NAMESPACE_MAGIC -DCUB_IGNORE_NAMESPACE_MAGIC_ERROR
                 -DTHRUST_DISABLE_ABI_NAMESPACE -DTHRUST_IGNORE_ABI_NAMESPACE_ERROR -DCCCL_DISABLE_PDL)
-  echo "== nvcc: $OURS and $THEIRS (in parallel)"
-  "$nvcc" "${common[@]}" -DRMM_BENCH_IMPL='"rmm-rs"' \
-    -I"$cccl" -I"$REPO/include" -I"$target/cxxbridge" \
-    -c "$src" -o "$WORK/obj/$OURS.o" &
-  local ours_pid=$!
-  "$nvcc" "${common[@]}" -DRMM_BENCH_IMPL='"rmm-26.10"' \
-    -I"$rmm/librmm/include/rapids" -I"$rmm/librmm/include" -I"$rmm/rapids_logger/include" \
-    -c "$src" -o "$WORK/obj/$THEIRS.o" &
-  local theirs_pid=$!
-  wait "$ours_pid" || die "compiling $OURS failed"
-  wait "$theirs_pid" || die "compiling $THEIRS failed"
 
-  # Ours: the Rust staticlib, static cudart (nvcc's default). Theirs: librmm.so and
-  # librapids_logger.so beside the binary ($ORIGIN; librmm.so finds the logger the same way).
-  "$nvcc" -arch="$ARCH" "$WORK/obj/$OURS.o" -o "$WORK/$OURS" \
-    "$target/release/librmm.a" -lpthread -ldl -L"$cuda_home/lib" -L"$cuda_home/lib64"
-  "$nvcc" -arch="$ARCH" "$WORK/obj/$THEIRS.o" -o "$WORK/$THEIRS" \
-    -L"$cuda_home/lib" -L"$cuda_home/lib64" -L"$rmm/librmm/lib64" -L"$rmm/rapids_logger/lib64" \
-    -lrmm -lrapids_logger -Xlinker -rpath -Xlinker '$ORIGIN'
+  # build_pair SOURCE OURS_NAME THEIRS_NAME: compiles SOURCE against both (in parallel), links
+  # both into $WORK.
+  build_pair() {
+    local src="$1" ours="$2" theirs="$3"
+    echo "== nvcc: $ours and $theirs (in parallel)"
+    "$nvcc" "${common[@]}" -DRMM_BENCH_IMPL='"rmm-rs"' \
+      -I"$cccl" -I"$REPO/include" -I"$target/cxxbridge" \
+      -c "$src" -o "$WORK/obj/$ours.o" &
+    local ours_pid=$!
+    "$nvcc" "${common[@]}" -DRMM_BENCH_IMPL='"rmm-26.10"' \
+      -I"$rmm/librmm/include/rapids" -I"$rmm/librmm/include" -I"$rmm/rapids_logger/include" \
+      -c "$src" -o "$WORK/obj/$theirs.o" &
+    local theirs_pid=$!
+    wait "$ours_pid" || die "compiling $ours failed"
+    wait "$theirs_pid" || die "compiling $theirs failed"
 
-  rm -f "$CARRY/$OURS" "$CARRY/$THEIRS" "$CARRY/librmm.so" "$CARRY/librapids_logger.so"
-  strip -o "$CARRY/$OURS" "$WORK/$OURS"
-  strip -o "$CARRY/$THEIRS" "$WORK/$THEIRS"
+    # Ours: the Rust staticlib, static cudart (nvcc's default). Theirs: librmm.so and
+    # librapids_logger.so beside the binary ($ORIGIN; librmm.so finds the logger the same way).
+    "$nvcc" -arch="$ARCH" "$WORK/obj/$ours.o" -o "$WORK/$ours" \
+      "$target/release/librmm.a" -lpthread -ldl -L"$cuda_home/lib" -L"$cuda_home/lib64"
+    "$nvcc" -arch="$ARCH" "$WORK/obj/$theirs.o" -o "$WORK/$theirs" \
+      -L"$cuda_home/lib" -L"$cuda_home/lib64" -L"$rmm/librmm/lib64" -L"$rmm/rapids_logger/lib64" \
+      -lrmm -lrapids_logger -Xlinker -rpath -Xlinker '$ORIGIN'
+    rm -f "$CARRY/$ours" "$CARRY/$theirs"
+    strip -o "$CARRY/$ours" "$WORK/$ours"
+    strip -o "$CARRY/$theirs" "$WORK/$theirs"
+  }
+  build_pair "$REPO/benches/cpp/alloc_bench.cu" "$OURS" "$THEIRS"
+  build_pair "$REPO/benches/cpp/replay.cu" "$REPLAY_OURS" "$REPLAY_THEIRS"
+
+  rm -f "$CARRY/librmm.so" "$CARRY/librapids_logger.so" "$CARRY/$NATIVE"
   cp "$rmm/librmm/lib64/librmm.so" "$rmm/rapids_logger/lib64/librapids_logger.so" "$CARRY/"
   strip --strip-unneeded "$CARRY/librmm.so" "$CARRY/librapids_logger.so"
   chmod 755 "$CARRY/librmm.so" "$CARRY/librapids_logger.so"
+  strip -o "$CARRY/$NATIVE" "$target/release/$NATIVE"
+
+  # The logs: the committed ones, and the whole fixed trace.
+  rm -rf "$CARRY/logs" && mkdir -p "$CARRY/logs"
+  cp "$REPO"/tests/data/logs/*.csv "$CARRY/logs/"
+  "$CARRY/$NATIVE" generate random "$CARRY/logs/random_200k.csv" --ops 200000
 
   echo "== $CARRY"
-  (cd "$CARRY" && ls -l "$OURS" "$THEIRS" librmm.so librapids_logger.so && du -ch "$OURS" "$THEIRS" librmm.so librapids_logger.so | tail -1)
-  # Both must start here: without a GPU they print "skipped: no CUDA device" and exit 0.
+  (cd "$CARRY" && ls -l "$OURS" "$THEIRS" "$REPLAY_OURS" "$REPLAY_THEIRS" "$NATIVE" librmm.so librapids_logger.so logs \
+     && du -ch "$OURS" "$THEIRS" "$REPLAY_OURS" "$REPLAY_THEIRS" "$NATIVE" librmm.so librapids_logger.so logs | tail -1)
+  # All must start here: without a GPU they print "skipped: no CUDA device" and exit 0.
   "$CARRY/$OURS" && "$CARRY/$THEIRS" || die "a binary does not start here"
+  "$CARRY/$REPLAY_OURS" "$CARRY"/logs/*.csv && "$CARRY/$REPLAY_THEIRS" "$CARRY"/logs/*.csv || die "a replay binary does not start here"
+  # The three log readers (C++ on both sides, Rust) must agree on every log.
+  local check="$WORK/replay-check"
+  mkdir -p "$check"
+  "$CARRY/$REPLAY_OURS" --check "$CARRY"/logs/*.csv > "$check/ours.csv" || die "$REPLAY_OURS --check failed"
+  "$CARRY/$REPLAY_THEIRS" --check "$CARRY"/logs/*.csv > "$check/theirs.csv" || die "$REPLAY_THEIRS --check failed"
+  "$CARRY/$NATIVE" --check "$CARRY"/logs/*.csv > "$check/native.csv" || die "$NATIVE --check failed"
+  local f
+  for f in ours theirs native; do grep -v '^#' "$check/$f.csv" | cut -d, -f3- > "$check/$f.values"; done
+  cmp -s "$check/ours.values" "$check/theirs.values" && cmp -s "$check/ours.values" "$check/native.values" \
+    || die "the log readers disagree: see $check/*.csv"
+  echo "== log readers agree on $(ls "$CARRY"/logs/*.csv | wc -l) logs (ops, peak_live_bytes)"
 }
 
 # The workload logic (traces, replay, RMM's random loop) against a host-side shadow resource.
@@ -167,6 +206,7 @@ run() {
   run_one "$dir/rmm-rs.csv" "$CARRY/$OURS" "${args[@]}" || failed=1
   run_one "$dir/raw.csv" "$CARRY/$OURS" --baselines \
     --resources cudaMallocAsync,cudaMalloc,thrust_default,preallocated "${args[@]}" || failed=1
+  run_replays "$dir" || failed=1
   table "$dir" || failed=1
   if grep -q '^skipped: no CUDA device' "$dir/rmm-rs.csv"; then
     echo "skipped: no CUDA device"
@@ -180,16 +220,52 @@ run() {
   [ "$failed" -eq 0 ] || die "a benchmark failed (see the .log files in $dir)"
 }
 
+# The log replays: replay.cu on both sides, then the Rust rmm_replay (pool over cuda).
+run_replays() {
+  local dir="$1"
+  [ -x "$CARRY/$REPLAY_OURS" ] && [ -x "$CARRY/$REPLAY_THEIRS" ] || die "no replay binaries in $CARRY: run 'build' first"
+  local logs=("$CARRY"/logs/*.csv)
+  [ -e "${logs[0]}" ] || die "no logs in $CARRY/logs: run 'build' first"
+  local args=()
+  # shellcheck disable=SC2206
+  [ -z "${REPLAY_ARGS:-}" ] || args=($REPLAY_ARGS)
+  local failed=0
+  run_one "$dir/replay-rmm-26.10.csv" "$CARRY/$REPLAY_THEIRS" "${args[@]}" "${logs[@]}" || failed=1
+  run_one "$dir/replay-rmm-rs.csv" "$CARRY/$REPLAY_OURS" "${args[@]}" "${logs[@]}" || failed=1
+  if [ -x "$CARRY/$NATIVE" ]; then
+    run_one "$dir/replay-rmm-rs-native.csv" "$CARRY/$NATIVE" --resource pool --upstream cuda \
+      "${args[@]}" "${logs[@]}" || failed=1
+  fi
+  return "$failed"
+}
+
+replay() {
+  local dir="${RESULTS_DIR:-${OUT:-$CARRY/results}}"
+  mkdir -p "$dir"
+  local failed=0
+  run_replays "$dir" || failed=1
+  python3 "$REPO/benches/combine.py" "$dir/replay-rmm-rs.csv" "$dir/replay-rmm-26.10.csv" \
+    --csv "$dir/replay_side_by_side.csv" | tee "$dir/replay_side_by_side.txt" || failed=1
+  if [ -f "$dir/replay-rmm-rs-native.csv" ]; then
+    echo
+    echo "rmm_replay (Rust, pool over cuda):"
+    grep -E '^#|,(ns_per_op|peak_upstream_bytes|fragmentation)$' "$dir/replay-rmm-rs-native.csv" || true
+  fi
+  [ "$failed" -eq 0 ] || die "a replay failed (see the .log files in $dir)"
+}
+
 table() {
   local dir="${1:-${RESULTS_DIR:-${OUT:-$CARRY/results}}}"
-  python3 "$REPO/benches/combine.py" "$dir/rmm-rs.csv" "$dir/rmm-26.10.csv" "$dir/raw.csv" \
-    --csv "$dir/side_by_side.csv" | tee "$dir/side_by_side.txt"
+  local inputs=("$dir/rmm-rs.csv" "$dir/rmm-26.10.csv" "$dir/raw.csv")
+  [ -f "$dir/replay-rmm-rs.csv" ] && inputs+=("$dir/replay-rmm-rs.csv" "$dir/replay-rmm-26.10.csv")
+  python3 "$REPO/benches/combine.py" "${inputs[@]}" --csv "$dir/side_by_side.csv" | tee "$dir/side_by_side.txt"
 }
 
 case "${1:-}" in
   build) build ;;
   run) run ;;
+  replay) replay ;;
   table) table "${2:-}" ;;
   selftest) selftest ;;
-  *) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -11,6 +11,7 @@
 #include <rmm/error.hpp>
 #include <rmm/exec_policy.hpp>
 #include <rmm/mr/cuda_memory_resource.hpp>
+#include <rmm/mr/logging_resource_adaptor.hpp>
 #include <rmm/mr/per_device_resource.hpp>
 #include <rmm/mr/pool_memory_resource.hpp>
 #include <rmm/mr/statistics_resource_adaptor.hpp>
@@ -21,6 +22,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -39,7 +41,12 @@ int main()
   }
 
   rmm::mr::pool_memory_resource pool{rmm::mr::cuda_memory_resource{}, std::size_t{16} << 20};
-  rmm::mr::statistics_resource_adaptor stats{pool};
+  // With RMM_LOG_FILE set, every allocation and free of the pool is also logged there (a CSV that
+  // rmm_replay and benches/cpp/replay.cu replay).
+  std::optional<rmm::mr::logging_resource_adaptor> logged;
+  if (std::getenv("RMM_LOG_FILE") != nullptr) { logged.emplace(pool); }
+  rmm::mr::statistics_resource_adaptor stats = logged ? rmm::mr::statistics_resource_adaptor{*logged}
+                                                      : rmm::mr::statistics_resource_adaptor{pool};
   rmm::mr::set_current_device_resource(stats);
 
   int const num_threads = 4;

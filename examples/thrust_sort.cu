@@ -10,6 +10,7 @@
 #include <rmm/device_vector.hpp>
 #include <rmm/exec_policy.hpp>
 #include <rmm/mr/cuda_memory_resource.hpp>
+#include <rmm/mr/logging_resource_adaptor.hpp>
 #include <rmm/mr/per_device_resource.hpp>
 #include <rmm/mr/pool_memory_resource.hpp>
 #include <rmm/mr/statistics_resource_adaptor.hpp>
@@ -20,6 +21,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -32,7 +34,12 @@ int main()
 
   rmm::mr::cuda_memory_resource cuda;
   rmm::mr::pool_memory_resource pool{cuda, std::size_t{64} << 20};  // 64 MiB to start
-  rmm::mr::statistics_resource_adaptor stats{pool};
+  // With RMM_LOG_FILE set, every allocation and free of the pool is also logged there (a CSV that
+  // rmm_replay and benches/cpp/replay.cu replay).
+  std::optional<rmm::mr::logging_resource_adaptor> logged;
+  if (std::getenv("RMM_LOG_FILE") != nullptr) { logged.emplace(pool); }
+  rmm::mr::statistics_resource_adaptor stats = logged ? rmm::mr::statistics_resource_adaptor{*logged}
+                                                      : rmm::mr::statistics_resource_adaptor{pool};
   rmm::mr::set_current_device_resource(stats);
 
   rmm::cuda_stream stream;

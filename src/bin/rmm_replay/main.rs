@@ -1,0 +1,480 @@
+//! `rmm_replay`: replays RMM allocation logs against a resource of this crate and reports the time
+//! per operation and how much memory the resource took from its upstream.
+//!
+//! ```text
+//! rmm_replay [--resource pool|cuda|cuda_async] [--upstream host|cuda] [--initial-pool BYTES]
+//!            [--maximum-pool BYTES] [--runs N] [--check] LOG...
+//! rmm_replay generate PATTERN OUT [--ops N] [--seed S]
+//! ```
+//!
+//! A log is what `LoggingResourceAdaptor` (ours) or RMM's `logging_resource_adaptor` writes (see
+//! `log.rs` for what is accepted). Each logged pointer is mapped to the pointer the resource
+//! returns; allocations and frees are replayed **in file order on one thread**, also for logs
+//! written by several threads (their rows are already in the order the logger saw them). Each
+//! distinct logged stream becomes one stream: on the host a distinct fake handle, on the GPU one
+//! `CudaStream` each; the handles `0x0` (default), `0x1` (legacy) and `0x2` (per-thread default)
+//! stay themselves. Every request is aligned to 256 bytes (logs do not record alignments).
+//!
+//! Each log gets a fresh resource. The first (cold) replay grows it from empty (or from
+//! `--initial-pool`); `--runs` further (warm) replays reuse it. Blocks the log leaves live are freed
+//! after each replay, untimed; all streams are synchronised before the clock stops.
+//!
+//! Output: `#` comment lines and CSV rows `impl,resource,workload,param,value,unit` like
+//! `alloc_bench` (impl `rmm-rs-native`, workload `replay`, param the log's file name without
+//! `.csv`), the unit naming the quantity:
+//! - `ops`: allocations and frees replayed;
+//! - `ns_per_op`: median of the warm replays (the cold one when `--runs 0`);
+//! - `cold_ns_per_op`: the first replay, growth included;
+//! - `peak_upstream_bytes`: the most bytes the resource held from its upstream during the cold
+//!   replay (pool: a `StatisticsResourceAdaptor` around the upstream; `cuda`: the bytes allocated;
+//!   `cuda_async`: the driver pool's reserved-memory high-water mark);
+//! - `peak_live_bytes`: the most requested bytes live at once, computed from the log;
+//! - `fragmentation`: peak_upstream_bytes / peak_live_bytes.
+//!
+//! Resources: `pool` (our `PoolMemoryResource`) over `--upstream host` (host memory, no GPU; the
+//! resource column says `pool_host`) or `--upstream cuda` (`pool`); `cuda`; `cuda_async`. Without a
+//! GPU the CUDA ones print `skipped: no CUDA device` and exit 0. `--check` only reads the logs.
+//!
+//! Exit status: 0 on success, 1 when a log is malformed or its replay failed (the message names
+//! the file and line), 2 for a usage error.
+
+mod generate;
+mod log;
+
+use log::{Kind, Log};
+use rmm::adaptor::StatisticsResourceAdaptor;
+use rmm::resource::{CudaAsyncMemoryResource, CudaMemoryResource, HostMemoryResource, PoolMemoryResource};
+use rmm::{CudaStream, CudaStreamView, MemoryResource};
+use std::fs::File;
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+const IMPL: &str = "rmm-rs-native";
+const ALIGN: usize = 256;
+
+const USAGE: &str = "\
+usage: rmm_replay [--resource pool|cuda|cuda_async] [--upstream host|cuda] [--initial-pool BYTES]
+                  [--maximum-pool BYTES] [--runs N] [--check] LOG...
+       rmm_replay generate thrust|multi_stream|random OUT [--ops N] [--seed S]
+
+  --resource      what to replay against (default pool)
+  --upstream      the pool's upstream: host memory (default; no GPU) or cuda
+  --initial-pool  bytes the pool takes at construction (default 0: it grows on demand);
+                  BYTES may end in K, M or G (powers of 1024)
+  --maximum-pool  the most the pool may hold (default unlimited)
+  --runs          warm replays after the cold one (default 5)
+  --check         only read the logs: print ops and peak_live_bytes
+  generate        writes a log through our LoggingResourceAdaptor over a pool on host memory;
+                  --ops: steps (thrust, default 120), iterations per thread (multi_stream, 120),
+                  operations (random, 3000; 200000 is the whole fixed trace)
+Logs are replayed in file order on one thread. Exit status 0 ok, 1 bad log or failed replay, 2 usage.";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Upstream {
+    Host,
+    Cuda,
+}
+
+#[derive(Debug)]
+struct Options {
+    resource: String,
+    upstream: Upstream,
+    initial_pool: usize,
+    maximum_pool: Option<usize>,
+    runs: usize,
+    check: bool,
+    logs: Vec<PathBuf>,
+}
+
+/// `1024`, `64K`, `16M`, `2G`, also with `iB` or `B` after the letter.
+fn parse_bytes(s: &str) -> Option<usize> {
+    let t = s.trim();
+    let t = t.strip_suffix("iB").or_else(|| t.strip_suffix('B')).unwrap_or(t);
+    let (digits, shift) = match t.chars().last()? {
+        'K' | 'k' => (&t[..t.len() - 1], 10),
+        'M' | 'm' => (&t[..t.len() - 1], 20),
+        'G' | 'g' => (&t[..t.len() - 1], 30),
+        _ => (t, 0),
+    };
+    digits.parse::<usize>().ok()?.checked_mul(1usize << shift)
+}
+
+fn parse_options(args: &[String]) -> Result<Options, String> {
+    let mut o = Options {
+        resource: "pool".into(),
+        upstream: Upstream::Host,
+        initial_pool: 0,
+        maximum_pool: None,
+        runs: 5,
+        check: false,
+        logs: Vec::new(),
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = || it.next().ok_or_else(|| format!("{a} needs a value"));
+        match a.as_str() {
+            "--resource" => {
+                o.resource = value()?.clone();
+                if !matches!(o.resource.as_str(), "pool" | "cuda" | "cuda_async") {
+                    return Err(format!("unknown resource '{}' (pool, cuda, cuda_async)", o.resource));
+                }
+            }
+            "--upstream" => {
+                o.upstream = match value()?.as_str() {
+                    "host" => Upstream::Host,
+                    "cuda" => Upstream::Cuda,
+                    u => return Err(format!("unknown upstream '{u}' (host, cuda)")),
+                }
+            }
+            "--initial-pool" => {
+                let v = value()?;
+                o.initial_pool = parse_bytes(v).ok_or_else(|| format!("bad --initial-pool '{v}'"))?;
+            }
+            "--maximum-pool" => {
+                let v = value()?;
+                o.maximum_pool = Some(parse_bytes(v).ok_or_else(|| format!("bad --maximum-pool '{v}'"))?);
+            }
+            "--runs" => {
+                let v = value()?;
+                o.runs = v.parse().map_err(|_| format!("bad --runs '{v}'"))?;
+            }
+            "--check" => o.check = true,
+            s if s.starts_with("--") => return Err(format!("unknown option {s}")),
+            log => o.logs.push(PathBuf::from(log)),
+        }
+    }
+    if o.logs.is_empty() {
+        return Err("no log given".into());
+    }
+    Ok(o)
+}
+
+/// The resource column of the output.
+fn resource_name(o: &Options) -> &'static str {
+    match (o.resource.as_str(), o.upstream) {
+        ("pool", Upstream::Host) => "pool_host",
+        ("pool", Upstream::Cuda) => "pool",
+        ("cuda", _) => "cuda",
+        _ => "cuda_async",
+    }
+}
+
+fn needs_gpu(o: &Options) -> bool {
+    !(o.resource == "pool" && o.upstream == Upstream::Host)
+}
+
+/// The logged streams, mapped to streams of this process.
+struct Streams {
+    views: Vec<CudaStreamView>,
+    gpu: bool,
+    // Owns the real streams the views name; dropped after the resource (declared later there).
+    _owned: Vec<CudaStream>,
+}
+
+impl Streams {
+    fn new(logged: &[usize], gpu: bool) -> rmm::Result<Self> {
+        let mut views = Vec::with_capacity(logged.len());
+        let mut owned = Vec::new();
+        for (i, &handle) in logged.iter().enumerate() {
+            views.push(if handle <= 2 {
+                // The default, legacy and per-thread default streams exist in every process.
+                CudaStreamView::from_handle(handle)
+            } else if gpu {
+                let s = CudaStream::new()?;
+                let v = s.view();
+                owned.push(s);
+                v
+            } else {
+                CudaStreamView::from_handle(0x1000 * (i + 1))
+            });
+        }
+        Ok(Streams { views, gpu, _owned: owned })
+    }
+
+    fn synchronize(&self) -> rmm::Result<()> {
+        if self.gpu {
+            for v in &self.views {
+                v.synchronize()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What one log's replays measured.
+struct Measured {
+    cold: Duration,
+    warm: Vec<Duration>,
+    peak_upstream: usize,
+}
+
+fn op_error(log: &Log, i: usize, streams: &[usize], e: rmm::Error) -> String {
+    let op = log.ops[i];
+    let what = if op.kind == Kind::Allocate { "allocate" } else { "free" };
+    format!(
+        "line {}: {what} of {} bytes on logged stream {:#x} failed: {e}",
+        log.lines[i], op.size, streams[op.stream as usize]
+    )
+}
+
+/// Replays the log once; returns the time of the logged operations (streams synchronised).
+/// Blocks the log leaves live are freed afterwards, untimed.
+fn replay_once<R: MemoryResource>(
+    mr: &R,
+    log: &Log,
+    streams: &Streams,
+    table: &mut [*mut u8],
+) -> Result<Duration, String> {
+    let sync = |e: rmm::Error| format!("synchronising the streams failed: {e}");
+    let t0 = Instant::now();
+    for (i, op) in log.ops.iter().enumerate() {
+        let s = streams.views[op.stream as usize];
+        let slot = op.slot as usize;
+        match op.kind {
+            Kind::Allocate => match mr.allocate(op.size, ALIGN, s) {
+                Ok(p) => table[slot] = p,
+                Err(e) => return Err(op_error(log, i, &log.streams, e)),
+            },
+            Kind::Free => {
+                if let Err(e) = mr.deallocate(table[slot], op.size, ALIGN, s) {
+                    return Err(op_error(log, i, &log.streams, e));
+                }
+            }
+        }
+    }
+    streams.synchronize().map_err(sync)?;
+    let elapsed = t0.elapsed();
+    for op in &log.live_at_end {
+        let s = streams.views[op.stream as usize];
+        mr.deallocate(table[op.slot as usize], op.size, ALIGN, s)
+            .map_err(|e| format!("freeing a block left live at the end of the log failed: {e}"))?;
+    }
+    streams.synchronize().map_err(sync)?;
+    Ok(elapsed)
+}
+
+/// The cold replay, the peak upstream bytes after it, then `runs` warm replays.
+fn measure<R: MemoryResource>(
+    mr: &R,
+    peak_upstream: impl Fn(&R) -> usize,
+    log: &Log,
+    streams: &Streams,
+    runs: usize,
+) -> Result<Measured, String> {
+    let mut table = vec![std::ptr::null_mut(); log.slots];
+    let cold = replay_once(mr, log, streams, &mut table)?;
+    let peak_upstream = peak_upstream(mr);
+    let mut warm = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        warm.push(replay_once(mr, log, streams, &mut table)?);
+    }
+    Ok(Measured { cold, warm, peak_upstream })
+}
+
+/// The driver pool's reserved-memory high-water mark.
+fn reserved_high(mr: &CudaAsyncMemoryResource) -> Option<usize> {
+    use cudarc::driver::sys;
+    let mut value: u64 = 0;
+    // SAFETY: the pool is alive while `mr` is; the attribute's value is a cuuint64_t.
+    let r = unsafe {
+        sys::cuMemPoolGetAttribute(
+            mr.pool_handle(),
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH,
+            (&mut value as *mut u64).cast(),
+        )
+    };
+    (r == sys::CUresult::CUDA_SUCCESS).then_some(value as usize)
+}
+
+fn replay(o: &Options, log: &Log) -> Result<Measured, String> {
+    let e = |e: rmm::Error| format!("creating the resource failed: {e}");
+    let streams = Streams::new(&log.streams, needs_gpu(o)).map_err(|e| format!("creating streams failed: {e}"))?;
+    match (o.resource.as_str(), o.upstream) {
+        ("pool", Upstream::Host) => {
+            let mr = PoolMemoryResource::new(
+                StatisticsResourceAdaptor::new(HostMemoryResource::new()),
+                o.initial_pool,
+                o.maximum_pool,
+            )
+            .map_err(e)?;
+            measure(&mr, |p| p.upstream().bytes_counter().peak as usize, log, &streams, o.runs)
+        }
+        ("pool", Upstream::Cuda) => {
+            let mr = PoolMemoryResource::new(
+                StatisticsResourceAdaptor::new(CudaMemoryResource::new()),
+                o.initial_pool,
+                o.maximum_pool,
+            )
+            .map_err(e)?;
+            measure(&mr, |p| p.upstream().bytes_counter().peak as usize, log, &streams, o.runs)
+        }
+        ("cuda", _) => {
+            let mr = StatisticsResourceAdaptor::new(CudaMemoryResource::new());
+            measure(&mr, |m| m.bytes_counter().peak as usize, log, &streams, o.runs)
+        }
+        _ => {
+            let mr = StatisticsResourceAdaptor::new(CudaAsyncMemoryResource::new(None, None).map_err(e)?);
+            measure(
+                &mr,
+                |m| reserved_high(m.upstream()).unwrap_or(m.bytes_counter().peak as usize),
+                log,
+                &streams,
+                o.runs,
+            )
+        }
+    }
+}
+
+fn read_log(path: &Path) -> Result<Log, String> {
+    let file = File::open(path).map_err(|e| format!("cannot open: {e}"))?;
+    log::parse(BufReader::new(file)).map_err(|e| e.to_string())
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2
+    }
+}
+
+fn mib(bytes: usize) -> f64 {
+    bytes as f64 / (1 << 20) as f64
+}
+
+fn run(o: &Options) -> ExitCode {
+    if !o.check && needs_gpu(o) && !rmm::cuda_available() {
+        println!("skipped: no CUDA device");
+        return ExitCode::SUCCESS;
+    }
+    let resource = if o.check { "none" } else { resource_name(o) };
+    if o.check {
+        println!("# {IMPL}: reading the logs only (--check)");
+    } else {
+        println!(
+            "# {IMPL}: resource {resource}, initial pool {} bytes, alignment {ALIGN}, 1 cold + {} warm replays each, in file order on one thread",
+            o.initial_pool, o.runs
+        );
+    }
+    println!("impl,resource,workload,param,value,unit");
+    let mut failed = false;
+    for path in &o.logs {
+        let name = path.file_stem().map_or_else(|| path.display().to_string(), |s| s.to_string_lossy().into_owned());
+        let log = match read_log(path) {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("rmm_replay: {}: {e}", path.display());
+                failed = true;
+                continue;
+            }
+        };
+        let allocations = log.allocations();
+        println!(
+            "# {name}: {} rows: {allocations} allocate, {} free, {} allocate failure (skipped), {} free of null (skipped); \
+             {} threads, {} streams; {} blocks ({} bytes) live at the end",
+            log.rows,
+            log.ops.len() - allocations,
+            log.failures,
+            log.null_frees,
+            log.threads,
+            log.streams.len(),
+            log.live_at_end.len(),
+            log.live_bytes_at_end()
+        );
+        let row = |value: String, unit: &str| println!("{IMPL},{resource},replay,{name},{value},{unit}");
+        row(log.ops.len().to_string(), "ops");
+        if o.check {
+            row(log.peak_live_bytes.to_string(), "peak_live_bytes");
+            continue;
+        }
+        let m = match replay(o, &log) {
+            Ok(m) => m,
+            Err(e) => {
+                eprintln!("rmm_replay: {}: {e}", path.display());
+                failed = true;
+                continue;
+            }
+        };
+        let per_op = |d: Duration| d.as_nanos() as f64 / log.ops.len().max(1) as f64;
+        let cold = per_op(m.cold);
+        let warm = if m.warm.is_empty() { cold } else { per_op(median(m.warm)) };
+        let fragmentation = m.peak_upstream as f64 / log.peak_live_bytes.max(1) as f64;
+        row(format!("{warm:.1}"), "ns_per_op");
+        row(format!("{cold:.1}"), "cold_ns_per_op");
+        row(m.peak_upstream.to_string(), "peak_upstream_bytes");
+        row(log.peak_live_bytes.to_string(), "peak_live_bytes");
+        row(format!("{fragmentation:.3}"), "fragmentation");
+        println!(
+            "# {name}: {warm:.1} ns/op (cold {cold:.1}), peak upstream {:.2} MiB, peak live {:.2} MiB, upstream/live {fragmentation:.2}",
+            mib(m.peak_upstream),
+            mib(log.peak_live_bytes)
+        );
+    }
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn run_generate(args: &[String]) -> ExitCode {
+    let mut positional = Vec::new();
+    let mut ops = None;
+    let mut seed = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let parsed = match a.as_str() {
+            "--ops" => it.next().and_then(|v| v.parse().ok()).map(|v| ops = Some(v)),
+            "--seed" => it.next().and_then(|v| v.parse().ok()).map(|v| seed = Some(v)),
+            s if s.starts_with("--") => None,
+            p => {
+                positional.push(p);
+                Some(())
+            }
+        };
+        if parsed.is_none() {
+            eprintln!("rmm_replay generate: bad option {a}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    }
+    let [pattern, out] = positional[..] else {
+        eprintln!("rmm_replay generate: needs PATTERN and OUT\n{USAGE}");
+        return ExitCode::from(2);
+    };
+    match generate::generate(pattern, Path::new(out), ops, seed) {
+        Ok(summary) => {
+            println!("{out}: {pattern}, {summary}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("rmm_replay generate: {e}");
+            if generate::PATTERNS.contains(&pattern) {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::from(2)
+            }
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        println!("{USAGE}");
+        return ExitCode::SUCCESS;
+    }
+    if args.first().map(String::as_str) == Some("generate") {
+        return run_generate(&args[1..]);
+    }
+    match parse_options(&args) {
+        Ok(o) => run(&o),
+        Err(e) => {
+            eprintln!("rmm_replay: {e}\n{USAGE}");
+            ExitCode::from(2)
+        }
+    }
+}
