@@ -105,7 +105,8 @@ fn bench_malloc(trace: &[Op], reps: usize) -> f64 {
 }
 
 /// `threads` threads, each replaying its own trace on its own stream against one shared resource;
-/// aggregate ns per operation (wall time / all operations).
+/// aggregate ns per operation (wall time / all operations). Device resources get real streams; host
+/// memory gets distinct stream handles that are never passed to CUDA.
 fn bench_threads<R: MemoryResource + ?Sized>(r: &R, threads: usize, ops: usize) -> f64 {
     let traces: Vec<Vec<Op>> = (0..threads).map(|t| make_trace(ops, 1000, 1000 + t as u64)).collect();
     let total: usize = traces.iter().map(|t| t.len()).sum();
@@ -115,7 +116,8 @@ fn bench_threads<R: MemoryResource + ?Sized>(r: &R, threads: usize, ops: usize) 
         for (i, trace) in traces.iter().enumerate() {
             let (barrier, t0) = (&barrier, &t0);
             s.spawn(move || {
-                let stream = CudaStreamView::from_handle(0x1000 * (i + 1));
+                let owned = r.is_device_accessible().then(|| rmm::CudaStream::new().expect("stream"));
+                let stream = owned.as_ref().map_or(CudaStreamView::from_handle(0x1000 * (i + 1)), |s| s.view());
                 barrier.wait();
                 t0.lock().unwrap().get_or_insert_with(Instant::now);
                 replay(
@@ -123,6 +125,9 @@ fn bench_threads<R: MemoryResource + ?Sized>(r: &R, threads: usize, ops: usize) 
                     |n| r.allocate(n, 256, stream).expect("allocate"),
                     |p, n| r.deallocate(p, n, 256, stream).expect("deallocate"),
                 );
+                if let Some(s) = &owned {
+                    s.synchronize().expect("synchronize");
+                }
             });
         }
     });

@@ -9,15 +9,38 @@ use std::fmt;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Misuse {
     /// The pointer lies in this resource's free memory: it was freed already.
-    DoubleFree { ptr: usize },
+    DoubleFree {
+        /// The pointer passed to `deallocate`.
+        ptr: usize,
+    },
     /// The pointer was never handed out by this resource.
-    UnknownPointer { ptr: usize },
+    UnknownPointer {
+        /// The pointer passed to `deallocate`.
+        ptr: usize,
+    },
     /// The pointer lies inside a live block but is not its start.
-    InteriorPointer { ptr: usize, block_start: usize },
+    InteriorPointer {
+        /// The pointer passed to `deallocate`.
+        ptr: usize,
+        /// Where the block it points into starts.
+        block_start: usize,
+    },
     /// The size given to `deallocate` differs from the size given to `allocate`.
-    WrongSize { ptr: usize, allocated: usize, given: usize },
+    WrongSize {
+        /// The pointer passed to `deallocate`.
+        ptr: usize,
+        /// The size it was allocated with.
+        allocated: usize,
+        /// The size passed to `deallocate`.
+        given: usize,
+    },
     /// Memory was still handed out from a resource that is being torn down or reset.
-    Outstanding { allocations: usize, bytes: usize },
+    Outstanding {
+        /// How many blocks are still handed out.
+        allocations: usize,
+        /// How many bytes they hold.
+        bytes: usize,
+    },
 }
 
 /// The state of a pool at the moment an allocation failed, so the user can tell fragmentation
@@ -36,19 +59,43 @@ pub struct PoolState {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Error {
     /// No memory could be found for `requested` bytes. `pool` is set when a pool refused.
-    OutOfMemory { requested: usize, pool: Option<PoolState>, reason: String },
+    OutOfMemory {
+        /// Bytes asked for.
+        requested: usize,
+        /// The pool's sizes when the request failed (pools only).
+        pool: Option<PoolState>,
+        /// What ran out: the upstream, a maximum, a limit.
+        reason: String,
+    },
     /// Alignment must be a power of two no larger than the resource's maximum.
-    BadAlignment { alignment: usize, max: usize },
+    BadAlignment {
+        /// The alignment asked for.
+        alignment: usize,
+        /// The largest alignment this resource accepts.
+        max: usize,
+    },
     /// An argument is out of range; the message names it.
     InvalidArgument(String),
     /// A CUDA driver call failed.
-    Cuda { call: &'static str, code: u32, name: String },
+    Cuda {
+        /// The driver function that failed.
+        call: &'static str,
+        /// The `CUresult` value.
+        code: u32,
+        /// The `CUresult` name, e.g. `CUDA_ERROR_INVALID_VALUE`.
+        name: String,
+    },
     /// The CUDA driver library (`libcuda.so.1`) could not be loaded, or there is no device.
     NoDriver(String),
     /// The caller broke the resource contract; nothing was changed.
     Misuse(Misuse),
     /// A file (for example a log) could not be opened or written.
-    Io { path: String, message: String },
+    Io {
+        /// The file.
+        path: String,
+        /// What the operating system said.
+        message: String,
+    },
 }
 
 /// Shorthand used throughout the crate.

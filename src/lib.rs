@@ -18,6 +18,8 @@
 //!
 //! Without a CUDA driver nothing panics: CUDA-backed calls return [`Error::NoDriver`].
 
+#![warn(missing_docs)]
+
 pub mod adaptor;
 pub mod bridge;
 pub mod device;

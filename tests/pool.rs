@@ -20,16 +20,36 @@ fn host_pool(initial: usize, max: Option<usize>) -> PoolMemoryResource<Arc<HostM
     PoolMemoryResource::new(Arc::new(HostMemoryResource::new()), initial, max).unwrap()
 }
 
+/// What the pool asked of its stream order, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ordering_ {
+    Record(usize),
+    Wait(usize, usize),
+    SyncAll,
+}
+use Ordering_::*;
+
 /// Records every ordering request so tests can see when streams were ordered.
 #[derive(Default, Clone)]
-struct RecordingOrder(Arc<Mutex<Vec<(StreamKey, StreamKey)>>>);
+struct RecordingOrder(Arc<Mutex<Vec<Ordering_>>>);
+
+impl RecordingOrder {
+    fn log(&self) -> Vec<Ordering_> {
+        self.0.lock().unwrap().clone()
+    }
+}
 
 impl StreamOrder for RecordingOrder {
-    fn order(&self, owner: StreamKey, waiter: StreamKey) -> Result<()> {
-        self.0.lock().unwrap().push((owner, waiter));
+    fn record(&self, owner: StreamKey) -> Result<()> {
+        self.0.lock().unwrap().push(Record(owner.0));
+        Ok(())
+    }
+    fn wait(&self, owner: StreamKey, waiter: StreamKey) -> Result<()> {
+        self.0.lock().unwrap().push(Wait(owner.0, waiter.0));
         Ok(())
     }
     fn synchronize_all(&self) -> Result<()> {
+        self.0.lock().unwrap().push(SyncAll);
         Ok(())
     }
 }
@@ -165,34 +185,40 @@ fn freed_block_is_reused_on_its_stream_without_ordering() {
     let order = RecordingOrder::default();
     let pool = PoolMemoryResource::with_stream_order(HostMemoryResource::new(), MIB, None, Box::new(order.clone()))
         .unwrap();
+    // The initial chunk becomes fresh memory once everything is synchronised.
+    assert_eq!(order.log(), vec![SyncAll]);
     let a = CudaStreamView::from_handle(0x1000);
     let p = pool.allocate(1000, 256, a).unwrap();
-    // The initial chunk sits on the default stream's lists; the first allocation on `a` takes it over.
-    assert_eq!(*order.0.lock().unwrap(), vec![(StreamKey(0), StreamKey(0x1000))]);
     pool.deallocate(p, 1000, 256, a).unwrap();
     let q = pool.allocate(1000, 256, a).unwrap();
     assert_eq!(p, q);
-    assert_eq!(order.0.lock().unwrap().len(), 1, "same-stream reuse needs no event");
+    assert_eq!(order.log(), vec![SyncAll], "fresh memory and same-stream reuse need no ordering");
     pool.deallocate(q, 1000, 256, a).unwrap();
 }
 
 #[test]
-fn another_stream_takes_free_blocks_only_after_ordering() {
+fn another_stream_takes_free_blocks_only_after_the_owner_published_them() {
     let order = RecordingOrder::default();
-    // The whole pool is one 1 MiB chunk, so stream b can only get memory that stream a freed.
     let pool =
-        PoolMemoryResource::with_stream_order(HostMemoryResource::new(), MIB, Some(MIB), Box::new(order.clone()))
+        PoolMemoryResource::with_stream_order(HostMemoryResource::new(), 2 * MIB, None, Box::new(order.clone()))
             .unwrap();
     let (a, b) = (CudaStreamView::from_handle(0x1000), CudaStreamView::from_handle(0x2000));
-    let p = pool.allocate(MIB, 256, a).unwrap();
-    pool.deallocate(p, MIB, 256, a).unwrap();
-    let q = pool.allocate(MIB, 256, b).unwrap();
-    assert_eq!(p, q);
-    assert_eq!(
-        *order.0.lock().unwrap(),
-        vec![(StreamKey(0), StreamKey(0x1000)), (StreamKey(0x1000), StreamKey(0x2000))]
-    );
-    pool.deallocate(q, MIB, 256, b).unwrap();
+    let x1 = pool.allocate(MIB, 256, a).unwrap();
+    let x2 = pool.allocate(MIB / 2, 256, a).unwrap();
+    pool.deallocate(x1, MIB, 256, a).unwrap();
+    // a's free block is not published yet: b asks for it and grows meanwhile.
+    let y = pool.allocate(MIB, 256, b).unwrap();
+    assert!(y as usize >= x1 as usize + 2 * MIB || (y as usize) + MIB <= x1 as usize, "b got a's unpublished block");
+    assert_eq!(order.log(), vec![SyncAll]);
+    // a's next call captures its work...
+    pool.deallocate(x2, MIB / 2, 256, a).unwrap();
+    assert_eq!(order.log(), vec![SyncAll, Record(0x1000)]);
+    // ...and b takes a's (now coalesced) block after waiting for that capture.
+    let w = pool.allocate(3 * MIB / 2, 256, b).unwrap();
+    assert_eq!(w, x1);
+    assert_eq!(order.log(), vec![SyncAll, Record(0x1000), Wait(0x1000, 0x2000)]);
+    pool.deallocate(w, 3 * MIB / 2, 256, b).unwrap();
+    pool.deallocate(y, MIB, 256, b).unwrap();
     pool.check_invariants().unwrap();
 }
 
@@ -204,24 +230,18 @@ fn free_lists_of_all_streams_merge_before_out_of_memory() {
             .unwrap();
     let (a, b, c) =
         (CudaStreamView::from_handle(0x1000), CudaStreamView::from_handle(0x2000), CudaStreamView::from_handle(0x3000));
+    // Both take their block from the fresh chunk: no ordering needed.
     let x = pool.allocate(MIB, 256, a).unwrap();
     let y = pool.allocate(MIB, 256, b).unwrap();
+    assert_eq!(order.log(), vec![SyncAll]);
     pool.deallocate(x, MIB, 256, a).unwrap();
     pool.deallocate(y, MIB, 256, b).unwrap();
-    // Neither a nor b alone has 2 MiB free, but together, coalesced, they do.
+    // Neither a nor b alone has 2 MiB free and the pool is at its maximum; together, coalesced
+    // after one full synchronise, they have.
     let z = pool.allocate(2 * MIB, 256, c).unwrap();
+    assert_eq!(z, x);
     assert_eq!(pool.state().free_bytes, 0);
-    // a took the initial chunk from the default stream, b took a's rest, then c waited for both.
-    let rec = order.0.lock().unwrap().clone();
-    assert_eq!(
-        rec,
-        vec![
-            (StreamKey(0), StreamKey(0x1000)),
-            (StreamKey(0x1000), StreamKey(0x2000)),
-            (StreamKey(0x1000), StreamKey(0x3000)),
-            (StreamKey(0x2000), StreamKey(0x3000)),
-        ]
-    );
+    assert_eq!(order.log(), vec![SyncAll, SyncAll]);
     pool.deallocate(z, 2 * MIB, 256, c).unwrap();
     pool.check_invariants().unwrap();
 }
@@ -385,9 +405,42 @@ fn per_thread_default_streams_are_distinct_streams() {
     .join()
     .unwrap();
     assert_eq!(q, p as usize);
-    let rec = order.0.lock().unwrap();
-    assert_eq!(rec.len(), 2, "initial chunk to this thread, then to the other thread: {rec:?}");
-    let (owner, waiter) = rec[1];
-    assert!(owner.per_thread_owner().is_some() && waiter.per_thread_owner().is_some());
-    assert_ne!(owner, waiter, "each thread's per-thread default stream is its own stream");
+    // The other thread's per-thread stream is another stream: it could only take the block after
+    // everything was synchronised (the first SyncAll is the pool's construction).
+    assert_eq!(order.log(), vec![SyncAll, SyncAll]);
+}
+
+/// The random trace again, but with streams that need ordering: blocks move between streams only
+/// through publish/wait or a full synchronise, and the model still holds.
+#[test]
+fn random_trace_with_ordered_streams_matches_model() {
+    let order = RecordingOrder::default();
+    let upstream = Arc::new(HostMemoryResource::new());
+    let mut rng = Rng::new(seed("pool ordered random trace", 4));
+    {
+        let pool =
+            PoolMemoryResource::with_stream_order(upstream.clone(), 4 * MIB, Some(64 * MIB), Box::new(order.clone()))
+                .unwrap();
+        let t = Trace { ops: 1_000_000, max_size: 256 << 10, streams: streams(4), ..Trace::default() };
+        let mut step = 0usize;
+        run_trace(&pool, &t, &mut rng, false, |_| {
+            step += 1;
+            if step % 50_000 == 0 {
+                pool.check_invariants().unwrap();
+            }
+        });
+        pool.check_invariants().unwrap();
+    }
+    let log = order.log();
+    let count = |f: fn(&Ordering_) -> bool| log.iter().filter(|e| f(e)).count();
+    let (records, waits) = (count(|e| matches!(e, Record(_))), count(|e| matches!(e, Wait(..))));
+    println!("records {records}, waits {waits}, full synchronisations {}", count(|e| *e == SyncAll));
+    assert!(records > 0 && waits > 0, "the hand-over between streams was exercised");
+    // Every wait follows a record of the same owner.
+    for (i, e) in log.iter().enumerate() {
+        if let Wait(owner, _) = e {
+            assert!(log[..i].contains(&Record(*owner)), "wait on {owner:#x} before any record");
+        }
+    }
+    assert_eq!(upstream.outstanding(), (0, 0));
 }

@@ -14,7 +14,6 @@ use super::block::{Block, BlockId, BlockTable, ALLOCATED, MAX_BLOCK_BYTES, NIL};
 use super::size_class::{map_ceil, map_floor, Class, ClassBitmap, FL_COUNT, SL_COUNT};
 use super::stream_order::StreamKey;
 use crate::error::{Misuse, PoolState};
-use std::collections::hash_map::Entry;
 
 /// Granularity of every block size and address.
 pub const GRANULE: usize = 256;
@@ -24,23 +23,45 @@ const GRANULE_SHIFT: u32 = 8;
 /// turns to other streams or the upstream. Bounded so the slow path stays O(1).
 const FLOOR_CLASS_SCAN: usize = 32;
 
-/// The free blocks that work on one stream may reuse at once.
+/// Free lists of one stream. A stream has a private set (blocks it freed since it last published;
+/// only it may use them) and, once it has published, a published set (blocks covered by its last
+/// recorded event; any stream may take them after waiting for that event).
 struct StreamFreeLists {
     key: StreamKey,
     bitmap: ClassBitmap,
-    heads: Box<[[BlockId; SL_COUNT]; FL_COUNT]>,
+    /// Inline rather than boxed: one dependent load less on every free-list operation.
+    heads: [[BlockId; SL_COUNT]; FL_COUNT],
     free_bytes: usize,
+    /// For a published set: the slot of its private set.
+    publisher: Option<usize>,
+    /// For a private set: the slot of its published set, once it has one.
+    published: Option<usize>,
+    /// Another stream asked for this private set's blocks; the owner's next call publishes them.
+    wanted: bool,
 }
 
 impl StreamFreeLists {
-    fn new(key: StreamKey) -> Self {
+    fn new(key: StreamKey, publisher: Option<usize>) -> Self {
         StreamFreeLists {
             key,
             bitmap: ClassBitmap::default(),
-            heads: Box::new([[NIL; SL_COUNT]; FL_COUNT]),
+            heads: [[NIL; SL_COUNT]; FL_COUNT],
             free_bytes: 0,
+            publisher,
+            published: None,
+            wanted: false,
         }
     }
+}
+
+/// What another set of free lists offers a stream that found nothing in its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Donor {
+    /// Memory no other stream's pending work uses (fresh chunks, or the stream's own published
+    /// blocks): take it at once.
+    Fresh(usize),
+    /// Another stream's published blocks: take them after waiting for its last recorded event.
+    Published(usize),
 }
 
 /// The allocator state of a pool, independent of where its memory comes from.
@@ -87,10 +108,10 @@ impl CoalescingPool {
 
     #[cold]
     fn slot_of_slow(&mut self, key: StreamKey) -> usize {
-        let slot = match self.streams.iter().position(|s| s.key == key) {
+        let slot = match self.streams.iter().position(|s| s.key == key && s.publisher.is_none()) {
             Some(i) => i,
             None => {
-                self.streams.push(StreamFreeLists::new(key));
+                self.streams.push(StreamFreeLists::new(key, None));
                 self.streams.len() - 1
             }
         };
@@ -98,7 +119,7 @@ impl CoalescingPool {
         slot
     }
 
-    /// The stream key of a slot.
+    /// The stream key of a slot (a published set has its owner's key).
     pub fn key_of(&self, slot: usize) -> StreamKey {
         self.streams[slot].key
     }
@@ -135,8 +156,12 @@ impl CoalescingPool {
         let search = search_size(size, align);
         let lists = &self.streams[slot];
         let id = match lists.bitmap.find_at_or_above(map_ceil(search >> GRANULE_SHIFT)) {
-            Some(c) => lists.heads[c.fl][c.sl],
-            None => self.scan_floor_class(slot, search)?,
+            Some(c) => self.pop_head(slot, c),
+            None => {
+                let id = self.scan_floor_class(slot, search)?;
+                self.unlink_free(id);
+                id
+            }
         };
         Some(self.take(slot, id, requested, size, align))
     }
@@ -159,10 +184,27 @@ impl CoalescingPool {
         None
     }
 
-    /// Cuts an aligned block of `size` out of free block `id` of `slot` and marks it allocated.
-    #[inline]
+    /// Removes and returns the first block of class `c` (which must be non-empty) of `slot`.
+    #[inline(always)]
+    fn pop_head(&mut self, slot: usize, c: Class) -> BlockId {
+        let lists = &mut self.streams[slot];
+        let id = lists.heads[c.fl][c.sl];
+        let b = self.blocks.get(id);
+        let next = b.next_free;
+        lists.free_bytes -= b.size();
+        lists.heads[c.fl][c.sl] = next;
+        if next == NIL {
+            lists.bitmap.clear(c);
+        } else {
+            self.blocks.get_mut(next).prev_free = NIL;
+        }
+        id
+    }
+
+    /// Cuts an aligned block of `size` out of free block `id` (already unlinked from the free lists
+    /// of `slot`) and marks it allocated.
+    #[inline(always)]
     fn take(&mut self, slot: usize, id: BlockId, requested: usize, size: usize, align: usize) -> usize {
-        self.unlink_free(id);
         let mut id = id;
         let addr = self.blocks.get(id).addr;
         let aligned = (addr + align - 1) & !(align - 1);
@@ -180,13 +222,14 @@ impl CoalescingPool {
         let b = self.blocks.get_mut(id);
         b.stream = ALLOCATED;
         let addr = b.addr;
-        self.allocated.insert(addr, (id, requested));
+        // The block is exactly `size` bytes, `requested` rounded up to 256.
+        self.allocated.insert(addr, id, (size - requested) as u32);
         addr
     }
 
     /// Splits `id` after `at` bytes; returns the new record of the back part (not linked in any
     /// free list, stream copied from `id`).
-    #[inline]
+    #[inline(always)]
     fn split(&mut self, id: BlockId, at: usize) -> BlockId {
         let b = *self.blocks.get(id);
         let at_units = (at >> GRANULE_SHIFT) as u32;
@@ -211,23 +254,54 @@ impl CoalescingPool {
     /// Returns the block at `addr` to the free lists of `slot`. On misuse nothing changes.
     #[inline]
     pub fn deallocate(&mut self, addr: usize, bytes: usize, slot: usize) -> Result<(), Misuse> {
-        let id = match self.allocated.entry(addr) {
-            Entry::Occupied(e) => {
-                let (id, allocated) = *e.get();
-                if allocated != bytes {
-                    return Err(Misuse::WrongSize { ptr: addr, allocated, given: bytes });
-                }
-                e.remove();
-                id
-            }
-            Entry::Vacant(_) => return Err(self.classify(addr)),
+        let Some(found) = self.allocated.find(addr) else {
+            return Err(self.classify(addr));
         };
+        let id = self.allocated.id_at(found);
+        let allocated = self.blocks.get(id).size() - self.allocated.slack_at(found) as usize;
+        if allocated != bytes {
+            return Err(Misuse::WrongSize { ptr: addr, allocated, given: bytes });
+        }
+        self.allocated.remove_at(found);
         self.release(slot, id);
         Ok(())
     }
 
-    /// Makes `id` (not in any free list) free on `slot`, merging with free neighbours of that slot.
+    /// True when another stream asked for this stream's blocks (checked on every call: one flag).
     #[inline]
+    pub fn is_wanted(&self, slot: usize) -> bool {
+        self.streams[slot].wanted
+    }
+
+    /// Moves the private free blocks of `slot` to its published set: the caller has just captured
+    /// the stream's work (`StreamOrder::record`), which covers every one of them.
+    pub fn publish(&mut self, slot: usize) {
+        let target = match self.streams[slot].published {
+            Some(p) => p,
+            None => {
+                let key = self.streams[slot].key;
+                self.streams.push(StreamFreeLists::new(key, Some(slot)));
+                let p = self.streams.len() - 1;
+                self.streams[slot].published = Some(p);
+                p
+            }
+        };
+        self.merge_into(slot, target);
+        self.streams[slot].wanted = false;
+    }
+
+    /// True when `slot`'s free blocks may go to another stream after a wait (or at once, if fresh).
+    pub fn is_published(&self, slot: usize) -> bool {
+        self.streams[slot].key == StreamKey::FRESH || self.streams[slot].publisher.is_some()
+    }
+
+    /// Stops asking `slot`'s stream to publish (its capture failed; it will be asked again).
+    pub fn clear_wanted(&mut self, slot: usize) {
+        self.streams[slot].wanted = false;
+    }
+
+    /// Makes `id` (not in any free list) free on `slot`, merging with free neighbours of that slot.
+    #[inline(always)]
     fn release(&mut self, slot: usize, mut id: BlockId) {
         let (prev, next) = {
             let b = self.blocks.get(id);
@@ -245,14 +319,14 @@ impl CoalescingPool {
         self.link_free(slot, id);
     }
 
-    #[inline]
+    #[inline(always)]
     fn free_on(&self, id: BlockId, slot: usize) -> bool {
         let b = self.blocks.get(id);
         b.is_free() && b.stream as usize == slot
     }
 
     /// Merges the physical successor of `id` into `id` and drops its record.
-    #[inline]
+    #[inline(always)]
     fn absorb_next(&mut self, id: BlockId) {
         let next = self.blocks.get(id).next_phys;
         let (units, after) = {
@@ -268,7 +342,7 @@ impl CoalescingPool {
         self.blocks.remove(next);
     }
 
-    #[inline]
+    #[inline(always)]
     fn link_free(&mut self, slot: usize, id: BlockId) {
         let units = self.blocks.get(id).units as usize;
         let size = units << GRANULE_SHIFT;
@@ -287,7 +361,7 @@ impl CoalescingPool {
         b.stream = slot as u32;
     }
 
-    #[inline]
+    #[inline(always)]
     fn unlink_free(&mut self, id: BlockId) {
         let (prev, next, units, slot) = {
             let b = self.blocks.get(id);
@@ -324,10 +398,27 @@ impl CoalescingPool {
         Misuse::UnknownPointer { ptr: addr }
     }
 
-    /// Another stream whose free lists hold a block that fits the request, if any.
-    pub fn find_donor(&self, slot: usize, size: usize, align: usize) -> Option<usize> {
+    /// Free lists other than `slot`'s private ones that hold a fitting block and may hand it over
+    /// now. Other streams' private sets with a fitting block are asked to publish (`wanted`), so a
+    /// later request finds them ready. With `ordered == false` (memory no device uses) every set
+    /// may be taken at once.
+    pub fn find_donor(&mut self, slot: usize, size: usize, align: usize, ordered: bool) -> Option<Donor> {
         let c: Class = map_ceil(search_size(size, align) >> GRANULE_SHIFT);
-        (0..self.streams.len()).find(|&s| s != slot && self.streams[s].bitmap.find_at_or_above(c).is_some())
+        let mut found = None;
+        for (i, s) in self.streams.iter_mut().enumerate() {
+            if i == slot || s.bitmap.find_at_or_above(c).is_none() {
+                continue;
+            }
+            if !ordered || s.key == StreamKey::FRESH || s.publisher == Some(slot) {
+                return Some(Donor::Fresh(i));
+            }
+            if s.publisher.is_some() {
+                found.get_or_insert(Donor::Published(i));
+            } else {
+                s.wanted = true;
+            }
+        }
+        found
     }
 
     /// The other streams that hold any free memory.
@@ -394,7 +485,7 @@ impl CoalescingPool {
                     if b.next_phys != NIL && self.free_on(b.next_phys, b.stream as usize) {
                         return Err(format!("adjacent free blocks at {:#x} not merged", b.addr));
                     }
-                } else if self.allocated.get(&b.addr).map(|e| e.0) != Some(id) {
+                } else if self.allocated.get(b.addr) != Some(id) {
                     return Err(format!("allocated block {:#x} missing from the address map", b.addr));
                 }
                 at = b.end();

@@ -7,9 +7,11 @@
 //! device memory cannot be read from the host.
 //!
 //! Work between streams is ordered through the [`StreamOrder`] seam, and only on slow paths: a
-//! block freed on stream A goes to A's lists and costs no CUDA call; when stream B finds nothing in
-//! its own lists it asks `StreamOrder` to make B wait for A and then takes over all of A's free
-//! blocks (as RMM does, but recording A's event then instead of on every free).
+//! block freed on stream A goes to A's lists and costs no CUDA call. When stream B finds nothing in
+//! its own lists but A has a fitting block, B asks A to publish and meanwhile grows; A's next call
+//! (A is alive then: the caller names it) records A's event; B's next request waits on that event
+//! and takes over all of A's free blocks. A stream that was destroyed is never touched: its blocks
+//! come back through one context-wide synchronisation before the pool reports out-of-memory.
 
 mod address_map;
 mod block;
@@ -19,6 +21,6 @@ mod size_class;
 mod spin_lock;
 pub mod stream_order;
 
-pub use coalescing_pool::{rounded_size, CoalescingPool, GRANULE};
+pub use coalescing_pool::{rounded_size, CoalescingPool, Donor, GRANULE};
 pub use spin_lock::{RawSpinLock, SpinMutex};
 pub use stream_order::{current_thread_number, HostOrder, StreamKey, StreamOrder};

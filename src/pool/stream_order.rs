@@ -12,6 +12,9 @@ impl StreamKey {
     /// Low bits no real stream handle has (handles are aligned pointers), marking per-thread keys.
     const PER_THREAD_TAG: usize = 0b011;
 
+    /// The owner of memory no stream has used yet (fresh chunks): any stream may take it at once.
+    pub const FRESH: StreamKey = StreamKey(0b111);
+
     /// The key of the per-thread default stream of thread number `thread`.
     pub const fn per_thread(thread: usize) -> Self {
         StreamKey((thread << 3) | Self::PER_THREAD_TAG)
@@ -25,44 +28,7 @@ impl StreamKey {
             None
         }
     }
-}
 
-/// Orders work between streams so a block freed on one stream can be handed to another.
-///
-/// The pool calls this only on its slow paths (taking another stream's free blocks, returning memory
-/// to the upstream), never per allocation or per free: that is why a free costs no CUDA call.
-pub trait StreamOrder: Send + Sync {
-    /// After this returns, work enqueued on `waiter` waits for all work enqueued on `owner` so far.
-    /// Since every free on `owner` was enqueued before this call, its blocks are then safe for
-    /// `waiter`.
-    fn order(&self, owner: StreamKey, waiter: StreamKey) -> Result<()>;
-
-    /// Blocks until all work that may still use the pool's memory has finished.
-    fn synchronize_all(&self) -> Result<()>;
-}
-
-/// For memory only the host uses: host code runs in program order, so there is nothing to order.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct HostOrder;
-
-impl StreamOrder for HostOrder {
-    fn order(&self, _owner: StreamKey, _waiter: StreamKey) -> Result<()> {
-        Ok(())
-    }
-    fn synchronize_all(&self) -> Result<()> {
-        Ok(())
-    }
-}
-
-/// A small number unique to the calling thread, used to tell per-thread default streams apart.
-pub fn current_thread_number() -> usize {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static NEXT: AtomicUsize = AtomicUsize::new(1);
-    thread_local!(static NUMBER: usize = NEXT.fetch_add(1, Ordering::Relaxed));
-    NUMBER.with(|n| *n)
-}
-
-impl StreamKey {
     /// The key of a stream as seen from the calling thread: the legacy default stream (0 or
     /// `cudaStreamLegacy`) is 0, the per-thread default stream is this thread's own key.
     #[inline]
@@ -74,5 +40,59 @@ impl StreamKey {
         } else {
             StreamKey(stream.handle())
         }
+    }
+}
+
+/// A small number unique to the calling thread, used to tell per-thread default streams apart.
+pub fn current_thread_number() -> usize {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static NEXT: AtomicUsize = AtomicUsize::new(1);
+    thread_local!(static NUMBER: usize = NEXT.fetch_add(1, Ordering::Relaxed));
+    NUMBER.with(|n| *n)
+}
+
+/// Orders work between streams so a block freed on one stream can be handed to another.
+///
+/// The pool never touches a stream the current call does not name: a stream that freed blocks may
+/// have been destroyed since, and a destroyed handle must not reach the driver. So a hand-over has
+/// two halves. [`record`](Self::record) runs inside a call on the owner stream (which is therefore
+/// alive) and captures all work enqueued on it so far; [`wait`](Self::wait) runs inside a call on
+/// the taking stream and makes it wait for what was captured. Neither runs per allocation or free:
+/// only when another stream has asked for the owner's blocks.
+pub trait StreamOrder: Send + Sync {
+    /// Captures all work enqueued on `owner` so far. Called only from a call on `owner`.
+    fn record(&self, owner: StreamKey) -> Result<()>;
+
+    /// Makes work enqueued on `waiter` from now on wait for what the last `record(owner)` captured.
+    /// Called only from a call on `waiter`, after `record(owner)` succeeded.
+    fn wait(&self, owner: StreamKey, waiter: StreamKey) -> Result<()>;
+
+    /// Blocks until all work that may use the pool's memory has finished, on every stream,
+    /// destroyed ones included.
+    fn synchronize_all(&self) -> Result<()>;
+
+    /// False when streams need no ordering at all (memory only the host touches): then any
+    /// stream's free blocks may be taken at once.
+    fn is_needed(&self) -> bool {
+        true
+    }
+}
+
+/// For memory only the host uses: host code runs in program order, so there is nothing to order.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct HostOrder;
+
+impl StreamOrder for HostOrder {
+    fn record(&self, _owner: StreamKey) -> Result<()> {
+        Ok(())
+    }
+    fn wait(&self, _owner: StreamKey, _waiter: StreamKey) -> Result<()> {
+        Ok(())
+    }
+    fn synchronize_all(&self) -> Result<()> {
+        Ok(())
+    }
+    fn is_needed(&self) -> bool {
+        false
     }
 }

@@ -1,18 +1,18 @@
 //! [`StreamOrder`] for device memory: one CUDA event per stream, recorded only when another stream
-//! takes that stream's free blocks.
+//! has asked for that stream's free blocks.
 
 use crate::driver::{check, ensure_context};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::event::CudaEvent;
-use crate::pool::{current_thread_number, StreamKey, StreamOrder};
+use crate::pool::{StreamKey, StreamOrder};
 use crate::stream::CudaStreamView;
 use cudarc::driver::sys;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 
-/// Orders streams with lazily created events. Recording at the moment of the hand-over (rather than
-/// at every free, as RMM does) waits for slightly more work, but every free on the owner stream was
-/// enqueued before it, so the blocks are safe; in exchange frees cost no CUDA call at all.
+/// Orders streams with lazily created events. RMM records an event on every free; here an event is
+/// recorded at the owner's next call after someone asked for its blocks, which covers every free
+/// enqueued before it, so frees cost no CUDA call at all.
 #[derive(Default)]
 pub struct CudaEventOrder {
     events: Mutex<HashMap<StreamKey, CudaEvent>>,
@@ -25,6 +25,8 @@ impl CudaEventOrder {
     }
 }
 
+/// The stream a key names, seen from the thread that owns it (per-thread keys are only ever
+/// used from their own thread).
 fn view_of(key: StreamKey) -> CudaStreamView {
     match key.per_thread_owner() {
         Some(_) => CudaStreamView::PER_THREAD,
@@ -32,32 +34,26 @@ fn view_of(key: StreamKey) -> CudaStreamView {
     }
 }
 
-/// Waits for all work in the current context: the fallback when an event cannot express the order.
-fn synchronize_context() -> Result<()> {
-    ensure_context()?;
-    // SAFETY: a context is current.
-    check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize")
-}
-
 impl StreamOrder for CudaEventOrder {
-    fn order(&self, owner: StreamKey, waiter: StreamKey) -> Result<()> {
-        // Another thread's per-thread default stream cannot be named from here; a stream destroyed
-        // since its frees cannot be recorded on. Both fall back to waiting for everything.
-        if matches!(owner.per_thread_owner(), Some(t) if t != current_thread_number()) {
-            return synchronize_context();
-        }
+    fn record(&self, owner: StreamKey) -> Result<()> {
         let mut events = self.events.lock();
         let event = match events.entry(owner) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::hash_map::Entry::Vacant(v) => v.insert(CudaEvent::new()?),
         };
-        match event.record(view_of(owner)) {
-            Ok(()) => event.wait_on(view_of(waiter)),
-            Err(_) => synchronize_context(),
+        event.record(view_of(owner))
+    }
+
+    fn wait(&self, owner: StreamKey, waiter: StreamKey) -> Result<()> {
+        match self.events.lock().get(&owner) {
+            Some(event) => event.wait_on(view_of(waiter)),
+            None => Err(Error::InvalidArgument(format!("no event was recorded for stream {:#x}", owner.0))),
         }
     }
 
     fn synchronize_all(&self) -> Result<()> {
-        synchronize_context()
+        ensure_context()?;
+        // SAFETY: a context is current.
+        check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize")
     }
 }

@@ -1,7 +1,7 @@
 //! A coalescing, stream-ordered pool over any upstream resource.
 
 use crate::error::{Error, Result};
-use crate::pool::{rounded_size, CoalescingPool, HostOrder, StreamKey, StreamOrder, GRANULE};
+use crate::pool::{rounded_size, CoalescingPool, Donor, HostOrder, StreamKey, StreamOrder, GRANULE};
 use crate::resource::cuda_event_order::CudaEventOrder;
 use crate::resource::{effective_alignment, MemoryResource};
 use crate::stream::CudaStreamView;
@@ -14,15 +14,19 @@ const MIN_GROWTH: usize = 1 << 20;
 
 /// A pool that takes chunks from `U` and hands out blocks from them in stream order.
 ///
-/// Allocation and free are O(1) in the number of free blocks (see [`crate::pool`]). The pool grows
-/// on demand (doubling, backing off toward the request when the upstream runs out, never past
-/// `maximum_size`), takes free blocks from other streams when its own stream has none (ordering the
-/// streams with an event), merges all streams' free blocks before reporting out-of-memory, and gives
-/// every chunk back to the upstream when dropped.
+/// Allocation and free are O(1) in the number of free blocks (see [`crate::pool`]) and make no CUDA
+/// call. The pool grows on demand (doubling, backing off toward the request when the upstream runs
+/// out, never past `maximum_size`), takes free blocks from other streams once their work is
+/// captured by an event, synchronises and merges all streams' free blocks before reporting
+/// out-of-memory, and gives every chunk back to the upstream when dropped.
+///
+/// Streams may be destroyed while the pool holds blocks freed on them: the pool only ever records
+/// on a stream during a call that names it.
 pub struct PoolMemoryResource<U: MemoryResource> {
     core: SpinMutex<CoalescingPool>,
     upstream: U,
     order: Box<dyn StreamOrder>,
+    ordered: bool,
     maximum_size: Option<usize>,
 }
 
@@ -60,13 +64,18 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
                 )));
             }
         }
-        let pool = PoolMemoryResource { core: SpinMutex::new(CoalescingPool::new()), upstream, order, maximum_size };
+        let ordered = order.is_needed();
+        let pool = PoolMemoryResource { core: SpinMutex::new(CoalescingPool::new()), upstream, order, ordered, maximum_size };
         if initial_size > 0 {
-            let stream = CudaStreamView::DEFAULT;
-            let ptr = pool.upstream.allocate(initial_size, GRANULE, stream)?;
+            let ptr = pool.upstream.allocate(initial_size, GRANULE, CudaStreamView::DEFAULT)?;
             let mut core = pool.core.lock();
-            let slot = core.slot_of(StreamKey::from_view(stream));
+            // An upstream may allocate in stream order; once nothing is pending, the chunk is fresh
+            // memory every stream may take without waiting.
+            let slot = core.slot_of(StreamKey::FRESH);
             core.add_chunk(ptr as usize, initial_size, slot);
+            if pool.ordered {
+                pool.order.synchronize_all()?;
+            }
         }
         Ok(pool)
     }
@@ -96,6 +105,17 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         self.core.lock().check_invariants()
     }
 
+    /// Captures the work of `slot`'s stream for the streams waiting for its blocks. Called only
+    /// from a call on that stream, so the stream is alive.
+    #[cold]
+    #[inline(never)]
+    fn publish(&self, core: &mut CoalescingPool, slot: usize) {
+        match self.order.record(core.key_of(slot)) {
+            Ok(()) => core.publish(slot),
+            Err(_) => core.clear_wanted(slot),
+        }
+    }
+
     #[cold]
     #[inline(never)]
     fn allocate_slow(
@@ -108,14 +128,16 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         align: usize,
     ) -> Result<*mut u8> {
         let key = core.key_of(slot);
-        // 1. Another stream's free blocks, once this stream waits for that stream's work.
-        if let Some(donor) = core.find_donor(slot, size, align) {
-            if self.order.order(core.key_of(donor), key).is_ok() {
-                core.merge_into(donor, slot);
-                if let Some(a) = core.allocate(slot, bytes, size, align) {
-                    return Ok(a as *mut u8);
-                }
-            }
+        // 1. A fitting block in fresh memory, in this stream's published set, or (after a wait) in
+        //    another stream's published set. Only that block is taken: the rest of the set stays
+        //    where every stream can reach it.
+        let donor = match core.find_donor(slot, size, align, self.ordered) {
+            Some(Donor::Fresh(d)) => Some(d),
+            Some(Donor::Published(d)) => self.order.wait(core.key_of(d), key).is_ok().then_some(d),
+            None => None,
+        };
+        if let Some(a) = donor.and_then(|d| core.allocate(d, bytes, size, align)) {
+            return Ok(a as *mut u8);
         }
         // 2. More memory from the upstream.
         if self.grow(core, slot, stream, size + (align - GRANULE))? {
@@ -123,14 +145,32 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
                 return Ok(a as *mut u8);
             }
         }
-        // 3. Everything free anywhere, coalesced across the streams' boundaries.
-        for donor in core.streams_with_free_memory(slot) {
-            if self.order.order(core.key_of(donor), key).is_ok() {
-                core.merge_into(donor, slot);
+        // 3. Every published set, coalesced with this stream's blocks.
+        let mut merged = false;
+        for d in core.streams_with_free_memory(slot) {
+            let ready = !self.ordered
+                || core.key_of(d) == StreamKey::FRESH
+                || (core.is_published(d) && (core.key_of(d) == key || self.order.wait(core.key_of(d), key).is_ok()));
+            if ready {
+                core.merge_into(d, slot);
+                merged = true;
             }
         }
-        if let Some(a) = core.allocate(slot, bytes, size, align) {
-            return Ok(a as *mut u8);
+        if merged {
+            if let Some(a) = core.allocate(slot, bytes, size, align) {
+                return Ok(a as *mut u8);
+            }
+        }
+        // 4. Once no stream (destroyed ones included) has work pending, every free block is fresh:
+        //    coalesce them all there and take the block from it.
+        if self.order.synchronize_all().is_ok() {
+            let fresh = core.slot_of(StreamKey::FRESH);
+            for d in core.streams_with_free_memory(fresh) {
+                core.merge_into(d, fresh);
+            }
+            if let Some(a) = core.allocate(fresh, bytes, size, align) {
+                return Ok(a as *mut u8);
+            }
         }
         let reason = match self.maximum_size {
             Some(max) if core.pool_size() + size > max => format!("maximum pool size {max} reached"),
@@ -183,6 +223,9 @@ impl<U: MemoryResource> MemoryResource for PoolMemoryResource<U> {
         let key = StreamKey::from_view(stream);
         let mut core = self.core.lock();
         let slot = core.slot_of(key);
+        if core.is_wanted(slot) {
+            self.publish(&mut core, slot);
+        }
         match core.allocate(slot, bytes, size, align) {
             Some(a) => Ok(a as *mut u8),
             None => self.allocate_slow(&mut core, slot, stream, bytes, size, align),
@@ -197,7 +240,11 @@ impl<U: MemoryResource> MemoryResource for PoolMemoryResource<U> {
         let key = StreamKey::from_view(stream);
         let mut core = self.core.lock();
         let slot = core.slot_of(key);
-        core.deallocate(ptr as usize, bytes, slot).map_err(Error::Misuse)
+        let freed = core.deallocate(ptr as usize, bytes, slot).map_err(Error::Misuse);
+        if core.is_wanted(slot) {
+            self.publish(&mut core, slot);
+        }
+        freed
     }
 
     fn is_device_accessible(&self) -> bool {
