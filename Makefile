@@ -59,7 +59,7 @@ tests: $(TESTS)
 # cargo decides whether anything changed; librmm.a keeps its time stamp when nothing did.
 ifeq ($(NO_CARGO),)
 staticlib:
-	CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) $(CARGO) build --release --manifest-path $(REPO)/Cargo.toml
+	+CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) $(CARGO) build --release --manifest-path $(REPO)/Cargo.toml
 $(RMM_LIB): staticlib
 endif
 
@@ -89,7 +89,7 @@ example: $(BIN)/thrust_sort
 	$(BIN)/thrust_sort
 test: all
 ifeq ($(NO_CARGO),)
-	CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) $(CARGO) test --manifest-path $(REPO)/Cargo.toml
+	+CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) $(CARGO) test --manifest-path $(REPO)/Cargo.toml
 endif
 	$(MAKE) --no-print-directory run std-check
 
