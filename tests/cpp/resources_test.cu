@@ -152,6 +152,20 @@ TEST(ResourceErrors, LimitingAdaptorOverDeviceMemory)
   EXPECT_EQ(limit.get_allocated_bytes(), 0u);
 }
 
+TEST(AsyncResource, PoolHandleAndReleaseThreshold)
+{
+  RMM_SKIP_WITHOUT_GPU();
+  rmm::mr::cuda_async_memory_resource mr{std::size_t{8} << 20, std::size_t{4} << 20};
+  cudaMemPool_t pool = mr.pool_handle();
+  ASSERT_NE(pool, nullptr);
+  std::uint64_t threshold = 0;
+  RMM_CUDA_TRY(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+  EXPECT_EQ(threshold, std::uint64_t{4} << 20);
+  rmm::mr::cuda_async_memory_resource copy = mr;
+  EXPECT_EQ(copy.pool_handle(), pool);
+  EXPECT_TRUE(copy == mr);
+}
+
 TEST(ResourceErrors, AsyncResourceRejectsExportHandles)
 {
   using handle = rmm::mr::cuda_async_memory_resource::allocation_handle_type;
