@@ -3,6 +3,7 @@
 //! runs the same trace as a yardstick. With a GPU, the CUDA resources run it too.
 //!
 //! `cargo bench --bench pool_trace` (add `-- --threads` for the shared-pool thread scaling rows).
+//! Each row: median and minimum of 31 replays after a 300 ms warm-up.
 
 use rmm::resource::{CudaAsyncMemoryResource, CudaMemoryResource, HostMemoryResource, PoolMemoryResource};
 use rmm::{CudaStreamView, MemoryResource};
@@ -80,28 +81,41 @@ fn replay(trace: &[Op], mut alloc: impl FnMut(usize) -> *mut u8, mut dealloc: im
     t.elapsed().as_nanos() as f64 / trace.len() as f64
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
+/// Median and minimum of repeated runs: the machines are shared, so one run says little; the
+/// median is what we report, the minimum shows the cost without interference.
+#[derive(Clone, Copy)]
+struct Stat {
+    median: f64,
+    min: f64,
 }
 
-fn bench_resource<R: MemoryResource + ?Sized>(r: &R, trace: &[Op], stream: CudaStreamView, reps: usize) -> f64 {
-    let run = || {
+fn stat(mut v: Vec<f64>) -> Stat {
+    v.sort_by(|a, b| a.total_cmp(b));
+    Stat { median: v[v.len() / 2], min: v[0] }
+}
+
+/// Runs `f` `reps` times after a warm-up long enough for the CPU clock to settle.
+fn repeat(reps: usize, mut f: impl FnMut() -> f64) -> Stat {
+    let warm = Instant::now();
+    while warm.elapsed().as_millis() < 300 {
+        f();
+    }
+    stat((0..reps).map(|_| f()).collect())
+}
+
+fn bench_resource<R: MemoryResource + ?Sized>(r: &R, trace: &[Op], stream: CudaStreamView, reps: usize) -> Stat {
+    repeat(reps, || {
         replay(
             trace,
             |n| r.allocate(n, 256, stream).expect("allocate failed in benchmark"),
             |p, n| r.deallocate(p, n, 256, stream).expect("deallocate failed in benchmark"),
         )
-    };
-    run(); // warm: the pool reaches its working size
-    median((0..reps).map(|_| run()).collect())
+    })
 }
 
-fn bench_malloc(trace: &[Op], reps: usize) -> f64 {
+fn bench_malloc(trace: &[Op], reps: usize) -> Stat {
     // SAFETY: every pointer malloc returns is freed exactly once by the trace.
-    let run = || replay(trace, |n| unsafe { malloc(n) as *mut u8 }, |p, _| unsafe { free(p as *mut c_void) });
-    run();
-    median((0..reps).map(|_| run()).collect())
+    repeat(reps, || replay(trace, |n| unsafe { malloc(n) as *mut u8 }, |p, _| unsafe { free(p as *mut c_void) }))
 }
 
 /// `threads` threads, each replaying its own trace on its own stream against one shared resource;
@@ -138,11 +152,11 @@ fn bench_threads<R: MemoryResource + ?Sized>(r: &R, threads: usize, ops: usize) 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let threads = args.iter().any(|a| a == "--threads");
-    let reps = 7;
+    let reps = 31;
     let trace = make_trace(200_000, 1000, 42);
     println!("trace: {} ops (200k + final frees), sizes 8 B..1 MiB log-uniform, <= 1000 live, seed 42", trace.len());
-    println!("{:<44} {:>10}", "resource", "ns/op");
-    let row = |name: &str, ns: f64| println!("{name:<44} {ns:>10.1}");
+    println!("{:<44} {:>12} {:>10}", "resource", "median ns/op", "min ns/op");
+    let row = |name: &str, s: Stat| println!("{name:<44} {:>12.1} {:>10.1}", s.median, s.min);
 
     let host_pool = PoolMemoryResource::new(HostMemoryResource::new(), 0, None).expect("host pool");
     row("rmm-rs pool<host memory>", bench_resource(&host_pool, &trace, CudaStreamView::DEFAULT, reps));
@@ -154,15 +168,20 @@ fn main() {
         let pool = PoolMemoryResource::new(cuda.clone(), 1 << 30, None).expect("device pool");
         row("rmm-rs pool<cuda> (stream)", bench_resource(&pool, &trace, s.view(), reps));
         row("rmm-rs pool<cuda> (default stream)", bench_resource(&pool, &trace, CudaStreamView::DEFAULT, reps));
-        let short = &trace[..20_000.min(trace.len())];
-        let cuda_ns = bench_resource(&*cuda, &make_trace_prefix_closed(short), CudaStreamView::DEFAULT, 3);
-        row("rmm-rs cuda (cuMemAlloc/cuMemFree, 20k ops)", cuda_ns);
+        let short = make_trace_prefix_closed(&trace[..20_000.min(trace.len())]);
+        let once = replay(
+            &short,
+            |n| cuda.allocate(n, 256, CudaStreamView::DEFAULT).expect("allocate"),
+            |p, n| cuda.deallocate(p, n, 256, CudaStreamView::DEFAULT).expect("deallocate"),
+        );
+        row("rmm-rs cuda (cuMemAlloc/cuMemFree, 20k ops, 1 run)", Stat { median: once, min: once });
         let asyncr = CudaAsyncMemoryResource::new(None, Some(usize::MAX)).expect("cuda_async");
         row("rmm-rs cuda_async (cuMemAllocFromPoolAsync)", bench_resource(&asyncr, &trace, s.view(), reps));
         s.synchronize().expect("sync");
         if threads {
             for n in [1, 2, 4, 8, 16] {
-                row(&format!("rmm-rs pool<cuda>, {n} threads (aggregate)"), bench_threads(&pool, n, 200_000));
+                let s = stat((0..5).map(|_| bench_threads(&pool, n, 200_000)).collect());
+                row(&format!("rmm-rs pool<cuda>, {n} threads (aggregate)"), s);
             }
         }
     } else {
@@ -171,7 +190,8 @@ fn main() {
     if threads {
         let shared = PoolMemoryResource::new(HostMemoryResource::new(), 64 << 20, None).expect("pool");
         for n in [1, 2, 4, 8, 16] {
-            row(&format!("rmm-rs pool<host>, {n} threads (aggregate)"), bench_threads(&shared, n, 200_000));
+            let s = stat((0..5).map(|_| bench_threads(&shared, n, 200_000)).collect());
+            row(&format!("rmm-rs pool<host>, {n} threads (aggregate)"), s);
         }
     }
 }

@@ -1,0 +1,195 @@
+#!/usr/bin/env bash
+# rmm-rs against RMM 26.10, side by side: one benchmark source (benches/cpp/alloc_bench.cu) built
+# twice, run twice, one table.
+#
+#   bash benches/run_side_by_side.sh build   # here (no GPU needed): both binaries into .bench/
+#   bash benches/run_side_by_side.sh run     # on the GPU machine: run both, print the table
+#   bash benches/run_side_by_side.sh table   # the table again from the CSVs of the last run
+#   bash benches/run_side_by_side.sh selftest  # here: the workload logic against a fake resource
+#
+# build needs: cargo (for librmm.a), nvcc 13.0 + CCCL 3.5 (.venv-cuda, see .ci/install-toolchain.sh,
+# or CUDA_HOME), and network for `pip download` of the RMM 26.10 wheels unless RMM_WHEEL_DIR
+# already holds them. It writes .bench/ (the binaries and RMM's two .so files beside them; carry
+# this folder to the GPU machine) and build/bench/ (wheels, objects).
+#
+# run needs only the .bench/ folder, python3 (and matplotlib for the plot, optional): no cargo, pip
+# or network. It writes the results to $RESULTS_DIR (default: $OUT when set, as on the device
+# machine, else .bench/results): rmm-rs.csv, rmm-26.10.csv, raw.csv (the CUDA/Thrust baselines),
+# side_by_side.csv, side_by_side.txt, threads_pool.png.
+#
+# Environment (all optional):
+#   CUDA_HOME         toolkit root (nvcc in bin/, cudart in lib/ or lib64/, CCCL in include/cccl)
+#   CARGO_TARGET_DIR  where cargo puts librmm.a and the cxx bridge headers (default: target)
+#   RMM_WHEEL_DIR     folder holding librmm_cu13-26.10.0*.whl and rapids_logger*.whl
+#   ARCH              GPU architecture (default sm_90, the H100)
+#   BENCH_ARGS        extra arguments for both alloc_bench runs (e.g. "--budget-s 2", "--quick")
+#   RESULTS_DIR       see above
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CARRY="$REPO/.bench"
+WORK="$REPO/build/bench"
+ARCH="${ARCH:-sm_90}"
+RMM_VERSION=26.10.0
+OURS=alloc_bench_rmm_rs
+THEIRS=alloc_bench_rmm_26_10
+
+die() { echo "run_side_by_side: $*" >&2; exit 1; }
+
+find_cuda_home() {
+  if [ -n "${CUDA_HOME:-}" ]; then echo "$CUDA_HOME"; return; fi
+  local c
+  for c in "$REPO"/.venv-cuda/lib/python3*/site-packages/nvidia/cu13; do
+    if [ -x "$c/bin/nvcc" ]; then echo "$c"; return; fi
+  done
+  if command -v nvcc >/dev/null; then dirname "$(dirname "$(command -v nvcc)")"; return; fi
+  die "no nvcc: run .ci/install-toolchain.sh (makes .venv-cuda) or set CUDA_HOME"
+}
+
+# The RMM 26.10 wheels, unpacked into $WORK/rmm (librmm/ and rapids_logger/).
+fetch_rmm() {
+  local dest="$WORK/rmm"
+  if [ -f "$dest/librmm/lib64/librmm.so" ] && [ -f "$dest/rapids_logger/lib64/librapids_logger.so" ]; then
+    return
+  fi
+  local wheels="${RMM_WHEEL_DIR:-$WORK/wheels}"
+  if ! ls "$wheels"/librmm_cu13-"$RMM_VERSION"-*.whl >/dev/null 2>&1 || ! ls "$wheels"/rapids_logger-*.whl >/dev/null 2>&1; then
+    [ -z "${RMM_WHEEL_DIR:-}" ] || die "RMM_WHEEL_DIR=$RMM_WHEEL_DIR lacks the librmm-cu13 $RMM_VERSION or rapids-logger wheel"
+    echo "== pip download librmm-cu13==$RMM_VERSION rapids-logger"
+    mkdir -p "$wheels"
+    python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
+      --python-version 3.12 --platform manylinux_2_28_x86_64 \
+      "librmm-cu13==$RMM_VERSION" rapids-logger -d "$wheels"
+  fi
+  rm -rf "$dest" && mkdir -p "$dest"
+  local w
+  for w in "$wheels"/librmm_cu13-"$RMM_VERSION"-*.whl "$wheels"/rapids_logger-*.whl; do
+    python3 -m zipfile -e "$w" "$dest"
+  done
+}
+
+build() {
+  local cuda_home nvcc target cccl
+  cuda_home="$(find_cuda_home)"
+  nvcc="$cuda_home/bin/nvcc"
+  cccl="${CCCL_INCLUDE:-$cuda_home/include/cccl}"
+  target="${CARGO_TARGET_DIR:-$REPO/target}"
+  case "$target" in /*) ;; *) target="$REPO/$target" ;; esac
+  "$nvcc" --version | grep -q 'release 13\.0' || echo "warning: $("$nvcc" --version | tail -1): the GPU machine has 13.0" >&2
+
+  echo "== cargo build --release (librmm.a)"
+  CARGO_TARGET_DIR="$target" cargo build --release --quiet --manifest-path "$REPO/Cargo.toml"
+  fetch_rmm
+
+  mkdir -p "$WORK/obj" "$CARRY"
+  local src="$REPO/benches/cpp/alloc_bench.cu" rmm="$WORK/rmm"
+  # The same CCCL configuration on both sides, so that Thrust runs the same kernels: the flags RMM
+  # 26.10's wheel needs (its CCCL is built without the namespace magic and without PDL) are
+  # harmless for ours. Each side gets its own CCCL 3.5 first on the include path: the wheel's
+  # (include/rapids) for RMM, the toolkit's for ours.
+  local common=(-std=c++20 -O2 -arch="$ARCH" -Xcompiler=-Wall
+                -DCUB_DISABLE_NAMESPACE_MAGIC -DCUB_IGNORE_NAMESPACE_MAGIC_ERROR
+                -DTHRUST_DISABLE_ABI_NAMESPACE -DTHRUST_IGNORE_ABI_NAMESPACE_ERROR -DCCCL_DISABLE_PDL)
+  echo "== nvcc: $OURS and $THEIRS (in parallel)"
+  "$nvcc" "${common[@]}" -DRMM_BENCH_IMPL='"rmm-rs"' \
+    -I"$cccl" -I"$REPO/include" -I"$target/cxxbridge" \
+    -c "$src" -o "$WORK/obj/$OURS.o" &
+  local ours_pid=$!
+  "$nvcc" "${common[@]}" -DRMM_BENCH_IMPL='"rmm-26.10"' \
+    -I"$rmm/librmm/include/rapids" -I"$rmm/librmm/include" -I"$rmm/rapids_logger/include" \
+    -c "$src" -o "$WORK/obj/$THEIRS.o" &
+  local theirs_pid=$!
+  wait "$ours_pid" || die "compiling $OURS failed"
+  wait "$theirs_pid" || die "compiling $THEIRS failed"
+
+  # Ours: the Rust staticlib, static cudart (nvcc's default). Theirs: librmm.so and
+  # librapids_logger.so beside the binary ($ORIGIN; librmm.so finds the logger the same way).
+  "$nvcc" -arch="$ARCH" "$WORK/obj/$OURS.o" -o "$WORK/$OURS" \
+    "$target/release/librmm.a" -lpthread -ldl -L"$cuda_home/lib" -L"$cuda_home/lib64"
+  "$nvcc" -arch="$ARCH" "$WORK/obj/$THEIRS.o" -o "$WORK/$THEIRS" \
+    -L"$cuda_home/lib" -L"$cuda_home/lib64" -L"$rmm/librmm/lib64" -L"$rmm/rapids_logger/lib64" \
+    -lrmm -lrapids_logger -Xlinker -rpath -Xlinker '$ORIGIN'
+
+  rm -f "$CARRY/$OURS" "$CARRY/$THEIRS" "$CARRY/librmm.so" "$CARRY/librapids_logger.so"
+  strip -o "$CARRY/$OURS" "$WORK/$OURS"
+  strip -o "$CARRY/$THEIRS" "$WORK/$THEIRS"
+  cp "$rmm/librmm/lib64/librmm.so" "$rmm/rapids_logger/lib64/librapids_logger.so" "$CARRY/"
+  strip --strip-unneeded "$CARRY/librmm.so" "$CARRY/librapids_logger.so"
+  chmod 755 "$CARRY/librmm.so" "$CARRY/librapids_logger.so"
+
+  echo "== $CARRY"
+  (cd "$CARRY" && ls -l "$OURS" "$THEIRS" librmm.so librapids_logger.so && du -ch "$OURS" "$THEIRS" librmm.so librapids_logger.so | tail -1)
+  # Both must start here: without a GPU they print "skipped: no CUDA device" and exit 0.
+  "$CARRY/$OURS" && "$CARRY/$THEIRS" || die "a binary does not start here"
+}
+
+# The workload logic (traces, replay, RMM's random loop) against a host-side shadow resource.
+selftest() {
+  local cuda_home nvcc target
+  cuda_home="$(find_cuda_home)"
+  nvcc="$cuda_home/bin/nvcc"
+  target="${CARGO_TARGET_DIR:-$REPO/target}"
+  case "$target" in /*) ;; *) target="$REPO/$target" ;; esac
+  CARGO_TARGET_DIR="$target" cargo build --release --quiet --manifest-path "$REPO/Cargo.toml"
+  mkdir -p "$WORK"
+  "$nvcc" -std=c++20 -O2 -arch="$ARCH" -DRMM_BENCH_IMPL='"rmm-rs"' \
+    -I"${CCCL_INCLUDE:-$cuda_home/include/cccl}" -I"$REPO/include" -I"$target/cxxbridge" \
+    "$REPO/benches/cpp/alloc_bench_selftest.cu" -o "$WORK/alloc_bench_selftest" \
+    "$target/release/librmm.a" -lpthread -ldl -L"$cuda_home/lib" -L"$cuda_home/lib64"
+  "$WORK/alloc_bench_selftest"
+}
+
+# Runs one binary, its CSV to $1, its log to $1.log; returns its exit status.
+run_one() {
+  local csv="$1"
+  shift
+  echo "== $*" >&2
+  local status=0
+  "$@" > "$csv" 2> "$csv.log" || status=$?
+  awk -F, '!/^#/ && NF == 6 && $5 ~ /^[0-9.eE+-]+$/ {n++} END {printf "   %d results\n", n}' "$csv" >&2
+  grep -E ',(error|timeout),' "$csv" >&2 || true
+  [ "$status" -eq 0 ] || { echo "   exit status $status; stderr:" >&2; tail -5 "$csv.log" >&2; }
+  return "$status"
+}
+
+run() {
+  local dir="${RESULTS_DIR:-${OUT:-$CARRY/results}}"
+  mkdir -p "$dir"
+  [ -x "$CARRY/$OURS" ] && [ -x "$CARRY/$THEIRS" ] || die "no binaries in $CARRY: run 'build' first (on the build machine)"
+  command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total --format=csv,noheader || true
+  local args=()
+  # shellcheck disable=SC2206
+  [ -z "${BENCH_ARGS:-}" ] || args=($BENCH_ARGS)
+  local failed=0
+  # One implementation at a time, each in its own process; the raw CUDA / Thrust baselines once
+  # (from our binary; they do not touch rmm::).
+  run_one "$dir/rmm-26.10.csv" "$CARRY/$THEIRS" "${args[@]}" || failed=1
+  run_one "$dir/rmm-rs.csv" "$CARRY/$OURS" "${args[@]}" || failed=1
+  run_one "$dir/raw.csv" "$CARRY/$OURS" --baselines \
+    --resources cudaMallocAsync,cudaMalloc,thrust_default,preallocated "${args[@]}" || failed=1
+  table "$dir" || failed=1
+  if grep -q '^skipped: no CUDA device' "$dir/rmm-rs.csv"; then
+    echo "skipped: no CUDA device"
+    return 0
+  fi
+  if python3 -c 'import matplotlib' 2>/dev/null; then
+    python3 "$REPO/benches/plot.py" "$dir/side_by_side.csv" -o "$dir/threads_pool.png" || failed=1
+  else
+    echo "(no matplotlib: no plot)"
+  fi
+  [ "$failed" -eq 0 ] || die "a benchmark failed (see the .log files in $dir)"
+}
+
+table() {
+  local dir="${1:-${RESULTS_DIR:-${OUT:-$CARRY/results}}}"
+  python3 "$REPO/benches/combine.py" "$dir/rmm-rs.csv" "$dir/rmm-26.10.csv" "$dir/raw.csv" \
+    --csv "$dir/side_by_side.csv" | tee "$dir/side_by_side.txt"
+}
+
+case "${1:-}" in
+  build) build ;;
+  run) run ;;
+  table) table "${2:-}" ;;
+  selftest) selftest ;;
+  *) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+esac
