@@ -1,5 +1,7 @@
 # rmm-rs C++ face: the Rust staticlib, the examples and the C++ tests, built with nvcc.
 #
+#   make example             # the Rust staticlib and the Thrust sort example, and run it
+#   make test                # cargo test, then every C++ example and test built and run, and std-check
 #   make -j2                 # staticlib (cargo build --release), examples, tests -> build/cpp/bin
 #   make run                 # ... and run them all (without a GPU they print "skipped: ...")
 #   make std-check           # every public header in one TU, -std=c++17 and -std=c++20
@@ -49,7 +51,7 @@ TEST_FLAGS := -I$(GTEST_SRC)/include -diag-suppress=177
 
 # Keep object files (make would delete them as intermediates of the pattern chain).
 .SECONDARY:
-.PHONY: all examples tests run run-examples run-tests std-check staticlib bundle clean
+.PHONY: all examples tests run run-examples run-tests std-check staticlib bundle clean example test
 all: examples tests
 examples: $(EXAMPLES)
 tests: $(TESTS)
@@ -57,7 +59,7 @@ tests: $(TESTS)
 # cargo decides whether anything changed; librmm.a keeps its time stamp when nothing did.
 ifeq ($(NO_CARGO),)
 staticlib:
-	CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) $(CARGO) build --release --manifest-path $(REPO)/Cargo.toml
+	+CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) $(CARGO) build --release --manifest-path $(REPO)/Cargo.toml
 $(RMM_LIB): staticlib
 endif
 
@@ -82,6 +84,15 @@ $(BUILD)/gtest/libgtest.a:
 	g++ -std=c++17 -O2 -I$(GTEST_SRC)/include -I$(GTEST_SRC) -c $(GTEST_SRC)/src/gtest-all.cc -o $(BUILD)/gtest/gtest-all.o
 	ar rcs $@ $(BUILD)/gtest/gtest-all.o
 
+# The README's two commands.
+example: $(BIN)/thrust_sort
+	$(BIN)/thrust_sort
+test: all
+ifeq ($(NO_CARGO),)
+	+CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) $(CARGO) test --manifest-path $(REPO)/Cargo.toml
+endif
+	$(MAKE) --no-print-directory run std-check
+
 run: run-examples run-tests
 run-examples: examples
 	@status=0; for b in $(EXAMPLES); do echo "== $$b"; $$b || { echo "FAILED: $$b"; status=1; }; done; exit $$status
@@ -97,13 +108,17 @@ std-check: | $(RMM_LIB)
 	$(NVCC) $(filter-out -std=c++$(CXX_STD) -MMD -MP,$(NVCCFLAGS)) -std=c++20 -c $(OBJ)/all_headers.cu -o $(OBJ)/all_headers20.o
 	@echo "std-check: $(words $(HEADERS)) headers compile with -std=c++17 and -std=c++20"
 
-# A self-contained tree for a machine without cargo (or without CCCL 3.5): the stripped
-# staticlib, our headers with the generated bridge headers, CCCL 3.5, and the sources. Build there:
-#   make NO_CARGO=1 RMM_LIB=$B/lib/librmm.a CXXBRIDGE=$B/include CCCL_INCLUDE=$B/cccl CUDA_HOME=/usr/local/cuda
+# A self-contained tree for a machine without cargo (or without CCCL 3.5): this Makefile, the
+# sources of the examples and tests, our headers with the generated bridge headers, the stripped
+# staticlib and CCCL 3.5. Build and run there with
+#   make -C bundle NO_CARGO=1 CUDA_HOME=/usr/local/cuda RMM_LIB=lib/librmm.a CXXBRIDGE=include CCCL_INCLUDE=cccl run
 bundle: | $(RMM_LIB)
-	rm -rf $(BUILD)/bundle && mkdir -p $(BUILD)/bundle/lib $(BUILD)/bundle/include
+	rm -rf $(BUILD)/bundle && mkdir -p $(BUILD)/bundle/lib $(BUILD)/bundle/tests
 	strip --strip-debug -o $(BUILD)/bundle/lib/librmm.a $(RMM_LIB)
+	cp -r $(REPO)/include $(REPO)/examples $(REPO)/Makefile $(BUILD)/bundle/
+	cp -r $(REPO)/tests/cpp $(BUILD)/bundle/tests/
 	cp -rL $(CXXBRIDGE)/rust $(CXXBRIDGE)/rmm-rs $(BUILD)/bundle/include/
+	rm -f $(BUILD)/bundle/include/rmm-rs/src/*.cc
 	cp -r $(CCCL_INCLUDE) $(BUILD)/bundle/cccl
 	@du -sh $(BUILD)/bundle
 

@@ -95,12 +95,20 @@ pub(crate) mod ffi {
         fn allocation_limit(self: &RustResource) -> usize;
         fn outstanding_allocations(self: &RustResource) -> String;
         fn flush_log(self: &RustResource) -> Outcome;
+        /// The `CUmemoryPool` of a cuda_async_memory_resource (0 for other resources).
+        fn cuda_async_pool_handle(self: &RustResource) -> usize;
 
         // Constructors. They never fail outright: a failure is kept in the handle (`status`).
         fn new_cuda_memory_resource() -> Box<RustResource>;
         fn new_managed_memory_resource() -> Box<RustResource>;
         fn new_pinned_host_memory_resource() -> Box<RustResource>;
-        fn new_cuda_async_memory_resource(initial_pool_size: usize, release_threshold: usize, flags: u32) -> Box<RustResource>;
+        fn new_cuda_async_memory_resource(
+            initial_pool_size: usize,
+            has_initial_pool_size: bool,
+            release_threshold: usize,
+            has_release_threshold: bool,
+            export_handle_type: u32,
+        ) -> Box<RustResource>;
         fn new_pool_memory_resource(upstream: &RustResource, initial_size: usize, maximum_size: usize, has_maximum: bool) -> Box<RustResource>;
         fn new_statistics_adaptor(upstream: &RustResource) -> Box<RustResource>;
         fn new_tracking_adaptor(upstream: &RustResource, capture_stacks: bool) -> Box<RustResource>;

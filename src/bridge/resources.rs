@@ -139,6 +139,12 @@ impl RustResource {
         guard("outstanding_allocations", |m| m, || outstanding_allocations_of(self))
     }
 
+    pub(crate) fn cuda_async_pool_handle(&self) -> usize {
+        guard("cuda_async_pool_handle", |_| 0, || {
+            self.downcast::<CudaAsyncMemoryResource>().map_or(0, |r| r.pool_handle() as usize)
+        })
+    }
+
     pub(crate) fn flush_log(&self) -> Outcome {
         guard_outcome("flush_log", ErrorKind::Logic, || match flush_log_of(self) {
             Ok(()) => Outcome::ok(0),
@@ -175,16 +181,25 @@ pub(crate) fn new_pinned_host_memory_resource() -> Box<RustResource> {
     RustResource::make("pinned_host_memory_resource", make_pinned_host)
 }
 
-/// Sizes of zero mean "not given" (the driver's defaults). `flags` is RMM's export handle type.
-pub(crate) fn new_cuda_async_memory_resource(initial_pool_size: usize, release_threshold: usize, flags: u32) -> Box<RustResource> {
+/// A size whose `has_` flag is false was not given (the driver's or RMM's default applies).
+/// `export_handle_type` is RMM's `allocation_handle_type`; only none (0) is supported.
+pub(crate) fn new_cuda_async_memory_resource(
+    initial_pool_size: usize,
+    has_initial_pool_size: bool,
+    release_threshold: usize,
+    has_release_threshold: bool,
+    export_handle_type: u32,
+) -> Box<RustResource> {
     RustResource::make("cuda_async_memory_resource", || {
-        if flags != 0 {
+        if export_handle_type != 0 {
             return Err(Error::InvalidArgument(format!(
-                "export handle type {flags} is not supported; only none (0)"
+                "export handle type {export_handle_type} is not supported; only none (0)"
             )));
         }
-        let opt = |v: usize| (v != 0).then_some(v);
-        make_cuda_async(opt(initial_pool_size), opt(release_threshold))
+        make_cuda_async(
+            has_initial_pool_size.then_some(initial_pool_size),
+            has_release_threshold.then_some(release_threshold),
+        )
     })
 }
 

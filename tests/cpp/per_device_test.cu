@@ -30,7 +30,7 @@ TEST(PerDevice, SetReturnsThePreviousResourceAndGetSeesTheNewOne)
 {
   rmm::cuda_device_id const dev{0};
   new_delete_resource upstream;
-  rmm::mr::pool_memory_resource pool{upstream, 1 << 20};
+  rmm::mr::pool_memory_resource pool{upstream, 0};  // empty: no device sync, runs anywhere
   auto previous = rmm::mr::set_per_device_resource(dev, pool);
   EXPECT_TRUE(rmm::device_async_resource_ref{previous} ==
               rmm::device_async_resource_ref{rmm::mr::detail::initial_resource()});

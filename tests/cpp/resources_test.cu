@@ -125,6 +125,23 @@ TEST(ResourceErrors, HugeAllocationIsOutOfMemory)
   }
 }
 
+TEST(PoolOnGpu, InitialSizeGrowthAndMaximum)
+{
+  RMM_SKIP_WITHOUT_GPU();
+  rmm::mr::statistics_resource_adaptor upstream{rmm::mr::cuda_memory_resource{}};
+  rmm::mr::pool_memory_resource pool{upstream, 4 * MiB, 16 * MiB};
+  EXPECT_EQ(pool.pool_size(), 4 * MiB);
+  EXPECT_EQ(upstream.get_allocations_counter().value, 1);
+  void* a = pool.allocate(rmm::test::default_stream(), 3 * MiB);
+  void* b = pool.allocate(rmm::test::default_stream(), 3 * MiB);  // grows
+  EXPECT_GT(pool.pool_size(), 4 * MiB);
+  EXPECT_LE(pool.pool_size(), 16 * MiB);
+  EXPECT_THROW((void)pool.allocate(rmm::test::default_stream(), 16 * MiB), rmm::out_of_memory);
+  pool.deallocate(rmm::test::default_stream(), a, 3 * MiB);
+  pool.deallocate(rmm::test::default_stream(), b, 3 * MiB);
+  EXPECT_TRUE(pool.get_upstream_resource() == rmm::device_async_resource_ref{upstream});
+}
+
 TEST(ResourceErrors, LimitingAdaptorOverDeviceMemory)
 {
   RMM_SKIP_WITHOUT_GPU();
@@ -133,6 +150,20 @@ TEST(ResourceErrors, LimitingAdaptorOverDeviceMemory)
   EXPECT_THROW((void)limit.allocate_sync(1), rmm::out_of_memory);
   limit.deallocate_sync(p, MiB);
   EXPECT_EQ(limit.get_allocated_bytes(), 0u);
+}
+
+TEST(AsyncResource, PoolHandleAndReleaseThreshold)
+{
+  RMM_SKIP_WITHOUT_GPU();
+  rmm::mr::cuda_async_memory_resource mr{std::size_t{8} << 20, std::size_t{4} << 20};
+  cudaMemPool_t pool = mr.pool_handle();
+  ASSERT_NE(pool, nullptr);
+  std::uint64_t threshold = 0;
+  RMM_CUDA_TRY(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+  EXPECT_EQ(threshold, std::uint64_t{4} << 20);
+  rmm::mr::cuda_async_memory_resource copy = mr;
+  EXPECT_EQ(copy.pool_handle(), pool);
+  EXPECT_TRUE(copy == mr);
 }
 
 TEST(ResourceErrors, AsyncResourceRejectsExportHandles)

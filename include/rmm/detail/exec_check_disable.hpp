@@ -8,3 +8,10 @@
 #else
 #define RMM_EXEC_CHECK_DISABLE
 #endif
+
+/// __host__ __device__ under nvcc, nothing otherwise.
+#if defined(__CUDACC__)
+#define RMM_HOST_DEVICE __host__ __device__
+#else
+#define RMM_HOST_DEVICE
+#endif

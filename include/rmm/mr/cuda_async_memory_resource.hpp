@@ -31,7 +31,8 @@ class cuda_async_memory_resource final : public detail::rust_resource {
 
   /**
    * @param initial_pool_size bytes to reserve up front (default: the driver's)
-   * @param release_threshold bytes the pool keeps reserved when synchronizing (default: 0)
+   * @param release_threshold bytes the pool keeps reserved when synchronizing (default: the
+   * device's total memory, so freed memory stays in the pool)
    * @param export_handle_type must be none when given
    * @throws rmm::logic_error for an unsupported export handle type
    * @throws rmm::cuda_error when there is no CUDA driver or the pool cannot be created
@@ -41,9 +42,17 @@ class cuda_async_memory_resource final : public detail::rust_resource {
                              std::optional<allocation_handle_type> export_handle_type = {})
     : rust_resource{rmm_rs::new_cuda_async_memory_resource(
         initial_pool_size.value_or(0),
+        initial_pool_size.has_value(),
         release_threshold.value_or(0),
+        release_threshold.has_value(),
         static_cast<std::uint32_t>(export_handle_type.value_or(allocation_handle_type::none)))}
   {
+  }
+
+  /// The CUDA memory pool allocations come from.
+  [[nodiscard]] cudaMemPool_t pool_handle() const noexcept
+  {
+    return reinterpret_cast<cudaMemPool_t>(handle().cuda_async_pool_handle());
   }
 
   [[nodiscard]] bool operator==(cuda_async_memory_resource const& other) const noexcept

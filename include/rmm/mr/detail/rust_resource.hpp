@@ -13,6 +13,7 @@
 
 #include <rmm/aligned.hpp>
 #include <rmm/cuda_stream_view.hpp>
+#include <rmm/detail/exec_check_disable.hpp>
 #include <rmm/detail/rust_bridge.hpp>
 #include <rmm/error.hpp>
 
@@ -179,6 +180,29 @@ class upstream_resource {
  */
 class rust_resource {
  public:
+  // Copies share the Rust resource. CCCL's type erasure copies resources from __host__ __device__
+  // functions, so nvcc infers the derived classes' implicit copies __host__ __device__; these are
+  // declared so too, with the device check off (they only ever run on the host), and forward to
+  // `state`, whose host-only members end the inference before it reaches std::shared_ptr.
+  RMM_EXEC_CHECK_DISABLE
+  RMM_HOST_DEVICE rust_resource(rust_resource const& other) noexcept : state_{other.state_} {}
+  RMM_EXEC_CHECK_DISABLE
+  RMM_HOST_DEVICE rust_resource(rust_resource&& other) noexcept : state_{std::move(other.state_)} {}
+  RMM_EXEC_CHECK_DISABLE
+  RMM_HOST_DEVICE rust_resource& operator=(rust_resource const& other) noexcept
+  {
+    state_ = other.state_;
+    return *this;
+  }
+  RMM_EXEC_CHECK_DISABLE
+  RMM_HOST_DEVICE rust_resource& operator=(rust_resource&& other) noexcept
+  {
+    state_ = std::move(other.state_);
+    return *this;
+  }
+  RMM_EXEC_CHECK_DISABLE
+  RMM_HOST_DEVICE ~rust_resource() {}
+
   [[nodiscard]] void* allocate(cuda::stream_ref stream,
                                std::size_t bytes,
                                std::size_t alignment = rmm::CUDA_ALLOCATION_ALIGNMENT)
@@ -213,16 +237,15 @@ class rust_resource {
   }
 
   /// The Rust handle, for passing this resource across the bridge.
-  [[nodiscard]] rmm_rs::RustResource const& handle() const noexcept { return **box_; }
+  [[nodiscard]] rmm_rs::RustResource const& handle() const noexcept { return **state_.box; }
   /// The shared Rust handle: every copy of this resource holds the same one.
-  [[nodiscard]] shared_handle const& shared() const noexcept { return box_; }
+  [[nodiscard]] shared_handle const& shared() const noexcept { return state_.box; }
 
  protected:
   /// Takes a freshly made handle; throws the RMM exception if its construction failed.
   explicit rust_resource(rust::Box<rmm_rs::RustResource> box,
                          std::shared_ptr<any_device_resource> upstream = {})
-    : box_{std::make_shared<rust::Box<rmm_rs::RustResource>>(std::move(box))},
-      upstream_{std::move(upstream)}
+    : state_{std::make_shared<rust::Box<rmm_rs::RustResource>>(std::move(box)), std::move(upstream)}
   {
     check(handle().status());
   }
@@ -230,18 +253,42 @@ class rust_resource {
   /// True for copies of one resource, and for resources Rust deems interchangeable.
   [[nodiscard]] bool equal_to(rust_resource const& other) const noexcept
   {
-    return box_ == other.box_ || handle().is_equal(other.handle());
+    return state_.box == other.state_.box || handle().is_equal(other.handle());
   }
 
   /// The upstream given at construction (adaptors and pools only).
   [[nodiscard]] cuda::mr::resource_ref<cuda::mr::device_accessible> upstream_ref() const noexcept
   {
-    return cuda::mr::resource_ref<cuda::mr::device_accessible>{*upstream_};
+    return cuda::mr::resource_ref<cuda::mr::device_accessible>{*state_.upstream};
   }
 
  private:
-  shared_handle box_;
-  std::shared_ptr<any_device_resource> upstream_;
+  /// The shared handles, with host-only copy, move and destruction (see the copy constructor).
+  struct state {
+    state(shared_handle b, std::shared_ptr<any_device_resource> u) noexcept
+      : box{std::move(b)}, upstream{std::move(u)}
+    {
+    }
+    state(state const& o) noexcept : box{o.box}, upstream{o.upstream} {}
+    state(state&& o) noexcept : box{std::move(o.box)}, upstream{std::move(o.upstream)} {}
+    state& operator=(state const& o) noexcept
+    {
+      box      = o.box;
+      upstream = o.upstream;
+      return *this;
+    }
+    state& operator=(state&& o) noexcept
+    {
+      box      = std::move(o.box);
+      upstream = std::move(o.upstream);
+      return *this;
+    }
+    ~state() {}
+
+    shared_handle box;
+    std::shared_ptr<any_device_resource> upstream;
+  };
+  state state_;
 };
 
 template <class R>
