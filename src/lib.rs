@@ -17,6 +17,23 @@
 //! the same code is tested on host memory and runs on the GPU.
 //!
 //! Without a CUDA driver nothing panics: CUDA-backed calls return [`Error::NoDriver`].
+//!
+//! ```no_run
+//! use rmm::adaptor::StatisticsResourceAdaptor;
+//! use rmm::resource::{CudaMemoryResource, PoolMemoryResource};
+//! use rmm::{CudaStream, MemoryResource};
+//!
+//! # fn main() -> rmm::Result<()> {
+//! let pool = StatisticsResourceAdaptor::new(
+//!     PoolMemoryResource::new(CudaMemoryResource::new(), 1 << 30, None)?,
+//! );
+//! let stream = CudaStream::new()?;
+//! let p = pool.allocate(1000, 256, stream.view())?; // no CUDA call on the fast path
+//! pool.deallocate(p, 1000, 256, stream.view())?;
+//! println!("peak {} bytes", pool.bytes_counter().peak);
+//! # Ok(())
+//! # }
+//! ```
 
 #![warn(missing_docs)]
 
