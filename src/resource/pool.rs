@@ -1,16 +1,12 @@
 //! A coalescing, stream-ordered pool over any upstream resource.
 
 use crate::error::{Error, Result};
-use crate::pool::{rounded_size, CoalescingPool, Donor, HostOrder, StreamKey, StreamOrder, GRANULE};
+use crate::pool::{rounded_size, CoalescingPool, Donor, HostOrder, StreamKey, StreamOrder, GRANULE, MAX_BLOCK_BYTES};
 use crate::resource::cuda_event_order::CudaEventOrder;
 use crate::resource::{effective_alignment, MemoryResource};
 use crate::stream::CudaStreamView;
 use crate::PoolState;
 use crate::pool::SpinMutex;
-
-/// The smallest amount the pool grows by, so a pool started empty does not make many tiny
-/// upstream calls.
-const MIN_GROWTH: usize = 1 << 20;
 
 /// A pool that takes chunks from `U` and hands out blocks from them in stream order.
 ///
@@ -139,13 +135,8 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         if let Some(a) = donor.and_then(|d| core.allocate(d, bytes, size, align)) {
             return Ok(a as *mut u8);
         }
-        // 2. More memory from the upstream.
-        if self.grow(core, slot, stream, size + (align - GRANULE))? {
-            if let Some(a) = core.allocate(slot, bytes, size, align) {
-                return Ok(a as *mut u8);
-            }
-        }
-        // 3. Every published set, coalesced with this stream's blocks.
+        // 2. Every published (or fresh) set, coalesced with this stream's blocks: reuse before
+        //    growth, as RMM does, so free memory split across streams is not stranded.
         let mut merged = false;
         for d in core.streams_with_free_memory(slot) {
             let ready = !self.ordered
@@ -157,6 +148,12 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             }
         }
         if merged {
+            if let Some(a) = core.allocate(slot, bytes, size, align) {
+                return Ok(a as *mut u8);
+            }
+        }
+        // 3. More memory from the upstream.
+        if self.grow(core, slot, stream, size + (align - GRANULE))? {
             if let Some(a) = core.allocate(slot, bytes, size, align) {
                 return Ok(a as *mut u8);
             }
@@ -179,15 +176,20 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         Err(Error::OutOfMemory { requested: bytes, pool: Some(core.state()), reason })
     }
 
-    /// Takes a chunk of at least `needed` bytes from the upstream: the larger of `needed` and the
-    /// current pool size, halving toward `needed` while the upstream is out of memory. `Ok(false)`
-    /// when no chunk could be had.
+    /// Takes a chunk of at least `needed` bytes from the upstream, sized as RMM's pool sizes it:
+    /// without a maximum, the larger of `needed` and the current pool size (the pool doubles);
+    /// with one, the larger of `needed` and half the room left. While the upstream is out of
+    /// memory the size halves toward `needed`. `Ok(false)` when no chunk could be had.
     fn grow(&self, core: &mut CoalescingPool, slot: usize, stream: CudaStreamView, needed: usize) -> Result<bool> {
-        let room = self.maximum_size.map_or(usize::MAX, |max| max - core.pool_size());
+        let room = self.maximum_size.map_or(MAX_BLOCK_BYTES, |max| max - core.pool_size());
         if needed > room {
             return Ok(false);
         }
-        let mut want = needed.max(core.pool_size()).max(MIN_GROWTH).min(room);
+        let mut want = match self.maximum_size {
+            Some(_) => needed.max((room / 2) & !(GRANULE - 1)),
+            None => needed.max(core.pool_size()),
+        }
+        .min(room.min(MAX_BLOCK_BYTES));
         loop {
             match self.upstream.allocate(want, GRANULE, stream) {
                 Ok(ptr) => {
