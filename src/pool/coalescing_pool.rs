@@ -54,16 +54,6 @@ impl StreamFreeLists {
     }
 }
 
-/// What another set of free lists offers a stream that found nothing in its own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Donor {
-    /// Memory no other stream's pending work uses (fresh chunks, or the stream's own published
-    /// blocks): take it at once.
-    Fresh(usize),
-    /// Another stream's published blocks: take them after waiting for its last recorded event.
-    Published(usize),
-}
-
 /// The allocator state of a pool, independent of where its memory comes from.
 #[derive(Default)]
 pub struct CoalescingPool {
@@ -398,11 +388,12 @@ impl CoalescingPool {
         Misuse::UnknownPointer { ptr: addr }
     }
 
-    /// Free lists other than `slot`'s private ones that hold a fitting block and may hand it over
-    /// now. Other streams' private sets with a fitting block are asked to publish (`wanted`), so a
-    /// later request finds them ready. With `ordered == false` (memory no device uses) every set
-    /// may be taken at once.
-    pub fn find_donor(&mut self, slot: usize, size: usize, align: usize, ordered: bool) -> Option<Donor> {
+    /// A set of free lists other than `slot`'s private ones that holds a fitting block and may hand
+    /// it over: fresh memory or `slot`'s own published set first, else another stream's published
+    /// set (the caller must then wait for that stream's capture). Other streams' private sets with
+    /// a fitting block are asked to publish (`wanted`), so a later request finds them ready. With
+    /// `ordered == false` (memory no device uses) every set qualifies.
+    pub fn find_donor(&mut self, slot: usize, size: usize, align: usize, ordered: bool) -> Option<usize> {
         let c: Class = map_ceil(search_size(size, align) >> GRANULE_SHIFT);
         let mut found = None;
         for (i, s) in self.streams.iter_mut().enumerate() {
@@ -410,10 +401,10 @@ impl CoalescingPool {
                 continue;
             }
             if !ordered || s.key == StreamKey::FRESH || s.publisher == Some(slot) {
-                return Some(Donor::Fresh(i));
+                return Some(i);
             }
             if s.publisher.is_some() {
-                found.get_or_insert(Donor::Published(i));
+                found.get_or_insert(i);
             } else {
                 s.wanted = true;
             }

@@ -21,6 +21,6 @@ mod size_class;
 mod spin_lock;
 pub mod stream_order;
 
-pub use coalescing_pool::{rounded_size, CoalescingPool, Donor, GRANULE};
+pub use coalescing_pool::{rounded_size, CoalescingPool, GRANULE};
 pub use spin_lock::{RawSpinLock, SpinMutex};
 pub use stream_order::{current_thread_number, HostOrder, StreamKey, StreamOrder};

@@ -1,7 +1,7 @@
 //! A coalescing, stream-ordered pool over any upstream resource.
 
 use crate::error::{Error, Result};
-use crate::pool::{rounded_size, CoalescingPool, Donor, HostOrder, StreamKey, StreamOrder, GRANULE, MAX_BLOCK_BYTES};
+use crate::pool::{rounded_size, CoalescingPool, HostOrder, StreamKey, StreamOrder, GRANULE, MAX_BLOCK_BYTES};
 use crate::resource::cuda_event_order::CudaEventOrder;
 use crate::resource::{effective_alignment, MemoryResource};
 use crate::stream::CudaStreamView;
@@ -112,6 +112,17 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         }
     }
 
+    /// Whether work on stream `key` may use the free blocks of set `d` from now on: fresh memory
+    /// and this stream's own published set at once, another stream's published set once `key`
+    /// waits for that stream's last capture, private sets of other streams never.
+    fn usable_now(&self, core: &CoalescingPool, d: usize, key: StreamKey) -> bool {
+        let owner = core.key_of(d);
+        if !self.ordered || owner == StreamKey::FRESH {
+            return true;
+        }
+        core.is_published(d) && (owner == key || self.order.wait(owner, key).is_ok())
+    }
+
     #[cold]
     #[inline(never)]
     fn allocate_slow(
@@ -127,22 +138,18 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         // 1. A fitting block in fresh memory, in this stream's published set, or (after a wait) in
         //    another stream's published set. Only that block is taken: the rest of the set stays
         //    where every stream can reach it.
-        let donor = match core.find_donor(slot, size, align, self.ordered) {
-            Some(Donor::Fresh(d)) => Some(d),
-            Some(Donor::Published(d)) => self.order.wait(core.key_of(d), key).is_ok().then_some(d),
-            None => None,
-        };
-        if let Some(a) = donor.and_then(|d| core.allocate(d, bytes, size, align)) {
-            return Ok(a as *mut u8);
+        if let Some(d) = core.find_donor(slot, size, align, self.ordered) {
+            if self.usable_now(core, d, key) {
+                if let Some(a) = core.allocate(d, bytes, size, align) {
+                    return Ok(a as *mut u8);
+                }
+            }
         }
         // 2. Every published (or fresh) set, coalesced with this stream's blocks: reuse before
         //    growth, as RMM does, so free memory split across streams is not stranded.
         let mut merged = false;
         for d in core.streams_with_free_memory(slot) {
-            let ready = !self.ordered
-                || core.key_of(d) == StreamKey::FRESH
-                || (core.is_published(d) && (core.key_of(d) == key || self.order.wait(core.key_of(d), key).is_ok()));
-            if ready {
+            if self.usable_now(core, d, key) {
                 core.merge_into(d, slot);
                 merged = true;
             }
