@@ -22,7 +22,7 @@ use std::fmt;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use crate::pool::current_thread_number;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The CSV header RMM writes as the first line of every log.
@@ -66,16 +66,6 @@ impl<U: fmt::Debug> fmt::Debug for LoggingResourceAdaptor<U> {
             .field("auto_flush", &self.auto_flush)
             .finish_non_exhaustive()
     }
-}
-
-/// A small per-thread number: the Thread column.
-fn thread_id() -> u64 {
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    thread_local! {
-        static ID: u64 = NEXT.fetch_add(1, Ordering::Relaxed);
-    }
-    // 0 only while the thread's locals are being torn down.
-    ID.try_with(|id| *id).unwrap_or(0)
 }
 
 /// Wall-clock time of day in UTC as `HH:MM:SS.ffffff`.
@@ -155,7 +145,7 @@ impl<U: MemoryResource> LoggingResourceAdaptor<U> {
         let written = writeln!(
             sink.out,
             "{},{},{action},{ptr:#x},{bytes},{:#x}",
-            thread_id(),
+            current_thread_number(),
             time_of_day(SystemTime::now()),
             stream.handle()
         );
@@ -222,9 +212,9 @@ mod tests {
 
     #[test]
     fn thread_ids_are_stable_and_distinct() {
-        let here = thread_id();
-        assert_eq!(here, thread_id());
-        let there = std::thread::spawn(thread_id).join().unwrap();
+        let here = current_thread_number();
+        assert_eq!(here, current_thread_number());
+        let there = std::thread::spawn(current_thread_number).join().unwrap();
         assert_ne!(here, there);
         assert_ne!(here, 0);
     }

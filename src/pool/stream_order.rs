@@ -43,12 +43,16 @@ impl StreamKey {
     }
 }
 
-/// A small number unique to the calling thread, used to tell per-thread default streams apart.
+/// A small number unique to the calling thread, counting from 1 in order of first use: tells
+/// per-thread default streams apart, and is the Thread column of the logging adaptor.
+///
+/// While the thread's locals are being torn down every call gets a fresh number instead of
+/// panicking; a pool then treats each such call as another stream, which only orders more.
 pub fn current_thread_number() -> usize {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static NEXT: AtomicUsize = AtomicUsize::new(1);
     thread_local!(static NUMBER: usize = NEXT.fetch_add(1, Ordering::Relaxed));
-    NUMBER.with(|n| *n)
+    NUMBER.try_with(|n| *n).unwrap_or_else(|_| NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
 /// Orders work between streams so a block freed on one stream can be handed to another.
