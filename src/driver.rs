@@ -37,15 +37,26 @@ pub(crate) fn check(status: sys::CUresult, call: &'static str) -> Result<()> {
         return Ok(());
     }
     if status == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
-        return Err(Error::out_of_memory(0, format!("{call} returned CUDA_ERROR_OUT_OF_MEMORY")));
+        return Err(Error::out_of_memory(
+            0,
+            format!("{call} returned CUDA_ERROR_OUT_OF_MEMORY"),
+        ));
     }
-    Err(Error::Cuda { call, code: status as u32, name: error_name(status) })
+    Err(Error::Cuda {
+        call,
+        code: status as u32,
+        name: error_name(status),
+    })
 }
 
 /// Like [`check`], but out-of-memory carries the requested size.
 pub(crate) fn check_alloc(status: sys::CUresult, call: &'static str, bytes: usize) -> Result<()> {
     check(status, call).map_err(|e| match e {
-        Error::OutOfMemory { reason, pool, .. } => Error::OutOfMemory { requested: bytes, pool, reason },
+        Error::OutOfMemory { reason, pool, .. } => Error::OutOfMemory {
+            requested: bytes,
+            pool,
+            reason,
+        },
         other => other,
     })
 }
@@ -56,7 +67,9 @@ fn error_name(status: sys::CUresult) -> String {
     let ok = unsafe { sys::cuGetErrorName(status, &mut ptr) } == sys::CUresult::CUDA_SUCCESS;
     if ok && !ptr.is_null() {
         // SAFETY: the driver returns a NUL-terminated static string.
-        unsafe { CStr::from_ptr(ptr) }.to_string_lossy().into_owned()
+        unsafe { CStr::from_ptr(ptr) }
+            .to_string_lossy()
+            .into_owned()
     } else {
         format!("{status:?}")
     }
@@ -80,11 +93,17 @@ pub(crate) fn make_primary_current(ordinal: i32) -> Result<()> {
     ensure_driver()?;
     let mut dev: sys::CUdevice = 0;
     // SAFETY: the driver is initialised; out pointers are valid.
-    check(unsafe { sys::cuDeviceGet(&mut dev, ordinal) }, "cuDeviceGet")?;
+    check(
+        unsafe { sys::cuDeviceGet(&mut dev, ordinal) },
+        "cuDeviceGet",
+    )?;
     let mut ctx: sys::CUcontext = std::ptr::null_mut();
     // SAFETY: as above. The retain is never released on purpose: the primary context then lives for
     // the whole process, as it does under the runtime, so no resource outlives its context.
-    check(unsafe { sys::cuDevicePrimaryCtxRetain(&mut ctx, dev) }, "cuDevicePrimaryCtxRetain")?;
+    check(
+        unsafe { sys::cuDevicePrimaryCtxRetain(&mut ctx, dev) },
+        "cuDevicePrimaryCtxRetain",
+    )?;
     // SAFETY: ctx was just retained.
     check(unsafe { sys::cuCtxSetCurrent(ctx) }, "cuCtxSetCurrent")
 }

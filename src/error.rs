@@ -104,7 +104,11 @@ pub type Result<T> = std::result::Result<T, Error>;
 impl Error {
     /// An out-of-memory error with no pool state.
     pub fn out_of_memory(requested: usize, reason: impl Into<String>) -> Self {
-        Error::OutOfMemory { requested, pool: None, reason: reason.into() }
+        Error::OutOfMemory {
+            requested,
+            pool: None,
+            reason: reason.into(),
+        }
     }
 
     /// True for [`Error::OutOfMemory`], the one error that a retry after freeing memory can fix.

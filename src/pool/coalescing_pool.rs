@@ -98,7 +98,11 @@ impl CoalescingPool {
 
     #[cold]
     fn slot_of_slow(&mut self, key: StreamKey) -> usize {
-        let slot = match self.streams.iter().position(|s| s.key == key && s.publisher.is_none()) {
+        let slot = match self
+            .streams
+            .iter()
+            .position(|s| s.key == key && s.publisher.is_none())
+        {
             Some(i) => i,
             None => {
                 self.streams.push(StreamFreeLists::new(key, None));
@@ -118,7 +122,9 @@ impl CoalescingPool {
     /// multiples of 256, `size` at most [`MAX_BLOCK_BYTES`], and the range must not overlap any
     /// chunk already added.
     pub fn add_chunk(&mut self, addr: usize, size: usize, slot: usize) {
-        debug_assert!(addr % GRANULE == 0 && size % GRANULE == 0 && size > 0 && size <= MAX_BLOCK_BYTES);
+        debug_assert!(
+            addr % GRANULE == 0 && size % GRANULE == 0 && size > 0 && size <= MAX_BLOCK_BYTES
+        );
         self.chunks.push((addr, size));
         self.pool_size += size;
         let id = self.blocks.insert(Block {
@@ -142,10 +148,19 @@ impl CoalescingPool {
     /// from the free lists of `slot`, recording `requested` for the misuse check on free. `None` when
     /// this stream has no fitting block.
     #[inline]
-    pub fn allocate(&mut self, slot: usize, requested: usize, size: usize, align: usize) -> Option<usize> {
+    pub fn allocate(
+        &mut self,
+        slot: usize,
+        requested: usize,
+        size: usize,
+        align: usize,
+    ) -> Option<usize> {
         let search = search_size(size, align);
         let lists = &self.streams[slot];
-        let id = match lists.bitmap.find_at_or_above(map_ceil(search >> GRANULE_SHIFT)) {
+        let id = match lists
+            .bitmap
+            .find_at_or_above(map_ceil(search >> GRANULE_SHIFT))
+        {
             Some(c) => self.pop_head(slot, c),
             None => {
                 let id = self.scan_floor_class(slot, search)?;
@@ -194,7 +209,14 @@ impl CoalescingPool {
     /// Cuts an aligned block of `size` out of free block `id` (already unlinked from the free lists
     /// of `slot`) and marks it allocated.
     #[inline(always)]
-    fn take(&mut self, slot: usize, id: BlockId, requested: usize, size: usize, align: usize) -> usize {
+    fn take(
+        &mut self,
+        slot: usize,
+        id: BlockId,
+        requested: usize,
+        size: usize,
+        align: usize,
+    ) -> usize {
         let mut id = id;
         let addr = self.blocks.get(id).addr;
         let aligned = (addr + align - 1) & !(align - 1);
@@ -244,17 +266,35 @@ impl CoalescingPool {
     /// Returns the block at `addr` to the free lists of `slot`. On misuse nothing changes.
     #[inline]
     pub fn deallocate(&mut self, addr: usize, bytes: usize, slot: usize) -> Result<(), Misuse> {
-        let Some(found) = self.allocated.find(addr) else {
-            return Err(self.classify(addr));
-        };
+        match self.try_deallocate(addr, bytes, slot) {
+            Some(result) => result,
+            None => Err(self.classify(addr)),
+        }
+    }
+
+    /// Like [`deallocate`](Self::deallocate), but `None` (and nothing changed) when `addr` is not
+    /// the start of a block handed out here: a sharded pool then asks the shard that owns `addr`,
+    /// without paying for the misuse diagnosis.
+    #[inline]
+    pub fn try_deallocate(
+        &mut self,
+        addr: usize,
+        bytes: usize,
+        slot: usize,
+    ) -> Option<Result<(), Misuse>> {
+        let found = self.allocated.find(addr)?;
         let id = self.allocated.id_at(found);
         let allocated = self.blocks.get(id).size() - self.allocated.slack_at(found) as usize;
         if allocated != bytes {
-            return Err(Misuse::WrongSize { ptr: addr, allocated, given: bytes });
+            return Some(Err(Misuse::WrongSize {
+                ptr: addr,
+                allocated,
+                given: bytes,
+            }));
         }
         self.allocated.remove_at(found);
         self.release(slot, id);
-        Ok(())
+        Some(Ok(()))
     }
 
     /// True when another stream asked for this stream's blocks (checked on every call: one flag).
@@ -283,6 +323,12 @@ impl CoalescingPool {
     /// True when `slot`'s free blocks may go to another stream after a wait (or at once, if fresh).
     pub fn is_published(&self, slot: usize) -> bool {
         self.streams[slot].key == StreamKey::FRESH || self.streams[slot].publisher.is_some()
+    }
+
+    /// True while some stream has been asked to publish and has not yet: free memory that will
+    /// soon be usable by others.
+    pub fn has_wanted(&self) -> bool {
+        self.streams.iter().any(|s| s.wanted)
     }
 
     /// Stops asking `slot`'s stream to publish (its capture failed; it will be asked again).
@@ -355,7 +401,12 @@ impl CoalescingPool {
     fn unlink_free(&mut self, id: BlockId) {
         let (prev, next, units, slot) = {
             let b = self.blocks.get(id);
-            (b.prev_free, b.next_free, b.units as usize, b.stream as usize)
+            (
+                b.prev_free,
+                b.next_free,
+                b.units as usize,
+                b.stream as usize,
+            )
         };
         if next != NIL {
             self.blocks.get_mut(next).prev_free = prev;
@@ -381,7 +432,10 @@ impl CoalescingPool {
                 return if b.is_free() {
                     Misuse::DoubleFree { ptr: addr }
                 } else {
-                    Misuse::InteriorPointer { ptr: addr, block_start: b.addr }
+                    Misuse::InteriorPointer {
+                        ptr: addr,
+                        block_start: b.addr,
+                    }
                 };
             }
         }
@@ -393,7 +447,13 @@ impl CoalescingPool {
     /// set (the caller must then wait for that stream's capture). Other streams' private sets with
     /// a fitting block are asked to publish (`wanted`), so a later request finds them ready. With
     /// `ordered == false` (memory no device uses) every set qualifies.
-    pub fn find_donor(&mut self, slot: usize, size: usize, align: usize, ordered: bool) -> Option<usize> {
+    pub fn find_donor(
+        &mut self,
+        slot: usize,
+        size: usize,
+        align: usize,
+        ordered: bool,
+    ) -> Option<usize> {
         let c: Class = map_ceil(search_size(size, align) >> GRANULE_SHIFT);
         let mut found = None;
         for (i, s) in self.streams.iter_mut().enumerate() {
@@ -412,9 +472,114 @@ impl CoalescingPool {
         found
     }
 
+    /// Like [`find_donor`](Self::find_donor) for a stream that may have no free lists here (a
+    /// request from another shard): fresh memory or `key`'s own published set first, else another
+    /// stream's published set, holding a block of at least `min` bytes. Private sets with such a
+    /// block are asked to publish.
+    pub fn find_shared_set(&mut self, key: StreamKey, min: usize, ordered: bool) -> Option<usize> {
+        let c: Class = map_ceil(min >> GRANULE_SHIFT);
+        let mut found = None;
+        for (i, s) in self.streams.iter_mut().enumerate() {
+            if s.bitmap.find_at_or_above(c).is_none() {
+                continue;
+            }
+            if !ordered || s.key == StreamKey::FRESH || (s.publisher.is_some() && s.key == key) {
+                return Some(i);
+            }
+            if s.publisher.is_some() {
+                found.get_or_insert(i);
+            } else {
+                s.wanted = true;
+            }
+        }
+        found
+    }
+
+    /// Takes a free block of at least `min` bytes from set `d` out of this pool altogether: up to
+    /// `want` bytes of the largest class's first block (the rest stays free in `d`), cut out of
+    /// its chunk. Another pool adopts the range with [`add_chunk`](Self::add_chunk); blocks never
+    /// span the cut again (until [`detach_whole_free_chunks`](Self::detach_whole_free_chunks)).
+    pub fn detach(&mut self, d: usize, min: usize, want: usize) -> Option<(usize, usize)> {
+        debug_assert!(min % GRANULE == 0 && want % GRANULE == 0 && min <= want);
+        let lists = &self.streams[d];
+        lists
+            .bitmap
+            .find_at_or_above(map_ceil(min >> GRANULE_SHIFT))?;
+        let top = lists.bitmap.highest()?;
+        let id = self.pop_head(d, top);
+        let size = self.blocks.get(id).size();
+        // Leave no sliver behind: a remainder under a granule cannot exist, and a small one is
+        // worth more to the taker than to this pool.
+        let take = if size >= want + want / 4 { want } else { size };
+        if take < size {
+            let rest = self.split(id, take);
+            self.link_free(d, rest);
+        }
+        let b = *self.blocks.get(id);
+        if b.prev_phys != NIL {
+            self.blocks.get_mut(b.prev_phys).next_phys = NIL;
+        }
+        if b.next_phys != NIL {
+            self.blocks.get_mut(b.next_phys).prev_phys = NIL;
+        }
+        self.blocks.remove(id);
+        self.cut_chunk(b.addr, take);
+        Some((b.addr, take))
+    }
+
+    /// Removes every chunk that is a single free block of `slot` and returns the ranges.
+    pub fn detach_whole_free_chunks(&mut self, slot: usize) -> Vec<(usize, usize)> {
+        let whole: Vec<BlockId> = self
+            .blocks
+            .iter_live()
+            .filter(|(_, b)| b.prev_phys == NIL && b.next_phys == NIL && b.stream as usize == slot)
+            .map(|(id, _)| id)
+            .collect();
+        let mut ranges = Vec::with_capacity(whole.len());
+        for id in whole {
+            let (addr, size) = {
+                let b = self.blocks.get(id);
+                (b.addr, b.size())
+            };
+            self.unlink_free(id);
+            self.blocks.remove(id);
+            self.cut_chunk(addr, size);
+            ranges.push((addr, size));
+        }
+        ranges
+    }
+
+    /// Removes `[addr, addr + len)` from the chunk that holds it, leaving the parts before and
+    /// after it as chunks of their own.
+    fn cut_chunk(&mut self, addr: usize, len: usize) {
+        let Some(i) = self
+            .chunks
+            .iter()
+            .position(|&(a, s)| a <= addr && addr + len <= a + s)
+        else {
+            debug_assert!(false, "range {addr:#x}+{len} is in no chunk");
+            return;
+        };
+        let (a, s) = self.chunks.swap_remove(i);
+        if addr > a {
+            self.chunks.push((a, addr - a));
+        }
+        if addr + len < a + s {
+            self.chunks.push((addr + len, a + s - addr - len));
+        }
+        self.pool_size -= len;
+    }
+
+    /// Free bytes of set `slot`.
+    pub fn free_bytes_of(&self, slot: usize) -> usize {
+        self.streams[slot].free_bytes
+    }
+
     /// The other streams that hold any free memory.
     pub fn streams_with_free_memory(&self, slot: usize) -> Vec<usize> {
-        (0..self.streams.len()).filter(|&s| s != slot && self.streams[s].free_bytes > 0).collect()
+        (0..self.streams.len())
+            .filter(|&s| s != slot && self.streams[s].free_bytes > 0)
+            .collect()
     }
 
     /// Moves every free block of `from` to `to`, coalescing where blocks meet. The caller must
@@ -462,8 +627,13 @@ impl CoalescingPool {
     pub fn check_invariants(&self) -> Result<(), String> {
         let mut free_total = 0;
         for &(addr, size) in &self.chunks {
-            let first = self.blocks.iter_live().find(|(_, b)| b.addr == addr && b.prev_phys == NIL);
-            let Some((mut id, _)) = first else { return Err(format!("chunk {addr:#x} has no first block")) };
+            let first = self
+                .blocks
+                .iter_live()
+                .find(|(_, b)| b.addr == addr && b.prev_phys == NIL);
+            let Some((mut id, _)) = first else {
+                return Err(format!("chunk {addr:#x} has no first block"));
+            };
             let mut at = addr;
             let mut prev = NIL;
             loop {
@@ -477,7 +647,10 @@ impl CoalescingPool {
                         return Err(format!("adjacent free blocks at {:#x} not merged", b.addr));
                     }
                 } else if self.allocated.get(b.addr) != Some(id) {
-                    return Err(format!("allocated block {:#x} missing from the address map", b.addr));
+                    return Err(format!(
+                        "allocated block {:#x} missing from the address map",
+                        b.addr
+                    ));
                 }
                 at = b.end();
                 prev = id;
@@ -492,7 +665,9 @@ impl CoalescingPool {
         }
         let listed: usize = self.streams.iter().map(|s| s.free_bytes).sum();
         if listed != free_total {
-            return Err(format!("free lists hold {listed} bytes, blocks say {free_total}"));
+            return Err(format!(
+                "free lists hold {listed} bytes, blocks say {free_total}"
+            ));
         }
         Ok(())
     }

@@ -17,10 +17,14 @@ mod address_map;
 mod block;
 pub use block::MAX_BLOCK_BYTES;
 pub mod coalescing_pool;
+pub mod segment_map;
+pub mod shard_map;
 mod size_class;
 mod spin_lock;
 pub mod stream_order;
 
 pub use coalescing_pool::{rounded_size, CoalescingPool, GRANULE};
+pub use segment_map::SegmentMap;
+pub use shard_map::ShardMap;
 pub use spin_lock::{RawSpinLock, SpinMutex};
 pub use stream_order::{current_thread_number, HostOrder, StreamKey, StreamOrder};

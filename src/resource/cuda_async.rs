@@ -47,7 +47,10 @@ impl CudaAsyncMemoryResource {
         let device = DeviceId::current()?;
         let mut context: sys::CUcontext = std::ptr::null_mut();
         // SAFETY: a context is current; context is a valid out pointer.
-        check(unsafe { sys::cuCtxGetCurrent(&mut context) }, "cuCtxGetCurrent")?;
+        check(
+            unsafe { sys::cuCtxGetCurrent(&mut context) },
+            "cuCtxGetCurrent",
+        )?;
 
         // SAFETY: CUmemPoolProps is plain C data whose all-zero pattern is valid (every enum field
         // has a 0 variant, the pointer is null); zeroing also clears the reserved bytes as the
@@ -59,13 +62,23 @@ impl CudaAsyncMemoryResource {
         props.location.id = device.0;
         let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
         // SAFETY: a context is current; props is fully initialised and pool a valid out pointer.
-        check(unsafe { sys::cuMemPoolCreate(&mut pool, &props) }, "cuMemPoolCreate")?;
+        check(
+            unsafe { sys::cuMemPoolCreate(&mut pool, &props) },
+            "cuMemPoolCreate",
+        )?;
         // From here on `this` owns the pool: an early return below destroys it in Drop.
-        let this = CudaAsyncMemoryResource { pool: pool as usize, context: context as usize, device };
+        let this = CudaAsyncMemoryResource {
+            pool: pool as usize,
+            context: context as usize,
+            device,
+        };
 
         let mut version = 0;
         // SAFETY: the driver is initialised; version is a valid out pointer.
-        check(unsafe { sys::cuDriverGetVersion(&mut version) }, "cuDriverGetVersion")?;
+        check(
+            unsafe { sys::cuDriverGetVersion(&mut version) },
+            "cuDriverGetVersion",
+        )?;
         if version < MIN_OPPORTUNISTIC_DRIVER {
             let mut disabled: i32 = 0;
             this.set_attribute(
@@ -106,7 +119,10 @@ impl CudaAsyncMemoryResource {
 
     fn set_attribute(&self, attr: sys::CUmemPool_attribute, value: *mut c_void) -> Result<()> {
         // SAFETY: the pool is alive; the caller passes a pointer to a value of the attribute's type.
-        check(unsafe { sys::cuMemPoolSetAttribute(self.pool_handle(), attr, value) }, "cuMemPoolSetAttribute")
+        check(
+            unsafe { sys::cuMemPoolSetAttribute(self.pool_handle(), attr, value) },
+            "cuMemPoolSetAttribute",
+        )
     }
 }
 
@@ -124,12 +140,20 @@ impl MemoryResource for CudaAsyncMemoryResource {
         let mut dptr: sys::CUdeviceptr = 0;
         // SAFETY: the pool is alive and a context is current; dptr is a valid out pointer. A bad
         // stream handle is the caller's contract (as for every stream-ordered call).
-        let status = unsafe { sys::cuMemAllocFromPoolAsync(&mut dptr, bytes, self.pool_handle(), stream.as_raw()) };
+        let status = unsafe {
+            sys::cuMemAllocFromPoolAsync(&mut dptr, bytes, self.pool_handle(), stream.as_raw())
+        };
         check_alloc(status, "cuMemAllocFromPoolAsync", bytes)?;
         Ok(dptr as usize as *mut u8)
     }
 
-    fn deallocate(&self, ptr: *mut u8, _bytes: usize, _alignment: usize, stream: CudaStreamView) -> Result<()> {
+    fn deallocate(
+        &self,
+        ptr: *mut u8,
+        _bytes: usize,
+        _alignment: usize,
+        stream: CudaStreamView,
+    ) -> Result<()> {
         if ptr.is_null() {
             return Ok(());
         }
@@ -142,7 +166,9 @@ impl MemoryResource for CudaAsyncMemoryResource {
     }
 
     fn is_equal(&self, other: &dyn MemoryResource) -> bool {
-        (other as &dyn Any).downcast_ref::<Self>().is_some_and(|o| o.pool == self.pool)
+        (other as &dyn Any)
+            .downcast_ref::<Self>()
+            .is_some_and(|o| o.pool == self.pool)
     }
 
     fn is_device_accessible(&self) -> bool {
@@ -186,7 +212,11 @@ mod tests {
 
     /// A value with a fake pool handle: exercises the paths that must not reach the driver.
     fn fake(pool: usize) -> CudaAsyncMemoryResource {
-        CudaAsyncMemoryResource { pool, context: 0, device: DeviceId(0) }
+        CudaAsyncMemoryResource {
+            pool,
+            context: 0,
+            device: DeviceId(0),
+        }
     }
 
     #[test]
@@ -198,11 +228,18 @@ mod tests {
     #[test]
     fn zero_bytes_and_bad_alignment_make_no_cuda_call() {
         let r = fake(0);
-        assert!(r.allocate(0, 256, CudaStreamView::DEFAULT).unwrap().is_null());
-        r.deallocate(std::ptr::null_mut(), 0, 256, CudaStreamView::DEFAULT).unwrap();
+        assert!(r
+            .allocate(0, 256, CudaStreamView::DEFAULT)
+            .unwrap()
+            .is_null());
+        r.deallocate(std::ptr::null_mut(), 0, 256, CudaStreamView::DEFAULT)
+            .unwrap();
         assert_eq!(
             r.allocate(64, 512, CudaStreamView::DEFAULT),
-            Err(Error::BadAlignment { alignment: 512, max: 256 })
+            Err(Error::BadAlignment {
+                alignment: 512,
+                max: 256
+            })
         );
     }
 
@@ -221,6 +258,9 @@ mod tests {
         if crate::cuda_available() {
             return;
         }
-        assert!(matches!(CudaAsyncMemoryResource::new(None, None), Err(Error::NoDriver(_))));
+        assert!(matches!(
+            CudaAsyncMemoryResource::new(None, None),
+            Err(Error::NoDriver(_))
+        ));
     }
 }

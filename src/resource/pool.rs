@@ -1,12 +1,35 @@
-//! A coalescing, stream-ordered pool over any upstream resource.
+//! A coalescing, stream-ordered pool over any upstream resource, sharded by stream.
 
 use crate::error::{Error, Result};
-use crate::pool::{rounded_size, CoalescingPool, HostOrder, StreamKey, StreamOrder, GRANULE, MAX_BLOCK_BYTES};
+use crate::pool::{
+    rounded_size, CoalescingPool, HostOrder, SegmentMap, ShardMap, SpinMutex, StreamKey,
+    StreamOrder, GRANULE, MAX_BLOCK_BYTES,
+};
 use crate::resource::cuda_event_order::CudaEventOrder;
 use crate::resource::{effective_alignment, MemoryResource};
 use crate::stream::CudaStreamView;
 use crate::PoolState;
-use crate::pool::SpinMutex;
+use parking_lot::{Mutex, RwLock};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Default number of shards: enough for one stream per core of a large host, so threads that
+/// each use their own stream never meet on a lock.
+pub const DEFAULT_SHARDS: usize = 16;
+
+/// The smallest range a shard takes from another shard's free memory at once.
+const MIN_SEGMENT: usize = 1 << 20;
+
+/// Without a maximum, a shard grows by at least the smaller of the pool size and this. With one
+/// shard in use this changes nothing: the pool doubles, as RMM's does.
+const SHARD_START: usize = 4 << 20;
+
+/// What a shard grows by at least while other streams are yet to publish fitting free blocks.
+const PENDING_GROWTH: usize = 2 << 20;
+
+/// One shard's allocator state, on a cache line pair of its own so that shards used by different
+/// threads do not share a line.
+#[repr(align(128))]
+struct Shard(SpinMutex<CoalescingPool>);
 
 /// A pool that takes chunks from `U` and hands out blocks from them in stream order.
 ///
@@ -16,10 +39,24 @@ use crate::pool::SpinMutex;
 /// captured by an event, synchronises and merges all streams' free blocks before reporting
 /// out-of-memory, and gives every chunk back to the upstream when dropped.
 ///
+/// Streams share one shard until a call finds it busy with another thread; that stream then gets a
+/// shard of its own (each shard has its own lock and its own address ranges), so threads working
+/// on their own streams stop contending, while a single-threaded program keeps every free block in
+/// one place. A shard short of memory takes a range of another shard's free memory before it grows
+/// the pool: memory is reused before the upstream is asked for more, as in RMM's pool.
+///
 /// Streams may be destroyed while the pool holds blocks freed on them: the pool only ever records
 /// on a stream during a call that names it.
 pub struct PoolMemoryResource<U: MemoryResource> {
-    core: SpinMutex<CoalescingPool>,
+    shards: Box<[Shard]>,
+    shard_map: ShardMap,
+    /// Which shard owns which range: for frees on a stream of another shard.
+    segments: RwLock<SegmentMap>,
+    /// What was taken from the upstream (start → size), given back on drop.
+    upstream_chunks: Mutex<Vec<(usize, usize)>>,
+    /// Bytes taken from the upstream; reserved before the upstream is asked, so that shards
+    /// growing at once never pass `maximum_size` together.
+    pool_size: AtomicUsize,
     upstream: U,
     order: Box<dyn StreamOrder>,
     ordered: bool,
@@ -31,8 +68,11 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// `maximum_size` (unbounded when `None`). Both must be multiples of 256. Device memory is
     /// ordered with CUDA events; host-only memory needs no ordering.
     pub fn new(upstream: U, initial_size: usize, maximum_size: Option<usize>) -> Result<Self> {
-        let order: Box<dyn StreamOrder> =
-            if upstream.is_device_accessible() { Box::new(CudaEventOrder::new()) } else { Box::new(HostOrder) };
+        let order: Box<dyn StreamOrder> = if upstream.is_device_accessible() {
+            Box::new(CudaEventOrder::new())
+        } else {
+            Box::new(HostOrder)
+        };
         Self::with_stream_order(upstream, initial_size, maximum_size, order)
     }
 
@@ -42,6 +82,18 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         initial_size: usize,
         maximum_size: Option<usize>,
         order: Box<dyn StreamOrder>,
+    ) -> Result<Self> {
+        Self::with_shards(upstream, initial_size, maximum_size, order, DEFAULT_SHARDS)
+    }
+
+    /// Like [`with_stream_order`](Self::with_stream_order) with `shards` shards (1 to 256); one
+    /// shard gives a single-lock pool whose free blocks of all streams can always coalesce.
+    pub fn with_shards(
+        upstream: U,
+        initial_size: usize,
+        maximum_size: Option<usize>,
+        order: Box<dyn StreamOrder>,
+        shards: usize,
     ) -> Result<Self> {
         if initial_size % GRANULE != 0 {
             return Err(Error::InvalidArgument(format!(
@@ -60,18 +112,60 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
                 )));
             }
         }
+        if !(1..=256).contains(&shards) {
+            return Err(Error::InvalidArgument(format!(
+                "{shards} shards: a pool has 1 to 256 shards"
+            )));
+        }
+        if initial_size > MAX_BLOCK_BYTES {
+            return Err(Error::InvalidArgument(format!(
+                "initial pool size {initial_size} is above the largest chunk a pool keeps ({MAX_BLOCK_BYTES})"
+            )));
+        }
         let ordered = order.is_needed();
-        let pool = PoolMemoryResource { core: SpinMutex::new(CoalescingPool::new()), upstream, order, ordered, maximum_size };
+        let pool = PoolMemoryResource {
+            shards: (0..shards)
+                .map(|_| Shard(SpinMutex::new(CoalescingPool::new())))
+                .collect(),
+            shard_map: ShardMap::new(shards),
+            segments: RwLock::new(SegmentMap::new()),
+            upstream_chunks: Mutex::new(Vec::new()),
+            pool_size: AtomicUsize::new(0),
+            upstream,
+            order,
+            ordered,
+            maximum_size,
+        };
         if initial_size > 0 {
-            let ptr = pool.upstream.allocate(initial_size, GRANULE, CudaStreamView::DEFAULT)?;
+            let ptr = pool
+                .upstream
+                .allocate(initial_size, GRANULE, CudaStreamView::DEFAULT)?;
+            pool.pool_size.store(initial_size, Ordering::Relaxed);
+            pool.upstream_chunks
+                .lock()
+                .push((ptr as usize, initial_size));
             // An upstream may allocate in stream order; once nothing is pending, the chunk is fresh
             // memory every stream may take without waiting. If that cannot be established, it
             // belongs to the default stream it was allocated on, and other streams take it through
             // the usual publish/wait hand-over.
             let fresh = !pool.ordered || pool.order.synchronize_all().is_ok();
-            let mut core = pool.core.lock();
-            let slot = core.slot_of(if fresh { StreamKey::FRESH } else { StreamKey(0) });
-            core.add_chunk(ptr as usize, initial_size, slot);
+            let owner = if fresh {
+                StreamKey::FRESH
+            } else {
+                StreamKey(0)
+            };
+            let shard = if fresh {
+                0
+            } else {
+                pool.shard_map.shard(owner)
+            };
+            pool.adopt(
+                shard,
+                &mut pool.shards[shard].0.lock(),
+                ptr as usize,
+                initial_size,
+                owner,
+            );
         }
         Ok(pool)
     }
@@ -83,12 +177,27 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
 
     /// Bytes currently taken from the upstream.
     pub fn pool_size(&self) -> usize {
-        self.core.lock().pool_size()
+        self.pool_size.load(Ordering::Relaxed)
+    }
+
+    /// Number of shards.
+    pub fn shards(&self) -> usize {
+        self.shards.len()
     }
 
     /// Pool size, free bytes and largest free block.
     pub fn state(&self) -> PoolState {
-        self.core.lock().state()
+        let mut state = PoolState {
+            pool_size: self.pool_size(),
+            free_bytes: 0,
+            largest_free_block: 0,
+        };
+        for shard in self.shards.iter() {
+            let s = shard.0.lock().state();
+            state.free_bytes += s.free_bytes;
+            state.largest_free_block = state.largest_free_block.max(s.largest_free_block);
+        }
+        state
     }
 
     /// The maximum pool size, if one was set.
@@ -98,7 +207,83 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
 
     /// Checks the pool's internal invariants; for tests and debugging.
     pub fn check_invariants(&self) -> std::result::Result<(), String> {
-        self.core.lock().check_invariants()
+        // One lock at a time (shard locks are taken before the segment map's elsewhere).
+        let mut tiled = Vec::with_capacity(self.shards.len());
+        for (i, shard) in self.shards.iter().enumerate() {
+            let core = shard.0.lock();
+            core.check_invariants()
+                .map_err(|e| format!("shard {i}: {e}"))?;
+            tiled.push(core.pool_size());
+        }
+        let segments = self.segments.read();
+        for (i, &bytes) in tiled.iter().enumerate() {
+            if segments.bytes_of(i) != bytes {
+                return Err(format!(
+                    "shard {i} tiles {bytes} bytes but owns {} in the segment map",
+                    segments.bytes_of(i)
+                ));
+            }
+        }
+        let total: usize = tiled.iter().sum();
+        let upstream: usize = self.upstream_chunks.lock().iter().map(|&(_, s)| s).sum();
+        if total != self.pool_size() || upstream != self.pool_size() {
+            return Err(format!(
+                "shards tile {total} bytes, upstream chunks hold {upstream}, pool size says {}",
+                self.pool_size()
+            ));
+        }
+        Ok(())
+    }
+
+    /// Moves `stream` to a shard of its own now, rather than at its first call that finds another
+    /// thread in the shared shard. For a stream that one thread will use heavily while others use
+    /// the pool too; without effect on a pool of one shard and on a stream moved before.
+    pub fn spread_stream(&self, stream: CudaStreamView) {
+        let key = StreamKey::from_view(stream);
+        self.shard_map.shard(key);
+        self.shard_map.spread(key);
+    }
+
+    /// Locks the home shard of `key`; a stream that finds the shared shard 0 busy gets a shard of
+    /// its own from its next call on.
+    #[inline(always)]
+    fn lock_home(
+        &self,
+        home: usize,
+        key: StreamKey,
+    ) -> parking_lot::lock_api::MutexGuard<'_, crate::pool::RawSpinLock, CoalescingPool> {
+        match self.shards[home].0.try_lock() {
+            Some(guard) => guard,
+            None => self.lock_contended(home, key),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn lock_contended(
+        &self,
+        home: usize,
+        key: StreamKey,
+    ) -> parking_lot::lock_api::MutexGuard<'_, crate::pool::RawSpinLock, CoalescingPool> {
+        if home == 0 {
+            self.shard_map.spread(key);
+        }
+        self.shards[home].0.lock()
+    }
+
+    /// Makes `[addr, addr + len)` part of `shard` (whose lock the caller holds as `core`), free
+    /// on `owner`'s set.
+    fn adopt(
+        &self,
+        shard: usize,
+        core: &mut CoalescingPool,
+        addr: usize,
+        len: usize,
+        owner: StreamKey,
+    ) {
+        let slot = core.slot_of(owner);
+        core.add_chunk(addr, len, slot);
+        self.segments.write().assign(addr, len, shard);
     }
 
     /// Captures the work of `slot`'s stream for the streams waiting for its blocks. Called only
@@ -123,30 +308,26 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         core.is_published(d) && (owner == key || self.order.wait(owner, key).is_ok())
     }
 
-    #[cold]
-    #[inline(never)]
-    fn allocate_slow(
+    /// Steps 1 and 2 of the slow path, inside one shard: a fitting block of fresh memory or of a
+    /// published set, else all usable sets coalesced with this stream's blocks.
+    fn allocate_within(
         &self,
         core: &mut CoalescingPool,
         slot: usize,
-        stream: CudaStreamView,
         bytes: usize,
         size: usize,
         align: usize,
-    ) -> Result<*mut u8> {
+    ) -> Option<usize> {
         let key = core.key_of(slot);
-        // 1. A fitting block in fresh memory, in this stream's published set, or (after a wait) in
-        //    another stream's published set. Only that block is taken: the rest of the set stays
-        //    where every stream can reach it.
+        // Only the fitting block is taken: the rest of the set stays where every stream can reach it.
         if let Some(d) = core.find_donor(slot, size, align, self.ordered) {
             if self.usable_now(core, d, key) {
                 if let Some(a) = core.allocate(d, bytes, size, align) {
-                    return Ok(a as *mut u8);
+                    return Some(a);
                 }
             }
         }
-        // 2. Every published (or fresh) set, coalesced with this stream's blocks: reuse before
-        //    growth, as RMM does, so free memory split across streams is not stranded.
+        // Reuse before growth, as RMM does, so free memory split across streams is not stranded.
         let mut merged = false;
         for d in core.streams_with_free_memory(slot) {
             if self.usable_now(core, d, key) {
@@ -155,63 +336,295 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             }
         }
         if merged {
-            if let Some(a) = core.allocate(slot, bytes, size, align) {
+            return core.allocate(slot, bytes, size, align);
+        }
+        None
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn allocate_slow(
+        &self,
+        home: usize,
+        key: StreamKey,
+        stream: CudaStreamView,
+        bytes: usize,
+        size: usize,
+        align: usize,
+    ) -> Result<*mut u8> {
+        let needed = size + (align - GRANULE);
+        // 1-2. Within the home shard.
+        let mut pending = {
+            let mut core = self.shards[home].0.lock();
+            let slot = core.slot_of(key);
+            if let Some(a) = self.allocate_within(&mut core, slot, bytes, size, align) {
                 return Ok(a as *mut u8);
             }
+            core.has_wanted()
+        };
+        // 3. A range of another shard's free memory.
+        match self.allocate_from_other_shards(home, key, bytes, size, align, needed) {
+            Ok(a) => return Ok(a as *mut u8),
+            Err(asked) => pending |= asked,
         }
-        // 3. More memory from the upstream.
-        if self.grow(core, slot, stream, size + (align - GRANULE))? {
-            if let Some(a) = core.allocate(slot, bytes, size, align) {
-                return Ok(a as *mut u8);
+        // 4. More memory from the upstream.
+        {
+            let mut core = self.shards[home].0.lock();
+            if self.grow(home, &mut core, key, stream, needed, pending)? {
+                let slot = core.slot_of(key);
+                if let Some(a) = core.allocate(slot, bytes, size, align) {
+                    return Ok(a as *mut u8);
+                }
             }
         }
-        // 4. Once no stream (destroyed ones included) has work pending, every free block is fresh:
-        //    coalesce them all there and take the block from it.
+        // 5. Once no stream (destroyed ones included) has work pending, every free block is fresh:
+        //    coalesce them all, rejoin ranges split between shards, and look again.
         if self.order.synchronize_all().is_ok() {
+            if let Some(a) = self.allocate_after_sync(home, bytes, size, align, needed) {
+                return Ok(a as *mut u8);
+            }
+        }
+        let pool_size = self.pool_size();
+        let reason = match self.maximum_size {
+            Some(max) if pool_size + size > max => format!("maximum pool size {max} reached"),
+            _ => "the upstream has no more memory and no free block is large enough".to_string(),
+        };
+        Err(Error::OutOfMemory {
+            requested: bytes,
+            pool: Some(self.state()),
+            reason,
+        })
+    }
+
+    /// Takes a range of free memory that `key` may use from some other shard, adopts it in `home`
+    /// and allocates from it. Never holds two shard locks at once. On failure, whether some stream
+    /// was asked to publish memory that would have fitted.
+    fn allocate_from_other_shards(
+        &self,
+        home: usize,
+        key: StreamKey,
+        bytes: usize,
+        size: usize,
+        align: usize,
+        needed: usize,
+    ) -> std::result::Result<usize, bool> {
+        let n = self.shards.len();
+        let mut asked = false;
+        if n == 1 {
+            return Err(asked);
+        }
+        let home_size = self.shards[home].0.lock().pool_size();
+        let want = needed.max(home_size).max(MIN_SEGMENT);
+        for i in 1..n {
+            let from = (home + i) % n;
+            let taken = {
+                let mut core = self.shards[from].0.lock();
+                let found = core.find_shared_set(key, needed, self.ordered);
+                asked |= core.has_wanted();
+                let Some(d) = found else { continue };
+                let owner = core.key_of(d);
+                if self.ordered && owner != StreamKey::FRESH && owner != key {
+                    // FRESH names no stream that could wait (the search after a synchronisation).
+                    if key == StreamKey::FRESH || self.order.wait(owner, key).is_err() {
+                        continue;
+                    }
+                }
+                core.detach(d, needed, want)
+                    .map(|(addr, len)| (addr, len, owner))
+            };
+            let Some((addr, len, owner)) = taken else {
+                continue;
+            };
+            let mut core = self.shards[home].0.lock();
+            // Fresh memory stays fresh; anything else now belongs to `key`, which waited for it.
+            let owner = if owner == StreamKey::FRESH || !self.ordered {
+                StreamKey::FRESH
+            } else {
+                key
+            };
+            self.adopt(home, &mut core, addr, len, owner);
+            let slot = core.slot_of(key);
+            if let Some(a) = core.allocate(slot, bytes, size, align) {
+                return Ok(a);
+            }
+            if let Some(a) = self.allocate_within(&mut core, slot, bytes, size, align) {
+                return Ok(a);
+            }
+        }
+        Err(asked)
+    }
+
+    /// Step 5: called after a context-wide synchronisation. Every shard's free blocks become fresh;
+    /// the home shard then allocates, or takes a range from another shard, or, as a last resort,
+    /// takes back every range that is wholly free in any shard, rejoined where they touch.
+    fn allocate_after_sync(
+        &self,
+        home: usize,
+        bytes: usize,
+        size: usize,
+        align: usize,
+        needed: usize,
+    ) -> Option<usize> {
+        for shard in self.shards.iter() {
+            let mut core = shard.0.lock();
             let fresh = core.slot_of(StreamKey::FRESH);
             for d in core.streams_with_free_memory(fresh) {
                 core.merge_into(d, fresh);
             }
+        }
+        {
+            let mut core = self.shards[home].0.lock();
+            let fresh = core.slot_of(StreamKey::FRESH);
             if let Some(a) = core.allocate(fresh, bytes, size, align) {
-                return Ok(a as *mut u8);
+                return Some(a);
             }
         }
-        let reason = match self.maximum_size {
-            Some(max) if core.pool_size() + size > max => format!("maximum pool size {max} reached"),
-            _ => "the upstream has no more memory and no free block is large enough".to_string(),
-        };
-        Err(Error::OutOfMemory { requested: bytes, pool: Some(core.state()), reason })
+        if let Ok(a) =
+            self.allocate_from_other_shards(home, StreamKey::FRESH, bytes, size, align, needed)
+        {
+            return Some(a);
+        }
+        if self.shards.len() == 1 {
+            return None;
+        }
+        // Lock every shard in index order (no other lock is held), so no two threads deadlock.
+        let mut guards: Vec<_> = self.shards.iter().map(|s| s.0.lock()).collect();
+        let mut ranges = Vec::new();
+        for core in guards.iter_mut() {
+            let fresh = core.slot_of(StreamKey::FRESH);
+            ranges.extend(core.detach_whole_free_chunks(fresh));
+        }
+        ranges.sort_unstable();
+        let starts: Vec<usize> = self
+            .upstream_chunks
+            .lock()
+            .iter()
+            .map(|&(a, _)| a)
+            .collect();
+        let mut joined: Vec<(usize, usize)> = Vec::with_capacity(ranges.len());
+        for (addr, len) in ranges {
+            match joined.last_mut() {
+                // Never across the boundary of two upstream allocations: each goes back alone.
+                Some((a, l))
+                    if *a + *l == addr
+                        && !starts.contains(&addr)
+                        && *l + len <= MAX_BLOCK_BYTES =>
+                {
+                    *l += len
+                }
+                _ => joined.push((addr, len)),
+            }
+        }
+        let core = &mut guards[home];
+        for (addr, len) in joined {
+            self.adopt(home, core, addr, len, StreamKey::FRESH);
+        }
+        let fresh = core.slot_of(StreamKey::FRESH);
+        core.allocate(fresh, bytes, size, align)
     }
 
-    /// Takes a chunk of at least `needed` bytes from the upstream, sized as RMM's pool sizes it:
-    /// without a maximum, the larger of `needed` and the current pool size (the pool doubles);
-    /// with one, the larger of `needed` and half the room left. While the upstream is out of
-    /// memory the size halves toward `needed`. `Ok(false)` when no chunk could be had.
-    fn grow(&self, core: &mut CoalescingPool, slot: usize, stream: CudaStreamView, needed: usize) -> Result<bool> {
-        let room = self.maximum_size.map_or(MAX_BLOCK_BYTES, |max| max - core.pool_size());
+    /// Takes a chunk of at least `needed` bytes from the upstream for shard `home`, sized as RMM's
+    /// pool sizes it: without a maximum, the larger of `needed` and the shard's current size (a
+    /// single-shard pool doubles; see [`SHARD_START`]); with one, the larger of `needed` and half the room left. While
+    /// the upstream is out of memory the size halves toward `needed`. `Ok(false)` when no chunk
+    /// could be had. While other streams have been asked to publish fitting blocks (`pending`),
+    /// the shard takes only what this request needs: those blocks will serve the next ones, and
+    /// doubling now would leave the pool far larger than its use (RMM, which records an event on
+    /// every free, never has to wait for them).
+    fn grow(
+        &self,
+        home: usize,
+        core: &mut CoalescingPool,
+        key: StreamKey,
+        stream: CudaStreamView,
+        needed: usize,
+        pending: bool,
+    ) -> Result<bool> {
+        let room = self
+            .maximum_size
+            .map_or(MAX_BLOCK_BYTES, |max| max.saturating_sub(self.pool_size()));
         if needed > room {
             return Ok(false);
         }
         let mut want = match self.maximum_size {
             Some(_) => needed.max((room / 2) & !(GRANULE - 1)),
-            None => needed.max(core.pool_size()),
+            // A shard that is new to growing starts from part of the whole pool, not from zero:
+            // tiny chunks would cost one upstream call each.
+            None => needed
+                .max(core.pool_size())
+                .max(self.pool_size().min(SHARD_START)),
         }
+        .min(if pending {
+            needed.max(PENDING_GROWTH)
+        } else {
+            usize::MAX
+        })
         .min(room.min(MAX_BLOCK_BYTES));
         loop {
+            if !self.reserve(want) {
+                // Another shard grew meanwhile; try again within what is left.
+                let room = self
+                    .maximum_size
+                    .map_or(MAX_BLOCK_BYTES, |max| max.saturating_sub(self.pool_size()));
+                if needed > room {
+                    return Ok(false);
+                }
+                want = want.min(room).max(needed);
+                continue;
+            }
             match self.upstream.allocate(want, GRANULE, stream) {
                 Ok(ptr) => {
-                    core.add_chunk(ptr as usize, want, slot);
+                    self.upstream_chunks.lock().push((ptr as usize, want));
+                    self.adopt(home, core, ptr as usize, want, key);
                     return Ok(true);
                 }
-                Err(e) if e.is_out_of_memory() => {
+                Err(e) => {
+                    self.pool_size.fetch_sub(want, Ordering::Relaxed);
+                    if !e.is_out_of_memory() {
+                        return Err(e);
+                    }
                     if want == needed {
                         return Ok(false);
                     }
                     want = ((want / 2) & !(GRANULE - 1)).max(needed);
                 }
-                Err(e) => return Err(e),
             }
         }
+    }
+
+    /// Adds `bytes` to the pool size unless that would pass the maximum.
+    fn reserve(&self, bytes: usize) -> bool {
+        let max = self.maximum_size.unwrap_or(usize::MAX);
+        self.pool_size
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| {
+                s.checked_add(bytes).filter(|&t| t <= max)
+            })
+            .is_ok()
+    }
+
+    /// Frees a block that the home shard of `key` did not hand out: finds the owner shard and frees
+    /// it there. The block joins `key`'s set in that shard and, for device memory, is published at
+    /// once: `key` rarely visits that shard, and this call is the one moment `key` is known alive.
+    #[cold]
+    #[inline(never)]
+    fn deallocate_elsewhere(
+        &self,
+        home: usize,
+        ptr: usize,
+        bytes: usize,
+        key: StreamKey,
+    ) -> Result<()> {
+        let owner = self.segments.read().owner(ptr);
+        let Some(shard) = owner else {
+            return Err(Error::Misuse(crate::error::Misuse::UnknownPointer { ptr }));
+        };
+        let mut core = self.shards[shard].0.lock();
+        let slot = core.slot_of(key);
+        core.deallocate(ptr, bytes, slot).map_err(Error::Misuse)?;
+        if shard != home && self.ordered {
+            self.publish(&mut core, slot);
+        }
+        Ok(())
     }
 }
 
@@ -230,30 +643,44 @@ impl<U: MemoryResource> MemoryResource for PoolMemoryResource<U> {
             });
         };
         let key = StreamKey::from_view(stream);
-        let mut core = self.core.lock();
-        let slot = core.slot_of(key);
-        if core.is_wanted(slot) {
-            self.publish(&mut core, slot);
+        let home = self.shard_map.shard(key);
+        {
+            let mut core = self.lock_home(home, key);
+            let slot = core.slot_of(key);
+            if core.is_wanted(slot) {
+                self.publish(&mut core, slot);
+            }
+            if let Some(a) = core.allocate(slot, bytes, size, align) {
+                return Ok(a as *mut u8);
+            }
         }
-        match core.allocate(slot, bytes, size, align) {
-            Some(a) => Ok(a as *mut u8),
-            None => self.allocate_slow(&mut core, slot, stream, bytes, size, align),
-        }
+        self.allocate_slow(home, key, stream, bytes, size, align)
     }
 
     #[inline]
-    fn deallocate(&self, ptr: *mut u8, bytes: usize, _alignment: usize, stream: CudaStreamView) -> Result<()> {
+    fn deallocate(
+        &self,
+        ptr: *mut u8,
+        bytes: usize,
+        _alignment: usize,
+        stream: CudaStreamView,
+    ) -> Result<()> {
         if ptr.is_null() {
             return Ok(());
         }
         let key = StreamKey::from_view(stream);
-        let mut core = self.core.lock();
-        let slot = core.slot_of(key);
-        let freed = core.deallocate(ptr as usize, bytes, slot).map_err(Error::Misuse);
-        if core.is_wanted(slot) {
-            self.publish(&mut core, slot);
+        let home = self.shard_map.shard(key);
+        {
+            let mut core = self.lock_home(home, key);
+            let slot = core.slot_of(key);
+            if let Some(freed) = core.try_deallocate(ptr as usize, bytes, slot) {
+                if core.is_wanted(slot) {
+                    self.publish(&mut core, slot);
+                }
+                return freed.map_err(Error::Misuse);
+            }
         }
-        freed
+        self.deallocate_elsewhere(home, ptr as usize, bytes, key)
     }
 
     fn is_device_accessible(&self) -> bool {
@@ -270,8 +697,10 @@ impl<U: MemoryResource> Drop for PoolMemoryResource<U> {
         // Work still queued may use blocks freed on its stream; the upstream must not get them
         // back before it finishes. Errors have nowhere to go from a destructor.
         let _ = self.order.synchronize_all();
-        for &(addr, size) in self.core.get_mut().chunks() {
-            let _ = self.upstream.deallocate(addr as *mut u8, size, GRANULE, CudaStreamView::DEFAULT);
+        for &(addr, size) in self.upstream_chunks.get_mut().iter() {
+            let _ =
+                self.upstream
+                    .deallocate(addr as *mut u8, size, GRANULE, CudaStreamView::DEFAULT);
         }
     }
 }

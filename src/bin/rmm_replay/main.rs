@@ -2,8 +2,8 @@
 //! per operation and how much memory the resource took from its upstream.
 //!
 //! ```text
-//! rmm_replay [--resource pool|cuda|cuda_async] [--upstream host|cuda] [--initial-pool BYTES]
-//!            [--maximum-pool BYTES] [--runs N] [--check] LOG...
+//! rmm_replay [--resource pool|cuda|cuda_async] [--upstream host|host-ordered|cuda] [--initial-pool BYTES]
+//!            [--maximum-pool BYTES] [--shards N] [--runs N] [--check] LOG...
 //! rmm_replay generate PATTERN OUT [--ops N] [--seed S]
 //! ```
 //!
@@ -32,7 +32,9 @@
 //! - `fragmentation`: peak_upstream_bytes / peak_live_bytes.
 //!
 //! Resources: `pool` (our `PoolMemoryResource`) over `--upstream host` (host memory, no GPU; the
-//! resource column says `pool_host`) or `--upstream cuda` (`pool`); `cuda`; `cuda_async`. Without a
+//! resource column says `pool_host`), `--upstream host-ordered` (host memory, but streams handed
+//! blocks over as on a GPU: publish, then wait; `pool_host_ordered`, so the device pool's
+//! fragmentation can be studied without one) or `--upstream cuda` (`pool`); `cuda`; `cuda_async`. Without a
 //! GPU the CUDA ones print `skipped: no CUDA device` and exit 0. `--check` only reads the logs.
 //!
 //! Exit status: 0 on success, 1 when a log is malformed or its replay failed (the message names
@@ -43,7 +45,10 @@ mod log;
 
 use log::{Kind, Log};
 use rmm::adaptor::StatisticsResourceAdaptor;
-use rmm::resource::{CudaAsyncMemoryResource, CudaMemoryResource, HostMemoryResource, PoolMemoryResource};
+use rmm::pool::{StreamKey, StreamOrder};
+use rmm::resource::{
+    CudaAsyncMemoryResource, CudaMemoryResource, HostMemoryResource, PoolMemoryResource,
+};
 use rmm::{CudaStream, CudaStreamView, MemoryResource};
 use std::fs::File;
 use std::io::BufReader;
@@ -55,15 +60,17 @@ const IMPL: &str = "rmm-rs-native";
 const ALIGN: usize = 256;
 
 const USAGE: &str = "\
-usage: rmm_replay [--resource pool|cuda|cuda_async] [--upstream host|cuda] [--initial-pool BYTES]
-                  [--maximum-pool BYTES] [--runs N] [--check] LOG...
+usage: rmm_replay [--resource pool|cuda|cuda_async] [--upstream host|host-ordered|cuda] [--initial-pool BYTES]
+                  [--maximum-pool BYTES] [--shards N] [--runs N] [--check] LOG...
        rmm_replay generate thrust|multi_stream|random OUT [--ops N] [--seed S]
 
   --resource      what to replay against (default pool)
-  --upstream      the pool's upstream: host memory (default; no GPU) or cuda
+  --upstream      the pool's upstream: host memory (default; no GPU), host-ordered (host memory,
+                  streams ordered as on a GPU) or cuda
   --initial-pool  bytes the pool takes at construction (default 0: it grows on demand);
                   BYTES may end in K, M or G (powers of 1024)
   --maximum-pool  the most the pool may hold (default unlimited)
+  --shards        the pool's shards (default 16; 1: one lock, every stream's blocks coalesce)
   --runs          warm replays after the cold one (default 5)
   --check         only read the logs: print ops and peak_live_bytes
   generate        writes a log through our LoggingResourceAdaptor over a pool on host memory;
@@ -74,7 +81,24 @@ Logs are replayed in file order on one thread. Exit status 0 ok, 1 bad log or fa
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Upstream {
     Host,
+    HostOrdered,
     Cuda,
+}
+
+/// Orders streams as a device pool must (publish, then wait), with nothing to wait for: host code
+/// runs in program order. The pool then moves blocks between streams as it would on a GPU.
+struct SimulatedDeviceOrder;
+
+impl StreamOrder for SimulatedDeviceOrder {
+    fn record(&self, _owner: StreamKey) -> rmm::Result<()> {
+        Ok(())
+    }
+    fn wait(&self, _owner: StreamKey, _waiter: StreamKey) -> rmm::Result<()> {
+        Ok(())
+    }
+    fn synchronize_all(&self) -> rmm::Result<()> {
+        Ok(())
+    }
 }
 
 #[derive(Debug)]
@@ -83,6 +107,7 @@ struct Options {
     upstream: Upstream,
     initial_pool: usize,
     maximum_pool: Option<usize>,
+    shards: usize,
     runs: usize,
     check: bool,
     logs: Vec<PathBuf>,
@@ -91,7 +116,10 @@ struct Options {
 /// `1024`, `64K`, `16M`, `2G`, also with `iB` or `B` after the letter.
 fn parse_bytes(s: &str) -> Option<usize> {
     let t = s.trim();
-    let t = t.strip_suffix("iB").or_else(|| t.strip_suffix('B')).unwrap_or(t);
+    let t = t
+        .strip_suffix("iB")
+        .or_else(|| t.strip_suffix('B'))
+        .unwrap_or(t);
     let (digits, shift) = match t.chars().last()? {
         'K' | 'k' => (&t[..t.len() - 1], 10),
         'M' | 'm' => (&t[..t.len() - 1], 20),
@@ -107,6 +135,7 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
         upstream: Upstream::Host,
         initial_pool: 0,
         maximum_pool: None,
+        shards: rmm::resource::pool::DEFAULT_SHARDS,
         runs: 5,
         check: false,
         logs: Vec::new(),
@@ -118,23 +147,33 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
             "--resource" => {
                 o.resource = value()?.clone();
                 if !matches!(o.resource.as_str(), "pool" | "cuda" | "cuda_async") {
-                    return Err(format!("unknown resource '{}' (pool, cuda, cuda_async)", o.resource));
+                    return Err(format!(
+                        "unknown resource '{}' (pool, cuda, cuda_async)",
+                        o.resource
+                    ));
                 }
             }
             "--upstream" => {
                 o.upstream = match value()?.as_str() {
                     "host" => Upstream::Host,
+                    "host-ordered" => Upstream::HostOrdered,
                     "cuda" => Upstream::Cuda,
-                    u => return Err(format!("unknown upstream '{u}' (host, cuda)")),
+                    u => return Err(format!("unknown upstream '{u}' (host, host-ordered, cuda)")),
                 }
             }
             "--initial-pool" => {
                 let v = value()?;
-                o.initial_pool = parse_bytes(v).ok_or_else(|| format!("bad --initial-pool '{v}'"))?;
+                o.initial_pool =
+                    parse_bytes(v).ok_or_else(|| format!("bad --initial-pool '{v}'"))?;
             }
             "--maximum-pool" => {
                 let v = value()?;
-                o.maximum_pool = Some(parse_bytes(v).ok_or_else(|| format!("bad --maximum-pool '{v}'"))?);
+                o.maximum_pool =
+                    Some(parse_bytes(v).ok_or_else(|| format!("bad --maximum-pool '{v}'"))?);
+            }
+            "--shards" => {
+                let v = value()?;
+                o.shards = v.parse().map_err(|_| format!("bad --shards '{v}'"))?;
             }
             "--runs" => {
                 let v = value()?;
@@ -155,6 +194,7 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
 fn resource_name(o: &Options) -> &'static str {
     match (o.resource.as_str(), o.upstream) {
         ("pool", Upstream::Host) => "pool_host",
+        ("pool", Upstream::HostOrdered) => "pool_host_ordered",
         ("pool", Upstream::Cuda) => "pool",
         ("cuda", _) => "cuda",
         _ => "cuda_async",
@@ -162,7 +202,7 @@ fn resource_name(o: &Options) -> &'static str {
 }
 
 fn needs_gpu(o: &Options) -> bool {
-    !(o.resource == "pool" && o.upstream == Upstream::Host)
+    !(o.resource == "pool" && matches!(o.upstream, Upstream::Host | Upstream::HostOrdered))
 }
 
 /// The logged streams, mapped to streams of this process.
@@ -190,7 +230,11 @@ impl Streams {
                 CudaStreamView::from_handle(0x1000 * (i + 1))
             });
         }
-        Ok(Streams { views, gpu, _owned: owned })
+        Ok(Streams {
+            views,
+            gpu,
+            _owned: owned,
+        })
     }
 
     fn synchronize(&self) -> rmm::Result<()> {
@@ -212,7 +256,11 @@ struct Measured {
 
 fn op_error(log: &Log, i: usize, streams: &[usize], e: rmm::Error) -> String {
     let op = log.ops[i];
-    let what = if op.kind == Kind::Allocate { "allocate" } else { "free" };
+    let what = if op.kind == Kind::Allocate {
+        "allocate"
+    } else {
+        "free"
+    };
     format!(
         "line {}: {what} of {} bytes on logged stream {:#x} failed: {e}",
         log.lines[i], op.size, streams[op.stream as usize]
@@ -270,7 +318,11 @@ fn measure<R: MemoryResource>(
     for _ in 0..runs {
         warm.push(replay_once(mr, log, streams, &mut table)?);
     }
-    Ok(Measured { cold, warm, peak_upstream })
+    Ok(Measured {
+        cold,
+        warm,
+        peak_upstream,
+    })
 }
 
 /// The driver pool's reserved-memory high-water mark.
@@ -290,32 +342,74 @@ fn reserved_high(mr: &CudaAsyncMemoryResource) -> Option<usize> {
 
 fn replay(o: &Options, log: &Log) -> Result<Measured, String> {
     let e = |e: rmm::Error| format!("creating the resource failed: {e}");
-    let streams = Streams::new(&log.streams, needs_gpu(o)).map_err(|e| format!("creating streams failed: {e}"))?;
+    let streams = Streams::new(&log.streams, needs_gpu(o))
+        .map_err(|e| format!("creating streams failed: {e}"))?;
     match (o.resource.as_str(), o.upstream) {
         ("pool", Upstream::Host) => {
-            let mr = PoolMemoryResource::new(
+            let mr = PoolMemoryResource::with_shards(
                 StatisticsResourceAdaptor::new(HostMemoryResource::new()),
                 o.initial_pool,
                 o.maximum_pool,
+                Box::new(rmm::pool::HostOrder),
+                o.shards,
             )
             .map_err(e)?;
-            measure(&mr, |p| p.upstream().bytes_counter().peak as usize, log, &streams, o.runs)
+            measure(
+                &mr,
+                |p| p.upstream().bytes_counter().peak as usize,
+                log,
+                &streams,
+                o.runs,
+            )
+        }
+        ("pool", Upstream::HostOrdered) => {
+            let mr = PoolMemoryResource::with_shards(
+                StatisticsResourceAdaptor::new(HostMemoryResource::new()),
+                o.initial_pool,
+                o.maximum_pool,
+                Box::new(SimulatedDeviceOrder),
+                o.shards,
+            )
+            .map_err(e)?;
+            measure(
+                &mr,
+                |p| p.upstream().bytes_counter().peak as usize,
+                log,
+                &streams,
+                o.runs,
+            )
         }
         ("pool", Upstream::Cuda) => {
-            let mr = PoolMemoryResource::new(
+            let mr = PoolMemoryResource::with_shards(
                 StatisticsResourceAdaptor::new(CudaMemoryResource::new()),
                 o.initial_pool,
                 o.maximum_pool,
+                Box::new(rmm::resource::CudaEventOrder::new()),
+                o.shards,
             )
             .map_err(e)?;
-            measure(&mr, |p| p.upstream().bytes_counter().peak as usize, log, &streams, o.runs)
+            measure(
+                &mr,
+                |p| p.upstream().bytes_counter().peak as usize,
+                log,
+                &streams,
+                o.runs,
+            )
         }
         ("cuda", _) => {
             let mr = StatisticsResourceAdaptor::new(CudaMemoryResource::new());
-            measure(&mr, |m| m.bytes_counter().peak as usize, log, &streams, o.runs)
+            measure(
+                &mr,
+                |m| m.bytes_counter().peak as usize,
+                log,
+                &streams,
+                o.runs,
+            )
         }
         _ => {
-            let mr = StatisticsResourceAdaptor::new(CudaAsyncMemoryResource::new(None, None).map_err(e)?);
+            let mr = StatisticsResourceAdaptor::new(
+                CudaAsyncMemoryResource::new(None, None).map_err(e)?,
+            );
             measure(
                 &mr,
                 |m| reserved_high(m.upstream()).unwrap_or(m.bytes_counter().peak as usize),
@@ -363,7 +457,10 @@ fn run(o: &Options) -> ExitCode {
     println!("impl,resource,workload,param,value,unit");
     let mut failed = false;
     for path in &o.logs {
-        let name = path.file_stem().map_or_else(|| path.display().to_string(), |s| s.to_string_lossy().into_owned());
+        let name = path.file_stem().map_or_else(
+            || path.display().to_string(),
+            |s| s.to_string_lossy().into_owned(),
+        );
         let log = match read_log(path) {
             Ok(l) => l,
             Err(e) => {
@@ -385,7 +482,8 @@ fn run(o: &Options) -> ExitCode {
             log.live_at_end.len(),
             log.live_bytes_at_end()
         );
-        let row = |value: String, unit: &str| println!("{IMPL},{resource},replay,{name},{value},{unit}");
+        let row =
+            |value: String, unit: &str| println!("{IMPL},{resource},replay,{name},{value},{unit}");
         row(log.ops.len().to_string(), "ops");
         if o.check {
             row(log.peak_live_bytes.to_string(), "peak_live_bytes");
@@ -401,7 +499,11 @@ fn run(o: &Options) -> ExitCode {
         };
         let per_op = |d: Duration| d.as_nanos() as f64 / log.ops.len().max(1) as f64;
         let cold = per_op(m.cold);
-        let warm = if m.warm.is_empty() { cold } else { per_op(median(m.warm)) };
+        let warm = if m.warm.is_empty() {
+            cold
+        } else {
+            per_op(median(m.warm))
+        };
         let fragmentation = m.peak_upstream as f64 / log.peak_live_bytes.max(1) as f64;
         row(format!("{warm:.1}"), "ns_per_op");
         row(format!("{cold:.1}"), "cold_ns_per_op");
@@ -428,8 +530,14 @@ fn run_generate(args: &[String]) -> ExitCode {
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let parsed = match a.as_str() {
-            "--ops" => it.next().and_then(|v| v.parse().ok()).map(|v| ops = Some(v)),
-            "--seed" => it.next().and_then(|v| v.parse().ok()).map(|v| seed = Some(v)),
+            "--ops" => it
+                .next()
+                .and_then(|v| v.parse().ok())
+                .map(|v| ops = Some(v)),
+            "--seed" => it
+                .next()
+                .and_then(|v| v.parse().ok())
+                .map(|v| seed = Some(v)),
             s if s.starts_with("--") => None,
             p => {
                 positional.push(p);

@@ -207,9 +207,13 @@ class rust_resource {
                                std::size_t bytes,
                                std::size_t alignment = rmm::CUDA_ALLOCATION_ALIGNMENT)
   {
-    auto const out = handle().allocate(bytes, alignment, stream_handle(stream));
-    if (out.kind != rmm_rs::ErrorKind::Ok) { throw_outcome(out); }
-    return reinterpret_cast<void*>(out.ptr);
+    auto const ptr = handle().allocate_or_null(bytes, alignment, stream_handle(stream));
+    if (ptr == 0) {
+      // A failure, or a 0-byte request (null, no error).
+      auto const out = rmm_rs::take_allocate_error();
+      if (out.kind != rmm_rs::ErrorKind::Ok) { throw_outcome(out); }
+    }
+    return reinterpret_cast<void*>(ptr);
   }
 
   /// Never throws; a refused free (double free, wrong size, foreign pointer) is reported on stderr
