@@ -79,6 +79,23 @@ $(TESTS): $(TEST_OBJS) $(RMM_LIB) $(GTEST_LIB)
 	@mkdir -p $(@D)
 	$(NVCC) -arch=$(ARCH) $(TEST_OBJS) -o $@ $(GTEST_LIB) $(LDLIBS)
 
+# The GPU stress program (tests/stress): built and run with the rest; without a GPU it prints
+# "skipped: no CUDA device". On the GPU machine: tests/stress/run_sanitizers.sh and its --help.
+STRESS := $(BIN)/gpu_stress
+all: $(STRESS)
+run: run-stress
+.PHONY: run-stress
+run-stress: $(STRESS)
+	$(STRESS)
+
+$(OBJ)/stress/%.o: $(REPO)/tests/stress/%.cu | $(RMM_LIB)
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
+$(STRESS): $(OBJ)/stress/gpu_stress.o $(RMM_LIB)
+	@mkdir -p $(@D)
+	$(NVCC) -arch=$(ARCH) $< -o $@ $(LDLIBS)
+
 $(BUILD)/gtest/libgtest.a:
 	@mkdir -p $(@D)
 	g++ -std=c++17 -O2 -I$(GTEST_SRC)/include -I$(GTEST_SRC) -c $(GTEST_SRC)/src/gtest-all.cc -o $(BUILD)/gtest/gtest-all.o
@@ -116,7 +133,7 @@ bundle: | $(RMM_LIB)
 	rm -rf $(BUILD)/bundle && mkdir -p $(BUILD)/bundle/lib $(BUILD)/bundle/tests
 	strip --strip-debug -o $(BUILD)/bundle/lib/librmm.a $(RMM_LIB)
 	cp -r $(REPO)/include $(REPO)/examples $(REPO)/Makefile $(BUILD)/bundle/
-	cp -r $(REPO)/tests/cpp $(BUILD)/bundle/tests/
+	cp -r $(REPO)/tests/cpp $(REPO)/tests/stress $(BUILD)/bundle/tests/
 	cp -rL $(CXXBRIDGE)/rust $(CXXBRIDGE)/rmm-rs $(BUILD)/bundle/include/
 	rm -f $(BUILD)/bundle/include/rmm-rs/src/*.cc
 	cp -r $(CCCL_INCLUDE) $(BUILD)/bundle/cccl
