@@ -437,7 +437,9 @@ fn cu(status: cudarc::driver::sys::CUresult, call: &str) {
 }
 
 /// The same on the device: a block freed naming a destroyed stream, while work that stream
-/// queued may still run, is handed to another stream only after that work finished.
+/// queued may still run, is handed to another stream only after that work finished. The taker is
+/// made before the dying stream is destroyed, so it cannot get the dead handle back from the
+/// driver (a recycled handle is the caveat in docs/errors.md).
 #[test]
 fn free_on_a_destroyed_stream_on_the_device() {
     use cudarc::driver::sys;
@@ -447,6 +449,7 @@ fn free_on_a_destroyed_stream_on_the_device() {
     }
     let pool = PoolMemoryResource::new(CudaMemoryResource::new(), 64 * MIB, Some(64 * MIB)).unwrap();
     for round in 0..10 {
+        let t = CudaStream::new().unwrap();
         let (p, dead) = {
             let s = CudaStream::new().unwrap();
             let p = pool.allocate(64 * MIB, 256, s.view()).unwrap();
@@ -455,7 +458,6 @@ fn free_on_a_destroyed_stream_on_the_device() {
             (p, s.view())
         }; // destroyed here, its memset perhaps still running
         pool.deallocate(p, 64 * MIB, 256, dead).unwrap();
-        let t = CudaStream::new().unwrap();
         let q = pool.allocate(64 * MIB, 256, t.view()).unwrap();
         assert_eq!(q, p);
         // SAFETY: q is a live 64 MiB device block; the stream is alive.

@@ -385,6 +385,9 @@ TEST(BadInputOnGpu, FreeOnADestroyedStream)
   RMM_SKIP_WITHOUT_GPU();
   rmm::mr::pool_memory_resource pool{rmm::mr::cuda_memory_resource{}, 64 * MiB, 64 * MiB};
   for (int round = 0; round < 10; ++round) {
+    // Made before the dying stream is destroyed, so it cannot get the dead handle back from the
+    // driver (a recycled handle is the caveat in docs/errors.md).
+    rmm::cuda_stream t;
     void* p{};
     cudaStream_t dead{};
     {
@@ -396,7 +399,6 @@ TEST(BadInputOnGpu, FreeOnADestroyedStream)
     testing::internal::CaptureStderr();
     pool.deallocate(cuda::stream_ref{dead}, p, 64 * MiB);  // names the destroyed stream
     EXPECT_EQ(testing::internal::GetCapturedStderr(), "") << "the free was accepted";
-    rmm::cuda_stream t;
     void* q = pool.allocate(t, 64 * MiB);
     EXPECT_EQ(q, p);
     RMM_CUDA_TRY(cudaMemsetAsync(q, 0x22, 64 * MiB, t.value()));
