@@ -46,6 +46,8 @@ EXAMPLES   := $(patsubst $(REPO)/examples/%.cu,$(BIN)/%,$(wildcard $(REPO)/examp
 TEST_SRCS  := $(wildcard $(REPO)/tests/cpp/*.cu $(REPO)/tests/cpp/*.cpp)
 TEST_OBJS  := $(patsubst $(REPO)/tests/cpp/%,$(OBJ)/tests/%.o,$(TEST_SRCS))
 TESTS      := $(BIN)/rmm_cpp_tests
+# A program that ends with resources alive; process_exit_test.cu runs it next to rmm_cpp_tests.
+EXIT_CHILD := $(BIN)/rmm_exit_child
 # GoogleTest's TEST() inside an anonymous namespace trips nvcc's "declared but never referenced".
 TEST_FLAGS := -I$(GTEST_SRC)/include -diag-suppress=177
 
@@ -54,7 +56,7 @@ TEST_FLAGS := -I$(GTEST_SRC)/include -diag-suppress=177
 .PHONY: all examples tests run run-examples run-tests std-check staticlib bundle clean example test
 all: examples tests
 examples: $(EXAMPLES)
-tests: $(TESTS)
+tests: $(TESTS) $(EXIT_CHILD)
 
 # cargo decides whether anything changed; librmm.a keeps its time stamp when nothing did.
 ifeq ($(NO_CARGO),)
@@ -93,6 +95,14 @@ $(OBJ)/stress/%.o: $(REPO)/tests/stress/%.cu | $(RMM_LIB)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
 $(STRESS): $(OBJ)/stress/gpu_stress.o $(RMM_LIB)
+	@mkdir -p $(@D)
+	$(NVCC) -arch=$(ARCH) $< -o $@ $(LDLIBS)
+
+$(OBJ)/exit_child/%.o: $(REPO)/tests/cpp/exit_child/%.cu | $(RMM_LIB)
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
+$(EXIT_CHILD): $(OBJ)/exit_child/rmm_exit_child.o $(RMM_LIB)
 	@mkdir -p $(@D)
 	$(NVCC) -arch=$(ARCH) $< -o $@ $(LDLIBS)
 

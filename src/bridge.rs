@@ -16,6 +16,7 @@ mod resources;
 pub use cpp_upstream::CppUpstream;
 pub use resources::RustResource;
 
+use crate::process_exit::mark_process_exiting;
 use resources::*;
 
 #[cxx::bridge(namespace = "rmm_rs")]
@@ -165,6 +166,10 @@ pub(crate) mod ffi {
         fn reset_rust_per_device_resource(device: i32);
         /// The Rust per-device resource of `device` (a CUDA resource unless one was set).
         fn get_rust_per_device_resource(device: i32) -> Box<RustResource>;
+
+        /// From an exit hook: from now on Rust destructors and frees leave the CUDA driver alone
+        /// (see `crate::process_exit`). Cannot fail or panic (one atomic store).
+        fn mark_process_exiting();
     }
 
     // ---------------------------------------------------------------------------------------------

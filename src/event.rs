@@ -54,6 +54,10 @@ impl CudaEvent {
 
 impl Drop for CudaEvent {
     fn drop(&mut self) {
+        // While the process exits the context may be gone; the event goes with it.
+        if crate::process_exit::process_is_exiting() {
+            return;
+        }
         // SAFETY: created by cuEventCreate, destroyed once; errors have nowhere to go in drop.
         let _ = unsafe { sys::cuEventDestroy_v2(self.raw()) };
     }

@@ -45,12 +45,14 @@ pub mod error;
 pub mod event;
 pub mod per_device_resource;
 pub mod pool;
+pub mod process_exit;
 pub mod resource;
 pub mod stream;
 pub mod stream_pool;
 
 pub use device::{available_device_memory, percent_of_free_device_memory, DeviceId};
 pub use error::{Error, Misuse, PoolState, Result};
+pub use process_exit::process_is_exiting;
 pub use resource::{MemoryResource, SharedResource, DEFAULT_ALIGNMENT};
 pub use stream::{CudaStream, CudaStreamView};
 pub use stream_pool::CudaStreamPool;

@@ -101,6 +101,10 @@ impl CudaStream {
 
 impl Drop for CudaStream {
     fn drop(&mut self) {
+        // While the process exits the context may be gone; the stream goes with it.
+        if crate::process_exit::process_is_exiting() {
+            return;
+        }
         // SAFETY: the handle was created by cuStreamCreate and is destroyed once. Pending work still
         // completes; the driver releases the stream afterwards. An error here has nobody to go to.
         let _ = unsafe { sys::cuStreamDestroy_v2(self.handle as sys::CUstream) };

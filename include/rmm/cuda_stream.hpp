@@ -41,7 +41,7 @@ class cuda_stream {
                 return s;
               }(),
               [](cudaStream_t* s) {
-                RMM_ASSERT_CUDA_SUCCESS(cudaStreamDestroy(*s));
+                RMM_ASSERT_CUDA_SUCCESS_SAFE_SHUTDOWN(cudaStreamDestroy(*s));
                 delete s;  // NOLINT(cppcoreguidelines-owning-memory)
               }}
   {

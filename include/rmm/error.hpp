@@ -161,3 +161,23 @@ class invalid_argument : public std::invalid_argument {
     assert(status__ == cudaSuccess);                                            \
   } while (0)
 #endif
+
+/// RMM_ASSERT_CUDA_SUCCESS_SAFE_SHUTDOWN(call): RMM_ASSERT_CUDA_SUCCESS that also accepts
+/// cudaErrorCudartUnloading, which a destructor of a static object gets once the runtime has shut
+/// down at process exit (nothing is left to clean up then).
+#ifdef NDEBUG
+#define RMM_ASSERT_CUDA_SUCCESS_SAFE_SHUTDOWN(_call) \
+  do {                                               \
+    (void)(_call);                                   \
+  } while (0)
+#else
+#define RMM_ASSERT_CUDA_SUCCESS_SAFE_SHUTDOWN(_call)                                  \
+  do {                                                                                \
+    cudaError_t const status__ = (_call);                                             \
+    if (status__ != cudaSuccess && status__ != cudaErrorCudartUnloading) {            \
+      std::cerr << "CUDA Error detected. " << cudaGetErrorName(status__) << " "       \
+                << cudaGetErrorString(status__) << std::endl;                         \
+    }                                                                                 \
+    assert(status__ == cudaSuccess || status__ == cudaErrorCudartUnloading);          \
+  } while (0)
+#endif

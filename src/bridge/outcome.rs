@@ -7,7 +7,9 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 /// Where an error happened decides which RMM exception it becomes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Context {
-    /// `allocate`: failures other than OOM, CUDA and misuse are `rmm::bad_alloc`.
+    /// `allocate`: out-of-memory is `rmm::out_of_memory`, misuse `rmm::logic_error`, and every
+    /// other failure (bad alignment, a CUDA error, no driver) `rmm::bad_alloc`, as RMM's
+    /// `RMM_CUDA_TRY_ALLOC` throws: an allocation fails with a `std::bad_alloc` or not at all.
     Allocate,
     /// A constructor or accessor: bad arguments are `rmm::logic_error`, as RMM_EXPECTS throws.
     Construct,
@@ -44,8 +46,11 @@ impl Outcome {
 pub(crate) fn kind_of(e: &Error, ctx: Context) -> ErrorKind {
     match e {
         Error::OutOfMemory { .. } => ErrorKind::OutOfMemory,
-        Error::Cuda { .. } | Error::NoDriver(_) => ErrorKind::Cuda,
         Error::Misuse(_) => ErrorKind::Logic,
+        Error::Cuda { .. } | Error::NoDriver(_) => match ctx {
+            Context::Allocate => ErrorKind::BadAlloc,
+            Context::Construct => ErrorKind::Cuda,
+        },
         Error::BadAlignment { .. } | Error::InvalidArgument(_) | Error::Io { .. } => match ctx {
             Context::Allocate => ErrorKind::BadAlloc,
             Context::Construct => ErrorKind::Logic,
@@ -97,6 +102,8 @@ mod tests {
             name: "CUDA_ERROR_INVALID_VALUE".into(),
         };
         assert_eq!(kind_of(&cuda, Context::Construct), ErrorKind::Cuda);
+        assert_eq!(kind_of(&cuda, Context::Allocate), ErrorKind::BadAlloc);
+        assert_eq!(kind_of(&Error::NoDriver("none".into()), Context::Allocate), ErrorKind::BadAlloc);
     }
 
     #[test]

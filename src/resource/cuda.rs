@@ -65,6 +65,10 @@ impl MemoryResource for CudaMemoryResource {
         if ptr.is_null() {
             return Ok(());
         }
+        // While the process exits the driver may be gone: the memory goes with the process.
+        if crate::process_exit::process_is_exiting() {
+            return Ok(());
+        }
         ensure_context()?;
         // SAFETY: a context is current; the driver rejects pointers it did not hand out with an
         // error code rather than undefined behaviour.

@@ -157,6 +157,10 @@ impl MemoryResource for CudaAsyncMemoryResource {
         if ptr.is_null() {
             return Ok(());
         }
+        // While the process exits the driver may be gone: the memory goes with the process.
+        if crate::process_exit::process_is_exiting() {
+            return Ok(());
+        }
         ensure_context()?;
         // SAFETY: a context is current; the driver reports pointers it did not hand out as an error.
         check(
@@ -184,7 +188,8 @@ impl Drop for CudaAsyncMemoryResource {
     fn drop(&mut self) {
         // A live pool implies a loaded driver; the check only keeps hand-built values (tests) from
         // reaching cudarc, which would panic without the library.
-        if self.pool == 0 || ensure_driver().is_err() {
+        // While the process exits the driver may be gone; the pool goes with the process.
+        if self.pool == 0 || crate::process_exit::process_is_exiting() || ensure_driver().is_err() {
             return;
         }
         let ctx = self.context as sys::CUcontext;

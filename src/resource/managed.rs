@@ -49,6 +49,10 @@ impl MemoryResource for ManagedMemoryResource {
         if ptr.is_null() {
             return Ok(());
         }
+        // While the process exits the driver may be gone: the memory goes with the process.
+        if crate::process_exit::process_is_exiting() {
+            return Ok(());
+        }
         ensure_context()?;
         // SAFETY: a context is current; the driver reports foreign pointers as an error code.
         check(

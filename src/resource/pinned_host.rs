@@ -50,6 +50,10 @@ impl MemoryResource for PinnedHostMemoryResource {
         if ptr.is_null() {
             return Ok(());
         }
+        // While the process exits the driver may be gone: the memory goes with the process.
+        if crate::process_exit::process_is_exiting() {
+            return Ok(());
+        }
         ensure_context()?;
         // SAFETY: a context is current; the driver reports pointers it did not pin as an error code.
         check(unsafe { sys::cuMemFreeHost(ptr.cast()) }, "cuMemFreeHost")

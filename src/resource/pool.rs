@@ -695,6 +695,10 @@ impl<U: MemoryResource> MemoryResource for PoolMemoryResource<U> {
 
 impl<U: MemoryResource> Drop for PoolMemoryResource<U> {
     fn drop(&mut self) {
+        // While the process exits the driver may be gone: the chunks go with the process.
+        if crate::process_exit::process_is_exiting() {
+            return;
+        }
         // Work still queued may use blocks freed on its stream; the upstream must not get them
         // back before it finishes. Errors have nowhere to go from a destructor.
         let _ = self.order.synchronize_all();

@@ -21,6 +21,7 @@
 
 #include <cuda/memory_resource>
 
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <type_traits>
@@ -43,9 +44,18 @@ inline std::mutex& ref_map_lock()
   return lock;
 }
 
+/// Tells the Rust side that the process is exiting (an atexit handler).
+inline void on_process_exit() noexcept { rmm_rs::mark_process_exiting(); }
+
 inline auto& get_ref_map()
 {
   static std::map<cuda_device_id::value_type, any_device_resource> device_id_to_resource;
+  // The map may hold the last reference to a pool, destroyed during exit, possibly after the CUDA
+  // runtime has shut down. A handler registered after the map is made runs before the map is
+  // destroyed, and from then on the Rust resources make no CUDA call (RMM fixed the same crash
+  // the same way).
+  static bool const exit_hook_registered = std::atexit(on_process_exit) == 0;
+  (void)exit_hook_registered;
   return device_id_to_resource;
 }
 
