@@ -103,7 +103,10 @@ mod tests {
         };
         assert_eq!(kind_of(&cuda, Context::Construct), ErrorKind::Cuda);
         assert_eq!(kind_of(&cuda, Context::Allocate), ErrorKind::BadAlloc);
-        assert_eq!(kind_of(&Error::NoDriver("none".into()), Context::Allocate), ErrorKind::BadAlloc);
+        assert_eq!(
+            kind_of(&Error::NoDriver("none".into()), Context::Allocate),
+            ErrorKind::BadAlloc
+        );
     }
 
     #[test]

@@ -63,6 +63,8 @@ pub struct CoalescingPool {
     chunks: Vec<(usize, usize)>,
     pool_size: usize,
     last_slot: usize,
+    /// Private free-list sets of real streams (not FRESH, not published sets).
+    stream_count: usize,
 }
 
 /// The bytes a request occupies before alignment: rounded up to the granule; `None` if that
@@ -106,11 +108,21 @@ impl CoalescingPool {
             Some(i) => i,
             None => {
                 self.streams.push(StreamFreeLists::new(key, None));
+                if key != StreamKey::FRESH {
+                    self.stream_count += 1;
+                }
                 self.streams.len() - 1
             }
         };
         self.last_slot = slot;
         slot
+    }
+
+    /// True once more than one stream has used this pool: then a stream's free blocks may be
+    /// wanted by another stream at any time.
+    #[inline]
+    pub fn shared_by_streams(&self) -> bool {
+        self.stream_count > 1
     }
 
     /// The stream key of a slot (a published set has its owner's key).

@@ -6,11 +6,10 @@
 //! and its coalescing O(1). Block records live on the host, never in the managed memory, because
 //! device memory cannot be read from the host.
 //!
-//! Work between streams is ordered through the [`StreamOrder`] seam, and only on slow paths: a
-//! block freed on stream A goes to A's lists and costs no CUDA call. When stream B finds nothing in
-//! its own lists but A has a fitting block, B asks A to publish and meanwhile grows; A's next call
-//! (A is alive then: the caller names it) records A's event; B's next request waits on that event
-//! and takes over all of A's free blocks. A stream that was destroyed is never touched: its blocks
+//! Work between streams is ordered through the [`StreamOrder`] seam: a block freed on stream A goes
+//! to A's lists. A publishes them (records its event, during a call on A, so A is alive) on every
+//! free while other streams share the lists, else when another stream B has asked for them: then
+//! B grows a little meanwhile and A's next call publishes. B waits on that event and takes them. A stream that was destroyed is never touched: its blocks
 //! come back through one context-wide synchronisation before the pool reports out-of-memory.
 
 mod address_map;

@@ -63,8 +63,8 @@ pub fn current_thread_number() -> usize {
 /// have been destroyed since, and a destroyed handle must not reach the driver. So a hand-over has
 /// two halves. [`record`](Self::record) runs inside a call on the owner stream (which is therefore
 /// alive) and captures all work enqueued on it so far; [`wait`](Self::wait) runs inside a call on
-/// the taking stream and makes it wait for what was captured. Neither runs per allocation or free:
-/// only when another stream has asked for the owner's blocks.
+/// the taking stream and makes it wait for what was captured. Neither runs per allocation; `record`
+/// runs per free only where several streams share the blocks (see `PoolMemoryResource`).
 pub trait StreamOrder: Send + Sync {
     /// Captures all work enqueued on `owner` so far. Called only from a call on `owner`.
     fn record(&self, owner: StreamKey) -> Result<()>;

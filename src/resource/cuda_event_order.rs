@@ -1,5 +1,5 @@
-//! [`StreamOrder`] for device memory: one CUDA event per stream, recorded only when another stream
-//! has asked for that stream's free blocks.
+//! [`StreamOrder`] for device memory: one CUDA event per stream, recorded when the pool publishes
+//! that stream's free blocks.
 
 use crate::driver::{check, ensure_context};
 use crate::error::{Error, Result};
@@ -10,9 +10,10 @@ use cudarc::driver::sys;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 
-/// Orders streams with lazily created events. RMM records an event on every free; here an event is
-/// recorded at the owner's next call after someone asked for its blocks, which covers every free
-/// enqueued before it, so frees cost no CUDA call at all.
+/// Orders streams with lazily created events, recorded when the pool publishes a stream's free
+/// blocks: on every free in a pool shard several streams share (as RMM does), else only at the
+/// owner's next call after another stream asked for its blocks, which covers every free enqueued
+/// before it.
 #[derive(Default)]
 pub struct CudaEventOrder {
     events: Mutex<HashMap<StreamKey, CudaEvent>>,

@@ -35,8 +35,8 @@ struct Shard(SpinMutex<CoalescingPool>);
 
 /// A pool that takes chunks from `U` and hands out blocks from them in stream order.
 ///
-/// Allocation and free are O(1) in the number of free blocks (see [`crate::pool`]) and make no CUDA
-/// call. The pool grows on demand (doubling, backing off toward the request when the upstream runs
+/// Allocation and free are O(1) in the number of free blocks (see [`crate::pool`]); a stream that
+/// has its shard to itself makes no CUDA call on either. The pool grows on demand (doubling, backing off toward the request when the upstream runs
 /// out, never past `maximum_size`), takes free blocks from other streams once their work is
 /// captured by an event, synchronises and merges all streams' free blocks before reporting
 /// out-of-memory, and gives every chunk back to the upstream when dropped.
@@ -675,7 +675,11 @@ impl<U: MemoryResource> MemoryResource for PoolMemoryResource<U> {
             let mut core = self.lock_home(home, key);
             let slot = core.slot_of(key);
             if let Some(freed) = core.try_deallocate(ptr as usize, bytes, slot) {
-                if core.is_wanted(slot) {
+                // A shard several streams use publishes on every free, as RMM records an event on
+                // every free: another stream then reuses the block at once instead of growing the
+                // pool while it waits for this stream's next call. A shard of one stream (the
+                // common case for a thread on its own stream) makes no CUDA call per free.
+                if core.is_wanted(slot) || (self.ordered && core.shared_by_streams()) {
                     self.publish(&mut core, slot);
                 }
                 return freed.map_err(Error::Misuse);
