@@ -374,7 +374,7 @@ fn pool_at_scale_with_a_maximum() {
         ..Trace::default()
     };
     let plan = Plan { bad: BadCalls::Pool, allow_oom: true, ..Plan::new(trace) };
-    let mut checker = PoolChecker::new(max);
+    let mut checker = PoolChecker::new(max, None);
     let n = drive(&pool, &plan, &mut rng, |e, m| checker.see(&pool, e, m));
     report(name, &n);
     assert!(n.refused > 0 && n.rejected > 0, "out-of-memory and bad frees were exercised");
@@ -387,8 +387,10 @@ fn pool_at_scale_with_a_maximum() {
 
 /// The checks every pool test makes after each call.
 struct PoolChecker {
-    /// The maximum size, or the upstream's limit: growth must stop only there.
+    /// The maximum size: growth must stop only there, or where the upstream refuses.
     limit: usize,
+    /// The chunk sizes the upstream refused during the current call, if it ever refuses.
+    upstream_refused: Option<Arc<Mutex<Vec<usize>>>>,
     step: usize,
     last_size: usize,
     /// The live bytes, each block rounded up to 256, kept call by call.
@@ -396,8 +398,8 @@ struct PoolChecker {
 }
 
 impl PoolChecker {
-    fn new(limit: usize) -> Self {
-        PoolChecker { limit, step: 0, last_size: 0, rounded: 0 }
+    fn new(limit: usize, upstream_refused: Option<Arc<Mutex<Vec<usize>>>>) -> Self {
+        PoolChecker { limit, upstream_refused, step: 0, last_size: 0, rounded: 0 }
     }
 
     fn see<U: MemoryResource>(&mut self, pool: &PoolMemoryResource<U>, e: Event<'_>, m: &Model) {
@@ -421,15 +423,18 @@ impl PoolChecker {
             Event::Refused { bytes, alignment, error, .. } => {
                 assert_eq!(*error, Error::OutOfMemory { requested: bytes, pool: Some(st), reason: oom_reason(error) });
                 // Growth backs off to exactly what the request needs before giving up, so a
-                // refusal means even that would pass the limit.
-                assert!(
-                    st.pool_size + pool_needed(bytes, alignment) > self.limit,
-                    "refused {bytes} B with room: {st:?}"
-                );
+                // refusal means that much would pass the maximum, or the upstream refused it.
+                let needed = pool_needed(bytes, alignment);
+                let past_limit = st.pool_size + needed > self.limit;
+                let refused = self.upstream_refused.as_ref().is_some_and(|r| r.lock().contains(&needed));
+                assert!(past_limit || refused, "refused {bytes} B (needs {needed}) with room: {st:?}");
             }
             // A bad free changes nothing, the block structure included.
             Event::Rejected => pool.check_invariants().unwrap(),
             _ => {}
+        }
+        if let Some(r) = &self.upstream_refused {
+            r.lock().clear();
         }
         if self.step % 200_000 == 0 {
             assert_eq!(self.rounded, m.rounded_live_bytes());
@@ -479,16 +484,51 @@ impl StreamOrder for FlakyOrder {
     }
 }
 
-/// The pool with ordered streams and an upstream that runs out: growth backs off toward the
-/// request, blocks move between streams only through publish and wait (which sometimes fail),
-/// and the pool's size always equals what the upstream handed out.
+/// Host memory under a limit that also refuses a quarter of all requests, as a device shared with
+/// other processes may; it remembers what it refused, so a test can tell why a pool ran out.
+struct FlakyUpstream {
+    inner: LimitingResourceAdaptor<HostMemoryResource>,
+    rng: Mutex<Rng>,
+    refused: Arc<Mutex<Vec<usize>>>,
+}
+
+impl MemoryResource for FlakyUpstream {
+    fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
+        let result = if self.rng.lock().below(4) == 0 {
+            Err(Error::out_of_memory(bytes, "refused at random"))
+        } else {
+            self.inner.allocate(bytes, alignment, stream)
+        };
+        if result.is_err() {
+            self.refused.lock().push(bytes);
+        }
+        result
+    }
+    fn deallocate(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<()> {
+        self.inner.deallocate(ptr, bytes, alignment, stream)
+    }
+    fn is_device_accessible(&self) -> bool {
+        false
+    }
+    fn is_host_accessible(&self) -> bool {
+        true
+    }
+}
+
+/// The pool with ordered streams and an upstream that runs out and refuses at random: growth
+/// backs off to exactly the request's need, blocks move between streams only through publish and
+/// wait (which sometimes fail), and the pool's size always equals what the upstream handed out.
 #[test]
 fn pool_at_scale_with_ordered_streams_and_a_failing_upstream() {
     let name = "pool_at_scale_with_ordered_streams_and_a_failing_upstream";
     let s = seed(name, 0x5CA1_0003);
     let mut rng = Rng::new(s);
     let limit = 48 * MIB;
-    let upstream = Arc::new(LimitingResourceAdaptor::new(HostMemoryResource::new(), limit));
+    let upstream = Arc::new(FlakyUpstream {
+        inner: LimitingResourceAdaptor::new(HostMemoryResource::new(), limit),
+        rng: Mutex::new(Rng::new(s ^ 0xF1A4)),
+        refused: Arc::default(),
+    });
     let calls = Arc::new(Default::default());
     let order = FlakyOrder { rng: Mutex::new(Rng::new(s ^ 0x0DE5)), calls: Arc::clone(&calls) };
     let pool = PoolMemoryResource::with_stream_order(upstream.clone(), 0, None, Box::new(order)).unwrap();
@@ -503,10 +543,11 @@ fn pool_at_scale_with_ordered_streams_and_a_failing_upstream() {
         ..Trace::default()
     };
     let plan = Plan { bad: BadCalls::Pool, allow_oom: true, ..Plan::new(trace) };
-    let mut checker = PoolChecker::new(limit);
+    let mut checker = PoolChecker::new(usize::MAX, Some(upstream.refused.clone()));
     let n = drive(&pool, &plan, &mut rng, |e, m| {
         checker.see(&pool, e, m);
-        assert_eq!(upstream.allocated_bytes(), pool.pool_size(), "the pool's size is what the upstream handed out");
+        let handed_out = upstream.inner.allocated_bytes();
+        assert_eq!(handed_out, pool.pool_size(), "the pool's size is what the upstream handed out");
     });
     report(name, &n);
     let c: Vec<usize> = calls.iter().map(|c| c.load(Ordering::Relaxed)).collect();
@@ -522,8 +563,8 @@ fn pool_at_scale_with_ordered_streams_and_a_failing_upstream() {
     let st = pool.state();
     assert_eq!(st.free_bytes, st.pool_size);
     drop(pool);
-    assert_eq!(upstream.allocated_bytes(), 0);
-    assert_eq!(upstream.upstream().outstanding(), (0, 0));
+    assert_eq!(upstream.inner.allocated_bytes(), 0);
+    assert_eq!(upstream.inner.upstream().outstanding(), (0, 0));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1022,7 +1063,7 @@ fn gpu_pool_at_scale() {
         ..Trace::default()
     };
     let plan = Plan { bad: BadCalls::Pool, allow_oom: true, ..Plan::new(trace) };
-    let mut checker = PoolChecker::new(max);
+    let mut checker = PoolChecker::new(max, None);
     let n = drive(&pool, &plan, &mut rng, |e, m| checker.see(&pool, e, m));
     report(name, &n);
     pool.check_invariants().unwrap();

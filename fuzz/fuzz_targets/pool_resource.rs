@@ -96,7 +96,7 @@ impl MemoryResource for FakeUpstream {
         let addr = b.next;
         // A gap of one granule after odd-sized chunks, none after others: chunks that touch must
         // never be merged.
-        b.next += bytes + if bytes % (2 * GRANULE) == 0 { 0 } else { GRANULE };
+        b.next += bytes + if bytes.is_multiple_of(2 * GRANULE) { 0 } else { GRANULE };
         b.live.insert(addr, bytes);
         b.used += bytes;
         Ok(addr as *mut u8)
