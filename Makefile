@@ -1,7 +1,10 @@
 # rmm-rs C++ face: the Rust staticlib, the examples and the C++ tests, built with nvcc.
 #
 #   make example             # the Rust staticlib and the Thrust sort example, and run it
-#   make test                # cargo test, then every C++ example and test built and run, and std-check
+#   make test                # cargo test (and model_scale in release), then every C++ example and
+#                            # test built and run, and std-check
+#   make valgrind            # every host test binary under valgrind (CI runs it)
+#   make fuzz                # the pool's fuzz targets, FUZZ_SECONDS each (CI runs it)
 #   make -j2                 # staticlib (cargo build --release), examples, tests -> build/cpp/bin
 #   make run                 # ... and run them all (without a GPU they print "skipped: ...")
 #   make std-check           # every public header in one TU, -std=c++17 and -std=c++20
@@ -53,7 +56,7 @@ TEST_FLAGS := -I$(GTEST_SRC)/include -diag-suppress=177
 
 # Keep object files (make would delete them as intermediates of the pattern chain).
 .SECONDARY:
-.PHONY: all examples tests run run-examples run-tests std-check staticlib bundle clean example test
+.PHONY: all examples tests run run-examples run-tests std-check staticlib bundle clean example test test-scale valgrind fuzz
 all: examples tests
 examples: $(EXAMPLES)
 tests: $(TESTS) $(EXIT_CHILD)
@@ -117,8 +120,22 @@ example: $(BIN)/thrust_sort
 test: all
 ifeq ($(NO_CARGO),)
 	+CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) $(CARGO) test --manifest-path $(REPO)/Cargo.toml
+	+$(MAKE) --no-print-directory test-scale
 endif
 	$(MAKE) --no-print-directory run std-check
+
+# The model-based tests at full scale: 10^7 checked calls per resource and adaptor in a release
+# build (RMM_MODEL_OPS changes the count), with each test's seed and counts shown.
+test-scale:
+	+CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) $(CARGO) test --release --manifest-path $(REPO)/Cargo.toml --test model_scale -- --show-output
+
+# Every host test binary (cargo's and the C++ tests) under valgrind; the fuzz targets for
+# FUZZ_SECONDS each. CI runs both after `make test`.
+FUZZ_SECONDS ?= 30
+valgrind: tests
+	CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) BUILD=$(BUILD) bash $(REPO)/.ci/valgrind.sh
+fuzz:
+	bash $(REPO)/.ci/fuzz.sh $(FUZZ_SECONDS)
 
 run: run-examples run-tests
 run-examples: examples

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building the C++ side needs on a machine with no CUDA: nvcc 13.0.88 with its crt,
 # nvvm and runtime pinned to match (the GPU machine's compiler), CCCL 3.5.0 (what RMM 26.10 uses),
-# all from PyPI into .venv-cuda, and GoogleTest from Debian. Idempotent.
+# all from PyPI into .venv-cuda, and GoogleTest and valgrind from Debian. Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ ! -x .venv-cuda/lib/python3.11/site-packages/nvidia/cu13/bin/nvcc ]; then
@@ -14,4 +14,10 @@ if [ ! -e /usr/lib/x86_64-linux-gnu/libgtest.a ] && [ ! -e /usr/src/googletest/g
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq libgtest-dev >/dev/null
+fi
+# valgrind: .ci/valgrind.sh runs every host test binary under memcheck.
+if ! command -v valgrind >/dev/null; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq valgrind >/dev/null
 fi

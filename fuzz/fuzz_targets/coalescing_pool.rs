@@ -1,0 +1,264 @@
+//! Drives the pool algorithm (`CoalescingPool`) directly with operations decoded from the fuzzer's
+//! input: chunks added at made-up addresses (no memory behind them: the algorithm only does
+//! address arithmetic), allocations on several streams, frees, every kind of bad free, publishing,
+//! donor lookups and merges. After every operation the pool's own invariant check runs and its
+//! figures are compared with a model of the live blocks; every bad free must be refused with the
+//! exact error the model predicts.
+#![no_main]
+
+use libfuzzer_sys::arbitrary::{self, Arbitrary};
+use libfuzzer_sys::fuzz_target;
+use rmm::pool::{rounded_size, CoalescingPool, StreamKey, GRANULE, MAX_BLOCK_BYTES};
+use rmm::Misuse;
+use std::collections::BTreeMap;
+
+/// Where the first chunk starts: far from 0, which the pool's address map reserves.
+const BASE: usize = 1 << 40;
+
+#[derive(Arbitrary, Debug)]
+enum Op {
+    /// A chunk of `mantissa << shift` granules (at least one), `gap` granules after the last.
+    Grow {
+        stream: u8,
+        mantissa: u16,
+        shift: u8,
+        gap: u8,
+    },
+    /// An allocation of `mantissa << shift` bytes from the stream's own free lists.
+    Allocate {
+        stream: u8,
+        mantissa: u16,
+        shift: u8,
+        align_shift: u8,
+    },
+    /// As the resource's slow path does: find a donor set, then allocate from it.
+    AllocateFromDonor {
+        stream: u8,
+        mantissa: u16,
+        shift: u8,
+        align_shift: u8,
+        ordered: bool,
+    },
+    Free {
+        which: u16,
+        stream: u8,
+    },
+    /// A free with a size other than the one allocated.
+    FreeWrongSize {
+        which: u16,
+        delta: u16,
+        stream: u8,
+    },
+    /// A free of any address: a chunk's start plus an offset, or anything at all.
+    FreeAddress {
+        chunk: u8,
+        offset: u32,
+        raw: Option<u64>,
+        bytes: u16,
+        stream: u8,
+    },
+    Publish {
+        stream: u8,
+    },
+    ClearWanted {
+        stream: u8,
+    },
+    Merge {
+        from: u8,
+        to: u8,
+    },
+}
+
+/// The streams the operations name: the legacy default stream, fresh memory, two per-thread
+/// default streams and two ordinary ones.
+fn key(stream: u8) -> StreamKey {
+    match stream % 6 {
+        0 => StreamKey(0),
+        1 => StreamKey::FRESH,
+        2 => StreamKey::per_thread(1),
+        3 => StreamKey::per_thread(2),
+        4 => StreamKey(0x7f00_1000),
+        _ => StreamKey(0x7f00_2000),
+    }
+}
+
+fn bytes_of(mantissa: u16, shift: u8) -> usize {
+    ((mantissa as usize) + 1) << (shift % 32)
+}
+
+/// What the test knows: live blocks by address (requested bytes, rounded size), the chunks, and
+/// the slots created so far (a private set per stream, and a published set once it publishes).
+#[derive(Default)]
+struct Model {
+    live: BTreeMap<usize, (usize, usize)>,
+    order: Vec<usize>,
+    chunks: Vec<(usize, usize)>,
+    end: usize,
+    slots: usize,
+    published: BTreeMap<usize, usize>,
+    used: usize,
+}
+
+impl Model {
+    fn slot(&mut self, pool: &mut CoalescingPool, stream: u8) -> usize {
+        let slot = pool.slot_of(key(stream));
+        self.slots = self.slots.max(slot + 1);
+        slot
+    }
+
+    fn insert(&mut self, addr: usize, requested: usize, size: usize, align: usize) {
+        assert_eq!(addr % align, 0, "{addr:#x} is not {align}-aligned");
+        let inside = self.chunks.iter().any(|&(c, n)| c <= addr && addr + size <= c + n);
+        assert!(inside, "block {addr:#x}+{size} is not inside one chunk");
+        if let Some((&q, &(_, qs))) = self.live.range(..=addr).next_back() {
+            assert!(q + qs <= addr, "block {addr:#x} overlaps live block {q:#x}+{qs}");
+        }
+        if let Some((&q, _)) = self.live.range(addr..).next() {
+            assert!(addr + size <= q, "block {addr:#x}+{size} overlaps live block {q:#x}");
+        }
+        self.live.insert(addr, (requested, size));
+        self.order.push(addr);
+        self.used += size;
+    }
+
+    /// The error a free of `addr` (not a live block's start) must get.
+    fn misuse_at(&self, addr: usize) -> Misuse {
+        if let Some((&start, &(_, size))) = self.live.range(..=addr).next_back() {
+            if addr < start + size {
+                return Misuse::InteriorPointer { ptr: addr, block_start: start };
+            }
+        }
+        if self.chunks.iter().any(|&(c, n)| c <= addr && addr < c + n) {
+            Misuse::DoubleFree { ptr: addr }
+        } else {
+            Misuse::UnknownPointer { ptr: addr }
+        }
+    }
+}
+
+fn allocate(pool: &mut CoalescingPool, m: &mut Model, slot: usize, requested: usize, align_shift: u8) {
+    let Some(size) = rounded_size(requested) else { return };
+    let align = GRANULE << (align_shift % 16);
+    if let Some(addr) = pool.allocate(slot, requested, size, align) {
+        m.insert(addr, requested, size, align);
+    }
+}
+
+fn check(pool: &CoalescingPool, m: &Model) {
+    if let Err(e) = pool.check_invariants() {
+        panic!("invariant broken: {e}");
+    }
+    let st = pool.state();
+    let total: usize = m.chunks.iter().map(|&(_, n)| n).sum();
+    assert_eq!(st.pool_size, total);
+    assert_eq!(st.pool_size - st.free_bytes, m.used, "bytes in use");
+    assert!(st.largest_free_block <= st.free_bytes);
+    assert_eq!(pool.allocated_count(), m.live.len());
+}
+
+fuzz_target!(|ops: Vec<Op>| {
+    let mut pool = CoalescingPool::new();
+    let mut m = Model { end: BASE, ..Model::default() };
+    for op in ops {
+        match op {
+            Op::Grow { stream, mantissa, shift, gap } => {
+                let units = ((mantissa as usize % 4096) + 1) << (shift % 21);
+                let size = (units * GRANULE).min(MAX_BLOCK_BYTES);
+                let addr = m.end + gap as usize * GRANULE;
+                let slot = m.slot(&mut pool, stream);
+                pool.add_chunk(addr, size, slot);
+                m.chunks.push((addr, size));
+                m.end = addr + size;
+            }
+            Op::Allocate { stream, mantissa, shift, align_shift } => {
+                let slot = m.slot(&mut pool, stream);
+                allocate(&mut pool, &mut m, slot, bytes_of(mantissa, shift), align_shift);
+            }
+            Op::AllocateFromDonor { stream, mantissa, shift, align_shift, ordered } => {
+                let slot = m.slot(&mut pool, stream);
+                let requested = bytes_of(mantissa, shift);
+                let (Some(size), align) = (rounded_size(requested), GRANULE << (align_shift % 16)) else { continue };
+                if let Some(d) = pool.find_donor(slot, size, align, ordered) {
+                    assert_ne!(d, slot, "a stream is not its own donor");
+                    assert!(d < m.slots);
+                    // A donor has a block in a class that always fits: allocating must succeed.
+                    let addr = pool.allocate(d, requested, size, align).expect("the donor's block fits");
+                    m.insert(addr, requested, size, align);
+                }
+            }
+            Op::Free { which, stream } => {
+                if m.order.is_empty() {
+                    continue;
+                }
+                let addr = m.order.swap_remove(which as usize % m.order.len());
+                let (requested, size) = m.live.remove(&addr).expect("live");
+                m.used -= size;
+                let slot = m.slot(&mut pool, stream);
+                assert_eq!(pool.deallocate(addr, requested, slot), Ok(()));
+            }
+            Op::FreeWrongSize { which, delta, stream } => {
+                if m.order.is_empty() {
+                    continue;
+                }
+                let addr = m.order[which as usize % m.order.len()];
+                let requested = m.live[&addr].0;
+                let given = if delta % 2 == 0 {
+                    requested + 1 + delta as usize
+                } else {
+                    requested.saturating_sub(1 + delta as usize)
+                };
+                let slot = m.slot(&mut pool, stream);
+                let want = Misuse::WrongSize { ptr: addr, allocated: requested, given };
+                assert_eq!(pool.deallocate(addr, given, slot), Err(want));
+            }
+            Op::FreeAddress { chunk, offset, raw, bytes, stream } => {
+                let addr = match (raw, m.chunks.get(chunk as usize % m.chunks.len().max(1))) {
+                    (Some(a), _) => a as usize,
+                    (None, Some(&(c, _))) => c + offset as usize,
+                    (None, None) => continue,
+                };
+                if addr == 0 || m.live.contains_key(&addr) {
+                    continue;
+                }
+                let slot = m.slot(&mut pool, stream);
+                assert_eq!(pool.deallocate(addr, bytes as usize, slot), Err(m.misuse_at(addr)));
+            }
+            Op::Publish { stream } => {
+                let slot = m.slot(&mut pool, stream);
+                if !m.published.contains_key(&slot) {
+                    m.published.insert(slot, m.slots);
+                    m.slots += 1;
+                }
+                pool.publish(slot);
+                assert!(!pool.is_wanted(slot));
+                assert!(pool.is_published(m.published[&slot]));
+            }
+            Op::ClearWanted { stream } => {
+                let slot = m.slot(&mut pool, stream);
+                pool.clear_wanted(slot);
+                assert!(!pool.is_wanted(slot));
+            }
+            Op::Merge { from, to } => {
+                if m.slots < 2 {
+                    continue;
+                }
+                let (from, to) = (from as usize % m.slots, to as usize % m.slots);
+                if from == to {
+                    continue;
+                }
+                let free_before = pool.state().free_bytes;
+                pool.merge_into(from, to);
+                assert!(!pool.streams_with_free_memory(to).contains(&from), "merge left blocks behind");
+                assert_eq!(pool.state().free_bytes, free_before);
+            }
+        }
+        check(&pool, &m);
+    }
+    // Everything freed: all memory is free again.
+    for addr in std::mem::take(&mut m.order) {
+        let (requested, size) = m.live.remove(&addr).expect("live");
+        m.used -= size;
+        assert_eq!(pool.deallocate(addr, requested, 0), Ok(()));
+    }
+    check(&pool, &m);
+});
