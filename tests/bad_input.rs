@@ -576,8 +576,8 @@ fn cu(status: cudarc::driver::sys::CUresult, call: &str) {
     );
 }
 
-/// The same on the device: a block freed naming a destroyed stream, while work that stream
-/// queued may still run, is handed to another stream only after that work finished. The taker is
+/// On the device: a block freed on a stream that is then destroyed, while work that stream queued
+/// may still run, is handed to another stream only after that work finished. The taker is
 /// made before the dying stream is destroyed, so it cannot get the dead handle back from the
 /// driver (a recycled handle is the caveat in docs/errors.md).
 #[test]
@@ -599,9 +599,11 @@ fn free_on_a_destroyed_stream_on_the_device() {
                 unsafe { sys::cuMemsetD8Async(p as u64, 0x11, 64 * MIB, s.view().as_raw()) },
                 "cuMemsetD8Async",
             );
+            // Freed while the stream is alive: naming a destroyed stream is undefined (as in RMM).
+            pool.deallocate(p, 64 * MIB, 256, s.view()).unwrap();
             (p, s.view())
         }; // destroyed here, its memset perhaps still running
-        pool.deallocate(p, 64 * MIB, 256, dead).unwrap();
+        let _ = dead;
         let q = pool.allocate(64 * MIB, 256, t.view()).unwrap();
         assert_eq!(q, p);
         // SAFETY: q is a live 64 MiB device block; the stream is alive.
