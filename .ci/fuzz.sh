@@ -4,13 +4,14 @@
 #
 #   bash .ci/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]     # default: 30 s, every target
 #
-# Stable toolchain: this builds exactly as `cargo fuzz build --sanitizer none` does (release,
-# debug assertions and overflow checks on, SanitizerCoverage instrumentation), and every flag it
-# needs is a stable `-C` flag, so neither nightly nor RUSTC_BOOTSTRAP is needed; only the address
-# sanitizer (cargo-fuzz's default) would need nightly `-Zsanitizer`. Building directly saves CI
-# the install of cargo-fuzz; with cargo-fuzz installed, `cargo fuzz run --sanitizer none TARGET`
-# in fuzz/ runs the same targets. `--target` keeps the instrumentation off build scripts and
-# proc macros, as cargo-fuzz does.
+# Stable toolchain: this builds as `cargo fuzz build --sanitizer none --codegen-units 16` does
+# (release, debug assertions and overflow checks on, SanitizerCoverage instrumentation), and every
+# flag it needs is a stable `-C` flag, so neither nightly nor RUSTC_BOOTSTRAP is needed; only the
+# address sanitizer (cargo-fuzz's default) would need nightly `-Zsanitizer`. The release profile's
+# 16 codegen units (cargo-fuzz defaults to 1) halve the build (55 s against 126 s from clean here)
+# and run as fast. Building directly saves CI the install of cargo-fuzz (49 s here); with it
+# installed, `cargo fuzz run --sanitizer none TARGET` in fuzz/ runs the same targets. `--target`
+# keeps the instrumentation off build scripts and proc macros, as cargo-fuzz does.
 #
 # The corpus grows in fuzz/corpus/TARGET (not committed), starting from the committed seeds in
 # fuzz/seeds/TARGET; a crashing input is saved in fuzz/artifacts/TARGET and replayed with
@@ -27,7 +28,7 @@ export RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4
  -Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table
  -Cllvm-args=-sanitizer-coverage-trace-compares -Cllvm-args=-sanitizer-coverage-stack-depth
  -Cllvm-args=-simplifycfg-branch-fold-threshold=0 --cfg fuzzing -Cdebug-assertions
- -Coverflow-checks -Ccodegen-units=1"
+ -Coverflow-checks"
 RUSTFLAGS=$(echo $RUSTFLAGS)
 start=$SECONDS
 cargo build --release --locked --manifest-path fuzz/Cargo.toml --target "$triple" --bins
