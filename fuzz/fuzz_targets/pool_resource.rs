@@ -56,6 +56,9 @@ enum Op {
         raw: Option<u64>,
         stream: u8,
     },
+    /// Gives a stream a shard of its own (as contention would): ranges then move between shards
+    /// and frees cross them.
+    Spread { stream: u8 },
     /// Makes the upstream refuse from now on, or accept again.
     UpstreamFails(bool),
     /// Makes `record`, `wait` and `synchronize_all` fail from now on, or succeed again.
@@ -277,6 +280,7 @@ fuzz_target!(|setup: Setup| {
                     assert_eq!(got, Err(Error::Misuse(Misuse::WrongSize { ptr: addr, allocated, given: 1 })));
                 }
             }
+            Op::Spread { stream: s } => pool.spread_stream(stream(s)),
             Op::UpstreamFails(on) => books.lock().unwrap().failing = on,
             Op::OrderFails { record, wait, sync } => {
                 for (flag, on) in order.fail.iter().zip([record, wait, sync]) {
