@@ -768,3 +768,50 @@ fn a_block_freed_on_another_shards_stream_returns_to_its_owner() {
     pool.deallocate(q, 256, 256, b).unwrap();
     pool.check_invariants().unwrap();
 }
+
+/// Streams taking turns publish on every free (so each can reuse the other's blocks at once, as in
+/// RMM); a stream that then has the pool to itself stops paying for it.
+#[test]
+fn frees_publish_only_while_streams_take_turns() {
+    let order = RecordingOrder::default();
+    let pool = PoolMemoryResource::with_stream_order(
+        HostMemoryResource::new(),
+        4 * MIB,
+        None,
+        Box::new(order.clone()),
+    )
+    .unwrap();
+    let (a, b) = (
+        CudaStreamView::from_handle(0x1000),
+        CudaStreamView::from_handle(0x2000),
+    );
+    let records = || {
+        order
+            .log()
+            .iter()
+            .filter(|e| matches!(e, Record(_)))
+            .count()
+    };
+    for _ in 0..10 {
+        for s in [a, b] {
+            let p = pool.allocate(4096, 256, s).unwrap();
+            pool.deallocate(p, 4096, 256, s).unwrap();
+        }
+    }
+    assert_eq!(
+        records(),
+        20,
+        "every free published while a and b alternated"
+    );
+    for _ in 0..rmm::pool::coalescing_pool::RECENT_CALLS {
+        let p = pool.allocate(4096, 256, a).unwrap();
+        pool.deallocate(p, 4096, 256, a).unwrap();
+    }
+    let before = records();
+    for _ in 0..100 {
+        let p = pool.allocate(4096, 256, a).unwrap();
+        pool.deallocate(p, 4096, 256, a).unwrap();
+    }
+    assert_eq!(records(), before, "a alone publishes nothing");
+    pool.check_invariants().unwrap();
+}

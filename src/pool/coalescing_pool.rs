@@ -65,7 +65,12 @@ pub struct CoalescingPool {
     last_slot: usize,
     /// Private free-list sets of real streams (not FRESH, not published sets).
     stream_count: usize,
+    /// Calls (through `slot_of`) since the stream changed.
+    calls_since_switch: u32,
 }
+
+/// See [`CoalescingPool::shared_by_streams`].
+pub const RECENT_CALLS: u32 = 256;
 
 /// The bytes a request occupies before alignment: rounded up to the granule; `None` if that
 /// overflows or exceeds what the size classes can index.
@@ -92,8 +97,12 @@ impl CoalescingPool {
     pub fn slot_of(&mut self, key: StreamKey) -> usize {
         if let Some(s) = self.streams.get(self.last_slot) {
             if s.key == key {
+                self.calls_since_switch = self.calls_since_switch.saturating_add(1);
                 return self.last_slot;
             }
+        }
+        if key != StreamKey::FRESH {
+            self.calls_since_switch = 0;
         }
         self.slot_of_slow(key)
     }
@@ -114,15 +123,20 @@ impl CoalescingPool {
                 self.streams.len() - 1
             }
         };
-        self.last_slot = slot;
+        // Fresh memory is no stream: looking it up must not count as another stream's call.
+        if key != StreamKey::FRESH {
+            self.last_slot = slot;
+        }
         slot
     }
 
-    /// True once more than one stream has used this pool: then a stream's free blocks may be
-    /// wanted by another stream at any time.
+    /// True while streams take turns on this pool (another stream called within the last
+    /// [`RECENT_CALLS`] calls): then a stream's free blocks may be wanted by another stream at any
+    /// time. A stream that has had the pool to itself for a while is not slowed by others that
+    /// came and went.
     #[inline]
     pub fn shared_by_streams(&self) -> bool {
-        self.stream_count > 1
+        self.stream_count > 1 && self.calls_since_switch < RECENT_CALLS
     }
 
     /// The stream key of a slot (a published set has its owner's key).
