@@ -10,31 +10,34 @@
 
 use super::stream_order::StreamKey;
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-/// Table size; at most half of it is filled, later streams fall back to a hash.
+/// Table size; at most half of it is filled, later streams stay on shard 0.
 const ENTRIES: usize = 1024;
 const EMPTY: usize = 0;
 
 /// Maps stream keys to shard numbers in `0..shards`.
 pub struct ShardMap {
     shards: usize,
-    /// `key + 1` (0 marks an empty entry), written once.
+    /// `key + 1` of each spread stream (0 marks an empty entry), written once.
     keys: Box<[AtomicUsize]>,
-    /// The shard of the entry with the same index: 0 until the stream is spread.
+    /// The shard of the entry with the same index, written before its key.
     shard_of: Box<[AtomicUsize]>,
-    /// Entries in use and how many streams were spread; changed only under the lock.
-    dealing: Mutex<(usize, usize)>,
+    /// False until a stream is spread: until then every lookup is one load.
+    any_spread: AtomicBool,
+    /// Entries in use; changed only under the lock.
+    used: Mutex<usize>,
 }
 
 impl ShardMap {
-    /// A map dealing streams to `shards` shards (at least one).
+    /// A map over `shards` shards (at least one).
     pub fn new(shards: usize) -> Self {
         ShardMap {
             shards: shards.max(1),
             keys: (0..ENTRIES).map(|_| AtomicUsize::new(EMPTY)).collect(),
             shard_of: (0..ENTRIES).map(|_| AtomicUsize::new(0)).collect(),
-            dealing: Mutex::new((0, 0)),
+            any_spread: AtomicBool::new(false),
+            used: Mutex::new(0),
         }
     }
 
@@ -48,81 +51,55 @@ impl ShardMap {
         (key.0.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54) & (ENTRIES - 1)
     }
 
-    /// The shard of `key` (0 on first use).
+    /// The shard of `key`: 0 unless it was spread. A stream being spread by another thread at
+    /// this moment may still be told 0 once; which shard serves a call is a matter of speed only.
     #[inline]
     pub fn shard(&self, key: StreamKey) -> usize {
-        if self.shards == 1 {
+        if !self.any_spread.load(Ordering::Relaxed) {
             return 0;
         }
+        self.lookup(key)
+    }
+
+    fn lookup(&self, key: StreamKey) -> usize {
         let tag = key.0.wrapping_add(1);
         let mut i = Self::home(key);
         for _ in 0..ENTRIES {
             match self.keys[i].load(Ordering::Acquire) {
-                k if k == tag && tag != EMPTY => return self.shard_of[i].load(Ordering::Relaxed),
-                EMPTY => return self.deal(key),
+                EMPTY => return 0,
+                k if k == tag => return self.shard_of[i].load(Ordering::Relaxed),
                 _ => i = (i + 1) & (ENTRIES - 1),
             }
         }
-        self.fallback(key)
-    }
-
-    #[cold]
-    fn deal(&self, key: StreamKey) -> usize {
-        let tag = key.0.wrapping_add(1);
-        let mut dealing = self.dealing.lock();
-        let (used, spread) = *dealing;
-        if tag == EMPTY || used >= ENTRIES / 2 {
-            return self.fallback(key);
-        }
-        let mut i = Self::home(key);
-        loop {
-            let k = self.keys[i].load(Ordering::Relaxed);
-            if k == tag {
-                // Dealt by another thread between our probe and the lock.
-                return self.shard_of[i].load(Ordering::Relaxed);
-            }
-            if k == EMPTY {
-                break;
-            }
-            i = (i + 1) & (ENTRIES - 1);
-        }
-        self.shard_of[i].store(0, Ordering::Relaxed);
-        // Release: a reader that sees the key also sees its shard.
-        self.keys[i].store(tag, Ordering::Release);
-        *dealing = (used + 1, spread);
         0
     }
 
     /// Moves `key` from shard 0 to a shard of its own (dealt round-robin over `1..shards`); called
-    /// when a call on `key` found shard 0 busy. A stream is moved at most once; streams past the
-    /// table's capacity keep their hashed shard.
+    /// when a call on `key` found shard 0 busy. A stream is moved at most once; once the table is
+    /// half full, further streams stay on shard 0.
     #[cold]
     pub fn spread(&self, key: StreamKey) {
-        if self.shards == 1 {
+        let tag = key.0.wrapping_add(1);
+        if self.shards == 1 || tag == EMPTY {
             return;
         }
-        let tag = key.0.wrapping_add(1);
-        let mut dealing = self.dealing.lock();
+        let mut used = self.used.lock();
+        if *used >= ENTRIES / 2 {
+            return;
+        }
         let mut i = Self::home(key);
-        for _ in 0..ENTRIES {
+        loop {
             match self.keys[i].load(Ordering::Relaxed) {
-                k if k == tag && tag != EMPTY => {
-                    if self.shard_of[i].load(Ordering::Relaxed) == 0 {
-                        let (used, spread) = *dealing;
-                        self.shard_of[i].store(1 + spread % (self.shards - 1), Ordering::Relaxed);
-                        *dealing = (used, spread + 1);
-                    }
-                    return;
-                }
-                EMPTY => return,
+                EMPTY => break,
+                k if k == tag => return,
                 _ => i = (i + 1) & (ENTRIES - 1),
             }
         }
-    }
-
-    #[cold]
-    fn fallback(&self, key: StreamKey) -> usize {
-        Self::home(key) % self.shards
+        self.shard_of[i].store(1 + *used % (self.shards - 1), Ordering::Relaxed);
+        // Release: a reader that sees the key also sees its shard.
+        self.keys[i].store(tag, Ordering::Release);
+        *used += 1;
+        self.any_spread.store(true, Ordering::Release);
     }
 }
 
@@ -145,11 +122,10 @@ mod tests {
             m.shard(StreamKey(usize::MAX)),
             m.shard(StreamKey(usize::MAX))
         );
-        m.spread(StreamKey(0x99_000));
         assert_eq!(
             m.shard(StreamKey(0x99_000)),
             0,
-            "an unknown stream is not spread"
+            "a stream never spread stays on shard 0"
         );
         let one = ShardMap::new(1);
         one.spread(keys[0]);
@@ -157,12 +133,15 @@ mod tests {
     }
 
     #[test]
-    fn a_full_table_falls_back_to_a_hash() {
+    fn a_full_table_leaves_later_streams_on_shard_0() {
         let m = ShardMap::new(8);
         for i in 0..2 * ENTRIES {
-            let s = m.shard(StreamKey(i << 3));
-            assert!(s < 8);
-            assert_eq!(m.shard(StreamKey(i << 3)), s);
+            m.spread(StreamKey(i << 3));
         }
+        let spread = (0..2 * ENTRIES)
+            .filter(|&i| m.shard(StreamKey(i << 3)) != 0)
+            .count();
+        assert_eq!(spread, ENTRIES / 2);
+        assert!((0..2 * ENTRIES).all(|i| m.shard(StreamKey(i << 3)) < 8));
     }
 }

@@ -241,9 +241,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// thread in the shared shard. For a stream that one thread will use heavily while others use
     /// the pool too; without effect on a pool of one shard and on a stream moved before.
     pub fn spread_stream(&self, stream: CudaStreamView) {
-        let key = StreamKey::from_view(stream);
-        self.shard_map.shard(key);
-        self.shard_map.spread(key);
+        self.shard_map.spread(StreamKey::from_view(stream));
     }
 
     /// Locks the home shard of `key`; a stream that finds the shared shard 0 busy gets a shard of
