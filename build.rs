@@ -2,17 +2,8 @@
 //! C++ compiler. No CUDA headers are needed here: the CUDA side is header-only under include/ and is
 //! compiled by the user's nvcc.
 fn main() {
-    cxx_build::bridge("src/bridge.rs")
-        .file("cpp/bridge.cpp")
-        .include("include")
-        .std("c++17")
-        .compile("rmm-cxxbridge");
-    for path in [
-        "src/bridge.rs",
-        "cpp/bridge.cpp",
-        "include/rmm/detail/rust_bridge.hpp",
-        "include/rmm/error.hpp",
-    ] {
+    cxx_build::bridge("src/bridge.rs").file("cpp/bridge.cpp").include("include").std("c++17").compile("rmm-cxxbridge");
+    for path in ["src/bridge.rs", "cpp/bridge.cpp", "include/rmm/detail/rust_bridge.hpp", "include/rmm/error.hpp"] {
         println!("cargo:rerun-if-changed={path}");
     }
 }

@@ -5,9 +5,7 @@
 //! `cargo bench --bench pool_trace` (add `-- --threads` for the shared-pool thread scaling rows).
 //! Each row: median and minimum of 31 replays after a 300 ms warm-up.
 
-use rmm::resource::{
-    CudaAsyncMemoryResource, CudaMemoryResource, HostMemoryResource, PoolMemoryResource,
-};
+use rmm::resource::{CudaAsyncMemoryResource, CudaMemoryResource, HostMemoryResource, PoolMemoryResource};
 use rmm::{CudaStreamView, MemoryResource};
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -68,11 +66,7 @@ fn make_trace(ops: usize, max_live: usize, seed: u64) -> Vec<Op> {
 }
 
 /// Replays the trace; returns ns per operation.
-fn replay(
-    trace: &[Op],
-    mut alloc: impl FnMut(usize) -> *mut u8,
-    mut dealloc: impl FnMut(*mut u8, usize),
-) -> f64 {
+fn replay(trace: &[Op], mut alloc: impl FnMut(usize) -> *mut u8, mut dealloc: impl FnMut(*mut u8, usize)) -> f64 {
     let mut ptrs = vec![(std::ptr::null_mut::<u8>(), 0usize); 1000];
     let t = Instant::now();
     for op in trace {
@@ -97,10 +91,7 @@ struct Stat {
 
 fn stat(mut v: Vec<f64>) -> Stat {
     v.sort_by(|a, b| a.total_cmp(b));
-    Stat {
-        median: v[v.len() / 2],
-        min: v[0],
-    }
+    Stat { median: v[v.len() / 2], min: v[0] }
 }
 
 /// Runs `f` `reps` times after a warm-up long enough for the CPU clock to settle.
@@ -112,45 +103,26 @@ fn repeat(reps: usize, mut f: impl FnMut() -> f64) -> Stat {
     stat((0..reps).map(|_| f()).collect())
 }
 
-fn bench_resource<R: MemoryResource + ?Sized>(
-    r: &R,
-    trace: &[Op],
-    stream: CudaStreamView,
-    reps: usize,
-) -> Stat {
+fn bench_resource<R: MemoryResource + ?Sized>(r: &R, trace: &[Op], stream: CudaStreamView, reps: usize) -> Stat {
     repeat(reps, || {
         replay(
             trace,
-            |n| {
-                r.allocate(n, 256, stream)
-                    .expect("allocate failed in benchmark")
-            },
-            |p, n| {
-                r.deallocate(p, n, 256, stream)
-                    .expect("deallocate failed in benchmark")
-            },
+            |n| r.allocate(n, 256, stream).expect("allocate failed in benchmark"),
+            |p, n| r.deallocate(p, n, 256, stream).expect("deallocate failed in benchmark"),
         )
     })
 }
 
 fn bench_malloc(trace: &[Op], reps: usize) -> Stat {
     // SAFETY: every pointer malloc returns is freed exactly once by the trace.
-    repeat(reps, || {
-        replay(
-            trace,
-            |n| unsafe { malloc(n) as *mut u8 },
-            |p, _| unsafe { free(p as *mut c_void) },
-        )
-    })
+    repeat(reps, || replay(trace, |n| unsafe { malloc(n) as *mut u8 }, |p, _| unsafe { free(p as *mut c_void) }))
 }
 
 /// `threads` threads, each replaying its own trace on its own stream against one shared resource;
 /// aggregate ns per operation (wall time / all operations). Device resources get real streams; host
 /// memory gets distinct stream handles that are never passed to CUDA.
 fn bench_threads<R: MemoryResource + ?Sized>(r: &R, threads: usize, ops: usize) -> f64 {
-    let traces: Vec<Vec<Op>> = (0..threads)
-        .map(|t| make_trace(ops, 1000, 1000 + t as u64))
-        .collect();
+    let traces: Vec<Vec<Op>> = (0..threads).map(|t| make_trace(ops, 1000, 1000 + t as u64)).collect();
     let total: usize = traces.iter().map(|t| t.len()).sum();
     let barrier = std::sync::Barrier::new(threads);
     let t0 = std::sync::Mutex::new(None::<Instant>);
@@ -158,12 +130,8 @@ fn bench_threads<R: MemoryResource + ?Sized>(r: &R, threads: usize, ops: usize) 
         for (i, trace) in traces.iter().enumerate() {
             let (barrier, t0) = (&barrier, &t0);
             s.spawn(move || {
-                let owned = r
-                    .is_device_accessible()
-                    .then(|| rmm::CudaStream::new().expect("stream"));
-                let stream = owned
-                    .as_ref()
-                    .map_or(CudaStreamView::from_handle(0x1000 * (i + 1)), |s| s.view());
+                let owned = r.is_device_accessible().then(|| rmm::CudaStream::new().expect("stream"));
+                let stream = owned.as_ref().map_or(CudaStreamView::from_handle(0x1000 * (i + 1)), |s| s.view());
                 barrier.wait();
                 t0.lock().unwrap().get_or_insert_with(Instant::now);
                 replay(
@@ -186,59 +154,29 @@ fn main() {
     let threads = args.iter().any(|a| a == "--threads");
     let reps = 31;
     let trace = make_trace(200_000, 1000, 42);
-    println!(
-        "trace: {} ops (200k + final frees), sizes 8 B..1 MiB log-uniform, <= 1000 live, seed 42",
-        trace.len()
-    );
-    println!(
-        "{:<44} {:>12} {:>10}",
-        "resource", "median ns/op", "min ns/op"
-    );
+    println!("trace: {} ops (200k + final frees), sizes 8 B..1 MiB log-uniform, <= 1000 live, seed 42", trace.len());
+    println!("{:<44} {:>12} {:>10}", "resource", "median ns/op", "min ns/op");
     let row = |name: &str, s: Stat| println!("{name:<44} {:>12.1} {:>10.1}", s.median, s.min);
 
     let host_pool = PoolMemoryResource::new(HostMemoryResource::new(), 0, None).expect("host pool");
-    row(
-        "rmm-rs pool<host memory>",
-        bench_resource(&host_pool, &trace, CudaStreamView::DEFAULT, reps),
-    );
+    row("rmm-rs pool<host memory>", bench_resource(&host_pool, &trace, CudaStreamView::DEFAULT, reps));
     row("glibc malloc/free", bench_malloc(&trace, reps));
 
     if rmm::cuda_available() {
         let s = rmm::CudaStream::new().expect("stream");
         let cuda = Arc::new(CudaMemoryResource::new());
         let pool = PoolMemoryResource::new(cuda.clone(), 1 << 30, None).expect("device pool");
-        row(
-            "rmm-rs pool<cuda> (stream)",
-            bench_resource(&pool, &trace, s.view(), reps),
-        );
-        row(
-            "rmm-rs pool<cuda> (default stream)",
-            bench_resource(&pool, &trace, CudaStreamView::DEFAULT, reps),
-        );
+        row("rmm-rs pool<cuda> (stream)", bench_resource(&pool, &trace, s.view(), reps));
+        row("rmm-rs pool<cuda> (default stream)", bench_resource(&pool, &trace, CudaStreamView::DEFAULT, reps));
         let short = make_trace_prefix_closed(&trace[..20_000.min(trace.len())]);
         let once = replay(
             &short,
-            |n| {
-                cuda.allocate(n, 256, CudaStreamView::DEFAULT)
-                    .expect("allocate")
-            },
-            |p, n| {
-                cuda.deallocate(p, n, 256, CudaStreamView::DEFAULT)
-                    .expect("deallocate")
-            },
+            |n| cuda.allocate(n, 256, CudaStreamView::DEFAULT).expect("allocate"),
+            |p, n| cuda.deallocate(p, n, 256, CudaStreamView::DEFAULT).expect("deallocate"),
         );
-        row(
-            "rmm-rs cuda (cuMemAlloc/cuMemFree, 20k ops, 1 run)",
-            Stat {
-                median: once,
-                min: once,
-            },
-        );
+        row("rmm-rs cuda (cuMemAlloc/cuMemFree, 20k ops, 1 run)", Stat { median: once, min: once });
         let asyncr = CudaAsyncMemoryResource::new(None, Some(usize::MAX)).expect("cuda_async");
-        row(
-            "rmm-rs cuda_async (cuMemAllocFromPoolAsync)",
-            bench_resource(&asyncr, &trace, s.view(), reps),
-        );
+        row("rmm-rs cuda_async (cuMemAllocFromPoolAsync)", bench_resource(&asyncr, &trace, s.view(), reps));
         s.synchronize().expect("sync");
         if threads {
             for n in [1, 2, 4, 8, 16] {
@@ -250,8 +188,7 @@ fn main() {
         println!("skipped: no CUDA device (CUDA rows not run)");
     }
     if threads {
-        let shared =
-            PoolMemoryResource::new(HostMemoryResource::new(), 64 << 20, None).expect("pool");
+        let shared = PoolMemoryResource::new(HostMemoryResource::new(), 64 << 20, None).expect("pool");
         for n in [1, 2, 4, 8, 16] {
             let s = stat((0..5).map(|_| bench_threads(&shared, n, 200_000)).collect());
             row(&format!("rmm-rs pool<host>, {n} threads (aggregate)"), s);

@@ -78,28 +78,11 @@ pub(crate) mod ffi {
         fn allocate(self: &RustResource, bytes: usize, alignment: usize, stream: usize) -> Outcome;
         /// Allocates like `allocate`, returning just the pointer: 0 means a 0-byte request or a
         /// failure, told apart by `take_allocate_error`. The hot path of the C++ resources.
-        fn allocate_or_null(
-            self: &RustResource,
-            bytes: usize,
-            alignment: usize,
-            stream: usize,
-        ) -> usize;
+        fn allocate_or_null(self: &RustResource, bytes: usize, alignment: usize, stream: usize) -> usize;
         /// Frees; a refused free is reported on stderr (naming pointer and size) and changes nothing.
-        fn deallocate(
-            self: &RustResource,
-            ptr: usize,
-            bytes: usize,
-            alignment: usize,
-            stream: usize,
-        );
+        fn deallocate(self: &RustResource, ptr: usize, bytes: usize, alignment: usize, stream: usize);
         /// Like `deallocate`, but hands the refusal back instead of printing it.
-        fn try_deallocate(
-            self: &RustResource,
-            ptr: usize,
-            bytes: usize,
-            alignment: usize,
-            stream: usize,
-        ) -> Outcome;
+        fn try_deallocate(self: &RustResource, ptr: usize, bytes: usize, alignment: usize, stream: usize) -> Outcome;
         /// Why this thread's last `allocate_or_null` returned 0 (`Ok` for a 0-byte request); taken.
         fn take_allocate_error() -> Outcome;
         /// True when memory of one may be freed through the other.
@@ -139,21 +122,11 @@ pub(crate) mod ffi {
             has_maximum: bool,
         ) -> Box<RustResource>;
         fn new_statistics_adaptor(upstream: &RustResource) -> Box<RustResource>;
-        fn new_tracking_adaptor(upstream: &RustResource, capture_stacks: bool)
+        fn new_tracking_adaptor(upstream: &RustResource, capture_stacks: bool) -> Box<RustResource>;
+        fn new_limiting_adaptor(upstream: &RustResource, allocation_limit: usize) -> Box<RustResource>;
+        fn new_logging_adaptor(upstream: &RustResource, path: &str, auto_flush: bool) -> Box<RustResource>;
+        fn new_failure_callback_adaptor(upstream: &RustResource, callback: UniquePtr<CppCallback>)
             -> Box<RustResource>;
-        fn new_limiting_adaptor(
-            upstream: &RustResource,
-            allocation_limit: usize,
-        ) -> Box<RustResource>;
-        fn new_logging_adaptor(
-            upstream: &RustResource,
-            path: &str,
-            auto_flush: bool,
-        ) -> Box<RustResource>;
-        fn new_failure_callback_adaptor(
-            upstream: &RustResource,
-            callback: UniquePtr<CppCallback>,
-        ) -> Box<RustResource>;
         /// Host memory from the global allocator: lets the bridge be tested without a GPU.
         fn new_host_memory_resource() -> Box<RustResource>;
         /// A C++ resource that is not ours, seen as a Rust resource (for example a pool's upstream).
@@ -181,20 +154,8 @@ pub(crate) mod ffi {
         /// Any CCCL `cuda::mr` resource, type-erased on the C++ side. Its methods never throw:
         /// a C++ exception from `allocate` comes back in `out`.
         type CppResource;
-        fn allocate(
-            self: &CppResource,
-            bytes: usize,
-            alignment: usize,
-            stream: usize,
-            out: &mut Outcome,
-        );
-        fn deallocate(
-            self: &CppResource,
-            ptr: usize,
-            bytes: usize,
-            alignment: usize,
-            stream: usize,
-        );
+        fn allocate(self: &CppResource, bytes: usize, alignment: usize, stream: usize, out: &mut Outcome);
+        fn deallocate(self: &CppResource, ptr: usize, bytes: usize, alignment: usize, stream: usize);
         fn equals(self: &CppResource, other: &CppResource) -> bool;
         fn host_accessible(self: &CppResource) -> bool;
 

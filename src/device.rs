@@ -64,10 +64,7 @@ pub fn available_device_memory() -> Result<(usize, usize)> {
     ensure_context()?;
     let (mut free, mut total) = (0usize, 0usize);
     // SAFETY: a context is current; the out pointers are valid.
-    check(
-        unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) },
-        "cuMemGetInfo",
-    )?;
+    check(unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) }, "cuMemGetInfo")?;
     Ok((free, total))
 }
 
@@ -75,9 +72,7 @@ pub fn available_device_memory() -> Result<(usize, usize)> {
 /// way to size a pool's initial allocation.
 pub fn percent_of_free_device_memory(pct: u32) -> Result<usize> {
     if pct > 100 {
-        return Err(Error::InvalidArgument(format!(
-            "percent {pct} is above 100"
-        )));
+        return Err(Error::InvalidArgument(format!("percent {pct} is above 100")));
     }
     let (free, _) = available_device_memory()?;
     Ok(percent_of(free, pct))
@@ -101,9 +96,6 @@ mod tests {
 
     #[test]
     fn percent_above_100_is_rejected_before_any_cuda_call() {
-        assert!(matches!(
-            percent_of_free_device_memory(101),
-            Err(Error::InvalidArgument(_))
-        ));
+        assert!(matches!(percent_of_free_device_memory(101), Err(Error::InvalidArgument(_))));
     }
 }

@@ -18,8 +18,7 @@ pub(crate) fn ensure_driver() -> Result<()> {
             // SAFETY: only probes whether the shared library can be opened.
             if !unsafe { sys::is_culib_present() } {
                 return Err(Error::NoDriver(
-                    "libcuda.so could not be loaded; install the NVIDIA driver or add it to LD_LIBRARY_PATH"
-                        .into(),
+                    "libcuda.so could not be loaded; install the NVIDIA driver or add it to LD_LIBRARY_PATH".into(),
                 ));
             }
             // SAFETY: the library is present; cuInit has no preconditions.
@@ -37,26 +36,15 @@ pub(crate) fn check(status: sys::CUresult, call: &'static str) -> Result<()> {
         return Ok(());
     }
     if status == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
-        return Err(Error::out_of_memory(
-            0,
-            format!("{call} returned CUDA_ERROR_OUT_OF_MEMORY"),
-        ));
+        return Err(Error::out_of_memory(0, format!("{call} returned CUDA_ERROR_OUT_OF_MEMORY")));
     }
-    Err(Error::Cuda {
-        call,
-        code: status as u32,
-        name: error_name(status),
-    })
+    Err(Error::Cuda { call, code: status as u32, name: error_name(status) })
 }
 
 /// Like [`check`], but out-of-memory carries the requested size.
 pub(crate) fn check_alloc(status: sys::CUresult, call: &'static str, bytes: usize) -> Result<()> {
     check(status, call).map_err(|e| match e {
-        Error::OutOfMemory { reason, pool, .. } => Error::OutOfMemory {
-            requested: bytes,
-            pool,
-            reason,
-        },
+        Error::OutOfMemory { reason, pool, .. } => Error::OutOfMemory { requested: bytes, pool, reason },
         other => other,
     })
 }
@@ -67,9 +55,7 @@ fn error_name(status: sys::CUresult) -> String {
     let ok = unsafe { sys::cuGetErrorName(status, &mut ptr) } == sys::CUresult::CUDA_SUCCESS;
     if ok && !ptr.is_null() {
         // SAFETY: the driver returns a NUL-terminated static string.
-        unsafe { CStr::from_ptr(ptr) }
-            .to_string_lossy()
-            .into_owned()
+        unsafe { CStr::from_ptr(ptr) }.to_string_lossy().into_owned()
     } else {
         format!("{status:?}")
     }
@@ -93,17 +79,11 @@ pub(crate) fn make_primary_current(ordinal: i32) -> Result<()> {
     ensure_driver()?;
     let mut dev: sys::CUdevice = 0;
     // SAFETY: the driver is initialised; out pointers are valid.
-    check(
-        unsafe { sys::cuDeviceGet(&mut dev, ordinal) },
-        "cuDeviceGet",
-    )?;
+    check(unsafe { sys::cuDeviceGet(&mut dev, ordinal) }, "cuDeviceGet")?;
     let mut ctx: sys::CUcontext = std::ptr::null_mut();
     // SAFETY: as above. The retain is never released on purpose: the primary context then lives for
     // the whole process, as it does under the runtime, so no resource outlives its context.
-    check(
-        unsafe { sys::cuDevicePrimaryCtxRetain(&mut ctx, dev) },
-        "cuDevicePrimaryCtxRetain",
-    )?;
+    check(unsafe { sys::cuDevicePrimaryCtxRetain(&mut ctx, dev) }, "cuDevicePrimaryCtxRetain")?;
     // SAFETY: ctx was just retained.
     check(unsafe { sys::cuCtxSetCurrent(ctx) }, "cuCtxSetCurrent")
 }

@@ -104,11 +104,7 @@ pub type Result<T> = std::result::Result<T, Error>;
 impl Error {
     /// An out-of-memory error with no pool state.
     pub fn out_of_memory(requested: usize, reason: impl Into<String>) -> Self {
-        Error::OutOfMemory {
-            requested,
-            pool: None,
-            reason: reason.into(),
-        }
+        Error::OutOfMemory { requested, pool: None, reason: reason.into() }
     }
 
     /// True for [`Error::OutOfMemory`], the one error that a retry after freeing memory can fix.
@@ -131,14 +127,12 @@ impl fmt::Display for Misuse {
                 f,
                 "interior pointer: {ptr:#x} points inside the block that starts at {block_start:#x}; free the start"
             ),
-            Misuse::WrongSize { ptr, allocated, given } => write!(
-                f,
-                "wrong size: {ptr:#x} was allocated with {allocated} bytes but freed with {given}"
-            ),
-            Misuse::Outstanding { allocations, bytes } => write!(
-                f,
-                "{allocations} allocations ({bytes} bytes) are still outstanding; free them first"
-            ),
+            Misuse::WrongSize { ptr, allocated, given } => {
+                write!(f, "wrong size: {ptr:#x} was allocated with {allocated} bytes but freed with {given}")
+            }
+            Misuse::Outstanding { allocations, bytes } => {
+                write!(f, "{allocations} allocations ({bytes} bytes) are still outstanding; free them first")
+            }
         }
     }
 }

@@ -18,12 +18,7 @@ impl CudaEvent {
         let mut e: sys::CUevent = std::ptr::null_mut();
         // SAFETY: a context is current; e is a valid out pointer.
         check(
-            unsafe {
-                sys::cuEventCreate(
-                    &mut e,
-                    sys::CUevent_flags_enum::CU_EVENT_DISABLE_TIMING as u32,
-                )
-            },
+            unsafe { sys::cuEventCreate(&mut e, sys::CUevent_flags_enum::CU_EVENT_DISABLE_TIMING as u32) },
             "cuEventCreate",
         )?;
         Ok(CudaEvent { handle: e as usize })
@@ -32,19 +27,13 @@ impl CudaEvent {
     /// Captures the work enqueued on `stream` so far.
     pub fn record(&self, stream: CudaStreamView) -> Result<()> {
         // SAFETY: the event is alive; the driver reports a bad stream handle as an error.
-        check(
-            unsafe { sys::cuEventRecord(self.raw(), stream.as_raw()) },
-            "cuEventRecord",
-        )
+        check(unsafe { sys::cuEventRecord(self.raw(), stream.as_raw()) }, "cuEventRecord")
     }
 
     /// Makes work enqueued on `stream` from now on wait for the captured work.
     pub fn wait_on(&self, stream: CudaStreamView) -> Result<()> {
         // SAFETY: as in `record`.
-        check(
-            unsafe { sys::cuStreamWaitEvent(stream.as_raw(), self.raw(), 0) },
-            "cuStreamWaitEvent",
-        )
+        check(unsafe { sys::cuStreamWaitEvent(stream.as_raw(), self.raw(), 0) }, "cuStreamWaitEvent")
     }
 
     fn raw(&self) -> sys::CUevent {

@@ -23,18 +23,12 @@ static TABLE: Mutex<BTreeMap<DeviceId, SharedResource>> = Mutex::new(BTreeMap::n
 /// checked with `Arc::ptr_eq`.
 fn initial_resource() -> SharedResource {
     static INITIAL: OnceLock<SharedResource> = OnceLock::new();
-    INITIAL
-        .get_or_init(|| Arc::new(CudaMemoryResource::new()))
-        .clone()
+    INITIAL.get_or_init(|| Arc::new(CudaMemoryResource::new())).clone()
 }
 
 /// The current resource of device `id`.
 pub fn get_per_device_resource(id: DeviceId) -> SharedResource {
-    TABLE
-        .lock()
-        .get(&id)
-        .cloned()
-        .unwrap_or_else(initial_resource)
+    TABLE.lock().get(&id).cloned().unwrap_or_else(initial_resource)
 }
 
 /// Makes `resource` the current resource of device `id` and returns the one it replaces. The caller
@@ -91,10 +85,7 @@ mod tests {
         assert!(Arc::ptr_eq(&prev, &initial_resource()));
         assert!(Arc::ptr_eq(&get_per_device_resource(ID), &host));
         assert!(Arc::ptr_eq(&reset_per_device_resource(ID), &host));
-        assert!(Arc::ptr_eq(
-            &get_per_device_resource(ID),
-            &initial_resource()
-        ));
+        assert!(Arc::ptr_eq(&get_per_device_resource(ID), &initial_resource()));
     }
 
     #[test]
@@ -102,18 +93,9 @@ mod tests {
         if crate::cuda_available() {
             return;
         }
-        assert!(matches!(
-            get_current_device_resource(),
-            Err(Error::NoDriver(_))
-        ));
+        assert!(matches!(get_current_device_resource(), Err(Error::NoDriver(_))));
         let host: SharedResource = Arc::new(HostMemoryResource::new());
-        assert!(matches!(
-            set_current_device_resource(host),
-            Err(Error::NoDriver(_))
-        ));
-        assert!(matches!(
-            reset_current_device_resource(),
-            Err(Error::NoDriver(_))
-        ));
+        assert!(matches!(set_current_device_resource(host), Err(Error::NoDriver(_))));
+        assert!(matches!(reset_current_device_resource(), Err(Error::NoDriver(_))));
     }
 }

@@ -56,10 +56,7 @@ impl CudaStreamView {
         ensure_context()?;
         // SAFETY: the driver is loaded and a context is current; an invalid handle is reported by
         // the driver as an error, not undefined behaviour, for handles that once were valid.
-        check(
-            unsafe { sys::cuStreamSynchronize(self.as_raw()) },
-            "cuStreamSynchronize",
-        )
+        check(unsafe { sys::cuStreamSynchronize(self.as_raw()) }, "cuStreamSynchronize")
     }
 }
 
@@ -77,12 +74,7 @@ impl CudaStream {
         let mut s: sys::CUstream = std::ptr::null_mut();
         // SAFETY: a context is current; s is a valid out pointer.
         check(
-            unsafe {
-                sys::cuStreamCreate(
-                    &mut s,
-                    sys::CUstream_flags_enum::CU_STREAM_NON_BLOCKING as u32,
-                )
-            },
+            unsafe { sys::cuStreamCreate(&mut s, sys::CUstream_flags_enum::CU_STREAM_NON_BLOCKING as u32) },
             "cuStreamCreate",
         )?;
         Ok(CudaStream { handle: s as usize })

@@ -20,17 +20,10 @@ impl CudaStreamPool {
     /// Creates `n` streams on the current device; `n` must be at least 1.
     pub fn new(n: usize) -> Result<Self> {
         if n == 0 {
-            return Err(Error::InvalidArgument(
-                "a stream pool needs at least one stream (n was 0)".into(),
-            ));
+            return Err(Error::InvalidArgument("a stream pool needs at least one stream (n was 0)".into()));
         }
-        let streams = (0..n)
-            .map(|_| CudaStream::new())
-            .collect::<Result<Vec<_>>>()?;
-        Ok(CudaStreamPool {
-            streams,
-            next: AtomicUsize::new(0),
-        })
+        let streams = (0..n).map(|_| CudaStream::new()).collect::<Result<Vec<_>>>()?;
+        Ok(CudaStreamPool { streams, next: AtomicUsize::new(0) })
     }
 
     /// The next stream in round-robin order. Safe to call from many threads; the counter only has
@@ -68,10 +61,7 @@ mod tests {
 
     #[test]
     fn zero_streams_is_invalid_without_cuda() {
-        assert!(matches!(
-            CudaStreamPool::new(0),
-            Err(Error::InvalidArgument(_))
-        ));
+        assert!(matches!(CudaStreamPool::new(0), Err(Error::InvalidArgument(_))));
     }
 
     #[test]

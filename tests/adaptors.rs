@@ -6,8 +6,8 @@ mod common;
 use common::{run_trace, seed, Model, Rng, Trace};
 use parking_lot::Mutex;
 use rmm::adaptor::{
-    Counter, CounterFrame, FailureCallbackResourceAdaptor, LimitingResourceAdaptor,
-    LoggingResourceAdaptor, StatisticsResourceAdaptor, TrackingResourceAdaptor, LOG_HEADER,
+    Counter, CounterFrame, FailureCallbackResourceAdaptor, LimitingResourceAdaptor, LoggingResourceAdaptor,
+    StatisticsResourceAdaptor, TrackingResourceAdaptor, LOG_HEADER,
 };
 use rmm::resource::HostMemoryResource;
 use rmm::{CudaStreamView, Error, MemoryResource, Misuse, Result};
@@ -22,9 +22,7 @@ const KIB: usize = 1024;
 const MIB: usize = 1024 * KIB;
 
 fn streams() -> Vec<CudaStreamView> {
-    (0..8)
-        .map(|i| CudaStreamView::from_handle(0x1000 + i))
-        .collect()
+    (0..8).map(|i| CudaStreamView::from_handle(0x1000 + i)).collect()
 }
 
 fn trace(ops: usize, big_alignments: bool) -> Trace {
@@ -101,16 +99,12 @@ impl<R> Spy<R> {
         }
     }
     fn calls(&self) -> (usize, usize) {
-        (
-            self.allocs.load(Ordering::SeqCst),
-            self.frees.load(Ordering::SeqCst),
-        )
+        (self.allocs.load(Ordering::SeqCst), self.frees.load(Ordering::SeqCst))
     }
 }
 
 fn take_one(n: &AtomicUsize) -> bool {
-    n.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| v.checked_sub(1))
-        .is_ok()
+    n.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| v.checked_sub(1)).is_ok()
 }
 
 impl<R: MemoryResource> MemoryResource for Spy<R> {
@@ -122,13 +116,7 @@ impl<R: MemoryResource> MemoryResource for Spy<R> {
         }
         self.inner.allocate(bytes, alignment, stream)
     }
-    fn deallocate(
-        &self,
-        ptr: *mut u8,
-        bytes: usize,
-        alignment: usize,
-        stream: CudaStreamView,
-    ) -> Result<()> {
+    fn deallocate(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<()> {
         self.frees.fetch_add(1, Ordering::SeqCst);
         *self.last_free.lock() = (bytes, alignment);
         if take_one(&self.fail_frees) {
@@ -225,10 +213,7 @@ fn statistics_model_with_push_pop() {
         reference.0.pop();
         stats.pop_counters().unwrap();
     }
-    assert!(
-        pushes > 50 && pops > 50,
-        "push/pop exercised: {pushes} pushes, {pops} pops"
-    );
+    assert!(pushes > 50 && pops > 50, "push/pop exercised: {pushes} pushes, {pops} pops");
     // Folding every nested frame back gives the whole-run figures exactly.
     assert_eq!(stats.bytes_counter(), c(0, peak, total));
     assert_eq!(stats.allocations_counter(), c(0, count_peak, count_total));
@@ -260,16 +245,10 @@ fn statistics_push_pop_semantics() {
 #[test]
 fn statistics_pop_without_push_is_invalid_argument() {
     let stats = StatisticsResourceAdaptor::new(HostMemoryResource::new());
-    assert_eq!(
-        stats.pop_counters(),
-        Err(Error::InvalidArgument("no counters were pushed".into()))
-    );
+    assert_eq!(stats.pop_counters(), Err(Error::InvalidArgument("no counters were pushed".into())));
     stats.push_counters();
     assert!(stats.pop_counters().is_ok());
-    assert_eq!(
-        stats.pop_counters(),
-        Err(Error::InvalidArgument("no counters were pushed".into()))
-    );
+    assert_eq!(stats.pop_counters(), Err(Error::InvalidArgument("no counters were pushed".into())));
     // Still works.
     let p = stats.allocate_sync(10, 256).unwrap();
     stats.deallocate_sync(p, 10, 256).unwrap();
@@ -287,26 +266,17 @@ fn statistics_bad_frees_leave_counters_exact() {
 
     assert_eq!(
         stats.deallocate_sync(foreign, 100, 256),
-        Err(Error::Misuse(Misuse::UnknownPointer {
-            ptr: foreign as usize
-        }))
+        Err(Error::Misuse(Misuse::UnknownPointer { ptr: foreign as usize }))
     );
     assert_eq!(
         stats.deallocate_sync(p, 99, 256),
-        Err(Error::Misuse(Misuse::WrongSize {
-            ptr: p as usize,
-            allocated: 100,
-            given: 99
-        }))
+        Err(Error::Misuse(Misuse::WrongSize { ptr: p as usize, allocated: 100, given: 99 }))
     );
     assert_eq!(stats.counters(), snapshot);
 
     stats.deallocate_sync(p, 100, 256).unwrap();
     let after_free = stats.counters();
-    assert_eq!(
-        stats.deallocate_sync(p, 100, 256),
-        Err(Error::Misuse(Misuse::UnknownPointer { ptr: p as usize }))
-    );
+    assert_eq!(stats.deallocate_sync(p, 100, 256), Err(Error::Misuse(Misuse::UnknownPointer { ptr: p as usize })));
     assert_eq!(stats.counters(), after_free);
     assert_eq!(after_free.bytes, c(50, 150, 150));
     assert_eq!(after_free.allocations, c(1, 2, 2));
@@ -324,10 +294,7 @@ fn statistics_bad_frees_leave_counters_exact() {
 fn statistics_failed_allocation_counts_nothing() {
     let stats = StatisticsResourceAdaptor::new(Spy::new(HostMemoryResource::new()));
     stats.upstream().fail_allocs.store(1, Ordering::SeqCst);
-    assert!(stats
-        .allocate_sync(100, 256)
-        .unwrap_err()
-        .is_out_of_memory());
+    assert!(stats.allocate_sync(100, 256).unwrap_err().is_out_of_memory());
     assert_eq!(stats.counters(), CounterFrame::default());
 }
 
@@ -349,10 +316,7 @@ fn tracking_model() {
             let snap = tracking.outstanding_allocations();
             assert_eq!(snap.len(), m.len());
             assert_eq!(snap.iter().map(|r| r.bytes).sum::<usize>(), m.live_bytes);
-            assert!(
-                snap.windows(2).all(|w| w[0].ptr < w[1].ptr),
-                "snapshot sorted by address"
-            );
+            assert!(snap.windows(2).all(|w| w[0].ptr < w[1].ptr), "snapshot sorted by address");
             assert!(snap.iter().all(|r| r.stack.is_none() && r.alignment >= 256));
         }
     });
@@ -370,49 +334,24 @@ fn tracking_bad_frees_are_refused_before_the_upstream() {
 
     assert_eq!(
         tracking.deallocate_sync(unknown, 100, 256),
-        Err(Error::Misuse(Misuse::UnknownPointer {
-            ptr: unknown as usize
-        }))
+        Err(Error::Misuse(Misuse::UnknownPointer { ptr: unknown as usize }))
     );
     assert_eq!(
         tracking.deallocate_sync(p, 101, 512),
-        Err(Error::Misuse(Misuse::WrongSize {
-            ptr: p as usize,
-            allocated: 100,
-            given: 101
-        }))
+        Err(Error::Misuse(Misuse::WrongSize { ptr: p as usize, allocated: 100, given: 101 }))
     );
-    assert_eq!(
-        tracking.upstream().calls(),
-        (1, 0),
-        "the upstream saw no free"
-    );
-    assert_eq!(
-        (tracking.allocation_count(), tracking.allocated_bytes()),
-        (1, 100)
-    );
+    assert_eq!(tracking.upstream().calls(), (1, 0), "the upstream saw no free");
+    assert_eq!((tracking.allocation_count(), tracking.allocated_bytes()), (1, 100));
 
     // A free the upstream rejects keeps the allocation tracked.
     tracking.upstream().fail_frees.store(1, Ordering::SeqCst);
-    assert_eq!(
-        tracking.deallocate_sync(p, 100, 512),
-        Err(Error::InvalidArgument("injected".into()))
-    );
-    assert_eq!(
-        (tracking.allocation_count(), tracking.allocated_bytes()),
-        (1, 100)
-    );
+    assert_eq!(tracking.deallocate_sync(p, 100, 512), Err(Error::InvalidArgument("injected".into())));
+    assert_eq!((tracking.allocation_count(), tracking.allocated_bytes()), (1, 100));
 
     tracking.deallocate_sync(p, 100, 512).unwrap();
-    assert_eq!(
-        tracking.deallocate_sync(p, 100, 512),
-        Err(Error::Misuse(Misuse::UnknownPointer { ptr: p as usize }))
-    );
+    assert_eq!(tracking.deallocate_sync(p, 100, 512), Err(Error::Misuse(Misuse::UnknownPointer { ptr: p as usize })));
     assert_eq!(tracking.upstream().calls(), (1, 2));
-    assert_eq!(
-        (tracking.allocation_count(), tracking.allocated_bytes()),
-        (0, 0)
-    );
+    assert_eq!((tracking.allocation_count(), tracking.allocated_bytes()), (0, 0));
 
     // Still works.
     let q = tracking.allocate_sync(64, 256).unwrap();
@@ -434,18 +373,9 @@ fn tracking_report_with_stacks() {
     assert_eq!((q_rec.bytes, q_rec.alignment), (4567, 1024));
 
     let report = tracking.report();
-    assert!(
-        report.starts_with("2 outstanding allocations, 4690 bytes\n"),
-        "{report}"
-    );
-    assert!(
-        report.contains(&format!("{:#x}: 123 B (alignment 256)\n", p as usize)),
-        "{report}"
-    );
-    assert!(
-        report.contains(&format!("{:#x}: 4567 B (alignment 1024)\n", q as usize)),
-        "{report}"
-    );
+    assert!(report.starts_with("2 outstanding allocations, 4690 bytes\n"), "{report}");
+    assert!(report.contains(&format!("{:#x}: 123 B (alignment 256)\n", p as usize)), "{report}");
+    assert!(report.contains(&format!("{:#x}: 4567 B (alignment 1024)\n", q as usize)), "{report}");
     assert_eq!(report.matches("  allocated at:\n").count(), 2, "{report}");
 
     tracking.deallocate_sync(p, 123, 256).unwrap();
@@ -507,19 +437,12 @@ fn limiting_over_limit_then_smaller_fits() {
         }
     );
     assert_eq!(limiting.allocated_bytes(), 3072);
-    assert_eq!(
-        limiting.upstream().calls(),
-        (1, 0),
-        "a refused request never reaches the upstream"
-    );
+    assert_eq!(limiting.upstream().calls(), (1, 0), "a refused request never reaches the upstream");
 
     // Accounting uses the effective alignment: 1 byte at 1024 counts as 1024.
     let b = limiting.allocate_sync(1, 1024).unwrap();
     assert_eq!(limiting.allocated_bytes(), 4096);
-    assert!(limiting
-        .allocate_sync(1, 256)
-        .unwrap_err()
-        .is_out_of_memory());
+    assert!(limiting.allocate_sync(1, 256).unwrap_err().is_out_of_memory());
     limiting.deallocate_sync(b, 1, 1024).unwrap();
     let d = limiting.allocate_sync(1000, 256).unwrap();
     assert_eq!(limiting.allocated_bytes(), 4096);
@@ -537,42 +460,21 @@ fn limiting_rolls_back_on_upstream_errors() {
     spy.fail_allocs.store(1, Ordering::SeqCst);
     assert_eq!(
         limiting.allocate_sync(5000, 256),
-        Err(Error::OutOfMemory {
-            requested: 5000,
-            pool: None,
-            reason: "injected".into()
-        })
+        Err(Error::OutOfMemory { requested: 5000, pool: None, reason: "injected".into() })
     );
     assert_eq!(limiting.allocated_bytes(), 0);
 
-    assert_eq!(
-        limiting.allocate_sync(10, 3),
-        Err(Error::BadAlignment {
-            alignment: 3,
-            max: 1 << 30
-        })
-    );
+    assert_eq!(limiting.allocate_sync(10, 3), Err(Error::BadAlignment { alignment: 3, max: 1 << 30 }));
     assert_eq!(limiting.allocated_bytes(), 0);
 
     let p = limiting.allocate_sync(5000, 256).unwrap();
     assert_eq!(limiting.allocated_bytes(), 5120);
     spy.fail_frees.store(1, Ordering::SeqCst);
-    assert_eq!(
-        limiting.deallocate_sync(p, 5000, 256),
-        Err(Error::InvalidArgument("injected".into()))
-    );
-    assert_eq!(
-        limiting.allocated_bytes(),
-        5120,
-        "a rejected free subtracts nothing"
-    );
+    assert_eq!(limiting.deallocate_sync(p, 5000, 256), Err(Error::InvalidArgument("injected".into())));
+    assert_eq!(limiting.allocated_bytes(), 5120, "a rejected free subtracts nothing");
     assert_eq!(
         limiting.deallocate_sync(p, 4000, 256),
-        Err(Error::Misuse(Misuse::WrongSize {
-            ptr: p as usize,
-            allocated: 5000,
-            given: 4000
-        }))
+        Err(Error::Misuse(Misuse::WrongSize { ptr: p as usize, allocated: 5000, given: 4000 }))
     );
     assert_eq!(limiting.allocated_bytes(), 5120);
     limiting.deallocate_sync(p, 5000, 256).unwrap();
@@ -595,9 +497,7 @@ struct Row {
 }
 
 fn parse_hex(s: &str) -> usize {
-    let digits = s
-        .strip_prefix("0x")
-        .unwrap_or_else(|| panic!("{s:?} lacks 0x"));
+    let digits = s.strip_prefix("0x").unwrap_or_else(|| panic!("{s:?} lacks 0x"));
     usize::from_str_radix(digits, 16).unwrap_or_else(|e| panic!("{s:?}: {e}"))
 }
 
@@ -610,27 +510,17 @@ fn parse_row(line: &str) -> Row {
             && time[2] == b':'
             && time[5] == b':'
             && time[8] == b'.'
-            && time
-                .iter()
-                .enumerate()
-                .all(|(i, c)| [2, 5, 8].contains(&i) || c.is_ascii_digit()),
+            && time.iter().enumerate().all(|(i, c)| [2, 5, 8].contains(&i) || c.is_ascii_digit()),
         "time {:?} is not HH:MM:SS.ffffff",
         f[1]
     );
     let action = f[2].to_string();
-    assert!(
-        ["allocate", "allocate failure", "free"].contains(&action.as_str()),
-        "action {action:?}"
-    );
+    assert!(["allocate", "allocate failure", "free"].contains(&action.as_str()), "action {action:?}");
     Row {
-        thread: f[0]
-            .parse()
-            .unwrap_or_else(|e| panic!("thread {:?}: {e}", f[0])),
+        thread: f[0].parse().unwrap_or_else(|e| panic!("thread {:?}: {e}", f[0])),
         action,
         ptr: parse_hex(f[3]),
-        size: f[4]
-            .parse()
-            .unwrap_or_else(|e| panic!("size {:?}: {e}", f[4])),
+        size: f[4].parse().unwrap_or_else(|e| panic!("size {:?}: {e}", f[4])),
         stream: parse_hex(f[5]),
     }
 }
@@ -662,21 +552,12 @@ impl Replay {
         self.streams.insert(r.stream);
         match r.action.as_str() {
             "allocate" => {
-                assert!(
-                    self.live.insert(r.ptr, r.size).is_none(),
-                    "{:#x} allocated twice",
-                    r.ptr
-                );
+                assert!(self.live.insert(r.ptr, r.size).is_none(), "{:#x} allocated twice", r.ptr);
                 self.live_bytes += r.size;
                 self.allocs += 1;
             }
             "free" => {
-                assert_eq!(
-                    self.live.remove(&r.ptr),
-                    Some(r.size),
-                    "free of {:#x}",
-                    r.ptr
-                );
+                assert_eq!(self.live.remove(&r.ptr), Some(r.size), "free of {:#x}", r.ptr);
                 self.live_bytes -= r.size;
                 self.frees += 1;
             }
@@ -732,10 +613,7 @@ fn logging_model_replays_exactly() {
     assert_eq!(r.failures, ooms);
     assert!(ooms > 0);
     assert_eq!(r.threads.len(), 1);
-    assert_eq!(
-        r.streams,
-        streams().iter().map(|s| s.handle()).collect::<HashSet<_>>()
-    );
+    assert_eq!(r.streams, streams().iter().map(|s| s.handle()).collect::<HashSet<_>>());
     assert_eq!(logging.upstream().upstream().outstanding(), (0, 0));
 }
 
@@ -747,17 +625,10 @@ fn logging_to_file_round_trips() {
     let s = CudaStreamView::from_handle(0xabc);
     let p = logging.allocate(1000, 256, s).unwrap();
     let q = logging.allocate_sync(24, 256).unwrap();
-    assert!(logging
-        .allocate(usize::MAX / 2, 256, s)
-        .unwrap_err()
-        .is_out_of_memory());
+    assert!(logging.allocate(usize::MAX / 2, 256, s).unwrap_err().is_out_of_memory());
     logging.deallocate(p, 1000, 256, s).unwrap();
     logging.deallocate_sync(q, 24, 256).unwrap();
-    assert_eq!(
-        logging.allocate(0, 256, s),
-        Ok(std::ptr::null_mut()),
-        "zero bytes: not logged"
-    );
+    assert_eq!(logging.allocate(0, 256, s), Ok(std::ptr::null_mut()), "zero bytes: not logged");
     logging.flush().unwrap();
 
     let text = std::fs::read_to_string(&path).unwrap();
@@ -765,10 +636,8 @@ fn logging_to_file_round_trips() {
     let mut lines = text.lines();
     assert_eq!(lines.next(), Some(LOG_HEADER));
     let rows: Vec<Row> = lines.map(parse_row).collect();
-    let got: Vec<(&str, usize, usize, usize)> = rows
-        .iter()
-        .map(|r| (r.action.as_str(), r.ptr, r.size, r.stream))
-        .collect();
+    let got: Vec<(&str, usize, usize, usize)> =
+        rows.iter().map(|r| (r.action.as_str(), r.ptr, r.size, r.stream)).collect();
     assert_eq!(
         got,
         vec![
@@ -779,10 +648,7 @@ fn logging_to_file_round_trips() {
             ("free", q as usize, 24, 0),
         ]
     );
-    assert!(
-        text.contains(",allocate failure,0x0,"),
-        "null printed as RMM does: {text}"
-    );
+    assert!(text.contains(",allocate failure,0x0,"), "null printed as RMM does: {text}");
     assert!(text.contains(",0xabc\n"), "stream as hex: {text}");
 }
 
@@ -795,10 +661,7 @@ fn logging_file_from_env_or_invalid_argument() {
     let saved = std::env::var_os("RMM_LOG_FILE");
     std::env::remove_var("RMM_LOG_FILE");
     let err = LoggingResourceAdaptor::new(HostMemoryResource::new(), None).unwrap_err();
-    assert_eq!(
-        err,
-        Error::InvalidArgument("no log file: pass a filename or set RMM_LOG_FILE".into())
-    );
+    assert_eq!(err, Error::InvalidArgument("no log file: pass a filename or set RMM_LOG_FILE".into()));
 
     let path = std::env::temp_dir().join(format!("rmm-rs-logging-env-{}.csv", std::process::id()));
     std::env::set_var("RMM_LOG_FILE", &path);
@@ -819,11 +682,8 @@ fn logging_file_from_env_or_invalid_argument() {
 
 #[test]
 fn logging_unwritable_path_is_io_error() {
-    let err = LoggingResourceAdaptor::new(
-        HostMemoryResource::new(),
-        Some(Path::new("/nonexistent-dir/x.csv")),
-    )
-    .unwrap_err();
+    let err =
+        LoggingResourceAdaptor::new(HostMemoryResource::new(), Some(Path::new("/nonexistent-dir/x.csv"))).unwrap_err();
     match err {
         Error::Io { path, message } => {
             assert_eq!(path, "/nonexistent-dir/x.csv");
@@ -853,11 +713,9 @@ impl Write for FailingWriter {
 
 #[test]
 fn logging_write_errors_do_not_fail_allocations() {
-    let logging = LoggingResourceAdaptor::with_writer(
-        HostMemoryResource::new(),
-        Box::new(FailingWriter { budget: 100 }),
-    )
-    .with_auto_flush(true);
+    let logging =
+        LoggingResourceAdaptor::with_writer(HostMemoryResource::new(), Box::new(FailingWriter { budget: 100 }))
+            .with_auto_flush(true);
     let mut live = Vec::new();
     for i in 1..=50 {
         live.push((logging.allocate_sync(i * 10, 256).unwrap(), i * 10));
@@ -865,10 +723,7 @@ fn logging_write_errors_do_not_fail_allocations() {
     for (p, n) in live {
         logging.deallocate_sync(p, n, 256).unwrap();
     }
-    let expected = Error::Io {
-        path: "<writer>".into(),
-        message: "disk full".into(),
-    };
+    let expected = Error::Io { path: "<writer>".into(), message: "disk full".into() };
     assert_eq!(logging.flush(), Err(expected.clone()));
     assert_eq!(logging.flush(), Err(expected), "the first error stays");
     assert_eq!(logging.upstream().outstanding(), (0, 0));
@@ -908,10 +763,7 @@ fn failure_callback_model() {
 
 #[test]
 fn failure_callback_frees_reserve_and_retry_succeeds() {
-    let limiting = Arc::new(LimitingResourceAdaptor::new(
-        HostMemoryResource::new(),
-        4096,
-    ));
+    let limiting = Arc::new(LimitingResourceAdaptor::new(HostMemoryResource::new(), 4096));
     let reserve_ptr = limiting.allocate_sync(3000, 256).unwrap();
     // Raw pointers are not Send; the reserve travels as an address.
     let reserve = Arc::new(Mutex::new(Some(reserve_ptr as usize)));
@@ -954,28 +806,18 @@ fn failure_callback_frees_reserve_and_retry_succeeds() {
 fn failure_callback_ignores_other_errors() {
     let calls = Arc::new(AtomicUsize::new(0));
     let cnt = calls.clone();
-    let adaptor =
-        FailureCallbackResourceAdaptor::new(Spy::new(HostMemoryResource::new()), move |_| {
-            cnt.fetch_add(1, Ordering::SeqCst);
-            true
-        });
-    assert_eq!(
-        adaptor.allocate_sync(10, 3),
-        Err(Error::BadAlignment {
-            alignment: 3,
-            max: 1 << 30
-        })
-    );
+    let adaptor = FailureCallbackResourceAdaptor::new(Spy::new(HostMemoryResource::new()), move |_| {
+        cnt.fetch_add(1, Ordering::SeqCst);
+        true
+    });
+    assert_eq!(adaptor.allocate_sync(10, 3), Err(Error::BadAlignment { alignment: 3, max: 1 << 30 }));
     assert_eq!(calls.load(Ordering::SeqCst), 0);
     // Injected out-of-memory twice: two call-backs, then the third try succeeds.
     adaptor.upstream().fail_allocs.store(2, Ordering::SeqCst);
     let p = adaptor.allocate_sync(10, 256).unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), 2);
     adaptor.upstream().fail_frees.store(1, Ordering::SeqCst);
-    assert_eq!(
-        adaptor.deallocate_sync(p, 10, 256),
-        Err(Error::InvalidArgument("injected".into()))
-    );
+    assert_eq!(adaptor.deallocate_sync(p, 10, 256), Err(Error::InvalidArgument("injected".into())));
     adaptor.deallocate_sync(p, 10, 256).unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), 2);
     assert_eq!(adaptor.upstream().inner.outstanding(), (0, 0));
@@ -992,9 +834,8 @@ const THREAD_OPS: usize = 100_000;
 fn threads_share_statistics_over_limiting() {
     let s = seed("threads_share_statistics_over_limiting", 0x7487_0001);
     let limit = 32 * MIB;
-    let stack = Arc::new(StatisticsResourceAdaptor::new(
-        LimitingResourceAdaptor::new(HostMemoryResource::new(), limit),
-    ));
+    let stack =
+        Arc::new(StatisticsResourceAdaptor::new(LimitingResourceAdaptor::new(HostMemoryResource::new(), limit)));
     let results: Vec<(usize, usize, usize)> = (0..THREADS)
         .map(|i| {
             let stack = stack.clone();
@@ -1023,14 +864,8 @@ fn threads_share_statistics_over_limiting() {
     let ooms: usize = results.iter().map(|r| r.2).sum();
     println!("threads_share_statistics_over_limiting: {allocs} allocations, {ooms} refused");
     let counted = stack.counters();
-    assert_eq!(
-        (counted.bytes.value, counted.bytes.total),
-        (0, bytes as i64)
-    );
-    assert_eq!(
-        (counted.allocations.value, counted.allocations.total),
-        (0, allocs as i64)
-    );
+    assert_eq!((counted.bytes.value, counted.bytes.total), (0, bytes as i64));
+    assert_eq!((counted.allocations.value, counted.allocations.total), (0, allocs as i64));
     assert!(counted.bytes.peak as usize <= limit);
     assert_eq!(stack.upstream().allocated_bytes(), 0);
     assert_eq!(stack.upstream().upstream().outstanding(), (0, 0));
@@ -1038,16 +873,10 @@ fn threads_share_statistics_over_limiting() {
 
 #[test]
 fn threads_share_logging_over_tracking_over_statistics() {
-    let s = seed(
-        "threads_share_logging_over_tracking_over_statistics",
-        0x7487_0002,
-    );
+    let s = seed("threads_share_logging_over_tracking_over_statistics", 0x7487_0002);
     let sink = ReplayWriter::default();
     let stack = Arc::new(LoggingResourceAdaptor::with_writer(
-        TrackingResourceAdaptor::new(
-            StatisticsResourceAdaptor::new(HostMemoryResource::new()),
-            false,
-        ),
+        TrackingResourceAdaptor::new(StatisticsResourceAdaptor::new(HostMemoryResource::new()), false),
         Box::new(sink.clone()),
     ));
     let handles: Vec<_> = (0..THREADS)
@@ -1055,17 +884,8 @@ fn threads_share_logging_over_tracking_over_statistics() {
             let stack = stack.clone();
             std::thread::spawn(move || {
                 let mut t = trace(THREAD_OPS / 2, true);
-                t.streams = vec![
-                    CudaStreamView::from_handle(0x1000 + i),
-                    CudaStreamView::PER_THREAD,
-                ];
-                run_trace(
-                    &*stack,
-                    &t,
-                    &mut Rng::new(s.wrapping_add(i as u64)),
-                    false,
-                    |_| {},
-                );
+                t.streams = vec![CudaStreamView::from_handle(0x1000 + i), CudaStreamView::PER_THREAD];
+                run_trace(&*stack, &t, &mut Rng::new(s.wrapping_add(i as u64)), false, |_| {});
             })
         })
         .collect();
@@ -1074,18 +894,9 @@ fn threads_share_logging_over_tracking_over_statistics() {
     }
     stack.flush().unwrap();
     let tracking = stack.upstream();
-    assert_eq!(
-        (tracking.allocation_count(), tracking.allocated_bytes()),
-        (0, 0)
-    );
+    assert_eq!((tracking.allocation_count(), tracking.allocated_bytes()), (0, 0));
     let stats = tracking.upstream();
-    assert_eq!(
-        (
-            stats.bytes_counter().value,
-            stats.allocations_counter().value
-        ),
-        (0, 0)
-    );
+    assert_eq!((stats.bytes_counter().value, stats.allocations_counter().value), (0, 0));
     assert_eq!(stats.upstream().outstanding(), (0, 0));
     // The interleaved log of all threads replays without conflicts.
     let r = sink.0.lock();
@@ -1122,36 +933,14 @@ fn check_common<A: MemoryResource>(
     let s = CudaStreamView::from_handle(0x1234);
 
     assert_eq!(a.allocate(0, 256, s), Ok(std::ptr::null_mut()), "{name}");
-    assert_eq!(
-        a.allocate(0, 3, s),
-        Err(Error::BadAlignment {
-            alignment: 3,
-            max: 1 << 30
-        }),
-        "{name}"
-    );
-    assert_eq!(
-        a.deallocate(std::ptr::null_mut(), 0, 256, s),
-        Ok(()),
-        "{name}"
-    );
-    assert_eq!(
-        a.deallocate(std::ptr::null_mut(), 64, 256, s),
-        Ok(()),
-        "{name}"
-    );
-    assert_eq!(
-        spy(&a).calls(),
-        (0, 0),
-        "{name}: the upstream was not touched"
-    );
+    assert_eq!(a.allocate(0, 3, s), Err(Error::BadAlignment { alignment: 3, max: 1 << 30 }), "{name}");
+    assert_eq!(a.deallocate(std::ptr::null_mut(), 0, 256, s), Ok(()), "{name}");
+    assert_eq!(a.deallocate(std::ptr::null_mut(), 64, 256, s), Ok(()), "{name}");
+    assert_eq!(spy(&a).calls(), (0, 0), "{name}: the upstream was not touched");
 
     assert!(a.is_equal(&a), "{name}");
     assert!(!a.is_equal(&b), "{name}");
-    assert!(
-        !a.is_equal(spy(&a)),
-        "{name}: not equal to its own upstream"
-    );
+    assert!(!a.is_equal(spy(&a)), "{name}: not equal to its own upstream");
     assert!(!spy(&a).is_equal(&a), "{name}");
     let shared = Arc::new(make(Spy::new(HostMemoryResource::new())));
     assert!(shared.is_equal(&shared.clone()), "{name}");
@@ -1168,29 +957,11 @@ fn check_common<A: MemoryResource>(
 
 #[test]
 fn common_behaviour_of_every_adaptor() {
-    check_common("statistics", StatisticsResourceAdaptor::new, |a| {
-        a.upstream()
-    });
-    check_common(
-        "tracking",
-        |u| TrackingResourceAdaptor::new(u, false),
-        |a| a.upstream(),
-    );
-    check_common(
-        "limiting",
-        |u| LimitingResourceAdaptor::new(u, 1 << 20),
-        |a| a.upstream(),
-    );
-    check_common(
-        "logging",
-        |u| LoggingResourceAdaptor::with_writer(u, Box::new(std::io::sink())),
-        |a| a.upstream(),
-    );
-    check_common(
-        "failure_callback",
-        |u| FailureCallbackResourceAdaptor::new(u, |_| false),
-        |a| a.upstream(),
-    );
+    check_common("statistics", StatisticsResourceAdaptor::new, |a| a.upstream());
+    check_common("tracking", |u| TrackingResourceAdaptor::new(u, false), |a| a.upstream());
+    check_common("limiting", |u| LimitingResourceAdaptor::new(u, 1 << 20), |a| a.upstream());
+    check_common("logging", |u| LoggingResourceAdaptor::with_writer(u, Box::new(std::io::sink())), |a| a.upstream());
+    check_common("failure_callback", |u| FailureCallbackResourceAdaptor::new(u, |_| false), |a| a.upstream());
 
     // Counters stay untouched by zero-byte requests.
     let stats = StatisticsResourceAdaptor::new(HostMemoryResource::new());
@@ -1200,13 +971,6 @@ fn common_behaviour_of_every_adaptor() {
     tracking.allocate_sync(0, 256).unwrap();
     assert_eq!(tracking.allocation_count(), 0);
     let limiting = LimitingResourceAdaptor::new(HostMemoryResource::new(), 0);
-    assert_eq!(
-        limiting.allocate_sync(0, 256),
-        Ok(std::ptr::null_mut()),
-        "zero bytes fit any limit"
-    );
-    assert!(limiting
-        .allocate_sync(1, 256)
-        .unwrap_err()
-        .is_out_of_memory());
+    assert_eq!(limiting.allocate_sync(0, 256), Ok(std::ptr::null_mut()), "zero bytes fit any limit");
+    assert!(limiting.allocate_sync(1, 256).unwrap_err().is_out_of_memory());
 }

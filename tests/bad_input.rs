@@ -4,13 +4,13 @@
 //! CUDA resources run on a GPU and elsewhere print `skipped: no CUDA device`.
 
 use rmm::adaptor::{
-    FailureCallbackResourceAdaptor, LimitingResourceAdaptor, LoggingResourceAdaptor,
-    StatisticsResourceAdaptor, TrackingResourceAdaptor,
+    FailureCallbackResourceAdaptor, LimitingResourceAdaptor, LoggingResourceAdaptor, StatisticsResourceAdaptor,
+    TrackingResourceAdaptor,
 };
 use rmm::pool::{StreamKey, StreamOrder};
 use rmm::resource::{
-    CudaAsyncMemoryResource, CudaMemoryResource, HostMemoryResource, ManagedMemoryResource,
-    PinnedHostMemoryResource, PoolMemoryResource, MAX_ALIGNMENT,
+    CudaAsyncMemoryResource, CudaMemoryResource, HostMemoryResource, ManagedMemoryResource, PinnedHostMemoryResource,
+    PoolMemoryResource, MAX_ALIGNMENT,
 };
 use rmm::{CudaStream, CudaStreamView, Error, MemoryResource, Misuse, PoolState, Result};
 use std::path::Path;
@@ -49,10 +49,7 @@ struct State {
 
 impl State {
     fn same(s: String) -> State {
-        State {
-            totals: s.clone(),
-            all: s,
-        }
+        State { totals: s.clone(), all: s }
     }
 }
 
@@ -73,19 +70,12 @@ fn pool_state(p: &HostPool, extra: String, current: String) -> State {
     let upstream = p.upstream().outstanding();
     State {
         all: format!("{extra} pool {st:?}, upstream {upstream:?}"),
-        totals: format!(
-            "{current} pool size {}, free {}, upstream {upstream:?}",
-            st.pool_size, st.free_bytes
-        ),
+        totals: format!("{current} pool size {}, free {}, upstream {upstream:?}", st.pool_size, st.free_bytes),
     }
 }
 
 fn pool_huge(p: &HostPool) -> Error {
-    Error::OutOfMemory {
-        requested: usize::MAX,
-        pool: Some(p.state()),
-        reason: "larger than any pool can hold".into(),
-    }
+    Error::OutOfMemory { requested: usize::MAX, pool: Some(p.state()), reason: "larger than any pool can hold".into() }
 }
 
 /// Every host-memory resource and adaptor of the crate; adaptors sit on a pool each.
@@ -119,11 +109,7 @@ fn host_subjects() -> Vec<Subject> {
         mr: stats,
         state: Box::new(move || {
             let c = p.counters();
-            pool_state(
-                p.upstream(),
-                format!("{c:?}"),
-                format!("{} {}", c.bytes.value, c.allocations.value),
-            )
+            pool_state(p.upstream(), format!("{c:?}"), format!("{} {}", c.bytes.value, c.allocations.value))
         }),
         blocks: Blocks::Pool,
         huge: Box::new(move || pool_huge(q.upstream())),
@@ -155,10 +141,7 @@ fn host_subjects() -> Vec<Subject> {
         huge: Box::new(|| Error::out_of_memory(usize::MAX, "size overflows the address space")),
     });
 
-    let logging = Arc::new(LoggingResourceAdaptor::with_writer(
-        host_pool(),
-        Box::new(std::io::sink()),
-    ));
+    let logging = Arc::new(LoggingResourceAdaptor::with_writer(host_pool(), Box::new(std::io::sink())));
     let (p, q) = (logging.clone(), logging.clone());
     v.push(Subject {
         name: "logging",
@@ -183,38 +166,19 @@ fn host_subjects() -> Vec<Subject> {
 /// The resource still works and is left exactly as it was.
 fn keeps_working(s: &Subject) {
     let before = (s.state)();
-    let a =
-        s.mr.allocate(1000, 256, S)
-            .unwrap_or_else(|e| panic!("{}: {e}", s.name));
-    let b =
-        s.mr.allocate(MIB, 4096, S)
-            .unwrap_or_else(|e| panic!("{}: {e}", s.name));
+    let a = s.mr.allocate(1000, 256, S).unwrap_or_else(|e| panic!("{}: {e}", s.name));
+    let b = s.mr.allocate(MIB, 4096, S).unwrap_or_else(|e| panic!("{}: {e}", s.name));
     assert_eq!(b as usize % 4096, 0, "{}", s.name);
     s.mr.deallocate(b, MIB, 4096, S).unwrap();
     s.mr.deallocate(a, 1000, 256, S).unwrap();
-    assert_eq!(
-        (s.state)().totals,
-        before.totals,
-        "{}: an allocation and a free changed the totals",
-        s.name
-    );
+    assert_eq!((s.state)().totals, before.totals, "{}: an allocation and a free changed the totals", s.name);
 }
 
 /// `mr` refuses `bytes` at `alignment` with `expected`, changing nothing, and keeps working.
 fn refuses(s: &Subject, bytes: usize, alignment: usize, expected: Error) {
     let before = (s.state)();
-    assert_eq!(
-        s.mr.allocate(bytes, alignment, S),
-        Err(expected),
-        "{}: {bytes} bytes at {alignment}",
-        s.name
-    );
-    assert_eq!(
-        (s.state)(),
-        before,
-        "{}: a refused request changed the state",
-        s.name
-    );
+    assert_eq!(s.mr.allocate(bytes, alignment, S), Err(expected), "{}: {bytes} bytes at {alignment}", s.name);
+    assert_eq!((s.state)(), before, "{}: a refused request changed the state", s.name);
     keeps_working(s);
 }
 
@@ -226,18 +190,8 @@ fn refuses(s: &Subject, bytes: usize, alignment: usize, expected: Error) {
 fn zero_bytes_is_null_and_changes_nothing() {
     for s in host_subjects() {
         let before = (s.state)();
-        assert_eq!(
-            s.mr.allocate(0, 256, S),
-            Ok(std::ptr::null_mut()),
-            "{}",
-            s.name
-        );
-        assert_eq!(
-            s.mr.deallocate(std::ptr::null_mut(), 0, 256, S),
-            Ok(()),
-            "{}",
-            s.name
-        );
+        assert_eq!(s.mr.allocate(0, 256, S), Ok(std::ptr::null_mut()), "{}", s.name);
+        assert_eq!(s.mr.deallocate(std::ptr::null_mut(), 0, 256, S), Ok(()), "{}", s.name);
         assert_eq!((s.state)(), before, "{}", s.name);
         keeps_working(&s);
     }
@@ -255,23 +209,11 @@ fn usize_max_bytes_is_out_of_memory() {
 fn alignment_zero_three_or_above_the_maximum_is_bad_alignment() {
     for s in host_subjects() {
         for alignment in [0, 3, 768, 2 * MAX_ALIGNMENT] {
-            refuses(
-                &s,
-                1000,
-                alignment,
-                Error::BadAlignment {
-                    alignment,
-                    max: MAX_ALIGNMENT,
-                },
-            );
+            refuses(&s, 1000, alignment, Error::BadAlignment { alignment, max: MAX_ALIGNMENT });
         }
     }
     assert_eq!(
-        Error::BadAlignment {
-            alignment: 3,
-            max: MAX_ALIGNMENT
-        }
-        .to_string(),
+        Error::BadAlignment { alignment: 3, max: MAX_ALIGNMENT }.to_string(),
         "bad alignment 3: must be a power of two no larger than 1073741824"
     );
 }
@@ -280,10 +222,7 @@ fn alignment_zero_three_or_above_the_maximum_is_bad_alignment() {
 #[test]
 fn more_bytes_than_the_upstream_has_is_out_of_memory() {
     let device = 64 * MIB;
-    let upstream = Arc::new(LimitingResourceAdaptor::new(
-        HostMemoryResource::new(),
-        device,
-    ));
+    let upstream = Arc::new(LimitingResourceAdaptor::new(HostMemoryResource::new(), device));
     let s = Subject {
         name: "limiting as a 64 MiB device",
         mr: upstream.clone(),
@@ -298,10 +237,7 @@ fn more_bytes_than_the_upstream_has_is_out_of_memory() {
         &s,
         device + 256,
         256,
-        Error::out_of_memory(
-            device + 256,
-            format!("limiting adaptor: limit {device} bytes, 0 already allocated"),
-        ),
+        Error::out_of_memory(device + 256, format!("limiting adaptor: limit {device} bytes, 0 already allocated")),
     );
 
     let pool = Arc::new(PoolMemoryResource::new(upstream.clone(), 16 * MIB, None).unwrap());
@@ -311,10 +247,7 @@ fn more_bytes_than_the_upstream_has_is_out_of_memory() {
         mr: pool,
         state: Box::new(move || {
             let st = p.state();
-            State {
-                all: format!("{st:?}"),
-                totals: format!("{} {}", st.pool_size, st.free_bytes),
-            }
+            State { all: format!("{st:?}"), totals: format!("{} {}", st.pool_size, st.free_bytes) }
         }),
         blocks: Blocks::Pool,
         huge: Box::new(|| unreachable!()),
@@ -325,19 +258,11 @@ fn more_bytes_than_the_upstream_has_is_out_of_memory() {
         256,
         Error::OutOfMemory {
             requested: device + 256,
-            pool: Some(PoolState {
-                pool_size: 16 * MIB,
-                free_bytes: 16 * MIB,
-                largest_free_block: 16 * MIB,
-            }),
+            pool: Some(PoolState { pool_size: 16 * MIB, free_bytes: 16 * MIB, largest_free_block: 16 * MIB }),
             reason: "the upstream has no more memory and no free block is large enough".into(),
         },
     );
-    assert_eq!(
-        upstream.allocated_bytes(),
-        16 * MIB,
-        "the failed growth gave back what it tried"
-    );
+    assert_eq!(upstream.allocated_bytes(), 16 * MIB, "the failed growth gave back what it tried");
 }
 
 /// More than the device has, on the device: the driver's out-of-memory with the size asked for.
@@ -352,15 +277,10 @@ fn more_bytes_than_the_device_has_is_out_of_memory() {
     let async_mr = CudaAsyncMemoryResource::new(None, None).unwrap();
     let cuda_reason = "cuMemAlloc returned CUDA_ERROR_OUT_OF_MEMORY".to_string();
     let async_reason = "cuMemAllocFromPoolAsync returned CUDA_ERROR_OUT_OF_MEMORY".to_string();
-    let resources: [(&dyn MemoryResource, String); 2] = [
-        (&CudaMemoryResource::new(), cuda_reason),
-        (&async_mr, async_reason),
-    ];
+    let resources: [(&dyn MemoryResource, String); 2] =
+        [(&CudaMemoryResource::new(), cuda_reason), (&async_mr, async_reason)];
     for (r, reason) in resources {
-        assert_eq!(
-            r.allocate(bytes, 256, S),
-            Err(Error::out_of_memory(bytes, reason))
-        );
+        assert_eq!(r.allocate(bytes, 256, S), Err(Error::out_of_memory(bytes, reason)));
         device_keeps_working(r);
     }
     let pool = PoolMemoryResource::new(CudaMemoryResource::new(), 16 * MIB, None).unwrap();
@@ -368,11 +288,7 @@ fn more_bytes_than_the_device_has_is_out_of_memory() {
         pool.allocate(bytes, 256, S),
         Err(Error::OutOfMemory {
             requested: bytes,
-            pool: Some(PoolState {
-                pool_size: 16 * MIB,
-                free_bytes: 16 * MIB,
-                largest_free_block: 16 * MIB
-            }),
+            pool: Some(PoolState { pool_size: 16 * MIB, free_bytes: 16 * MIB, largest_free_block: 16 * MIB }),
             reason: "the upstream has no more memory and no free block is large enough".into(),
         })
     );
@@ -403,14 +319,7 @@ fn cuda_resources_refuse_bad_arguments() {
     for (r, call) in resources {
         assert_eq!(r.allocate(0, 256, S), Ok(std::ptr::null_mut()), "{call}");
         for alignment in [0, 3, 512] {
-            assert_eq!(
-                r.allocate(1000, alignment, S),
-                Err(Error::BadAlignment {
-                    alignment,
-                    max: 256
-                }),
-                "{call}"
-            );
+            assert_eq!(r.allocate(1000, alignment, S), Err(Error::BadAlignment { alignment, max: 256 }), "{call}");
         }
         // Never more managed memory than the device has: oversubscribing it can hang the GPU.
         if call != "cuMemAllocManaged" {
@@ -418,10 +327,7 @@ fn cuda_resources_refuse_bad_arguments() {
             println!("{call}({}) -> {huge:?}", usize::MAX);
             assert_eq!(
                 huge,
-                Err(Error::out_of_memory(
-                    usize::MAX,
-                    format!("{call} returned CUDA_ERROR_OUT_OF_MEMORY")
-                ))
+                Err(Error::out_of_memory(usize::MAX, format!("{call} returned CUDA_ERROR_OUT_OF_MEMORY")))
             );
         }
         device_keeps_working(r);
@@ -449,35 +355,18 @@ fn bad_frees_are_refused_and_change_nothing() {
             Blocks::LiveMap | Blocks::Tracking => unknown(f),
         };
         let interior = match s.blocks {
-            Blocks::Pool => Error::Misuse(Misuse::InteriorPointer {
-                ptr: l + 256,
-                block_start: l,
-            }),
+            Blocks::Pool => Error::Misuse(Misuse::InteriorPointer { ptr: l + 256, block_start: l }),
             Blocks::LiveMap | Blocks::Tracking => unknown(l + 256),
         };
         let cases: [(&str, *mut u8, usize, Error); 4] = [
             ("double free", freed, 5000, double),
             ("foreign pointer", foreign, 512, unknown(foreign as usize)),
             ("interior pointer", live.wrapping_add(256), 744, interior),
-            (
-                "wrong size",
-                live,
-                999,
-                Error::Misuse(Misuse::WrongSize {
-                    ptr: l,
-                    allocated: 1000,
-                    given: 999,
-                }),
-            ),
+            ("wrong size", live, 999, Error::Misuse(Misuse::WrongSize { ptr: l, allocated: 1000, given: 999 })),
         ];
         let before = (s.state)();
         for (what, ptr, bytes, expected) in cases {
-            assert_eq!(
-                s.mr.deallocate(ptr, bytes, 256, S),
-                Err(expected),
-                "{}: {what}",
-                s.name
-            );
+            assert_eq!(s.mr.deallocate(ptr, bytes, 256, S), Err(expected), "{}: {what}", s.name);
             assert_eq!((s.state)(), before, "{}: {what} changed the state", s.name);
         }
         s.mr.deallocate(live, 1000, 256, S).unwrap();
@@ -485,10 +374,7 @@ fn bad_frees_are_refused_and_change_nothing() {
         other.deallocate(foreign, 512, 256, S).unwrap();
     }
     let shown = Error::Misuse(Misuse::DoubleFree { ptr: 0x7f00 }).to_string();
-    assert_eq!(
-        shown,
-        "misuse: double free: 0x7f00 is already free in this resource"
-    );
+    assert_eq!(shown, "misuse: double free: 0x7f00 is already free in this resource");
 }
 
 /// A stream order that records which streams the pool touched; `dead` streams were destroyed, so
@@ -537,10 +423,7 @@ fn free_on_a_destroyed_stream_never_touches_it() {
         Box::new(Order(order.clone())),
     )
     .unwrap();
-    let (dying, other) = (
-        CudaStreamView::from_handle(0x1000),
-        CudaStreamView::from_handle(0x2000),
-    );
+    let (dying, other) = (CudaStreamView::from_handle(0x1000), CudaStreamView::from_handle(0x2000));
     let a = pool.allocate(4 * MIB, 256, dying).unwrap();
     let b = pool.allocate(4 * MIB, 256, dying).unwrap();
     pool.deallocate(a, 4 * MIB, 256, dying).unwrap();
@@ -551,29 +434,14 @@ fn free_on_a_destroyed_stream_never_touches_it() {
     // The whole pool, on another stream: only a full synchronisation can hand it over.
     let all = pool.allocate(8 * MIB, 256, other).unwrap();
     assert_eq!(order.synchronised.load(Ordering::SeqCst), syncs + 1);
-    assert_eq!(
-        order.touched_dead.load(Ordering::SeqCst),
-        0,
-        "the pool touched a destroyed stream"
-    );
+    assert_eq!(order.touched_dead.load(Ordering::SeqCst), 0, "the pool touched a destroyed stream");
     pool.deallocate(all, 8 * MIB, 256, other).unwrap();
-    assert_eq!(
-        pool.state(),
-        PoolState {
-            pool_size: 8 * MIB,
-            free_bytes: 8 * MIB,
-            largest_free_block: 8 * MIB
-        }
-    );
+    assert_eq!(pool.state(), PoolState { pool_size: 8 * MIB, free_bytes: 8 * MIB, largest_free_block: 8 * MIB });
     pool.check_invariants().unwrap();
 }
 
 fn cu(status: cudarc::driver::sys::CUresult, call: &str) {
-    assert_eq!(
-        status,
-        cudarc::driver::sys::CUresult::CUDA_SUCCESS,
-        "{call} failed"
-    );
+    assert_eq!(status, cudarc::driver::sys::CUresult::CUDA_SUCCESS, "{call} failed");
 }
 
 /// On the device: a block freed on a stream that is then destroyed, while work that stream queued
@@ -587,18 +455,14 @@ fn free_on_a_destroyed_stream_on_the_device() {
         println!("skipped: no CUDA device");
         return;
     }
-    let pool =
-        PoolMemoryResource::new(CudaMemoryResource::new(), 64 * MIB, Some(64 * MIB)).unwrap();
+    let pool = PoolMemoryResource::new(CudaMemoryResource::new(), 64 * MIB, Some(64 * MIB)).unwrap();
     for round in 0..10 {
         let t = CudaStream::new().unwrap();
         let (p, dead) = {
             let s = CudaStream::new().unwrap();
             let p = pool.allocate(64 * MIB, 256, s.view()).unwrap();
             // SAFETY: p is a live 64 MiB device block; the stream is alive.
-            cu(
-                unsafe { sys::cuMemsetD8Async(p as u64, 0x11, 64 * MIB, s.view().as_raw()) },
-                "cuMemsetD8Async",
-            );
+            cu(unsafe { sys::cuMemsetD8Async(p as u64, 0x11, 64 * MIB, s.view().as_raw()) }, "cuMemsetD8Async");
             // Freed while the stream is alive: naming a destroyed stream is undefined (as in RMM).
             pool.deallocate(p, 64 * MIB, 256, s.view()).unwrap();
             (p, s.view())
@@ -607,21 +471,12 @@ fn free_on_a_destroyed_stream_on_the_device() {
         let q = pool.allocate(64 * MIB, 256, t.view()).unwrap();
         assert_eq!(q, p);
         // SAFETY: q is a live 64 MiB device block; the stream is alive.
-        cu(
-            unsafe { sys::cuMemsetD8Async(q as u64, 0x22, 64 * MIB, t.view().as_raw()) },
-            "cuMemsetD8Async",
-        );
+        cu(unsafe { sys::cuMemsetD8Async(q as u64, 0x22, 64 * MIB, t.view().as_raw()) }, "cuMemsetD8Async");
         t.synchronize().unwrap();
         let mut back = vec![0u8; 64 * MIB];
         // SAFETY: a synchronous copy of the whole block into a buffer of that size.
-        cu(
-            unsafe { sys::cuMemcpyDtoH_v2(back.as_mut_ptr().cast(), q as u64, 64 * MIB) },
-            "cuMemcpyDtoH",
-        );
-        assert!(
-            back.iter().all(|&x| x == 0x22),
-            "round {round}: the dead stream's memset ran after the new owner's"
-        );
+        cu(unsafe { sys::cuMemcpyDtoH_v2(back.as_mut_ptr().cast(), q as u64, 64 * MIB) }, "cuMemcpyDtoH");
+        assert!(back.iter().all(|&x| x == 0x22), "round {round}: the dead stream's memset ran after the new owner's");
         pool.deallocate(q, 64 * MIB, 256, t.view()).unwrap();
     }
     pool.check_invariants().unwrap();
@@ -637,26 +492,12 @@ fn free_on_a_destroyed_stream_on_the_device() {
 fn bad_pool_sizes_take_nothing_from_the_upstream() {
     let upstream = Arc::new(HostMemoryResource::new());
     let cases = [
-        (
-            1000,
-            None,
-            "invalid argument: initial pool size 1000 is not a multiple of 256",
-        ),
-        (
-            0,
-            Some(1000),
-            "invalid argument: maximum pool size 1000 is not a multiple of 256",
-        ),
-        (
-            2 * MIB,
-            Some(MIB),
-            "invalid argument: maximum pool size 1048576 is below the initial size 2097152",
-        ),
+        (1000, None, "invalid argument: initial pool size 1000 is not a multiple of 256"),
+        (0, Some(1000), "invalid argument: maximum pool size 1000 is not a multiple of 256"),
+        (2 * MIB, Some(MIB), "invalid argument: maximum pool size 1048576 is below the initial size 2097152"),
     ];
     for (initial, maximum, message) in cases {
-        let err = PoolMemoryResource::new(upstream.clone(), initial, maximum)
-            .err()
-            .unwrap();
+        let err = PoolMemoryResource::new(upstream.clone(), initial, maximum).err().unwrap();
         assert!(matches!(err, Error::InvalidArgument(_)), "{err:?}");
         assert_eq!(err.to_string(), message);
         assert_eq!(upstream.outstanding(), (0, 0));
@@ -669,9 +510,7 @@ fn bad_pool_sizes_take_nothing_from_the_upstream() {
 fn logging_to_a_path_that_cannot_be_written_is_io_error() {
     let upstream = Arc::new(HostMemoryResource::new());
     for path in ["/nonexistent-dir/log.csv", "/proc/version/log.csv"] {
-        let err = LoggingResourceAdaptor::new(upstream.clone(), Some(Path::new(path)))
-            .err()
-            .unwrap();
+        let err = LoggingResourceAdaptor::new(upstream.clone(), Some(Path::new(path))).err().unwrap();
         match &err {
             Error::Io { path: p, message } => {
                 assert_eq!(p, path);

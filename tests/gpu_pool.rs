@@ -28,19 +28,13 @@ fn cu(status: sys::CUresult, call: &str) {
 
 fn fill_async(ptr: *mut u8, bytes: usize, value: u8, s: CudaStreamView) {
     // SAFETY: ptr..ptr+bytes is a live device allocation; the stream is valid.
-    cu(
-        unsafe { sys::cuMemsetD8Async(ptr as u64, value, bytes, s.as_raw()) },
-        "cuMemsetD8Async",
-    );
+    cu(unsafe { sys::cuMemsetD8Async(ptr as u64, value, bytes, s.as_raw()) }, "cuMemsetD8Async");
 }
 
 fn read(ptr: *mut u8, bytes: usize) -> Vec<u8> {
     let mut out = vec![0u8; bytes];
     // SAFETY: a synchronous copy from a live device allocation into a host buffer of that size.
-    cu(
-        unsafe { sys::cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), ptr as u64, bytes) },
-        "cuMemcpyDtoH",
-    );
+    cu(unsafe { sys::cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), ptr as u64, bytes) }, "cuMemcpyDtoH");
     out
 }
 
@@ -54,8 +48,7 @@ fn device_pool_random_trace_on_four_streams_with_data_checks() {
         return;
     }
     let streams: Vec<CudaStream> = (0..4).map(|_| CudaStream::new().unwrap()).collect();
-    let pool =
-        PoolMemoryResource::new(Arc::new(CudaMemoryResource::new()), 256 * MIB, None).unwrap();
+    let pool = PoolMemoryResource::new(Arc::new(CudaMemoryResource::new()), 256 * MIB, None).unwrap();
     let mut rng = Rng::new(seed("device pool trace", 11));
     let t = Trace {
         ops: 200_000,
@@ -88,10 +81,7 @@ fn device_pool_random_trace_on_four_streams_with_data_checks() {
         s.synchronize().unwrap();
     }
     for &(p, bytes, s) in &live {
-        assert!(
-            read(p, bytes).iter().all(|&b| b == pattern_of(p)),
-            "block {p:p} was overwritten"
-        );
+        assert!(read(p, bytes).iter().all(|&b| b == pattern_of(p)), "block {p:p} was overwritten");
         pool.deallocate(p, bytes, 256, s).unwrap();
     }
     pool.check_invariants().unwrap();
@@ -120,10 +110,7 @@ fn block_taken_by_another_stream_waits_for_the_owner_streams_work() {
         fill_async(q, size, 0xBB, b.view());
         b.synchronize().unwrap();
         let back = read(q, size);
-        assert!(
-            back.iter().all(|&x| x == 0xBB),
-            "round {round}: a's pending writes landed after b's"
-        );
+        assert!(back.iter().all(|&x| x == 0xBB), "round {round}: a's pending writes landed after b's");
         pool.deallocate(q, size, 256, b.view()).unwrap();
         a.synchronize().unwrap();
     }
@@ -134,8 +121,7 @@ fn eight_threads_share_a_device_pool() {
     if !gpu() {
         return;
     }
-    let pool =
-        Arc::new(PoolMemoryResource::new(CudaMemoryResource::new(), 512 * MIB, None).unwrap());
+    let pool = Arc::new(PoolMemoryResource::new(CudaMemoryResource::new(), 512 * MIB, None).unwrap());
     let model = Arc::new(Mutex::new(Model::default()));
     let base = seed("device pool threads", 12);
     std::thread::scope(|sc| {
@@ -176,15 +162,10 @@ fn statistics_over_a_device_pool_are_exact() {
     if !gpu() {
         return;
     }
-    let stats = StatisticsResourceAdaptor::new(
-        PoolMemoryResource::new(CudaMemoryResource::new(), 64 * MIB, None).unwrap(),
-    );
+    let stats =
+        StatisticsResourceAdaptor::new(PoolMemoryResource::new(CudaMemoryResource::new(), 64 * MIB, None).unwrap());
     let mut rng = Rng::new(seed("device pool statistics", 13));
-    let t = Trace {
-        ops: 100_000,
-        max_size: 256 << 10,
-        ..Trace::default()
-    };
+    let t = Trace { ops: 100_000, max_size: 256 << 10, ..Trace::default() };
     run_trace(&stats, &t, &mut rng, false, |m| {
         assert_eq!(stats.bytes_counter().value as usize, m.live_bytes);
         assert_eq!(stats.allocations_counter().value as usize, m.len());
@@ -200,11 +181,7 @@ fn device_pool_out_of_memory_reports_state_and_keeps_working() {
     let s = CudaStreamView::DEFAULT;
     let p = pool.allocate(48 * MIB, 256, s).unwrap();
     match pool.allocate(32 * MIB, 256, s).unwrap_err() {
-        Error::OutOfMemory {
-            requested,
-            pool: Some(st),
-            ..
-        } => {
+        Error::OutOfMemory { requested, pool: Some(st), .. } => {
             assert_eq!(requested, 32 * MIB);
             assert_eq!((st.pool_size, st.free_bytes), (48 * MIB, 0), "{st:?}");
         }
@@ -215,10 +192,7 @@ fn device_pool_out_of_memory_reports_state_and_keeps_working() {
     pool.deallocate(p, 48 * MIB, 256, s).unwrap();
     // Larger than the device: the upstream's own out-of-memory comes back as OutOfMemory.
     let big = PoolMemoryResource::new(CudaMemoryResource::new(), 0, None).unwrap();
-    assert!(big
-        .allocate(1 << 39, 256, s)
-        .unwrap_err()
-        .is_out_of_memory());
+    assert!(big.allocate(1 << 39, 256, s).unwrap_err().is_out_of_memory());
     let r = big.allocate(MIB, 256, s).unwrap();
     big.deallocate(r, MIB, 256, s).unwrap();
 }
@@ -228,8 +202,7 @@ fn blocks_freed_on_destroyed_streams_are_reused_safely() {
     if !gpu() {
         return;
     }
-    let pool =
-        PoolMemoryResource::new(CudaMemoryResource::new(), 16 * MIB, Some(16 * MIB)).unwrap();
+    let pool = PoolMemoryResource::new(CudaMemoryResource::new(), 16 * MIB, Some(16 * MIB)).unwrap();
     for round in 0..20 {
         // A short-lived stream frees blocks into the pool and is destroyed.
         let mut freed = Vec::new();
@@ -247,10 +220,7 @@ fn blocks_freed_on_destroyed_streams_are_reused_safely() {
         let q = pool.allocate(16 * MIB, 256, s.view()).unwrap();
         fill_async(q, 16 * MIB, 0xC3, s.view());
         s.synchronize().unwrap();
-        assert!(
-            read(q, 16 * MIB).iter().all(|&x| x == 0xC3),
-            "round {round}"
-        );
+        assert!(read(q, 16 * MIB).iter().all(|&x| x == 0xC3), "round {round}");
         pool.deallocate(q, 16 * MIB, 256, s.view()).unwrap();
     }
     pool.check_invariants().unwrap();

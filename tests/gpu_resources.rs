@@ -9,12 +9,10 @@ use rmm::event::CudaEvent;
 use rmm::per_device_resource::{
     get_current_device_resource, reset_current_device_resource, set_current_device_resource,
 };
-use rmm::resource::{
-    CudaAsyncMemoryResource, CudaMemoryResource, ManagedMemoryResource, PinnedHostMemoryResource,
-};
+use rmm::resource::{CudaAsyncMemoryResource, CudaMemoryResource, ManagedMemoryResource, PinnedHostMemoryResource};
 use rmm::{
-    available_device_memory, percent_of_free_device_memory, CudaStream, CudaStreamPool,
-    CudaStreamView, Error, MemoryResource, Result, SharedResource,
+    available_device_memory, percent_of_free_device_memory, CudaStream, CudaStreamPool, CudaStreamView, Error,
+    MemoryResource, Result, SharedResource,
 };
 use std::sync::Arc;
 
@@ -26,18 +24,13 @@ fn cu(status: sys::CUresult, call: &str) {
 }
 
 fn pattern(bytes: usize, salt: u8) -> Vec<u8> {
-    (0..bytes)
-        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(salt))
-        .collect()
+    (0..bytes).map(|i| (i as u8).wrapping_mul(31).wrapping_add(salt)).collect()
 }
 
 fn read_back(ptr: *mut u8, bytes: usize) -> Vec<u8> {
     let mut out = vec![0u8; bytes];
     // SAFETY: ptr is a live device-accessible allocation of `bytes`; out has room for them.
-    cu(
-        unsafe { sys::cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), ptr as u64, bytes) },
-        "cuMemcpyDtoH",
-    );
+    cu(unsafe { sys::cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), ptr as u64, bytes) }, "cuMemcpyDtoH");
     out
 }
 
@@ -45,24 +38,12 @@ fn read_back(ptr: *mut u8, bytes: usize) -> Vec<u8> {
 /// on the legacy default stream, so the caller must have finished any other stream's work on `ptr`.
 fn check_device_usable(ptr: *mut u8, bytes: usize) {
     // SAFETY: ptr is a live device-accessible allocation of `bytes`.
-    cu(
-        unsafe { sys::cuMemsetD8_v2(ptr as u64, 0x5A, bytes) },
-        "cuMemsetD8",
-    );
-    assert!(
-        read_back(ptr, bytes).iter().all(|&b| b == 0x5A),
-        "memset of {bytes} bytes not read back"
-    );
+    cu(unsafe { sys::cuMemsetD8_v2(ptr as u64, 0x5A, bytes) }, "cuMemsetD8");
+    assert!(read_back(ptr, bytes).iter().all(|&b| b == 0x5A), "memset of {bytes} bytes not read back");
     let p = pattern(bytes, 7);
     // SAFETY: as above; p holds `bytes` bytes.
-    cu(
-        unsafe { sys::cuMemcpyHtoD_v2(ptr as u64, p.as_ptr().cast(), bytes) },
-        "cuMemcpyHtoD",
-    );
-    assert!(
-        read_back(ptr, bytes) == p,
-        "copy of {bytes} bytes not read back"
-    );
+    cu(unsafe { sys::cuMemcpyHtoD_v2(ptr as u64, p.as_ptr().cast(), bytes) }, "cuMemcpyHtoD");
+    assert!(read_back(ptr, bytes) == p, "copy of {bytes} bytes not read back");
 }
 
 /// For memory both sides can reach: the device writes and the host reads, then the other way round.
@@ -73,15 +54,9 @@ fn check_managed_usable(ptr: *mut u8, bytes: usize) {
     // SAFETY: no device work on the block is pending after the synchronisation; the slice covers
     // exactly the live allocation.
     let host = unsafe { std::slice::from_raw_parts_mut(ptr, bytes) };
-    assert!(
-        host[..] == pattern(bytes, 7)[..],
-        "host does not see the device's writes"
-    );
+    assert!(host[..] == pattern(bytes, 7)[..], "host does not see the device's writes");
     host.copy_from_slice(&pattern(bytes, 99));
-    assert!(
-        read_back(ptr, bytes) == pattern(bytes, 99),
-        "device does not see the host's writes"
-    );
+    assert!(read_back(ptr, bytes) == pattern(bytes, 99), "device does not see the host's writes");
 }
 
 /// Pinned host memory as the staging buffer it is meant to be: host writes, copy to a device
@@ -90,46 +65,27 @@ fn check_pinned_usable(ptr: *mut u8, bytes: usize) {
     // SAFETY: the slice covers exactly the live pinned allocation; nothing else touches it.
     let host = unsafe { std::slice::from_raw_parts_mut(ptr, bytes) };
     host.copy_from_slice(&pattern(bytes, 3));
-    let scratch = CudaMemoryResource::new()
-        .allocate(bytes, 256, CudaStreamView::DEFAULT)
-        .unwrap();
+    let scratch = CudaMemoryResource::new().allocate(bytes, 256, CudaStreamView::DEFAULT).unwrap();
     // SAFETY: both buffers are live and `bytes` long; the copies are synchronous for the host.
-    cu(
-        unsafe { sys::cuMemcpyHtoD_v2(scratch as u64, host.as_ptr().cast(), bytes) },
-        "cuMemcpyHtoD",
-    );
+    cu(unsafe { sys::cuMemcpyHtoD_v2(scratch as u64, host.as_ptr().cast(), bytes) }, "cuMemcpyHtoD");
     host.fill(0);
     // SAFETY: as above.
-    cu(
-        unsafe { sys::cuMemcpyDtoH_v2(host.as_mut_ptr().cast(), scratch as u64, bytes) },
-        "cuMemcpyDtoH",
-    );
-    assert!(
-        host[..] == pattern(bytes, 3)[..],
-        "pinned round trip of {bytes} bytes failed"
-    );
-    CudaMemoryResource::new()
-        .deallocate(scratch, bytes, 256, CudaStreamView::DEFAULT)
-        .unwrap();
+    cu(unsafe { sys::cuMemcpyDtoH_v2(host.as_mut_ptr().cast(), scratch as u64, bytes) }, "cuMemcpyDtoH");
+    assert!(host[..] == pattern(bytes, 3)[..], "pinned round trip of {bytes} bytes failed");
+    CudaMemoryResource::new().deallocate(scratch, bytes, 256, CudaStreamView::DEFAULT).unwrap();
 }
 
 /// A short random trace with the model check (no overlap, 256-aligned), then a usability check at
 /// each of [`USABLE_SIZES`].
 fn exercise<R: MemoryResource>(name: &str, r: &R, max_size: usize, usable: fn(*mut u8, usize)) {
     let mut rng = Rng::new(seed(name, 42));
-    let t = Trace {
-        ops: 1000,
-        max_live: 64,
-        max_size,
-        ..Trace::default()
-    };
+    let t = Trace { ops: 1000, max_live: 64, max_size, ..Trace::default() };
     run_trace(r, &t, &mut rng, false, |_| {});
     for bytes in USABLE_SIZES {
         let p = r.allocate(bytes, 256, CudaStreamView::DEFAULT).unwrap();
         assert_eq!(p as usize % 256, 0);
         usable(p, bytes);
-        r.deallocate(p, bytes, 256, CudaStreamView::DEFAULT)
-            .unwrap();
+        r.deallocate(p, bytes, 256, CudaStreamView::DEFAULT).unwrap();
     }
 }
 
@@ -188,13 +144,7 @@ impl<R: MemoryResource> MemoryResource for SyncAfterAlloc<'static, R> {
         stream.synchronize()?;
         Ok(p)
     }
-    fn deallocate(
-        &self,
-        ptr: *mut u8,
-        bytes: usize,
-        alignment: usize,
-        stream: CudaStreamView,
-    ) -> Result<()> {
+    fn deallocate(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<()> {
         self.0.deallocate(ptr, bytes, alignment, stream)
     }
 }
@@ -209,30 +159,20 @@ fn cuda_async_resource_on_two_streams_of_a_pool() {
     let (s1, s2) = (streams.get_stream(), streams.get_stream());
     assert_ne!(s1, s2);
     // Leaked so the wrapper can borrow it for 'static; one small pool per test run.
-    let r: &'static CudaAsyncMemoryResource =
-        Box::leak(Box::new(CudaAsyncMemoryResource::new(None, None).unwrap()));
+    let r: &'static CudaAsyncMemoryResource = Box::leak(Box::new(CudaAsyncMemoryResource::new(None, None).unwrap()));
 
     // Stream-ordered use on one stream: allocate, write, free, all enqueued on s1.
     let bytes = 1 << 20;
     let p = r.allocate(bytes, 256, s1).unwrap();
     // SAFETY: p is live on s1, where the memset is enqueued after the allocation.
-    cu(
-        unsafe { sys::cuMemsetD8Async(p as u64, 0x33, bytes, s1.as_raw()) },
-        "cuMemsetD8Async",
-    );
+    cu(unsafe { sys::cuMemsetD8Async(p as u64, 0x33, bytes, s1.as_raw()) }, "cuMemsetD8Async");
     s1.synchronize().unwrap();
     assert!(read_back(p, bytes).iter().all(|&b| b == 0x33));
     r.deallocate(p, bytes, 256, s1).unwrap();
 
     // A random trace that allocates and frees on either stream.
     let mut rng = Rng::new(seed("cuda_async_two_streams", 7));
-    let t = Trace {
-        ops: 1000,
-        max_live: 64,
-        max_size: 1 << 20,
-        streams: vec![s1, s2],
-        ..Trace::default()
-    };
+    let t = Trace { ops: 1000, max_live: 64, max_size: 1 << 20, streams: vec![s1, s2], ..Trace::default() };
     run_trace(&SyncAfterAlloc(r), &t, &mut rng, false, |_| {});
     s1.synchronize().unwrap();
     s2.synchronize().unwrap();
@@ -258,10 +198,7 @@ fn cuda_async_resource_primes_pool_and_compares_by_pool() {
         },
         "cuMemPoolGetAttribute",
     );
-    assert!(
-        reserved >= initial as u64,
-        "pool holds {reserved} bytes after priming with {initial}"
-    );
+    assert!(reserved >= initial as u64, "pool holds {reserved} bytes after priming with {initial}");
 
     let b = CudaAsyncMemoryResource::new(None, None).unwrap();
     assert_ne!(a.pool_handle(), b.pool_handle());
@@ -280,20 +217,10 @@ fn alignments_above_256_are_refused() {
         return;
     }
     let async_mr = CudaAsyncMemoryResource::new(None, None).unwrap();
-    let resources: [&dyn MemoryResource; 4] = [
-        &CudaMemoryResource::new(),
-        &ManagedMemoryResource::new(),
-        &PinnedHostMemoryResource::new(),
-        &async_mr,
-    ];
+    let resources: [&dyn MemoryResource; 4] =
+        [&CudaMemoryResource::new(), &ManagedMemoryResource::new(), &PinnedHostMemoryResource::new(), &async_mr];
     for r in resources {
-        assert_eq!(
-            r.allocate(64, 512, CudaStreamView::DEFAULT),
-            Err(Error::BadAlignment {
-                alignment: 512,
-                max: 256
-            })
-        );
+        assert_eq!(r.allocate(64, 512, CudaStreamView::DEFAULT), Err(Error::BadAlignment { alignment: 512, max: 256 }));
         let p = r.allocate(64, 16, CudaStreamView::DEFAULT).unwrap();
         assert_eq!(p as usize % 256, 0);
         r.deallocate(p, 64, 16, CudaStreamView::DEFAULT).unwrap();
@@ -316,8 +243,7 @@ fn out_of_memory_is_reported_and_resource_still_works() {
         }
         let p = r.allocate(1 << 20, 256, CudaStreamView::DEFAULT).unwrap();
         check_device_usable(p, 1 << 20);
-        r.deallocate(p, 1 << 20, 256, CudaStreamView::DEFAULT)
-            .unwrap();
+        r.deallocate(p, 1 << 20, 256, CudaStreamView::DEFAULT).unwrap();
     }
 }
 
@@ -331,10 +257,7 @@ fn device_memory_info_is_sane() {
     assert!(free > 0 && free <= total, "free {free}, total {total}");
     let half = percent_of_free_device_memory(50).unwrap();
     assert_eq!(half % 256, 0);
-    assert!(
-        half > 0 && half <= total / 2 + 256,
-        "50% of free is {half}, total {total}"
-    );
+    assert!(half > 0 && half <= total / 2 + 256, "50% of free is {half}, total {total}");
 }
 
 #[test]
@@ -351,20 +274,13 @@ fn per_device_resource_round_trip_on_current_device() {
     assert!(Arc::ptr_eq(&prev, &initial));
     let current = get_current_device_resource().unwrap();
     assert!(Arc::ptr_eq(&current, &managed));
-    let p = current
-        .allocate(4096, 256, CudaStreamView::DEFAULT)
-        .unwrap();
+    let p = current.allocate(4096, 256, CudaStreamView::DEFAULT).unwrap();
     check_managed_usable(p, 4096);
-    current
-        .deallocate(p, 4096, 256, CudaStreamView::DEFAULT)
-        .unwrap();
+    current.deallocate(p, 4096, 256, CudaStreamView::DEFAULT).unwrap();
 
     let prev = reset_current_device_resource().unwrap();
     assert!(Arc::ptr_eq(&prev, &managed));
-    assert!(Arc::ptr_eq(
-        &get_current_device_resource().unwrap(),
-        &initial
-    ));
+    assert!(Arc::ptr_eq(&get_current_device_resource().unwrap(), &initial));
 }
 
 #[test]
@@ -384,10 +300,7 @@ fn streams_create_and_synchronize() {
     let first: Vec<_> = (0..4).map(|_| pool.get_stream()).collect();
     for i in 0..4 {
         for j in 0..i {
-            assert_ne!(
-                first[i], first[j],
-                "round robin handed out a stream twice in one round"
-            );
+            assert_ne!(first[i], first[j], "round robin handed out a stream twice in one round");
         }
         assert_eq!(pool.get_stream_by_id(i), pool.get_stream_by_id(i + 4));
     }
@@ -409,23 +322,13 @@ fn event_orders_one_stream_after_another() {
     let (a, b) = (CudaStream::new().unwrap(), CudaStream::new().unwrap());
     let e = CudaEvent::new().unwrap();
     // SAFETY: p is live and `bytes` long for the whole test; both memsets finish before the free.
-    cu(
-        unsafe { sys::cuMemsetD8Async(p as u64, 0x11, bytes, a.view().as_raw()) },
-        "cuMemsetD8Async",
-    );
+    cu(unsafe { sys::cuMemsetD8Async(p as u64, 0x11, bytes, a.view().as_raw()) }, "cuMemsetD8Async");
     e.record(a.view()).unwrap();
     e.wait_on(b.view()).unwrap();
     // SAFETY: as above.
-    cu(
-        unsafe { sys::cuMemsetD8Async(p as u64, 0x22, bytes, b.view().as_raw()) },
-        "cuMemsetD8Async",
-    );
+    cu(unsafe { sys::cuMemsetD8Async(p as u64, 0x22, bytes, b.view().as_raw()) }, "cuMemsetD8Async");
     b.synchronize().unwrap();
-    assert!(
-        read_back(p, bytes).iter().all(|&x| x == 0x22),
-        "the second write did not land last"
-    );
+    assert!(read_back(p, bytes).iter().all(|&x| x == 0x22), "the second write did not land last");
     a.synchronize().unwrap();
-    r.deallocate(p, bytes, 256, CudaStreamView::DEFAULT)
-        .unwrap();
+    r.deallocate(p, bytes, 256, CudaStreamView::DEFAULT).unwrap();
 }

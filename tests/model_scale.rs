@@ -13,13 +13,13 @@ mod common;
 use common::{seed, Model, Rng, Trace};
 use parking_lot::Mutex;
 use rmm::adaptor::{
-    Counter, CounterFrame, FailureCallbackResourceAdaptor, LimitingResourceAdaptor,
-    LoggingResourceAdaptor, StatisticsResourceAdaptor, TrackingResourceAdaptor, LOG_HEADER,
+    Counter, CounterFrame, FailureCallbackResourceAdaptor, LimitingResourceAdaptor, LoggingResourceAdaptor,
+    StatisticsResourceAdaptor, TrackingResourceAdaptor, LOG_HEADER,
 };
 use rmm::pool::{StreamKey, StreamOrder};
 use rmm::resource::{
-    CudaAsyncMemoryResource, CudaMemoryResource, HostMemoryResource, ManagedMemoryResource,
-    PinnedHostMemoryResource, PoolMemoryResource,
+    CudaAsyncMemoryResource, CudaMemoryResource, HostMemoryResource, ManagedMemoryResource, PinnedHostMemoryResource,
+    PoolMemoryResource,
 };
 use rmm::{CudaStream, CudaStreamView, Error, MemoryResource, Misuse, Result};
 use std::collections::VecDeque;
@@ -48,9 +48,7 @@ fn ops(test: &str, release: usize) -> usize {
 }
 
 fn fake_streams(n: usize) -> Vec<CudaStreamView> {
-    (1..=n)
-        .map(|i| CudaStreamView::from_handle(0x10_000 * i))
-        .collect()
+    (1..=n).map(|i| CudaStreamView::from_handle(0x10_000 * i)).collect()
 }
 
 /// `bytes` rounded up to the effective alignment, as the limiting adaptor accounts a block.
@@ -120,12 +118,7 @@ struct Plan {
 
 impl Plan {
     fn new(trace: Trace) -> Self {
-        Plan {
-            trace,
-            bad: BadCalls::None,
-            allow_oom: false,
-            own_stream: false,
-        }
+        Plan { trace, bad: BadCalls::None, allow_oom: false, own_stream: false }
     }
 }
 
@@ -181,25 +174,14 @@ fn check_tags(b: &Block) {
 /// The error a bad free must get.
 fn expected_misuse(bad: BadCalls, misuse: Misuse) -> Error {
     let host_view = match misuse {
-        Misuse::DoubleFree { ptr } | Misuse::InteriorPointer { ptr, .. } => {
-            Misuse::UnknownPointer { ptr }
-        }
+        Misuse::DoubleFree { ptr } | Misuse::InteriorPointer { ptr, .. } => Misuse::UnknownPointer { ptr },
         m => m,
     };
-    Error::Misuse(if bad == BadCalls::Pool {
-        misuse
-    } else {
-        host_view
-    })
+    Error::Misuse(if bad == BadCalls::Pool { misuse } else { host_view })
 }
 
 /// Checks that a bad call got exactly `want`, then shows it to the test's checks.
-fn expect_rejected(
-    n: &mut Tally,
-    model: &Model,
-    rejected: Rejection,
-    check: &mut impl FnMut(Event<'_>, &Model),
-) {
+fn expect_rejected(n: &mut Tally, model: &Model, rejected: Rejection, check: &mut impl FnMut(Event<'_>, &Model)) {
     let (got, want, what) = rejected;
     assert_eq!(got, Err(want), "{what}");
     n.rejected += 1;
@@ -220,16 +202,8 @@ fn bad_call<R: MemoryResource + ?Sized>(
 ) -> Option<Rejection> {
     let kinds = if bad == BadCalls::Edges { 3 } else { 6 };
     match rng.below(kinds) {
-        0 => assert_eq!(
-            r.allocate(0, 256, stream),
-            Ok(std::ptr::null_mut()),
-            "zero bytes give null"
-        ),
-        1 => assert_eq!(
-            r.deallocate(std::ptr::null_mut(), b.bytes, 256, stream),
-            Ok(()),
-            "null free"
-        ),
+        0 => assert_eq!(r.allocate(0, 256, stream), Ok(std::ptr::null_mut()), "zero bytes give null"),
+        1 => assert_eq!(r.deallocate(std::ptr::null_mut(), b.bytes, 256, stream), Ok(()), "null free"),
         2 => {
             let alignment = [0, 3, 384, 1 << 40][rng.below(4)];
             match r.allocate(b.bytes, alignment, stream) {
@@ -238,43 +212,20 @@ fn bad_call<R: MemoryResource + ?Sized>(
             }
         }
         3 => {
-            let given = if b.bytes > 1 && rng.below(2) == 0 {
-                b.bytes - 1
-            } else {
-                b.bytes + 1
-            };
-            let want = Error::Misuse(Misuse::WrongSize {
-                ptr: b.ptr as usize,
-                allocated: b.bytes,
-                given,
-            });
-            return Some((
-                r.deallocate(b.ptr, given, b.alignment, stream),
-                want,
-                "free with the wrong size",
-            ));
+            let given = if b.bytes > 1 && rng.below(2) == 0 { b.bytes - 1 } else { b.bytes + 1 };
+            let want = Error::Misuse(Misuse::WrongSize { ptr: b.ptr as usize, allocated: b.bytes, given });
+            return Some((r.deallocate(b.ptr, given, b.alignment, stream), want, "free with the wrong size"));
         }
         4 if b.bytes > 1 => {
             let q = b.ptr.wrapping_add(1 + rng.below(b.bytes - 1));
-            let misuse = Misuse::InteriorPointer {
-                ptr: q as usize,
-                block_start: b.ptr as usize,
-            };
+            let misuse = Misuse::InteriorPointer { ptr: q as usize, block_start: b.ptr as usize };
             let got = r.deallocate(q, b.bytes, b.alignment, stream);
-            return Some((
-                got,
-                expected_misuse(bad, misuse),
-                "free of an interior pointer",
-            ));
+            return Some((got, expected_misuse(bad, misuse), "free of an interior pointer"));
         }
         _ => {
             let q = FOREIGN.as_ptr().wrapping_add(rng.below(FOREIGN.len())) as *mut u8;
             let want = Error::Misuse(Misuse::UnknownPointer { ptr: q as usize });
-            return Some((
-                r.deallocate(q, b.bytes, 256, stream),
-                want,
-                "free of a foreign pointer",
-            ));
+            return Some((r.deallocate(q, b.bytes, 256, stream), want, "free of a foreign pointer"));
         }
     }
     None
@@ -309,20 +260,11 @@ fn drive<R: MemoryResource + ?Sized>(
         let allocate = live.len() < t.max_live && (live.is_empty() || rng.below(100) < t.alloc_pct);
         if allocate {
             let bytes = rng.log_uniform(t.min_size, t.max_size);
-            let alignment = if t.big_alignments && rng.below(16) == 0 {
-                256 << rng.below(5)
-            } else {
-                256
-            };
+            let alignment = if t.big_alignments && rng.below(16) == 0 { 256 << rng.below(5) } else { 256 };
             match r.allocate(bytes, alignment, stream) {
                 Ok(ptr) => {
                     model.insert(ptr, bytes, alignment);
-                    let b = Block {
-                        ptr,
-                        bytes,
-                        alignment,
-                        stream,
-                    };
+                    let b = Block { ptr, bytes, alignment, stream };
                     if tags {
                         write_tags(&b);
                     }
@@ -332,15 +274,7 @@ fn drive<R: MemoryResource + ?Sized>(
                 }
                 Err(e) if plan.allow_oom && e.is_out_of_memory() => {
                     n.refused += 1;
-                    check(
-                        Event::Refused {
-                            bytes,
-                            alignment,
-                            stream,
-                            error: &e,
-                        },
-                        &model,
-                    );
+                    check(Event::Refused { bytes, alignment, stream, error: &e }, &model);
                 }
                 Err(e) => panic!("allocate({bytes}, {alignment}) failed: {e}"),
             }
@@ -354,23 +288,14 @@ fn drive<R: MemoryResource + ?Sized>(
                 // The same free again at once: nothing can have reused the block yet.
                 n.calls += 1;
                 let got = r.deallocate(b.ptr, b.bytes, b.alignment, b.stream);
-                let want = expected_misuse(
-                    plan.bad,
-                    Misuse::DoubleFree {
-                        ptr: b.ptr as usize,
-                    },
-                );
+                let want = expected_misuse(plan.bad, Misuse::DoubleFree { ptr: b.ptr as usize });
                 expect_rejected(&mut n, &model, (got, want, "double free"), &mut check);
             }
         }
     }
     while let Some(mut b) = live.pop() {
         n.calls += 1;
-        let on = if plan.own_stream {
-            b.stream
-        } else {
-            t.streams[0]
-        };
+        let on = if plan.own_stream { b.stream } else { t.streams[0] };
         free_block(r, &mut b, on, tags, &mut model);
         n.frees += 1;
         check(Event::Freed(&b), &model);
@@ -379,13 +304,7 @@ fn drive<R: MemoryResource + ?Sized>(
     n
 }
 
-fn free_block<R: MemoryResource + ?Sized>(
-    r: &R,
-    b: &mut Block,
-    stream: CudaStreamView,
-    tags: bool,
-    model: &mut Model,
-) {
+fn free_block<R: MemoryResource + ?Sized>(r: &R, b: &mut Block, stream: CudaStreamView, tags: bool, model: &mut Model) {
     if tags {
         check_tags(b);
     }
@@ -420,10 +339,7 @@ fn host_resource_at_scale() {
         big_alignments: true,
         ..Trace::default()
     };
-    let plan = Plan {
-        bad: BadCalls::Host,
-        ..Plan::new(trace)
-    };
+    let plan = Plan { bad: BadCalls::Host, ..Plan::new(trace) };
     let mut step = 0usize;
     let n = drive(&host, &plan, &mut rng, |e, m| {
         step += 1;
@@ -457,27 +373,16 @@ fn pool_at_scale_with_a_maximum() {
         big_alignments: true,
         ..Trace::default()
     };
-    let plan = Plan {
-        bad: BadCalls::Pool,
-        allow_oom: true,
-        ..Plan::new(trace)
-    };
+    let plan = Plan { bad: BadCalls::Pool, allow_oom: true, ..Plan::new(trace) };
     let mut checker = PoolChecker::new(max, None);
     let n = drive(&pool, &plan, &mut rng, |e, m| checker.see(&pool, e, m));
     report(name, &n);
-    assert!(
-        plan.trace.ops < 10_000 || (n.refused > 0 && n.rejected > 0),
-        "out-of-memory and bad frees were exercised"
-    );
+    assert!(plan.trace.ops < 10_000 || (n.refused > 0 && n.rejected > 0), "out-of-memory and bad frees were exercised");
     pool.check_invariants().unwrap();
     let st = pool.state();
     assert_eq!(st.free_bytes, st.pool_size, "every block came back");
     drop(pool);
-    assert_eq!(
-        upstream.outstanding(),
-        (0, 0),
-        "the upstream got every chunk back"
-    );
+    assert_eq!(upstream.outstanding(), (0, 0), "the upstream got every chunk back");
 }
 
 /// The checks every pool test makes after each call.
@@ -494,13 +399,7 @@ struct PoolChecker {
 
 impl PoolChecker {
     fn new(limit: usize, upstream_refused: Option<Arc<Mutex<Vec<usize>>>>) -> Self {
-        PoolChecker {
-            limit,
-            upstream_refused,
-            step: 0,
-            last_size: 0,
-            rounded: 0,
-        }
+        PoolChecker { limit, upstream_refused, step: 0, last_size: 0, rounded: 0 }
     }
 
     fn see<U: MemoryResource>(&mut self, pool: &PoolMemoryResource<U>, e: Event<'_>, m: &Model) {
@@ -513,12 +412,7 @@ impl PoolChecker {
         let st = pool.state();
         // Blocks are cut to their rounded size exactly (alignment gaps stay free), so the bytes in
         // use are exact whatever the streams and alignments.
-        assert_eq!(
-            st.pool_size - st.free_bytes,
-            self.rounded,
-            "bytes in use after call {}",
-            self.step
-        );
+        assert_eq!(st.pool_size - st.free_bytes, self.rounded, "bytes in use after call {}", self.step);
         assert!(
             st.pool_size <= self.limit && st.pool_size >= self.last_size,
             "pool size {st:?} (was {})",
@@ -526,32 +420,14 @@ impl PoolChecker {
         );
         self.last_size = st.pool_size;
         match e {
-            Event::Refused {
-                bytes,
-                alignment,
-                error,
-                ..
-            } => {
-                assert_eq!(
-                    *error,
-                    Error::OutOfMemory {
-                        requested: bytes,
-                        pool: Some(st),
-                        reason: oom_reason(error)
-                    }
-                );
+            Event::Refused { bytes, alignment, error, .. } => {
+                assert_eq!(*error, Error::OutOfMemory { requested: bytes, pool: Some(st), reason: oom_reason(error) });
                 // Growth backs off to exactly what the request needs before giving up, so a
                 // refusal means that much would pass the maximum, or the upstream refused it.
                 let needed = pool_needed(bytes, alignment);
                 let past_limit = st.pool_size + needed > self.limit;
-                let refused = self
-                    .upstream_refused
-                    .as_ref()
-                    .is_some_and(|r| r.lock().contains(&needed));
-                assert!(
-                    past_limit || refused,
-                    "refused {bytes} B (needs {needed}) with room: {st:?}"
-                );
+                let refused = self.upstream_refused.as_ref().is_some_and(|r| r.lock().contains(&needed));
+                assert!(past_limit || refused, "refused {bytes} B (needs {needed}) with room: {st:?}");
             }
             // A bad free changes nothing, the block structure included.
             Event::Rejected => pool.check_invariants().unwrap(),
@@ -589,11 +465,7 @@ impl FlakyOrder {
         let fail = self.rng.lock().below(fail_one_in) == 0;
         self.calls[which + fail as usize].fetch_add(1, Ordering::Relaxed);
         if fail {
-            Err(Error::Cuda {
-                call,
-                code: 999,
-                name: "CUDA_ERROR_UNKNOWN".into(),
-            })
+            Err(Error::Cuda { call, code: 999, name: "CUDA_ERROR_UNKNOWN".into() })
         } else {
             Ok(())
         }
@@ -632,13 +504,7 @@ impl MemoryResource for FlakyUpstream {
         }
         result
     }
-    fn deallocate(
-        &self,
-        ptr: *mut u8,
-        bytes: usize,
-        alignment: usize,
-        stream: CudaStreamView,
-    ) -> Result<()> {
+    fn deallocate(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<()> {
         self.inner.deallocate(ptr, bytes, alignment, stream)
     }
     fn is_device_accessible(&self) -> bool {
@@ -664,12 +530,8 @@ fn pool_at_scale_with_ordered_streams_and_a_failing_upstream() {
         refused: Arc::default(),
     });
     let calls = Arc::new(Default::default());
-    let order = FlakyOrder {
-        rng: Mutex::new(Rng::new(s ^ 0x0DE5)),
-        calls: Arc::clone(&calls),
-    };
-    let pool =
-        PoolMemoryResource::with_stream_order(upstream.clone(), 0, None, Box::new(order)).unwrap();
+    let order = FlakyOrder { rng: Mutex::new(Rng::new(s ^ 0x0DE5)), calls: Arc::clone(&calls) };
+    let pool = PoolMemoryResource::with_stream_order(upstream.clone(), 0, None, Box::new(order)).unwrap();
     let mut streams = fake_streams(5);
     streams.push(CudaStreamView::PER_THREAD);
     let trace = Trace {
@@ -680,20 +542,12 @@ fn pool_at_scale_with_ordered_streams_and_a_failing_upstream() {
         big_alignments: true,
         ..Trace::default()
     };
-    let plan = Plan {
-        bad: BadCalls::Pool,
-        allow_oom: true,
-        ..Plan::new(trace)
-    };
+    let plan = Plan { bad: BadCalls::Pool, allow_oom: true, ..Plan::new(trace) };
     let mut checker = PoolChecker::new(usize::MAX, Some(upstream.refused.clone()));
     let n = drive(&pool, &plan, &mut rng, |e, m| {
         checker.see(&pool, e, m);
         let handed_out = upstream.inner.allocated_bytes();
-        assert_eq!(
-            handed_out,
-            pool.pool_size(),
-            "the pool's size is what the upstream handed out"
-        );
+        assert_eq!(handed_out, pool.pool_size(), "the pool's size is what the upstream handed out");
     });
     report(name, &n);
     let c: Vec<usize> = calls.iter().map(|c| c.load(Ordering::Relaxed)).collect();
@@ -702,10 +556,7 @@ fn pool_at_scale_with_ordered_streams_and_a_failing_upstream() {
         c[0], c[1], c[2], c[3], c[4], c[5]
     );
     if plan.trace.ops >= 100_000 {
-        assert!(
-            c.iter().all(|&k| k > 0),
-            "every ordering path ran and failed at times: {c:?}"
-        );
+        assert!(c.iter().all(|&k| k > 0), "every ordering path ran and failed at times: {c:?}");
         assert!(n.refused > 0 && n.rejected > 0);
     }
     pool.check_invariants().unwrap();
@@ -754,10 +605,7 @@ fn statistics_at_scale() {
         big_alignments: true,
         ..Trace::default()
     };
-    let plan = Plan {
-        bad: BadCalls::Host,
-        ..Plan::new(trace)
-    };
+    let plan = Plan { bad: BadCalls::Host, ..Plan::new(trace) };
     let mut reference = RefStack(vec![CounterFrame::default()]);
     let (mut pushes, mut pops) = (0usize, 0usize);
     let (mut peak, mut count_peak, mut total, mut count_total) = (0i64, 0i64, 0i64, 0i64);
@@ -778,12 +626,7 @@ fn statistics_at_scale() {
         }
         peak = peak.max(m.live_bytes as i64);
         count_peak = count_peak.max(m.len() as i64);
-        assert_eq!(
-            stats.counters(),
-            *reference.top(),
-            "counters after {} allocations",
-            count_total
-        );
+        assert_eq!(stats.counters(), *reference.top(), "counters after {} allocations", count_total);
         // Now and then a nested region opens or closes.
         match side.below(2000) {
             0 if reference.0.len() < 8 => {
@@ -809,17 +652,11 @@ fn statistics_at_scale() {
         RefStack::merge(&mut reference.top().bytes, &popped.bytes);
         RefStack::merge(&mut reference.top().allocations, &popped.allocations);
     }
-    assert!(
-        stats.pop_counters().is_err(),
-        "only the first frame is left"
-    );
+    assert!(stats.pop_counters().is_err(), "only the first frame is left");
     // Every nested frame folded back gives the whole run's figures.
     let whole = |value, peak, total| Counter { value, peak, total };
     assert_eq!(stats.bytes_counter(), whole(0, peak, total));
-    assert_eq!(
-        stats.allocations_counter(),
-        whole(0, count_peak, count_total)
-    );
+    assert_eq!(stats.allocations_counter(), whole(0, count_peak, count_total));
     assert_eq!(count_total as usize, n.allocs);
     assert_eq!(stats.upstream().outstanding(), (0, 0));
 }
@@ -836,17 +673,11 @@ fn tracking_at_scale() {
         big_alignments: true,
         ..Trace::default()
     };
-    let plan = Plan {
-        bad: BadCalls::Host,
-        ..Plan::new(trace)
-    };
+    let plan = Plan { bad: BadCalls::Host, ..Plan::new(trace) };
     let mut step = 0usize;
     let n = drive(&tracking, &plan, &mut rng, |e, m| {
         step += 1;
-        assert_eq!(
-            (tracking.allocation_count(), tracking.allocated_bytes()),
-            (m.len(), m.live_bytes)
-        );
+        assert_eq!((tracking.allocation_count(), tracking.allocated_bytes()), (m.len(), m.live_bytes));
         // A bad free is refused before the upstream sees it.
         if step % 64 == 0 || matches!(e, Event::Rejected) {
             assert_eq!(tracking.upstream().outstanding(), (m.len(), m.live_bytes));
@@ -855,10 +686,7 @@ fn tracking_at_scale() {
             let snap = tracking.outstanding_allocations();
             assert_eq!(snap.len(), m.len());
             assert_eq!(snap.iter().map(|r| r.bytes).sum::<usize>(), m.live_bytes);
-            assert!(
-                snap.windows(2).all(|w| w[0].ptr < w[1].ptr),
-                "sorted by address"
-            );
+            assert!(snap.windows(2).all(|w| w[0].ptr < w[1].ptr), "sorted by address");
             assert!(snap.iter().all(|r| r.stack.is_none() && r.alignment >= 256));
         }
     });
@@ -880,11 +708,7 @@ fn limiting_at_scale() {
         big_alignments: true,
         ..Trace::default()
     };
-    let plan = Plan {
-        bad: BadCalls::Host,
-        allow_oom: true,
-        ..Plan::new(trace)
-    };
+    let plan = Plan { bad: BadCalls::Host, allow_oom: true, ..Plan::new(trace) };
     let mut accounted = 0usize;
     let n = drive(&limiting, &plan, &mut rng, |e, _m| {
         match e {
@@ -893,37 +717,18 @@ fn limiting_at_scale() {
                 assert!(accounted <= limit);
             }
             Event::Freed(b) => accounted -= align_up(b.bytes, b.alignment),
-            Event::Refused {
-                bytes,
-                alignment,
-                error,
-                ..
-            } => {
+            Event::Refused { bytes, alignment, error, .. } => {
                 // Refused exactly when the request would pass the limit.
-                assert!(
-                    accounted + align_up(bytes, alignment) > limit,
-                    "refused with room: {error}"
-                );
-                let reason =
-                    format!("limiting adaptor: limit {limit} bytes, {accounted} already allocated");
-                assert_eq!(
-                    *error,
-                    Error::OutOfMemory {
-                        requested: bytes,
-                        pool: None,
-                        reason
-                    }
-                );
+                assert!(accounted + align_up(bytes, alignment) > limit, "refused with room: {error}");
+                let reason = format!("limiting adaptor: limit {limit} bytes, {accounted} already allocated");
+                assert_eq!(*error, Error::OutOfMemory { requested: bytes, pool: None, reason });
             }
             Event::Rejected => {}
         }
         assert_eq!(limiting.allocated_bytes(), accounted);
     });
     report(name, &n);
-    assert!(
-        plan.trace.ops < 10_000 || n.refused > plan.trace.ops / 1000,
-        "the limit was reached often"
-    );
+    assert!(plan.trace.ops < 10_000 || n.refused > plan.trace.ops / 1000, "the limit was reached often");
     assert_eq!(limiting.allocated_bytes(), 0);
     assert_eq!(limiting.upstream().outstanding(), (0, 0));
 }
@@ -935,9 +740,7 @@ fn row_of(e: &Event<'_>) -> Option<Row> {
     match *e {
         Event::Allocated(b) => Some(("allocate", b.ptr as usize, b.bytes, b.stream.handle())),
         Event::Freed(b) => Some(("free", b.ptr as usize, b.bytes, b.stream.handle())),
-        Event::Refused { bytes, stream, .. } => {
-            Some(("allocate failure", 0, bytes, stream.handle()))
-        }
+        Event::Refused { bytes, stream, .. } => Some(("allocate failure", 0, bytes, stream.handle())),
         Event::Rejected => None,
     }
 }
@@ -958,24 +761,8 @@ fn check_line(line: &str, thread: usize, want: Row) {
     );
     let got = (f[0], f[2], f[3], f[4], f[5]);
     let (action, ptr, size, stream) = want;
-    let want = (
-        thread.to_string(),
-        action,
-        format!("{ptr:#x}"),
-        size.to_string(),
-        format!("{stream:#x}"),
-    );
-    assert_eq!(
-        got,
-        (
-            want.0.as_str(),
-            want.1,
-            want.2.as_str(),
-            want.3.as_str(),
-            want.4.as_str()
-        ),
-        "row {line:?}"
-    );
+    let want = (thread.to_string(), action, format!("{ptr:#x}"), size.to_string(), format!("{stream:#x}"));
+    assert_eq!(got, (want.0.as_str(), want.1, want.2.as_str(), want.3.as_str(), want.4.as_str()), "row {line:?}");
 }
 
 /// The rows a log must hold, in order, and what has arrived so far.
@@ -1006,10 +793,7 @@ impl Write for CheckingWriter {
             }
             // A row reaches the writer only after the call it describes returned (rows are
             // buffered), so its expectation is already queued.
-            let want = c
-                .expected
-                .pop_front()
-                .unwrap_or_else(|| panic!("unexpected row {line:?}"));
+            let want = c.expected.pop_front().unwrap_or_else(|| panic!("unexpected row {line:?}"));
             check_line(line, c.thread, want);
             c.rows += 1;
         }
@@ -1026,10 +810,7 @@ impl Write for CheckingWriter {
 fn logging_at_scale_every_row_checked() {
     let name = "logging_at_scale_every_row_checked";
     let mut rng = Rng::new(seed(name, 0x5CA1_0007));
-    let check = Arc::new(Mutex::new(LogCheck {
-        thread: rmm::pool::current_thread_number(),
-        ..LogCheck::default()
-    }));
+    let check = Arc::new(Mutex::new(LogCheck { thread: rmm::pool::current_thread_number(), ..LogCheck::default() }));
     let logging = LoggingResourceAdaptor::with_writer(
         LimitingResourceAdaptor::new(HostMemoryResource::new(), 8 * MIB),
         Box::new(CheckingWriter(check.clone())),
@@ -1041,10 +822,7 @@ fn logging_at_scale_every_row_checked() {
         big_alignments: true,
         ..Trace::default()
     };
-    let plan = Plan {
-        allow_oom: true,
-        ..Plan::new(trace)
-    };
+    let plan = Plan { allow_oom: true, ..Plan::new(trace) };
     let n = drive(&logging, &plan, &mut rng, |e, _m| {
         if let Some(row) = row_of(&e) {
             check.lock().expected.push_back(row);
@@ -1053,15 +831,9 @@ fn logging_at_scale_every_row_checked() {
     report(name, &n);
     logging.flush().unwrap();
     let c = check.lock();
-    assert!(
-        c.header_seen && c.partial.is_empty() && c.expected.is_empty(),
-        "every row arrived"
-    );
+    assert!(c.header_seen && c.partial.is_empty() && c.expected.is_empty(), "every row arrived");
     assert_eq!(c.rows, n.allocs + n.frees + n.refused);
-    assert!(
-        plan.trace.ops < 10_000 || n.refused > 0,
-        "failures were logged"
-    );
+    assert!(plan.trace.ops < 10_000 || n.refused > 0, "failures were logged");
     assert_eq!(logging.upstream().upstream().outstanding(), (0, 0));
 }
 
@@ -1080,14 +852,10 @@ impl Drop for TempFile {
 fn logging_to_a_file_at_scale() {
     let name = "logging_to_a_file_at_scale";
     let mut rng = Rng::new(seed(name, 0x5CA1_0008));
-    let file = TempFile(
-        std::env::temp_dir().join(format!("rmm-rs-model-scale-{}.csv", std::process::id())),
-    );
-    let logging = LoggingResourceAdaptor::new(
-        LimitingResourceAdaptor::new(HostMemoryResource::new(), 8 * MIB),
-        Some(&file.0),
-    )
-    .unwrap();
+    let file = TempFile(std::env::temp_dir().join(format!("rmm-rs-model-scale-{}.csv", std::process::id())));
+    let logging =
+        LoggingResourceAdaptor::new(LimitingResourceAdaptor::new(HostMemoryResource::new(), 8 * MIB), Some(&file.0))
+            .unwrap();
     let trace = Trace {
         ops: ops(name, SCALE / 10),
         max_size: 256 * KIB,
@@ -1095,20 +863,13 @@ fn logging_to_a_file_at_scale() {
         big_alignments: true,
         ..Trace::default()
     };
-    let plan = Plan {
-        allow_oom: true,
-        ..Plan::new(trace)
-    };
+    let plan = Plan { allow_oom: true, ..Plan::new(trace) };
     let mut rows = Vec::new();
     let n = drive(&logging, &plan, &mut rng, |e, _m| rows.extend(row_of(&e)));
     report(name, &n);
     logging.flush().unwrap();
     let text = std::fs::read_to_string(&file.0).unwrap();
-    assert_eq!(
-        text.lines().count(),
-        1 + rows.len(),
-        "header and one line per call"
-    );
+    assert_eq!(text.lines().count(), 1 + rows.len(), "header and one line per call");
     assert!(text.ends_with('\n'));
     let mut lines = text.lines();
     assert_eq!(lines.next(), Some(LOG_HEADER));
@@ -1130,10 +891,7 @@ fn failure_callback_at_scale() {
     // About what 1000 live blocks of this trace take, so the limit is reached now and then
     // rather than on every other request, and the ballast is often there to give.
     let limit = 20 * MIB;
-    let limiting = Arc::new(LimitingResourceAdaptor::new(
-        HostMemoryResource::new(),
-        limit,
-    ));
+    let limiting = Arc::new(LimitingResourceAdaptor::new(HostMemoryResource::new(), limit));
     let ballast: Arc<Mutex<Option<usize>>> = Arc::new(Mutex::new(None));
     let calls = Arc::new(AtomicUsize::new(0));
     let adaptor = {
@@ -1142,9 +900,7 @@ fn failure_callback_at_scale() {
             calls.fetch_add(1, Ordering::Relaxed);
             match ballast.lock().take() {
                 Some(p) => {
-                    limiting
-                        .deallocate(p as *mut u8, BALLAST, 256, CudaStreamView::DEFAULT)
-                        .unwrap();
+                    limiting.deallocate(p as *mut u8, BALLAST, 256, CudaStreamView::DEFAULT).unwrap();
                     true
                 }
                 None => false,
@@ -1152,9 +908,7 @@ fn failure_callback_at_scale() {
         })
     };
     let take_ballast = || {
-        let p = limiting
-            .allocate(BALLAST, 256, CudaStreamView::DEFAULT)
-            .unwrap();
+        let p = limiting.allocate(BALLAST, 256, CudaStreamView::DEFAULT).unwrap();
         *ballast.lock() = Some(p as usize);
     };
     take_ballast();
@@ -1165,11 +919,7 @@ fn failure_callback_at_scale() {
         big_alignments: true,
         ..Trace::default()
     };
-    let plan = Plan {
-        bad: BadCalls::Host,
-        allow_oom: true,
-        ..Plan::new(trace)
-    };
+    let plan = Plan { bad: BadCalls::Host, allow_oom: true, ..Plan::new(trace) };
     let (mut user, mut held, mut seen_calls) = (0usize, true, 0usize);
     let (mut rescued, mut given_up) = (0usize, 0usize);
     let n = drive(&adaptor, &plan, &mut rng, |e, _m| {
@@ -1181,10 +931,7 @@ fn failure_callback_at_scale() {
                 if before + size <= limit {
                     0
                 } else {
-                    assert!(
-                        held && before - BALLAST + size <= limit,
-                        "allocated past the limit"
-                    );
+                    assert!(held && before - BALLAST + size <= limit, "allocated past the limit");
                     held = false;
                     rescued += 1;
                     1
@@ -1194,27 +941,11 @@ fn failure_callback_at_scale() {
                 user -= align_up(b.bytes, b.alignment);
                 0
             }
-            Event::Refused {
-                bytes,
-                alignment,
-                error,
-                ..
-            } => {
-                let reason =
-                    format!("limiting adaptor: limit {limit} bytes, {user} already allocated");
-                assert_eq!(
-                    *error,
-                    Error::OutOfMemory {
-                        requested: bytes,
-                        pool: None,
-                        reason
-                    }
-                );
+            Event::Refused { bytes, alignment, error, .. } => {
+                let reason = format!("limiting adaptor: limit {limit} bytes, {user} already allocated");
+                assert_eq!(*error, Error::OutOfMemory { requested: bytes, pool: None, reason });
                 let size = align_up(bytes, alignment);
-                assert!(
-                    before - if held { BALLAST } else { 0 } + size > limit,
-                    "refused with room"
-                );
+                assert!(before - if held { BALLAST } else { 0 } + size > limit, "refused with room");
                 given_up += 1;
                 if held {
                     held = false;
@@ -1226,17 +957,10 @@ fn failure_callback_at_scale() {
             Event::Rejected => 0,
         };
         let now = calls.load(Ordering::Relaxed);
-        assert_eq!(
-            now - seen_calls,
-            expected_calls,
-            "callback calls for this request"
-        );
+        assert_eq!(now - seen_calls, expected_calls, "callback calls for this request");
         seen_calls = now;
         assert_eq!(ballast.lock().is_some(), held);
-        assert_eq!(
-            limiting.allocated_bytes(),
-            user + if held { BALLAST } else { 0 }
-        );
+        assert_eq!(limiting.allocated_bytes(), user + if held { BALLAST } else { 0 });
         if !held && user + BALLAST <= limit {
             take_ballast();
             held = true;
@@ -1244,14 +968,9 @@ fn failure_callback_at_scale() {
     });
     report(name, &n);
     println!("{name}: {rescued} requests rescued by the callback, {given_up} given up, {seen_calls} callback calls");
-    assert!(
-        plan.trace.ops < 10_000 || (rescued > 0 && given_up > 0),
-        "both outcomes were exercised"
-    );
+    assert!(plan.trace.ops < 10_000 || (rescued > 0 && given_up > 0), "both outcomes were exercised");
     if let Some(p) = ballast.lock().take() {
-        limiting
-            .deallocate(p as *mut u8, BALLAST, 256, CudaStreamView::DEFAULT)
-            .unwrap();
+        limiting.deallocate(p as *mut u8, BALLAST, 256, CudaStreamView::DEFAULT).unwrap();
     }
     assert_eq!(limiting.allocated_bytes(), 0);
     assert_eq!(limiting.upstream().outstanding(), (0, 0));
@@ -1274,25 +993,10 @@ fn gpu(test: &str) -> bool {
 /// 10^5 calls; `RMM_MODEL_OPS=10000000` runs them at full scale.
 const DEVICE_DIRECT: usize = 100_000;
 
-fn device_resource_at_scale<R: MemoryResource>(
-    name: &str,
-    r: &R,
-    streams: Vec<CudaStreamView>,
-    own_stream: bool,
-) {
+fn device_resource_at_scale<R: MemoryResource>(name: &str, r: &R, streams: Vec<CudaStreamView>, own_stream: bool) {
     let mut rng = Rng::new(seed(name, 0x5CA1_0010));
-    let trace = Trace {
-        ops: ops(name, DEVICE_DIRECT),
-        max_live: 500,
-        max_size: MIB,
-        streams,
-        ..Trace::default()
-    };
-    let plan = Plan {
-        bad: BadCalls::Edges,
-        own_stream,
-        ..Plan::new(trace)
-    };
+    let trace = Trace { ops: ops(name, DEVICE_DIRECT), max_live: 500, max_size: MIB, streams, ..Trace::default() };
+    let plan = Plan { bad: BadCalls::Edges, own_stream, ..Plan::new(trace) };
     let n = drive(r, &plan, &mut rng, |_, _| {});
     report(name, &n);
 }
@@ -1301,12 +1005,7 @@ fn device_resource_at_scale<R: MemoryResource>(
 fn gpu_cuda_resource_at_scale() {
     let name = "gpu_cuda_resource_at_scale";
     if gpu(name) {
-        device_resource_at_scale(
-            name,
-            &CudaMemoryResource::new(),
-            vec![CudaStreamView::DEFAULT],
-            false,
-        );
+        device_resource_at_scale(name, &CudaMemoryResource::new(), vec![CudaStreamView::DEFAULT], false);
     }
 }
 
@@ -1314,12 +1013,7 @@ fn gpu_cuda_resource_at_scale() {
 fn gpu_managed_resource_at_scale() {
     let name = "gpu_managed_resource_at_scale";
     if gpu(name) {
-        device_resource_at_scale(
-            name,
-            &ManagedMemoryResource::new(),
-            vec![CudaStreamView::DEFAULT],
-            false,
-        );
+        device_resource_at_scale(name, &ManagedMemoryResource::new(), vec![CudaStreamView::DEFAULT], false);
     }
 }
 
@@ -1327,12 +1021,7 @@ fn gpu_managed_resource_at_scale() {
 fn gpu_pinned_host_resource_at_scale() {
     let name = "gpu_pinned_host_resource_at_scale";
     if gpu(name) {
-        device_resource_at_scale(
-            name,
-            &PinnedHostMemoryResource::new(),
-            vec![CudaStreamView::DEFAULT],
-            false,
-        );
+        device_resource_at_scale(name, &PinnedHostMemoryResource::new(), vec![CudaStreamView::DEFAULT], false);
     }
 }
 
@@ -1362,8 +1051,7 @@ fn gpu_pool_at_scale() {
     let mut rng = Rng::new(seed(name, 0x5CA1_0011));
     let streams: Vec<CudaStream> = (0..4).map(|_| CudaStream::new().unwrap()).collect();
     let max = 1 << 30;
-    let pool =
-        PoolMemoryResource::new(Arc::new(CudaMemoryResource::new()), 64 * MIB, Some(max)).unwrap();
+    let pool = PoolMemoryResource::new(Arc::new(CudaMemoryResource::new()), 64 * MIB, Some(max)).unwrap();
     let mut views: Vec<CudaStreamView> = streams.iter().map(|s| s.view()).collect();
     views.extend([CudaStreamView::DEFAULT, CudaStreamView::PER_THREAD]);
     let trace = Trace {
@@ -1374,11 +1062,7 @@ fn gpu_pool_at_scale() {
         big_alignments: true,
         ..Trace::default()
     };
-    let plan = Plan {
-        bad: BadCalls::Pool,
-        allow_oom: true,
-        ..Plan::new(trace)
-    };
+    let plan = Plan { bad: BadCalls::Pool, allow_oom: true, ..Plan::new(trace) };
     let mut checker = PoolChecker::new(max, None);
     let n = drive(&pool, &plan, &mut rng, |e, m| checker.see(&pool, e, m));
     report(name, &n);

@@ -56,14 +56,7 @@ fn failure_callback_frees_a_cache_and_the_retry_succeeds() {
     assert_eq!(stats.bytes_counter(), c(7 << 20, 8 << 20, 11 << 20));
     assert_eq!(stats.allocations_counter(), c(3, 4, 5));
     let pool = stats.upstream();
-    assert_eq!(
-        pool.state(),
-        PoolState {
-            pool_size: 8 * MIB,
-            free_bytes: MIB,
-            largest_free_block: MIB
-        }
-    );
+    assert_eq!(pool.state(), PoolState { pool_size: 8 * MIB, free_bytes: MIB, largest_free_block: MIB });
     pool.check_invariants().unwrap();
 
     // 8 MiB while 3 MiB stay handed out: the callback empties the cache, then says no, and the
@@ -75,18 +68,11 @@ fn failure_callback_frees_a_cache_and_the_retry_succeeds() {
         err,
         Error::OutOfMemory {
             requested: 8 * MIB,
-            pool: Some(PoolState {
-                pool_size: 8 * MIB,
-                free_bytes: 5 * MIB,
-                largest_free_block: 5 * MIB
-            }),
+            pool: Some(PoolState { pool_size: 8 * MIB, free_bytes: 5 * MIB, largest_free_block: 5 * MIB }),
             reason: format!("maximum pool size {} reached", 8 * MIB),
         }
     );
-    assert!(
-        err.to_string().contains("cannot allocate 8388608 bytes"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("cannot allocate 8388608 bytes"), "{err}");
     // The failed request counted nothing; the frees the callback made did.
     assert_eq!(stats.bytes_counter(), c(3 << 20, 8 << 20, 11 << 20));
     assert_eq!(stats.allocations_counter(), c(1, 4, 5));
@@ -99,13 +85,6 @@ fn failure_callback_frees_a_cache_and_the_retry_succeeds() {
     assert_eq!(calls.load(Ordering::SeqCst), 5);
     assert_eq!(stats.bytes_counter(), c(0, 8 << 20, 19 << 20));
     assert_eq!(stats.allocations_counter(), c(0, 4, 6));
-    assert_eq!(
-        pool.state(),
-        PoolState {
-            pool_size: 8 * MIB,
-            free_bytes: 8 * MIB,
-            largest_free_block: 8 * MIB
-        }
-    );
+    assert_eq!(pool.state(), PoolState { pool_size: 8 * MIB, free_bytes: 8 * MIB, largest_free_block: 8 * MIB });
     pool.check_invariants().unwrap();
 }

@@ -1,9 +1,7 @@
 //! The per-device resource table by device id: runs without a GPU. Each test uses its own device
 //! ids because the table is process-wide and tests run in parallel.
 
-use rmm::per_device_resource::{
-    get_per_device_resource, reset_per_device_resource, set_per_device_resource,
-};
+use rmm::per_device_resource::{get_per_device_resource, reset_per_device_resource, set_per_device_resource};
 use rmm::resource::{CudaMemoryResource, HostMemoryResource};
 use rmm::{CudaStreamView, DeviceId, MemoryResource, SharedResource};
 use std::sync::Arc;

@@ -13,9 +13,7 @@ use std::sync::{Arc, Mutex};
 const MIB: usize = 1 << 20;
 
 fn streams(n: usize) -> Vec<CudaStreamView> {
-    (0..n)
-        .map(|i| CudaStreamView::from_handle(0x1000 * (i + 1)))
-        .collect()
+    (0..n).map(|i| CudaStreamView::from_handle(0x1000 * (i + 1))).collect()
 }
 
 fn host_pool(initial: usize, max: Option<usize>) -> PoolMemoryResource<Arc<HostMemoryResource>> {
@@ -65,11 +63,7 @@ struct CappedHost {
 
 impl CappedHost {
     fn new(cap: usize) -> Self {
-        CappedHost {
-            inner: HostMemoryResource::new(),
-            cap,
-            used: AtomicUsize::new(0),
-        }
+        CappedHost { inner: HostMemoryResource::new(), cap, used: AtomicUsize::new(0) }
     }
 }
 
@@ -82,13 +76,7 @@ impl MemoryResource for CappedHost {
         self.used.fetch_add(bytes, Ordering::SeqCst);
         Ok(p)
     }
-    fn deallocate(
-        &self,
-        ptr: *mut u8,
-        bytes: usize,
-        alignment: usize,
-        stream: CudaStreamView,
-    ) -> Result<()> {
+    fn deallocate(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<()> {
         self.inner.deallocate(ptr, bytes, alignment, stream)?;
         self.used.fetch_sub(bytes, Ordering::SeqCst);
         Ok(())
@@ -119,36 +107,21 @@ fn random_trace_matches_model_and_returns_everything() {
             if step % 20_000 == 0 {
                 pool.check_invariants().unwrap();
                 let s = pool.state();
-                assert!(
-                    s.pool_size - s.free_bytes >= model.live_bytes,
-                    "pool lost track of live bytes"
-                );
+                assert!(s.pool_size - s.free_bytes >= model.live_bytes, "pool lost track of live bytes");
             }
         });
         pool.check_invariants().unwrap();
         let s = pool.state();
-        assert_eq!(
-            s.free_bytes, s.pool_size,
-            "all blocks are free after the trace"
-        );
+        assert_eq!(s.free_bytes, s.pool_size, "all blocks are free after the trace");
     }
-    assert_eq!(
-        upstream.outstanding(),
-        (0, 0),
-        "the upstream got every byte back"
-    );
+    assert_eq!(upstream.outstanding(), (0, 0), "the upstream got every byte back");
 }
 
 #[test]
 fn allocated_bytes_are_exact_on_a_single_stream() {
     let pool = host_pool(0, None);
     let mut rng = Rng::new(seed("pool exact bytes", 2));
-    let t = Trace {
-        ops: 200_000,
-        max_size: 1 << 20,
-        min_size: 8,
-        ..Trace::default()
-    };
+    let t = Trace { ops: 200_000, max_size: 1 << 20, min_size: 8, ..Trace::default() };
     let mut step = 0;
     run_trace(&pool, &t, &mut rng, false, |model| {
         step += 1;
@@ -210,13 +183,8 @@ fn eight_threads_share_one_pool_without_overlap() {
 #[test]
 fn freed_block_is_reused_on_its_stream_without_ordering() {
     let order = RecordingOrder::default();
-    let pool = PoolMemoryResource::with_stream_order(
-        HostMemoryResource::new(),
-        MIB,
-        None,
-        Box::new(order.clone()),
-    )
-    .unwrap();
+    let pool =
+        PoolMemoryResource::with_stream_order(HostMemoryResource::new(), MIB, None, Box::new(order.clone())).unwrap();
     // The initial chunk becomes fresh memory once everything is synchronised.
     assert_eq!(order.log(), vec![SyncAll]);
     let a = CudaStreamView::from_handle(0x1000);
@@ -224,37 +192,22 @@ fn freed_block_is_reused_on_its_stream_without_ordering() {
     pool.deallocate(p, 1000, 256, a).unwrap();
     let q = pool.allocate(1000, 256, a).unwrap();
     assert_eq!(p, q);
-    assert_eq!(
-        order.log(),
-        vec![SyncAll],
-        "fresh memory and same-stream reuse need no ordering"
-    );
+    assert_eq!(order.log(), vec![SyncAll], "fresh memory and same-stream reuse need no ordering");
     pool.deallocate(q, 1000, 256, a).unwrap();
 }
 
 #[test]
 fn another_stream_takes_free_blocks_only_after_the_owner_published_them() {
     let order = RecordingOrder::default();
-    let pool = PoolMemoryResource::with_stream_order(
-        HostMemoryResource::new(),
-        2 * MIB,
-        None,
-        Box::new(order.clone()),
-    )
-    .unwrap();
-    let (a, b) = (
-        CudaStreamView::from_handle(0x1000),
-        CudaStreamView::from_handle(0x2000),
-    );
+    let pool = PoolMemoryResource::with_stream_order(HostMemoryResource::new(), 2 * MIB, None, Box::new(order.clone()))
+        .unwrap();
+    let (a, b) = (CudaStreamView::from_handle(0x1000), CudaStreamView::from_handle(0x2000));
     let x1 = pool.allocate(MIB, 256, a).unwrap();
     let x2 = pool.allocate(MIB / 2, 256, a).unwrap();
     pool.deallocate(x1, MIB, 256, a).unwrap();
     // a's free block is not published yet: b asks for it and grows meanwhile.
     let y = pool.allocate(MIB, 256, b).unwrap();
-    assert!(
-        y as usize >= x1 as usize + 2 * MIB || (y as usize) + MIB <= x1 as usize,
-        "b got a's unpublished block"
-    );
+    assert!(y as usize >= x1 as usize + 2 * MIB || (y as usize) + MIB <= x1 as usize, "b got a's unpublished block");
     assert_eq!(order.log(), vec![SyncAll]);
     // a's next call captures its work...
     pool.deallocate(x2, MIB / 2, 256, a).unwrap();
@@ -262,10 +215,7 @@ fn another_stream_takes_free_blocks_only_after_the_owner_published_them() {
     // ...and b takes a's (now coalesced) block after waiting for that capture.
     let w = pool.allocate(3 * MIB / 2, 256, b).unwrap();
     assert_eq!(w, x1);
-    assert_eq!(
-        order.log(),
-        vec![SyncAll, Record(0x1000), Wait(0x1000, 0x2000)]
-    );
+    assert_eq!(order.log(), vec![SyncAll, Record(0x1000), Wait(0x1000, 0x2000)]);
     pool.deallocate(w, 3 * MIB / 2, 256, b).unwrap();
     pool.deallocate(y, MIB, 256, b).unwrap();
     pool.check_invariants().unwrap();
@@ -281,11 +231,8 @@ fn free_lists_of_all_streams_merge_before_out_of_memory() {
         Box::new(order.clone()),
     )
     .unwrap();
-    let (a, b, c) = (
-        CudaStreamView::from_handle(0x1000),
-        CudaStreamView::from_handle(0x2000),
-        CudaStreamView::from_handle(0x3000),
-    );
+    let (a, b, c) =
+        (CudaStreamView::from_handle(0x1000), CudaStreamView::from_handle(0x2000), CudaStreamView::from_handle(0x3000));
     // Both take their block from the fresh chunk: no ordering needed.
     let x = pool.allocate(MIB, 256, a).unwrap();
     let y = pool.allocate(MIB, 256, b).unwrap();
@@ -298,16 +245,7 @@ fn free_lists_of_all_streams_merge_before_out_of_memory() {
     let z = pool.allocate(2 * MIB, 256, c).unwrap();
     assert_eq!(z, x);
     assert_eq!(pool.state().free_bytes, 0);
-    assert_eq!(
-        order.log(),
-        vec![
-            SyncAll,
-            Record(0x1000),
-            Record(0x2000),
-            Wait(0x1000, 0x3000),
-            Wait(0x2000, 0x3000)
-        ]
-    );
+    assert_eq!(order.log(), vec![SyncAll, Record(0x1000), Record(0x2000), Wait(0x1000, 0x3000), Wait(0x2000, 0x3000)]);
     pool.deallocate(z, 2 * MIB, 256, c).unwrap();
     pool.check_invariants().unwrap();
 }
@@ -324,11 +262,7 @@ fn growth_backs_off_toward_the_request() {
     assert_eq!(upstream.used.load(Ordering::SeqCst), 3 * MIB);
     let err = pool.allocate(256, 256, s).unwrap_err();
     match err {
-        Error::OutOfMemory {
-            requested: 256,
-            pool: Some(state),
-            ..
-        } => {
+        Error::OutOfMemory { requested: 256, pool: Some(state), .. } => {
             assert_eq!(state.pool_size, 3 * MIB);
             assert_eq!(state.free_bytes, 0);
         }
@@ -351,19 +285,11 @@ fn out_of_memory_at_maximum_reports_numbers_and_pool_keeps_working() {
         err,
         Error::OutOfMemory {
             requested: MIB,
-            pool: Some(rmm::PoolState {
-                pool_size: MIB,
-                free_bytes: MIB / 2,
-                largest_free_block: MIB / 2
-            }),
+            pool: Some(rmm::PoolState { pool_size: MIB, free_bytes: MIB / 2, largest_free_block: MIB / 2 }),
             reason: format!("maximum pool size {MIB} reached"),
         }
     );
-    assert!(
-        err.to_string()
-            .contains("pool size 1048576, free 524288, largest free block 524288"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("pool size 1048576, free 524288, largest free block 524288"), "{err}");
     let q = pool.allocate(MIB / 2, 256, s).unwrap();
     pool.deallocate(p, MIB / 2, 256, s).unwrap();
     pool.deallocate(q, MIB / 2, 256, s).unwrap();
@@ -385,13 +311,8 @@ fn zero_bytes_is_null_and_touches_nothing() {
 fn huge_requests_are_out_of_memory() {
     let pool = host_pool(MIB, None);
     for bytes in [usize::MAX, usize::MAX - 255, 1 << 62] {
-        let err = pool
-            .allocate(bytes, 256, CudaStreamView::DEFAULT)
-            .unwrap_err();
-        assert!(
-            matches!(err, Error::OutOfMemory { requested, .. } if requested == bytes),
-            "{bytes}: {err}"
-        );
+        let err = pool.allocate(bytes, 256, CudaStreamView::DEFAULT).unwrap_err();
+        assert!(matches!(err, Error::OutOfMemory { requested, .. } if requested == bytes), "{bytes}: {err}");
     }
     assert_eq!(pool.pool_size(), MIB);
     pool.check_invariants().unwrap();
@@ -401,44 +322,23 @@ fn huge_requests_are_out_of_memory() {
 fn bad_alignments_are_rejected() {
     let pool = host_pool(MIB, None);
     for alignment in [0, 3, 100, 1 << 31] {
-        let err = pool
-            .allocate(64, alignment, CudaStreamView::DEFAULT)
-            .unwrap_err();
-        assert_eq!(
-            err,
-            Error::BadAlignment {
-                alignment,
-                max: rmm::resource::MAX_ALIGNMENT
-            }
-        );
+        let err = pool.allocate(64, alignment, CudaStreamView::DEFAULT).unwrap_err();
+        assert_eq!(err, Error::BadAlignment { alignment, max: rmm::resource::MAX_ALIGNMENT });
     }
     for alignment in [1, 8, 256, 4096, 1 << 20] {
-        let p = pool
-            .allocate(100, alignment, CudaStreamView::DEFAULT)
-            .unwrap();
+        let p = pool.allocate(100, alignment, CudaStreamView::DEFAULT).unwrap();
         assert_eq!(p as usize % alignment.max(256), 0);
-        pool.deallocate(p, 100, alignment, CudaStreamView::DEFAULT)
-            .unwrap();
+        pool.deallocate(p, 100, alignment, CudaStreamView::DEFAULT).unwrap();
     }
     pool.check_invariants().unwrap();
 }
 
 #[test]
 fn bad_pool_sizes_are_rejected() {
-    let make = |i, m| {
-        PoolMemoryResource::new(HostMemoryResource::new(), i, m)
-            .err()
-            .unwrap()
-    };
-    assert!(
-        matches!(make(1000, None), Error::InvalidArgument(m) if m.contains("initial pool size 1000"))
-    );
-    assert!(
-        matches!(make(0, Some(1000)), Error::InvalidArgument(m) if m.contains("maximum pool size 1000"))
-    );
-    assert!(
-        matches!(make(2048, Some(1024)), Error::InvalidArgument(m) if m.contains("below the initial size"))
-    );
+    let make = |i, m| PoolMemoryResource::new(HostMemoryResource::new(), i, m).err().unwrap();
+    assert!(matches!(make(1000, None), Error::InvalidArgument(m) if m.contains("initial pool size 1000")));
+    assert!(matches!(make(0, Some(1000)), Error::InvalidArgument(m) if m.contains("maximum pool size 1000")));
+    assert!(matches!(make(2048, Some(1024)), Error::InvalidArgument(m) if m.contains("below the initial size")));
 }
 
 /// Each misuse returns its exact error and leaves the pool exactly as it was.
@@ -454,23 +354,8 @@ fn misuse_is_detected_and_changes_nothing() {
 
     let cases: Vec<(*mut u8, usize, Misuse)> = vec![
         (q, 5000, Misuse::DoubleFree { ptr: q as usize }),
-        (
-            p,
-            999,
-            Misuse::WrongSize {
-                ptr: addr,
-                allocated: 1000,
-                given: 999,
-            },
-        ),
-        (
-            unsafe { p.add(256) },
-            744,
-            Misuse::InteriorPointer {
-                ptr: addr + 256,
-                block_start: addr,
-            },
-        ),
+        (p, 999, Misuse::WrongSize { ptr: addr, allocated: 1000, given: 999 }),
+        (unsafe { p.add(256) }, 744, Misuse::InteriorPointer { ptr: addr + 256, block_start: addr }),
         (0x10 as *mut u8, 8, Misuse::UnknownPointer { ptr: 0x10 }),
     ];
     for (ptr, bytes, expected) in cases {
@@ -483,9 +368,7 @@ fn misuse_is_detected_and_changes_nothing() {
     let foreign = other.allocate(512, 256, s).unwrap();
     assert_eq!(
         pool.deallocate(foreign, 512, 256, s).unwrap_err(),
-        Error::Misuse(Misuse::UnknownPointer {
-            ptr: foreign as usize
-        })
+        Error::Misuse(Misuse::UnknownPointer { ptr: foreign as usize })
     );
     other.deallocate(foreign, 512, 256, s).unwrap();
 
@@ -501,8 +384,7 @@ fn dropping_the_pool_returns_chunks_even_with_live_blocks() {
     let upstream = Arc::new(HostMemoryResource::new());
     let pool = PoolMemoryResource::new(upstream.clone(), MIB, None).unwrap();
     for _ in 0..10 {
-        pool.allocate(300 << 10, 256, CudaStreamView::DEFAULT)
-            .unwrap();
+        pool.allocate(300 << 10, 256, CudaStreamView::DEFAULT).unwrap();
     }
     assert!(upstream.outstanding().0 > 1);
     drop(pool);
@@ -513,25 +395,15 @@ fn dropping_the_pool_returns_chunks_even_with_live_blocks() {
 fn per_thread_default_streams_are_distinct_streams() {
     let order = RecordingOrder::default();
     let pool = Arc::new(
-        PoolMemoryResource::with_stream_order(
-            HostMemoryResource::new(),
-            MIB,
-            Some(MIB),
-            Box::new(order.clone()),
-        )
-        .unwrap(),
+        PoolMemoryResource::with_stream_order(HostMemoryResource::new(), MIB, Some(MIB), Box::new(order.clone()))
+            .unwrap(),
     );
     let p = pool.allocate(MIB, 256, CudaStreamView::PER_THREAD).unwrap();
-    pool.deallocate(p, MIB, 256, CudaStreamView::PER_THREAD)
-        .unwrap();
+    pool.deallocate(p, MIB, 256, CudaStreamView::PER_THREAD).unwrap();
     let pool2 = pool.clone();
     let q = std::thread::spawn(move || {
-        let q = pool2
-            .allocate(MIB, 256, CudaStreamView::PER_THREAD)
-            .unwrap();
-        pool2
-            .deallocate(q, MIB, 256, CudaStreamView::PER_THREAD)
-            .unwrap();
+        let q = pool2.allocate(MIB, 256, CudaStreamView::PER_THREAD).unwrap();
+        pool2.deallocate(q, MIB, 256, CudaStreamView::PER_THREAD).unwrap();
         q as usize
     })
     .join()
@@ -543,10 +415,7 @@ fn per_thread_default_streams_are_distinct_streams() {
     let log = order.log();
     assert_eq!(log[..2], [SyncAll, SyncAll]);
     // Its own free then published at once: two streams share the pool now.
-    assert!(
-        matches!(log[2..], [Record(k)] if StreamKey(k).per_thread_owner().is_some()),
-        "{log:?}"
-    );
+    assert!(matches!(log[2..], [Record(k)] if StreamKey(k).per_thread_owner().is_some()), "{log:?}");
 }
 
 /// The random trace again, but with streams that need ordering: blocks move between streams only
@@ -566,25 +435,12 @@ fn random_trace_with_ordered_streams_on_their_own_shards_matches_model() {
 fn ordered_random_trace(spread: bool, default_seed: u64) {
     let order = RecordingOrder::default();
     let upstream = Arc::new(HostMemoryResource::new());
-    let mut rng = Rng::new(seed(
-        &format!("pool ordered random trace (spread: {spread})"),
-        default_seed,
-    ));
+    let mut rng = Rng::new(seed(&format!("pool ordered random trace (spread: {spread})"), default_seed));
     {
         let max = 64 * MIB;
-        let pool = PoolMemoryResource::with_stream_order(
-            upstream.clone(),
-            4 * MIB,
-            Some(max),
-            Box::new(order.clone()),
-        )
-        .unwrap();
-        let t = Trace {
-            ops: 1_000_000,
-            max_size: 256 << 10,
-            streams: streams(4),
-            ..Trace::default()
-        };
+        let pool = PoolMemoryResource::with_stream_order(upstream.clone(), 4 * MIB, Some(max), Box::new(order.clone()))
+            .unwrap();
+        let t = Trace { ops: 1_000_000, max_size: 256 << 10, streams: streams(4), ..Trace::default() };
         if spread {
             t.streams.iter().for_each(|&s| pool.spread_stream(s));
         }
@@ -599,25 +455,13 @@ fn ordered_random_trace(spread: bool, default_seed: u64) {
     }
     let log = order.log();
     let count = |f: fn(&Ordering_) -> bool| log.iter().filter(|e| f(e)).count();
-    let (records, waits) = (
-        count(|e| matches!(e, Record(_))),
-        count(|e| matches!(e, Wait(..))),
-    );
-    println!(
-        "records {records}, waits {waits}, full synchronisations {}",
-        count(|e| *e == SyncAll)
-    );
-    assert!(
-        records > 0 && waits > 0,
-        "the hand-over between streams was exercised"
-    );
+    let (records, waits) = (count(|e| matches!(e, Record(_))), count(|e| matches!(e, Wait(..))));
+    println!("records {records}, waits {waits}, full synchronisations {}", count(|e| *e == SyncAll));
+    assert!(records > 0 && waits > 0, "the hand-over between streams was exercised");
     // Every wait follows a record of the same owner.
     for (i, e) in log.iter().enumerate() {
         if let Wait(owner, _) = e {
-            assert!(
-                log[..i].contains(&Record(*owner)),
-                "wait on {owner:#x} before any record"
-            );
+            assert!(log[..i].contains(&Record(*owner)), "wait on {owner:#x} before any record");
         }
     }
     assert_eq!(upstream.outstanding(), (0, 0));
@@ -640,13 +484,9 @@ fn initial_chunk_stays_on_the_default_stream_when_synchronising_fails() {
         }
     }
     let order = RecordingOrder::default();
-    let pool = PoolMemoryResource::with_stream_order(
-        HostMemoryResource::new(),
-        MIB,
-        None,
-        Box::new(NoSync(order.clone())),
-    )
-    .unwrap();
+    let pool =
+        PoolMemoryResource::with_stream_order(HostMemoryResource::new(), MIB, None, Box::new(NoSync(order.clone())))
+            .unwrap();
     let (d, b) = (CudaStreamView::DEFAULT, CudaStreamView::from_handle(0x2000));
     // The default stream uses it at once.
     let p = pool.allocate(1024, 256, d).unwrap();
@@ -657,10 +497,7 @@ fn initial_chunk_stays_on_the_default_stream_when_synchronising_fails() {
     pool.deallocate(p, 1024, 256, d).unwrap();
     assert_eq!(order.log(), vec![Record(0)]);
     let r = pool.allocate(MIB, 256, b).unwrap();
-    assert_eq!(
-        r, p,
-        "b got the initial chunk, now published by the default stream"
-    );
+    assert_eq!(r, p, "b got the initial chunk, now published by the default stream");
     assert_eq!(order.log(), vec![Record(0), Wait(0, 0x2000)]);
     assert_eq!(pool.pool_size(), 2 * MIB);
     pool.deallocate(r, MIB, 256, b).unwrap();
@@ -675,28 +512,16 @@ fn ranges_split_between_shards_rejoin_before_out_of_memory() {
     let order = RecordingOrder::default();
     let upstream = Arc::new(HostMemoryResource::new());
     {
-        let pool = PoolMemoryResource::with_shards(
-            upstream.clone(),
-            8 * MIB,
-            Some(8 * MIB),
-            Box::new(order.clone()),
-            4,
-        )
-        .unwrap();
+        let pool =
+            PoolMemoryResource::with_shards(upstream.clone(), 8 * MIB, Some(8 * MIB), Box::new(order.clone()), 4)
+                .unwrap();
         let s = streams(4);
         for &st in &s {
             pool.spread_stream(st);
         }
-        let blocks: Vec<_> = s
-            .iter()
-            .map(|&st| (pool.allocate(MIB, 256, st).unwrap(), st))
-            .collect();
+        let blocks: Vec<_> = s.iter().map(|&st| (pool.allocate(MIB, 256, st).unwrap(), st)).collect();
         pool.check_invariants().unwrap();
-        assert_eq!(
-            pool.pool_size(),
-            8 * MIB,
-            "shards took ranges of the pool instead of growing"
-        );
+        assert_eq!(pool.pool_size(), 8 * MIB, "shards took ranges of the pool instead of growing");
         for &(p, st) in &blocks {
             pool.deallocate(p, MIB, 256, st).unwrap();
         }
@@ -721,18 +546,9 @@ fn ranges_split_between_shards_rejoin_before_out_of_memory() {
 #[test]
 fn a_block_freed_on_another_shards_stream_returns_to_its_owner() {
     let order = RecordingOrder::default();
-    let pool = PoolMemoryResource::with_shards(
-        HostMemoryResource::new(),
-        2 * MIB,
-        None,
-        Box::new(order.clone()),
-        2,
-    )
-    .unwrap();
-    let (a, b) = (
-        CudaStreamView::from_handle(0x1000),
-        CudaStreamView::from_handle(0x2000),
-    );
+    let pool =
+        PoolMemoryResource::with_shards(HostMemoryResource::new(), 2 * MIB, None, Box::new(order.clone()), 2).unwrap();
+    let (a, b) = (CudaStreamView::from_handle(0x1000), CudaStreamView::from_handle(0x2000));
     pool.spread_stream(b);
     let p = pool.allocate(MIB, 256, a).unwrap(); // a: shard 0
     let q = pool.allocate(256, 256, b).unwrap(); // b: shard 1, takes shard 0's other MiB
@@ -742,28 +558,14 @@ fn a_block_freed_on_another_shards_stream_returns_to_its_owner() {
     // Misuse across shards is still diagnosed exactly.
     let e = pool.deallocate(p, MIB, 256, b).unwrap_err();
     assert!(matches!(e, Error::Misuse(Misuse::DoubleFree { .. })), "{e}");
-    let e = pool
-        .deallocate((p as usize + 256) as *mut u8, 256, 256, a)
-        .unwrap_err();
-    assert!(
-        matches!(
-            e,
-            Error::Misuse(Misuse::DoubleFree { .. } | Misuse::InteriorPointer { .. })
-        ),
-        "{e}"
-    );
+    let e = pool.deallocate((p as usize + 256) as *mut u8, 256, 256, a).unwrap_err();
+    assert!(matches!(e, Error::Misuse(Misuse::DoubleFree { .. } | Misuse::InteriorPointer { .. })), "{e}");
     let e = pool.deallocate(0x10 as *mut u8, 256, 256, b).unwrap_err();
-    assert!(
-        matches!(e, Error::Misuse(Misuse::UnknownPointer { .. })),
-        "{e}"
-    );
+    assert!(matches!(e, Error::Misuse(Misuse::UnknownPointer { .. })), "{e}");
     pool.check_invariants().unwrap();
     let r = pool.allocate(MIB, 256, a).unwrap();
     assert_eq!(r, p, "a reused the block b published");
-    assert_eq!(
-        order.log(),
-        vec![SyncAll, Record(0x2000), Wait(0x2000, 0x1000)]
-    );
+    assert_eq!(order.log(), vec![SyncAll, Record(0x2000), Wait(0x2000, 0x1000)]);
     pool.deallocate(r, MIB, 256, a).unwrap();
     pool.deallocate(q, 256, 256, b).unwrap();
     pool.check_invariants().unwrap();
@@ -774,35 +576,17 @@ fn a_block_freed_on_another_shards_stream_returns_to_its_owner() {
 #[test]
 fn frees_publish_only_while_streams_take_turns() {
     let order = RecordingOrder::default();
-    let pool = PoolMemoryResource::with_stream_order(
-        HostMemoryResource::new(),
-        4 * MIB,
-        None,
-        Box::new(order.clone()),
-    )
-    .unwrap();
-    let (a, b) = (
-        CudaStreamView::from_handle(0x1000),
-        CudaStreamView::from_handle(0x2000),
-    );
-    let records = || {
-        order
-            .log()
-            .iter()
-            .filter(|e| matches!(e, Record(_)))
-            .count()
-    };
+    let pool = PoolMemoryResource::with_stream_order(HostMemoryResource::new(), 4 * MIB, None, Box::new(order.clone()))
+        .unwrap();
+    let (a, b) = (CudaStreamView::from_handle(0x1000), CudaStreamView::from_handle(0x2000));
+    let records = || order.log().iter().filter(|e| matches!(e, Record(_))).count();
     for _ in 0..10 {
         for s in [a, b] {
             let p = pool.allocate(4096, 256, s).unwrap();
             pool.deallocate(p, 4096, 256, s).unwrap();
         }
     }
-    assert_eq!(
-        records(),
-        19,
-        "every free but a's first (b had not called yet) published"
-    );
+    assert_eq!(records(), 19, "every free but a's first (b had not called yet) published");
     for _ in 0..rmm::pool::coalescing_pool::RECENT_CALLS {
         let p = pool.allocate(4096, 256, a).unwrap();
         pool.deallocate(p, 4096, 256, a).unwrap();

@@ -57,27 +57,11 @@ fn run_child(name: &str, mode: &str) {
         std::thread::sleep(Duration::from_millis(20));
     };
     let (mut out, mut err) = (String::new(), String::new());
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut out)
-        .unwrap();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
+    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
     println!("{name} ({mode}): {status} after {:?}", start.elapsed());
-    assert!(
-        status.success(),
-        "{name} ({mode}) ended with {status}\nstdout:\n{out}\nstderr:\n{err}"
-    );
-    assert!(
-        out.contains(REACHED),
-        "{name} ({mode}): the child never ran its body\nstdout:\n{out}\nstderr:\n{err}"
-    );
+    assert!(status.success(), "{name} ({mode}) ended with {status}\nstdout:\n{out}\nstderr:\n{err}");
+    assert!(out.contains(REACHED), "{name} ({mode}): the child never ran its body\nstdout:\n{out}\nstderr:\n{err}");
 }
 
 /// The child's side: `Some(mode)` when this process is the child.
@@ -113,14 +97,9 @@ thread_local! {
 /// Leaves a static pool, a thread-local pool and a per-device resource alive with live blocks.
 fn host_child(end: End) {
     static STATIC_POOL: OnceLock<HostPool> = OnceLock::new();
-    let pool = STATIC_POOL.get_or_init(|| {
-        PoolMemoryResource::new(Arc::new(HostMemoryResource::new()), MIB, None).unwrap()
-    });
-    let streams = [
-        CudaStreamView::DEFAULT,
-        CudaStreamView::from_handle(0x1000),
-        CudaStreamView::PER_THREAD,
-    ];
+    let pool =
+        STATIC_POOL.get_or_init(|| PoolMemoryResource::new(Arc::new(HostMemoryResource::new()), MIB, None).unwrap());
+    let streams = [CudaStreamView::DEFAULT, CudaStreamView::from_handle(0x1000), CudaStreamView::PER_THREAD];
     for (i, &s) in streams.iter().enumerate() {
         let p = pool.allocate(1000 * (i + 1), 256, s).unwrap();
         let q = pool.allocate(3 * MIB, 256, s).unwrap(); // grows the pool
@@ -134,9 +113,7 @@ fn host_child(end: End) {
     let current: SharedResource = Arc::new(StatisticsResourceAdaptor::new(
         PoolMemoryResource::new(Arc::new(HostMemoryResource::new()), MIB, None).unwrap(),
     ));
-    let _live = current
-        .allocate(5000, 256, CudaStreamView::DEFAULT)
-        .unwrap();
+    let _live = current.allocate(5000, 256, CudaStreamView::DEFAULT).unwrap();
     set_per_device_resource(DeviceId(-4242), current);
     // Another thread still allocating from the static pool while the process ends.
     std::thread::spawn(move || loop {
@@ -174,14 +151,9 @@ fn fill_async(ptr: *mut u8, bytes: usize, value: u8, s: CudaStreamView) {
 /// work still queued, and the pool set as the current device's resource.
 fn device_child(end: End) {
     static STATIC_POOL: OnceLock<DevicePool> = OnceLock::new();
-    let pool = STATIC_POOL.get_or_init(|| {
-        PoolMemoryResource::new(CudaMemoryResource::new(), 64 * MIB, None).unwrap()
-    });
+    let pool = STATIC_POOL.get_or_init(|| PoolMemoryResource::new(CudaMemoryResource::new(), 64 * MIB, None).unwrap());
     // Streams leak on purpose: their work is still queued when the process ends.
-    let (a, b) = (
-        Box::leak(Box::new(CudaStream::new().unwrap())),
-        Box::leak(Box::new(CudaStream::new().unwrap())),
-    );
+    let (a, b) = (Box::leak(Box::new(CudaStream::new().unwrap())), Box::leak(Box::new(CudaStream::new().unwrap())));
     let p = pool.allocate(32 * MIB, 256, a.view()).unwrap();
     fill_async(p, 32 * MIB, 1, a.view());
     pool.deallocate(p, 32 * MIB, 256, a.view()).unwrap();
@@ -189,17 +161,11 @@ fn device_child(end: End) {
     let q = pool.allocate(48 * MIB, 256, b.view()).unwrap();
     let r = pool.allocate(MIB, 256, a.view()).unwrap();
     let s = pool.allocate(32 * MIB, 256, b.view()).unwrap();
-    for (ptr, bytes, stream) in [
-        (q, 48 * MIB, b.view()),
-        (r, MIB, a.view()),
-        (s, 32 * MIB, b.view()),
-    ] {
+    for (ptr, bytes, stream) in [(q, 48 * MIB, b.view()), (r, MIB, a.view()), (s, 32 * MIB, b.view())] {
         fill_async(ptr, bytes, 2, stream); // still running when the process ends
     }
     DEVICE_LOCAL.with(|local| {
-        let local = local.get_or_init(|| {
-            PoolMemoryResource::new(CudaMemoryResource::new(), 16 * MIB, None).unwrap()
-        });
+        let local = local.get_or_init(|| PoolMemoryResource::new(CudaMemoryResource::new(), 16 * MIB, None).unwrap());
         let live = local.allocate(8 * MIB, 256, a.view()).unwrap();
         fill_async(live, 8 * MIB, 3, a.view());
     });

@@ -31,10 +31,7 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 fn run(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .output()
-        .expect("rmm_replay runs")
+    Command::new(BIN).args(args).output().expect("rmm_replay runs")
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -64,10 +61,7 @@ struct Expected {
 fn independent(path: &Path) -> Expected {
     let content = std::fs::read_to_string(path).unwrap();
     let mut lines = content.lines().filter(|l| !l.trim().is_empty());
-    assert_eq!(
-        lines.next().map(str::trim),
-        Some("Thread,Time,Action,Pointer,Size,Stream")
-    );
+    assert_eq!(lines.next().map(str::trim), Some("Thread,Time,Action,Pointer,Size,Stream"));
     let (mut live, mut threads) = (HashMap::new(), HashSet::new());
     let (mut bytes, mut peak, mut ops) = (0usize, 0usize, 0usize);
     for l in lines {
@@ -89,69 +83,37 @@ fn independent(path: &Path) -> Expected {
             _ => {}
         }
     }
-    Expected {
-        peak_live: peak,
-        ops,
-        threads: threads.len(),
-    }
+    Expected { peak_live: peak, ops, threads: threads.len() }
 }
 
 /// Replays `log` over a pool on host memory and checks the numbers against [`independent`].
 fn check_replay(log: &Path) -> String {
     let out = run(&["--runs", "2", log.to_str().unwrap()]);
     let stdout = text(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}: {}\n{stdout}",
-        log.display(),
-        text(&out.stderr)
-    );
+    assert!(out.status.success(), "{}: {}\n{stdout}", log.display(), text(&out.stderr));
     let name = log.file_stem().unwrap().to_str().unwrap();
     let want = independent(log);
     let peak_live = value(&stdout, name, "peak_live_bytes");
     let peak_upstream = value(&stdout, name, "peak_upstream_bytes");
-    assert_eq!(
-        peak_live as usize, want.peak_live,
-        "{name}: peak live bytes"
-    );
-    assert_eq!(
-        value(&stdout, name, "ops") as usize,
-        want.ops,
-        "{name}: ops"
-    );
-    assert!(
-        peak_upstream >= peak_live,
-        "{name}: peak upstream {peak_upstream} < peak live {peak_live}"
-    );
+    assert_eq!(peak_live as usize, want.peak_live, "{name}: peak live bytes");
+    assert_eq!(value(&stdout, name, "ops") as usize, want.ops, "{name}: ops");
+    assert!(peak_upstream >= peak_live, "{name}: peak upstream {peak_upstream} < peak live {peak_live}");
     assert!((value(&stdout, name, "fragmentation") - peak_upstream / peak_live).abs() < 1e-3);
     assert!(value(&stdout, name, "ns_per_op") > 0.0);
-    assert!(
-        stdout.contains(&format!("rmm-rs-native,pool_host,replay,{name},")),
-        "{stdout}"
-    );
+    assert!(stdout.contains(&format!("rmm-rs-native,pool_host,replay,{name},")), "{stdout}");
     stdout
 }
 
 #[test]
 fn committed_logs_replay_over_a_host_pool() {
     let logs = committed_logs();
-    let names: Vec<_> = logs
-        .iter()
-        .map(|p| p.file_stem().unwrap().to_str().unwrap().to_string())
-        .collect();
+    let names: Vec<_> = logs.iter().map(|p| p.file_stem().unwrap().to_str().unwrap().to_string()).collect();
     for want in ["multi_stream", "random", "thrust"] {
-        assert!(
-            names.iter().any(|n| n == want),
-            "tests/data/logs/{want}.csv is missing ({names:?})"
-        );
+        assert!(names.iter().any(|n| n == want), "tests/data/logs/{want}.csv is missing ({names:?})");
     }
     for log in &logs {
         let size = std::fs::metadata(log).unwrap().len();
-        assert!(
-            size < 200 * 1024,
-            "{} is {size} bytes; keep committed logs under 200 KB",
-            log.display()
-        );
+        assert!(size < 200 * 1024, "{} is {size} bytes; keep committed logs under 200 KB", log.display());
         print!("{}", check_replay(log));
     }
 }
@@ -169,11 +131,7 @@ fn generated_logs_replay() {
     for (pattern, ops) in [("thrust", "20"), ("multi_stream", "15"), ("random", "500")] {
         let path = scratch(&format!("generated_{pattern}.csv"));
         let out = run(&["generate", pattern, path.to_str().unwrap(), "--ops", ops]);
-        assert!(
-            out.status.success(),
-            "generate {pattern}: {}",
-            text(&out.stderr)
-        );
+        assert!(out.status.success(), "generate {pattern}: {}", text(&out.stderr));
         check_replay(&path);
     }
     let out = run(&["generate", "nonsense", scratch("x.csv").to_str().unwrap()]);
@@ -186,11 +144,7 @@ fn random_pattern_is_the_fixed_trace() {
     // The first rows of alloc_bench.cu's make_trace(42, ..): sizes 49894, 213, 12, then a free
     // (the same numbers as the committed random.csv).
     let path = scratch("trace_prefix.csv");
-    assert!(
-        run(&["generate", "random", path.to_str().unwrap(), "--ops", "4"])
-            .status
-            .success()
-    );
+    assert!(run(&["generate", "random", path.to_str().unwrap(), "--ops", "4"]).status.success());
     let content = std::fs::read_to_string(&path).unwrap();
     let rows: Vec<(String, String)> = content
         .lines()
@@ -200,12 +154,7 @@ fn random_pattern_is_the_fixed_trace() {
             (f[2].to_string(), f[4].to_string())
         })
         .collect();
-    let want = [
-        ("allocate", "49894"),
-        ("allocate", "213"),
-        ("allocate", "12"),
-        ("free", "213"),
-    ];
+    let want = [("allocate", "49894"), ("allocate", "213"), ("allocate", "12"), ("free", "213")];
     assert_eq!(rows.len(), want.len(), "{content}");
     for ((a, s), (wa, ws)) in rows.iter().zip(want) {
         assert_eq!((a.as_str(), s.as_str()), (wa, ws), "{content}");
@@ -265,31 +214,15 @@ fn malformed_logs_name_the_line() {
             format!("{H}1,t,allocate,0x100,10,0x0\n1,t,allocate,0x100,10,0x0\n"),
             "line 3: allocate returned 0x100, which is still live (allocated at line 2",
         ),
-        (
-            "bad_size",
-            format!("{H}1,t,allocate,0x100,ten,0x0\n"),
-            "line 2: bad Size 'ten'",
-        ),
-        (
-            "bad_pointer",
-            format!("{H}1,t,allocate,0xZZ,10,0x0\n"),
-            "line 2: bad Pointer '0xZZ'",
-        ),
-        (
-            "bad_stream",
-            format!("{H}1,t,allocate,0x100,10,stream\n"),
-            "line 2: bad Stream 'stream'",
-        ),
+        ("bad_size", format!("{H}1,t,allocate,0x100,ten,0x0\n"), "line 2: bad Size 'ten'"),
+        ("bad_pointer", format!("{H}1,t,allocate,0xZZ,10,0x0\n"), "line 2: bad Pointer '0xZZ'"),
+        ("bad_stream", format!("{H}1,t,allocate,0x100,10,stream\n"), "line 2: bad Stream 'stream'"),
         (
             "bad_action",
             format!("{H}1,t,allocate,0x100,10,0x0\n1,t,release,0x100,10,0x0\n"),
             "line 3: unknown action 'release'",
         ),
-        (
-            "short_row",
-            format!("{H}1,t,allocate,0x100,10\n"),
-            "line 2: expected 6 fields as in the header, found 5",
-        ),
+        ("short_row", format!("{H}1,t,allocate,0x100,10\n"), "line 2: expected 6 fields as in the header, found 5"),
         (
             "null_allocation",
             format!("{H}1,t,allocate,0x0,10,0x0\n"),
@@ -309,27 +242,13 @@ fn malformed_logs_name_the_line() {
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{name}: {stderr}");
         let expected = format!("rmm_replay: {}: {want}", path.display());
-        assert!(
-            stderr.contains(&expected),
-            "{name}: expected\n  {expected}\ngot\n  {stderr}"
-        );
+        assert!(stderr.contains(&expected), "{name}: expected\n  {expected}\ngot\n  {stderr}");
     }
     // A missing file, and one bad log among good ones: the good ones are still reported.
-    let out = run(&[
-        scratch("does_not_exist.csv").to_str().unwrap(),
-        logs_dir().join("thrust.csv").to_str().unwrap(),
-    ]);
+    let out = run(&[scratch("does_not_exist.csv").to_str().unwrap(), logs_dir().join("thrust.csv").to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(
-        text(&out.stderr).contains("does_not_exist.csv: cannot open"),
-        "{}",
-        text(&out.stderr)
-    );
-    assert!(
-        text(&out.stdout).contains(",thrust,"),
-        "{}",
-        text(&out.stdout)
-    );
+    assert!(text(&out.stderr).contains("does_not_exist.csv: cannot open"), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains(",thrust,"), "{}", text(&out.stdout));
 }
 
 #[test]
@@ -342,12 +261,7 @@ fn usage_errors_exit_2() {
         &["--frobnicate", "x.csv"][..],
     ] {
         let out = run(args);
-        assert_eq!(
-            out.status.code(),
-            Some(2),
-            "{args:?}: {}",
-            text(&out.stderr)
-        );
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out.stderr));
         assert!(text(&out.stderr).contains("usage: rmm_replay"), "{args:?}");
     }
     assert!(run(&["--help"]).status.success());
@@ -359,30 +273,18 @@ fn check_reads_without_replaying() {
     let out = run(&["--check", log.to_str().unwrap()]);
     let stdout = text(&out.stdout);
     assert!(out.status.success());
-    assert_eq!(
-        value(&stdout, "random", "peak_live_bytes") as usize,
-        independent(&log).peak_live
-    );
+    assert_eq!(value(&stdout, "random", "peak_live_bytes") as usize, independent(&log).peak_live);
     assert!(!stdout.contains("peak_upstream_bytes"));
 }
 
 #[test]
 fn initial_pool_is_taken_at_once() {
     let log = logs_dir().join("thrust.csv");
-    let out = run(&[
-        "--runs",
-        "0",
-        "--initial-pool",
-        "256M",
-        log.to_str().unwrap(),
-    ]);
+    let out = run(&["--runs", "0", "--initial-pool", "256M", log.to_str().unwrap()]);
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{}", text(&out.stderr));
     // Everything fits in the initial chunk: no growth.
-    assert_eq!(
-        value(&stdout, "thrust", "peak_upstream_bytes") as usize,
-        256 << 20
-    );
+    assert_eq!(value(&stdout, "thrust", "peak_upstream_bytes") as usize, 256 << 20);
 }
 
 #[test]

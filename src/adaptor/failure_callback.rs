@@ -22,9 +22,7 @@ pub struct FailureCallbackResourceAdaptor<U, F> {
 
 impl<U: fmt::Debug, F> fmt::Debug for FailureCallbackResourceAdaptor<U, F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FailureCallbackResourceAdaptor")
-            .field("upstream", &self.upstream)
-            .finish_non_exhaustive()
+        f.debug_struct("FailureCallbackResourceAdaptor").field("upstream", &self.upstream).finish_non_exhaustive()
     }
 }
 
@@ -61,13 +59,7 @@ where
         }
     }
 
-    fn deallocate(
-        &self,
-        ptr: *mut u8,
-        bytes: usize,
-        alignment: usize,
-        stream: CudaStreamView,
-    ) -> Result<()> {
+    fn deallocate(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<()> {
         if ptr.is_null() {
             return Ok(());
         }

@@ -24,19 +24,13 @@ pub struct LimitingResourceAdaptor<U> {
 
 /// `bytes` rounded up to `alignment` (a power of two), or `None` on overflow.
 fn align_up(bytes: usize, alignment: usize) -> Option<usize> {
-    bytes
-        .checked_add(alignment - 1)
-        .map(|n| n & !(alignment - 1))
+    bytes.checked_add(alignment - 1).map(|n| n & !(alignment - 1))
 }
 
 impl<U: MemoryResource> LimitingResourceAdaptor<U> {
     /// Wraps `upstream`, allowing at most `allocation_limit` bytes (as accounted) outstanding.
     pub fn new(upstream: U, allocation_limit: usize) -> Self {
-        LimitingResourceAdaptor {
-            upstream,
-            allocation_limit,
-            allocated: AtomicUsize::new(0),
-        }
+        LimitingResourceAdaptor { upstream, allocation_limit, allocated: AtomicUsize::new(0) }
     }
 
     /// The upstream resource.
@@ -57,11 +51,7 @@ impl<U: MemoryResource> LimitingResourceAdaptor<U> {
     fn release(&self, size: usize) {
         // The closure never refuses, so the update cannot fail; saturating keeps a caller that
         // frees more than it allocated (through an upstream that does not check) from wrapping.
-        let _ = self
-            .allocated
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |cur| {
-                Some(cur.saturating_sub(size))
-            });
+        let _ = self.allocated.fetch_update(Ordering::AcqRel, Ordering::Acquire, |cur| Some(cur.saturating_sub(size)));
     }
 }
 
@@ -74,28 +64,15 @@ impl<U: MemoryResource> MemoryResource for LimitingResourceAdaptor<U> {
         let size = align_up(bytes, effective_alignment(alignment)?)
             .ok_or_else(|| Error::out_of_memory(bytes, "size overflows the address space"))?;
         self.allocated
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |cur| {
-                cur.checked_add(size).filter(|&n| n <= limit)
-            })
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |cur| cur.checked_add(size).filter(|&n| n <= limit))
             .map_err(|cur| {
-                Error::out_of_memory(
-                    bytes,
-                    format!("limiting adaptor: limit {limit} bytes, {cur} already allocated"),
-                )
+                Error::out_of_memory(bytes, format!("limiting adaptor: limit {limit} bytes, {cur} already allocated"))
             })?;
         // If the upstream refuses, the reservation is given back and its error passed on.
-        self.upstream
-            .allocate(bytes, alignment, stream)
-            .inspect_err(|_| self.release(size))
+        self.upstream.allocate(bytes, alignment, stream).inspect_err(|_| self.release(size))
     }
 
-    fn deallocate(
-        &self,
-        ptr: *mut u8,
-        bytes: usize,
-        alignment: usize,
-        stream: CudaStreamView,
-    ) -> Result<()> {
+    fn deallocate(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<()> {
         if ptr.is_null() {
             return Ok(());
         }

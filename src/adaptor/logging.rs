@@ -42,10 +42,7 @@ struct Sink {
 impl Sink {
     fn record(&mut self, result: std::io::Result<()>) {
         if let Err(e) = result {
-            self.error.get_or_insert_with(|| Error::Io {
-                path: self.path.clone(),
-                message: e.to_string(),
-            });
+            self.error.get_or_insert_with(|| Error::Io { path: self.path.clone(), message: e.to_string() });
         }
     }
 }
@@ -76,13 +73,7 @@ fn time_of_day(now: SystemTime) -> String {
     // A clock set before 1970 has no meaningful time of day; print midnight rather than fail.
     let since_epoch = now.duration_since(UNIX_EPOCH).unwrap_or_default();
     let secs = since_epoch.as_secs() % 86_400;
-    format!(
-        "{:02}:{:02}:{:02}.{:06}",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60,
-        since_epoch.subsec_micros()
-    )
+    format!("{:02}:{:02}:{:02}.{:06}", secs / 3600, secs / 60 % 60, secs % 60, since_epoch.subsec_micros())
 }
 
 impl<U: MemoryResource> LoggingResourceAdaptor<U> {
@@ -97,18 +88,13 @@ impl<U: MemoryResource> LoggingResourceAdaptor<U> {
             Some(p) => p,
             None => {
                 from_env = std::env::var_os(LOG_FILE_VAR).ok_or_else(|| {
-                    Error::InvalidArgument(format!(
-                        "no log file: pass a filename or set {LOG_FILE_VAR}"
-                    ))
+                    Error::InvalidArgument(format!("no log file: pass a filename or set {LOG_FILE_VAR}"))
                 })?;
                 Path::new(&from_env)
             }
         };
         let shown = path.display().to_string();
-        let file = File::create(path).map_err(|e| Error::Io {
-            path: shown.clone(),
-            message: e.to_string(),
-        })?;
+        let file = File::create(path).map_err(|e| Error::Io { path: shown.clone(), message: e.to_string() })?;
         Ok(Self::with_sink(upstream, Box::new(file), shown))
     }
 
@@ -118,18 +104,10 @@ impl<U: MemoryResource> LoggingResourceAdaptor<U> {
     }
 
     fn with_sink(upstream: U, writer: Box<dyn Write + Send>, path: String) -> Self {
-        let mut sink = Sink {
-            out: BufWriter::new(writer),
-            path,
-            error: None,
-        };
+        let mut sink = Sink { out: BufWriter::new(writer), path, error: None };
         let header = writeln!(sink.out, "{LOG_HEADER}");
         sink.record(header);
-        LoggingResourceAdaptor {
-            upstream,
-            sink: Mutex::new(sink),
-            auto_flush: false,
-        }
+        LoggingResourceAdaptor { upstream, sink: Mutex::new(sink), auto_flush: false }
     }
 
     /// With `on`, flushes after every row, so the log is complete even if the process dies (slow).
@@ -196,13 +174,7 @@ impl<U: MemoryResource> MemoryResource for LoggingResourceAdaptor<U> {
         }
     }
 
-    fn deallocate(
-        &self,
-        ptr: *mut u8,
-        bytes: usize,
-        alignment: usize,
-        stream: CudaStreamView,
-    ) -> Result<()> {
+    fn deallocate(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<()> {
         if ptr.is_null() {
             return Ok(());
         }
@@ -233,10 +205,7 @@ mod tests {
 
     #[test]
     fn time_of_day_format() {
-        let t = UNIX_EPOCH
-            + Duration::from_micros(
-                ((13 * 3600 + 4 * 60 + 5) * 1_000_000 + 42) + 86_400_000_000 * 3,
-            );
+        let t = UNIX_EPOCH + Duration::from_micros(((13 * 3600 + 4 * 60 + 5) * 1_000_000 + 42) + 86_400_000_000 * 3);
         assert_eq!(time_of_day(t), "13:04:05.000042");
         assert_eq!(time_of_day(UNIX_EPOCH), "00:00:00.000000");
     }

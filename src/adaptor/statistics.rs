@@ -86,10 +86,7 @@ impl<U: MemoryResource> StatisticsResourceAdaptor<U> {
     /// Wraps `upstream` with one zeroed counter frame. Memory allocated from `upstream` before is
     /// not counted; do not free it through the adaptor.
     pub fn new(upstream: U) -> Self {
-        StatisticsResourceAdaptor {
-            upstream,
-            stack: Mutex::new(Stack::default()),
-        }
+        StatisticsResourceAdaptor { upstream, stack: Mutex::new(Stack::default()) }
     }
 
     /// The upstream resource.
@@ -127,10 +124,7 @@ impl<U: MemoryResource> StatisticsResourceAdaptor<U> {
     /// Errors with [`Error::InvalidArgument`] when only the first frame is left.
     pub fn pop_counters(&self) -> Result<CounterFrame> {
         let mut stack = self.stack.lock();
-        let below = stack
-            .below
-            .pop()
-            .ok_or_else(|| Error::InvalidArgument("no counters were pushed".into()))?;
+        let below = stack.below.pop().ok_or_else(|| Error::InvalidArgument("no counters were pushed".into()))?;
         let popped = std::mem::replace(&mut stack.top, below);
         stack.top.merge_inner(&popped);
         Ok(popped)
@@ -149,13 +143,7 @@ impl<U: MemoryResource> MemoryResource for StatisticsResourceAdaptor<U> {
         Ok(ptr)
     }
 
-    fn deallocate(
-        &self,
-        ptr: *mut u8,
-        bytes: usize,
-        alignment: usize,
-        stream: CudaStreamView,
-    ) -> Result<()> {
+    fn deallocate(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<()> {
         if ptr.is_null() {
             return Ok(());
         }

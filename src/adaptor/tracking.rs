@@ -55,11 +55,7 @@ impl<U: MemoryResource> TrackingResourceAdaptor<U> {
     /// Wraps `upstream`. With `capture_stacks`, every allocation records a backtrace (expensive:
     /// meant for hunting leaks, not for production).
     pub fn new(upstream: U, capture_stacks: bool) -> Self {
-        TrackingResourceAdaptor {
-            upstream,
-            capture_stacks,
-            state: Mutex::new(State::default()),
-        }
+        TrackingResourceAdaptor { upstream, capture_stacks, state: Mutex::new(State::default()) }
     }
 
     /// The upstream resource.
@@ -78,12 +74,7 @@ impl<U: MemoryResource> TrackingResourceAdaptor<U> {
         let mut out: Vec<AllocationRecord> = state
             .live
             .iter()
-            .map(|(&ptr, e)| AllocationRecord {
-                ptr,
-                bytes: e.bytes,
-                alignment: e.alignment,
-                stack: e.stack.clone(),
-            })
+            .map(|(&ptr, e)| AllocationRecord { ptr, bytes: e.bytes, alignment: e.alignment, stack: e.stack.clone() })
             .collect();
         drop(state);
         out.sort_unstable_by_key(|r| r.ptr);
@@ -107,11 +98,7 @@ impl<U: MemoryResource> TrackingResourceAdaptor<U> {
         let total: usize = records.iter().map(|r| r.bytes).sum();
         let mut s = String::new();
         // Writing into a String cannot fail; the results are ignored for that reason.
-        let _ = writeln!(
-            s,
-            "{} outstanding allocations, {total} bytes",
-            records.len()
-        );
+        let _ = writeln!(s, "{} outstanding allocations, {total} bytes", records.len());
         for r in &records {
             let _ = writeln!(s, "{:#x}: {} B (alignment {})", r.ptr, r.bytes, r.alignment);
             if let Some(bt) = &r.stack {
@@ -139,29 +126,14 @@ impl<U: MemoryResource> MemoryResource for TrackingResourceAdaptor<U> {
         let ptr = self.upstream.allocate(bytes, alignment, stream)?;
         // Captured outside the lock: walking the stack is far slower than the insert (symbols are
         // resolved only when a report prints it).
-        let stack = self
-            .capture_stacks
-            .then(|| Arc::new(Backtrace::force_capture()));
+        let stack = self.capture_stacks.then(|| Arc::new(Backtrace::force_capture()));
         let mut state = self.state.lock();
-        state.live.insert(
-            ptr as usize,
-            Entry {
-                bytes,
-                alignment,
-                stack,
-            },
-        );
+        state.live.insert(ptr as usize, Entry { bytes, alignment, stack });
         state.bytes = state.bytes.saturating_add(bytes);
         Ok(ptr)
     }
 
-    fn deallocate(
-        &self,
-        ptr: *mut u8,
-        bytes: usize,
-        alignment: usize,
-        stream: CudaStreamView,
-    ) -> Result<()> {
+    fn deallocate(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<()> {
         if ptr.is_null() {
             return Ok(());
         }
@@ -178,12 +150,7 @@ impl<U: MemoryResource> MemoryResource for TrackingResourceAdaptor<U> {
             if entry.bytes != bytes {
                 let allocated = entry.bytes;
                 state.live.insert(addr, entry);
-                return Err(Misuse::WrongSize {
-                    ptr: addr,
-                    allocated,
-                    given: bytes,
-                }
-                .into());
+                return Err(Misuse::WrongSize { ptr: addr, allocated, given: bytes }.into());
             }
             state.bytes = state.bytes.saturating_sub(bytes);
             entry

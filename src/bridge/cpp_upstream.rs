@@ -39,9 +39,7 @@ impl CppUpstream {
 
     fn resource(&self) -> &ffi::CppResource {
         // Checked non-null in `new`, never reset afterwards.
-        self.inner
-            .as_ref()
-            .expect("CppUpstream holds a non-null resource")
+        self.inner.as_ref().expect("CppUpstream holds a non-null resource")
     }
 }
 
@@ -50,16 +48,8 @@ impl CppUpstream {
 fn to_error(out: Outcome, bytes: usize) -> Error {
     let reason = format!("the C++ upstream resource threw: {}", out.message);
     match out.kind {
-        ErrorKind::OutOfMemory | ErrorKind::BadAlloc => Error::OutOfMemory {
-            requested: bytes,
-            pool: None,
-            reason,
-        },
-        ErrorKind::Cuda => Error::Cuda {
-            call: "C++ upstream allocate",
-            code: 0,
-            name: out.message,
-        },
+        ErrorKind::OutOfMemory | ErrorKind::BadAlloc => Error::OutOfMemory { requested: bytes, pool: None, reason },
+        ErrorKind::Cuda => Error::Cuda { call: "C++ upstream allocate", code: 0, name: out.message },
         _ => Error::InvalidArgument(reason),
     }
 }
@@ -70,8 +60,7 @@ impl MemoryResource for CppUpstream {
             return Ok(std::ptr::null_mut());
         }
         let mut out = Outcome::ok(0);
-        self.resource()
-            .allocate(bytes, alignment, stream.handle(), &mut out);
+        self.resource().allocate(bytes, alignment, stream.handle(), &mut out);
         if out.is_ok() {
             Ok(out.ptr as *mut u8)
         } else {
@@ -79,16 +68,9 @@ impl MemoryResource for CppUpstream {
         }
     }
 
-    fn deallocate(
-        &self,
-        ptr: *mut u8,
-        bytes: usize,
-        alignment: usize,
-        stream: CudaStreamView,
-    ) -> Result<()> {
+    fn deallocate(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<()> {
         if !ptr.is_null() {
-            self.resource()
-                .deallocate(ptr as usize, bytes, alignment, stream.handle());
+            self.resource().deallocate(ptr as usize, bytes, alignment, stream.handle());
         }
         Ok(())
     }

@@ -17,19 +17,11 @@ pub(crate) enum Context {
 
 impl Outcome {
     pub(crate) fn ok(ptr: usize) -> Outcome {
-        Outcome {
-            kind: ErrorKind::Ok,
-            message: String::new(),
-            ptr,
-        }
+        Outcome { kind: ErrorKind::Ok, message: String::new(), ptr }
     }
 
     pub(crate) fn error(kind: ErrorKind, message: impl Into<String>) -> Outcome {
-        Outcome {
-            kind,
-            message: message.into(),
-            ptr: 0,
-        }
+        Outcome { kind, message: message.into(), ptr: 0 }
     }
 
     /// The outcome of a failed call; the message is the error's `Display` text unchanged, so the
@@ -90,33 +82,19 @@ mod tests {
         assert_eq!(kind_of(&oom, Context::Allocate), ErrorKind::OutOfMemory);
         let misuse = Error::Misuse(Misuse::DoubleFree { ptr: 0x100 });
         assert_eq!(kind_of(&misuse, Context::Allocate), ErrorKind::Logic);
-        let bad = Error::BadAlignment {
-            alignment: 3,
-            max: 1 << 30,
-        };
+        let bad = Error::BadAlignment { alignment: 3, max: 1 << 30 };
         assert_eq!(kind_of(&bad, Context::Allocate), ErrorKind::BadAlloc);
         assert_eq!(kind_of(&bad, Context::Construct), ErrorKind::Logic);
-        let cuda = Error::Cuda {
-            call: "cuMemAlloc",
-            code: 1,
-            name: "CUDA_ERROR_INVALID_VALUE".into(),
-        };
+        let cuda = Error::Cuda { call: "cuMemAlloc", code: 1, name: "CUDA_ERROR_INVALID_VALUE".into() };
         assert_eq!(kind_of(&cuda, Context::Construct), ErrorKind::Cuda);
         assert_eq!(kind_of(&cuda, Context::Allocate), ErrorKind::BadAlloc);
-        assert_eq!(
-            kind_of(&Error::NoDriver("none".into()), Context::Allocate),
-            ErrorKind::BadAlloc
-        );
+        assert_eq!(kind_of(&Error::NoDriver("none".into()), Context::Allocate), ErrorKind::BadAlloc);
     }
 
     #[test]
     fn oom_message_carries_the_numbers() {
         let o = Outcome::from_error(&Error::out_of_memory(12345, "limit 100"), Context::Allocate);
-        assert!(
-            o.message.contains("12345") && o.message.contains("limit 100"),
-            "{}",
-            o.message
-        );
+        assert!(o.message.contains("12345") && o.message.contains("limit 100"), "{}", o.message);
     }
 
     #[test]

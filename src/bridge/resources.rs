@@ -11,8 +11,8 @@ use crate::device::DeviceId;
 use crate::error::{Error, Result};
 use crate::per_device_resource;
 use crate::resource::{
-    CudaAsyncMemoryResource, CudaMemoryResource, HostMemoryResource, ManagedMemoryResource,
-    MemoryResource, PinnedHostMemoryResource, PoolMemoryResource, SharedResource,
+    CudaAsyncMemoryResource, CudaMemoryResource, HostMemoryResource, ManagedMemoryResource, MemoryResource,
+    PinnedHostMemoryResource, PoolMemoryResource, SharedResource,
 };
 use crate::stream::CudaStreamView;
 use std::any::Any;
@@ -31,12 +31,7 @@ pub(crate) fn take_allocate_error() -> Outcome {
     guard_outcome("take_allocate_error", ErrorKind::BadAlloc, || {
         LAST_ALLOCATE_ERROR
             .try_with(|e| e.borrow_mut().take())
-            .unwrap_or_else(|_| {
-                Some(Outcome::error(
-                    ErrorKind::BadAlloc,
-                    "allocation failed during thread exit",
-                ))
-            })
+            .unwrap_or_else(|_| Some(Outcome::error(ErrorKind::BadAlloc, "allocation failed during thread exit")))
             .unwrap_or_else(|| Outcome::ok(0))
     })
 }
@@ -76,10 +71,7 @@ impl RustResource {
 
     pub(crate) fn allocate(&self, bytes: usize, alignment: usize, stream: usize) -> Outcome {
         guard_outcome("allocate", ErrorKind::BadAlloc, || {
-            match self
-                .shared()
-                .and_then(|r| r.allocate(bytes, alignment, CudaStreamView::from_handle(stream)))
-            {
+            match self.shared().and_then(|r| r.allocate(bytes, alignment, CudaStreamView::from_handle(stream))) {
                 Ok(p) => Outcome::ok(p as usize),
                 Err(e) => Outcome::from_error(&e, Context::Allocate),
             }
@@ -110,19 +102,10 @@ impl RustResource {
         }
     }
 
-    pub(crate) fn try_deallocate(
-        &self,
-        ptr: usize,
-        bytes: usize,
-        alignment: usize,
-        stream: usize,
-    ) -> Outcome {
+    pub(crate) fn try_deallocate(&self, ptr: usize, bytes: usize, alignment: usize, stream: usize) -> Outcome {
         guard_outcome("deallocate", ErrorKind::Logic, || {
             let view = CudaStreamView::from_handle(stream);
-            match self
-                .shared()
-                .and_then(|r| r.deallocate(ptr as *mut u8, bytes, alignment, view))
-            {
+            match self.shared().and_then(|r| r.deallocate(ptr as *mut u8, bytes, alignment, view)) {
                 Ok(()) => Outcome::ok(0),
                 Err(e) => Outcome::from_error(&e, Context::Allocate),
             }
@@ -133,10 +116,7 @@ impl RustResource {
         let refused = guard("deallocate", Some, || {
             let view = CudaStreamView::from_handle(stream);
             match &self.made {
-                Ok(r) => r
-                    .deallocate(ptr as *mut u8, bytes, alignment, view)
-                    .err()
-                    .map(|e| e.to_string()),
+                Ok(r) => r.deallocate(ptr as *mut u8, bytes, alignment, view).err().map(|e| e.to_string()),
                 Err(e) => Some(e.to_string()),
             }
         });
@@ -163,19 +143,11 @@ impl RustResource {
     }
 
     pub(crate) fn is_device_accessible(&self) -> bool {
-        guard(
-            "is_device_accessible",
-            |_| false,
-            || self.shared().is_ok_and(|r| r.is_device_accessible()),
-        )
+        guard("is_device_accessible", |_| false, || self.shared().is_ok_and(|r| r.is_device_accessible()))
     }
 
     pub(crate) fn is_host_accessible(&self) -> bool {
-        guard(
-            "is_host_accessible",
-            |_| false,
-            || self.shared().is_ok_and(|r| r.is_host_accessible()),
-        )
+        guard("is_host_accessible", |_| false, || self.shared().is_ok_and(|r| r.is_host_accessible()))
     }
 
     pub(crate) fn describe(&self) -> String {
@@ -191,22 +163,16 @@ impl RustResource {
     }
 
     pub(crate) fn push_counters(&self) -> CounterPair {
-        guard(
-            "push_counters",
-            |_| CounterPair::default(),
-            || push_counters_of(self),
-        )
+        guard("push_counters", |_| CounterPair::default(), || push_counters_of(self))
     }
 
     pub(crate) fn pop_counters(&self, popped: &mut CounterPair) -> Outcome {
-        guard_outcome("pop_counters", ErrorKind::Logic, || {
-            match pop_counters_of(self) {
-                Ok(p) => {
-                    *popped = p;
-                    Outcome::ok(0)
-                }
-                Err(e) => Outcome::error(ErrorKind::OutOfRange, e.to_string()),
+        guard_outcome("pop_counters", ErrorKind::Logic, || match pop_counters_of(self) {
+            Ok(p) => {
+                *popped = p;
+                Outcome::ok(0)
             }
+            Err(e) => Outcome::error(ErrorKind::OutOfRange, e.to_string()),
         })
     }
 
@@ -219,21 +185,14 @@ impl RustResource {
     }
 
     pub(crate) fn outstanding_allocations(&self) -> String {
-        guard(
-            "outstanding_allocations",
-            |m| m,
-            || outstanding_allocations_of(self),
-        )
+        guard("outstanding_allocations", |m| m, || outstanding_allocations_of(self))
     }
 
     pub(crate) fn cuda_async_pool_handle(&self) -> usize {
         guard(
             "cuda_async_pool_handle",
             |_| 0,
-            || {
-                self.downcast::<CudaAsyncMemoryResource>()
-                    .map_or(0, |r| r.pool_handle() as usize)
-            },
+            || self.downcast::<CudaAsyncMemoryResource>().map_or(0, |r| r.pool_handle() as usize),
         )
     }
 
@@ -250,14 +209,10 @@ impl RustResource {
 // ---------------------------------------------------------------------------------------------
 
 pub(crate) fn new_host_memory_resource() -> Box<RustResource> {
-    RustResource::make("host_memory_resource", || {
-        Ok(Arc::new(HostMemoryResource::new()) as SharedResource)
-    })
+    RustResource::make("host_memory_resource", || Ok(Arc::new(HostMemoryResource::new()) as SharedResource))
 }
 
-pub(crate) fn new_cpp_resource_wrapper(
-    resource: cxx::UniquePtr<ffi::CppResource>,
-) -> Box<RustResource> {
+pub(crate) fn new_cpp_resource_wrapper(resource: cxx::UniquePtr<ffi::CppResource>) -> Box<RustResource> {
     RustResource::make("C++ resource", || {
         CppUpstream::new(resource)
             .map(|r| Arc::new(r) as SharedResource)
@@ -306,44 +261,24 @@ pub(crate) fn new_pool_memory_resource(
     has_maximum: bool,
 ) -> Box<RustResource> {
     RustResource::make("pool_memory_resource", || {
-        make_pool(
-            upstream.shared()?.clone(),
-            initial_size,
-            has_maximum.then_some(maximum_size),
-        )
+        make_pool(upstream.shared()?.clone(), initial_size, has_maximum.then_some(maximum_size))
     })
 }
 
 pub(crate) fn new_statistics_adaptor(upstream: &RustResource) -> Box<RustResource> {
-    RustResource::make("statistics_resource_adaptor", || {
-        make_statistics(upstream.shared()?.clone())
-    })
+    RustResource::make("statistics_resource_adaptor", || make_statistics(upstream.shared()?.clone()))
 }
 
-pub(crate) fn new_tracking_adaptor(
-    upstream: &RustResource,
-    capture_stacks: bool,
-) -> Box<RustResource> {
-    RustResource::make("tracking_resource_adaptor", || {
-        make_tracking(upstream.shared()?.clone(), capture_stacks)
-    })
+pub(crate) fn new_tracking_adaptor(upstream: &RustResource, capture_stacks: bool) -> Box<RustResource> {
+    RustResource::make("tracking_resource_adaptor", || make_tracking(upstream.shared()?.clone(), capture_stacks))
 }
 
-pub(crate) fn new_limiting_adaptor(
-    upstream: &RustResource,
-    allocation_limit: usize,
-) -> Box<RustResource> {
-    RustResource::make("limiting_resource_adaptor", || {
-        make_limiting(upstream.shared()?.clone(), allocation_limit)
-    })
+pub(crate) fn new_limiting_adaptor(upstream: &RustResource, allocation_limit: usize) -> Box<RustResource> {
+    RustResource::make("limiting_resource_adaptor", || make_limiting(upstream.shared()?.clone(), allocation_limit))
 }
 
 /// An empty path logs to stdout.
-pub(crate) fn new_logging_adaptor(
-    upstream: &RustResource,
-    path: &str,
-    auto_flush: bool,
-) -> Box<RustResource> {
+pub(crate) fn new_logging_adaptor(upstream: &RustResource, path: &str, auto_flush: bool) -> Box<RustResource> {
     RustResource::make("logging_resource_adaptor", || {
         let path = (!path.is_empty()).then(|| Path::new(path));
         make_logging(upstream.shared()?.clone(), path, auto_flush)
@@ -364,17 +299,12 @@ pub(crate) fn new_failure_callback_adaptor(
 }
 
 pub(crate) fn set_rust_per_device_resource(device: i32, resource: &RustResource) -> Outcome {
-    guard_outcome(
-        "set_rust_per_device_resource",
-        ErrorKind::Logic,
-        || match resource
-            .shared()
-            .and_then(|r| set_per_device(device, r.clone()))
-        {
+    guard_outcome("set_rust_per_device_resource", ErrorKind::Logic, || {
+        match resource.shared().and_then(|r| set_per_device(device, r.clone())) {
             Ok(()) => Outcome::ok(0),
             Err(e) => Outcome::from_error(&e, Context::Construct),
-        },
-    )
+        }
+    })
 }
 
 pub(crate) fn reset_rust_per_device_resource(device: i32) {
@@ -383,9 +313,7 @@ pub(crate) fn reset_rust_per_device_resource(device: i32) {
         |_| (),
         || {
             // The previous resource is dropped here, after the table's lock was released.
-            drop(per_device_resource::reset_per_device_resource(DeviceId(
-                device,
-            )));
+            drop(per_device_resource::reset_per_device_resource(DeviceId(device)));
         },
     )
 }
@@ -417,21 +345,11 @@ fn make_pinned_host() -> Result<SharedResource> {
     Ok(Arc::new(PinnedHostMemoryResource::new()))
 }
 
-fn make_cuda_async(
-    initial: Option<usize>,
-    release_threshold: Option<usize>,
-) -> Result<SharedResource> {
-    Ok(Arc::new(CudaAsyncMemoryResource::new(
-        initial,
-        release_threshold,
-    )?))
+fn make_cuda_async(initial: Option<usize>, release_threshold: Option<usize>) -> Result<SharedResource> {
+    Ok(Arc::new(CudaAsyncMemoryResource::new(initial, release_threshold)?))
 }
 
-fn make_pool(
-    upstream: SharedResource,
-    initial: usize,
-    maximum: Option<usize>,
-) -> Result<SharedResource> {
+fn make_pool(upstream: SharedResource, initial: usize, maximum: Option<usize>) -> Result<SharedResource> {
     Ok(Arc::new(Pool::new(upstream, initial, maximum)?))
 }
 
@@ -447,11 +365,7 @@ fn make_limiting(upstream: SharedResource, limit: usize) -> Result<SharedResourc
     Ok(Arc::new(Limiting::new(upstream, limit)))
 }
 
-fn make_logging(
-    upstream: SharedResource,
-    path: Option<&Path>,
-    auto_flush: bool,
-) -> Result<SharedResource> {
+fn make_logging(upstream: SharedResource, path: Option<&Path>, auto_flush: bool) -> Result<SharedResource> {
     let log = match path {
         Some(p) => Logging::new(upstream, Some(p))?,
         None => Logging::with_writer(upstream, Box::new(std::io::stdout())),
@@ -463,9 +377,7 @@ fn make_failure_callback(
     upstream: SharedResource,
     retry: impl Fn(usize) -> bool + Send + Sync + 'static,
 ) -> Result<SharedResource> {
-    Ok(Arc::new(FailureCallbackResourceAdaptor::new(
-        upstream, retry,
-    )))
+    Ok(Arc::new(FailureCallbackResourceAdaptor::new(upstream, retry)))
 }
 
 fn set_per_device(device: i32, resource: SharedResource) -> Result<()> {
@@ -474,9 +386,7 @@ fn set_per_device(device: i32, resource: SharedResource) -> Result<()> {
 }
 
 fn get_per_device(device: i32) -> Result<SharedResource> {
-    Ok(per_device_resource::get_per_device_resource(DeviceId(
-        device,
-    )))
+    Ok(per_device_resource::get_per_device_resource(DeviceId(device)))
 }
 
 fn pool_size_of(r: &RustResource) -> usize {
@@ -484,31 +394,20 @@ fn pool_size_of(r: &RustResource) -> usize {
 }
 
 fn frame_to_pair(f: CounterFrame) -> CounterPair {
-    let c = |c: StatCounter| ffi::Counter {
-        value: c.value,
-        peak: c.peak,
-        total: c.total,
-    };
-    CounterPair {
-        bytes: c(f.bytes),
-        allocations: c(f.allocations),
-    }
+    let c = |c: StatCounter| ffi::Counter { value: c.value, peak: c.peak, total: c.total };
+    CounterPair { bytes: c(f.bytes), allocations: c(f.allocations) }
 }
 
 fn counters_of(r: &RustResource) -> CounterPair {
-    r.downcast::<Statistics>()
-        .map_or_else(CounterPair::default, |s| frame_to_pair(s.counters()))
+    r.downcast::<Statistics>().map_or_else(CounterPair::default, |s| frame_to_pair(s.counters()))
 }
 
 fn push_counters_of(r: &RustResource) -> CounterPair {
-    r.downcast::<Statistics>()
-        .map_or_else(CounterPair::default, |s| frame_to_pair(s.push_counters()))
+    r.downcast::<Statistics>().map_or_else(CounterPair::default, |s| frame_to_pair(s.push_counters()))
 }
 
 fn pop_counters_of(r: &RustResource) -> Result<CounterPair> {
-    let s = r
-        .downcast::<Statistics>()
-        .ok_or_else(|| Error::InvalidArgument(format!("{} has no counters", r.name)))?;
+    let s = r.downcast::<Statistics>().ok_or_else(|| Error::InvalidArgument(format!("{} has no counters", r.name)))?;
     s.pop_counters().map(frame_to_pair)
 }
 
@@ -525,8 +424,7 @@ fn allocation_limit_of(r: &RustResource) -> usize {
 }
 
 fn outstanding_allocations_of(r: &RustResource) -> String {
-    r.downcast::<Tracking>()
-        .map_or_else(String::new, |t| t.report())
+    r.downcast::<Tracking>().map_or_else(String::new, |t| t.report())
 }
 
 fn flush_log_of(r: &RustResource) -> Result<()> {
@@ -555,10 +453,7 @@ mod tests {
         let pool = new_pool_memory_resource(&new_host_memory_resource(), 0, 4096, true);
         assert!(take_allocate_error().is_ok(), "nothing failed yet");
         assert_eq!(pool.allocate_or_null(0, 256, 0), 0);
-        assert!(
-            take_allocate_error().is_ok(),
-            "a 0-byte request is null without an error"
-        );
+        assert!(take_allocate_error().is_ok(), "a 0-byte request is null without an error");
         assert_eq!(pool.allocate_or_null(8, 3, 0), 0);
         let bad = take_allocate_error();
         assert_eq!(bad.kind, ErrorKind::BadAlloc, "{}", bad.message);
@@ -591,10 +486,7 @@ mod tests {
     fn handles_of_one_resource_are_equal_and_distinct_resources_are_not() {
         let a = new_host_memory_resource();
         let b = new_host_memory_resource();
-        let a2 = Box::new(RustResource {
-            made: Ok(a.shared().unwrap().clone()),
-            name: "copy",
-        });
+        let a2 = Box::new(RustResource { made: Ok(a.shared().unwrap().clone()), name: "copy" });
         assert!(a.is_equal(&a2));
         assert!(!a.is_equal(&b));
     }
@@ -617,10 +509,7 @@ mod tests {
         assert_eq!(limit.allocation_limit(), 4096);
 
         let c = stats.counters();
-        assert_eq!(
-            (c.bytes.value, c.allocations.value, c.allocations.total),
-            (3000, 1, 1)
-        );
+        assert_eq!((c.bytes.value, c.allocations.value, c.allocations.total), (3000, 1, 1));
         stats.push_counters();
         let mut popped = CounterPair::default();
         assert!(stats.pop_counters(&mut popped).is_ok());
@@ -629,10 +518,7 @@ mod tests {
         assert!(limit.try_deallocate(a.ptr, 3000, 256, 0).is_ok());
         assert_eq!(stats.counters().bytes.value, 0);
         // A second free is refused by the pool and changes no counter.
-        assert_eq!(
-            limit.try_deallocate(a.ptr, 3000, 256, 0).kind,
-            ErrorKind::Logic
-        );
+        assert_eq!(limit.try_deallocate(a.ptr, 3000, 256, 0).kind, ErrorKind::Logic);
         assert_eq!(stats.counters().allocations.value, 0);
     }
 

@@ -19,11 +19,7 @@ struct Entry {
 }
 
 const EMPTY: usize = 0;
-const VACANT: Entry = Entry {
-    addr: EMPTY,
-    id: 0,
-    slack: 0,
-};
+const VACANT: Entry = Entry { addr: EMPTY, id: 0, slack: 0 };
 const MIN_CAPACITY: usize = 64;
 
 /// Maps the start address of each allocated block to its record.
@@ -47,11 +43,7 @@ pub(crate) struct Slot(usize);
 impl AddressMap {
     fn with_capacity(capacity: usize) -> Self {
         debug_assert!(capacity.is_power_of_two());
-        AddressMap {
-            slots: vec![VACANT; capacity].into_boxed_slice(),
-            shift: 64 - capacity.trailing_zeros(),
-            len: 0,
-        }
+        AddressMap { slots: vec![VACANT; capacity].into_boxed_slice(), shift: 64 - capacity.trailing_zeros(), len: 0 }
     }
 
     #[inline]
@@ -135,11 +127,7 @@ impl AddressMap {
             }
             // Move `e` into the hole if its home is not cyclically within (hole, j].
             let home = self.home(e.addr);
-            let stays = if hole < j {
-                hole < home && home <= j
-            } else {
-                hole < home || home <= j
-            };
+            let stays = if hole < j { hole < home && home <= j } else { hole < home || home <= j };
             if !stays {
                 self.slots[hole] = e;
                 hole = j;

@@ -83,10 +83,6 @@ impl BlockTable {
 
     /// Live records (those not vacant; a vacant record has 0 units), for the cold paths that scan.
     pub fn iter_live(&self) -> impl Iterator<Item = (BlockId, &Block)> {
-        self.blocks
-            .iter()
-            .enumerate()
-            .filter(|(_, b)| b.units != 0)
-            .map(|(i, b)| (i as BlockId, b))
+        self.blocks.iter().enumerate().filter(|(_, b)| b.units != 0).map(|(i, b)| (i as BlockId, b))
     }
 }

@@ -109,11 +109,7 @@ impl CoalescingPool {
 
     #[cold]
     fn slot_of_slow(&mut self, key: StreamKey) -> usize {
-        let slot = match self
-            .streams
-            .iter()
-            .position(|s| s.key == key && s.publisher.is_none())
-        {
+        let slot = match self.streams.iter().position(|s| s.key == key && s.publisher.is_none()) {
             Some(i) => i,
             None => {
                 self.streams.push(StreamFreeLists::new(key, None));
@@ -148,9 +144,7 @@ impl CoalescingPool {
     /// multiples of 256, `size` at most [`MAX_BLOCK_BYTES`], and the range must not overlap any
     /// chunk already added.
     pub fn add_chunk(&mut self, addr: usize, size: usize, slot: usize) {
-        debug_assert!(
-            addr % GRANULE == 0 && size % GRANULE == 0 && size > 0 && size <= MAX_BLOCK_BYTES
-        );
+        debug_assert!(addr % GRANULE == 0 && size % GRANULE == 0 && size > 0 && size <= MAX_BLOCK_BYTES);
         self.chunks.push((addr, size));
         self.pool_size += size;
         let id = self.blocks.insert(Block {
@@ -174,19 +168,10 @@ impl CoalescingPool {
     /// from the free lists of `slot`, recording `requested` for the misuse check on free. `None` when
     /// this stream has no fitting block.
     #[inline]
-    pub fn allocate(
-        &mut self,
-        slot: usize,
-        requested: usize,
-        size: usize,
-        align: usize,
-    ) -> Option<usize> {
+    pub fn allocate(&mut self, slot: usize, requested: usize, size: usize, align: usize) -> Option<usize> {
         let search = search_size(size, align);
         let lists = &self.streams[slot];
-        let id = match lists
-            .bitmap
-            .find_at_or_above(map_ceil(search >> GRANULE_SHIFT))
-        {
+        let id = match lists.bitmap.find_at_or_above(map_ceil(search >> GRANULE_SHIFT)) {
             Some(c) => self.pop_head(slot, c),
             None => {
                 let id = self.scan_floor_class(slot, search)?;
@@ -235,14 +220,7 @@ impl CoalescingPool {
     /// Cuts an aligned block of `size` out of free block `id` (already unlinked from the free lists
     /// of `slot`) and marks it allocated.
     #[inline(always)]
-    fn take(
-        &mut self,
-        slot: usize,
-        id: BlockId,
-        requested: usize,
-        size: usize,
-        align: usize,
-    ) -> usize {
+    fn take(&mut self, slot: usize, id: BlockId, requested: usize, size: usize, align: usize) -> usize {
         let mut id = id;
         let addr = self.blocks.get(id).addr;
         let aligned = (addr + align - 1) & !(align - 1);
@@ -302,21 +280,12 @@ impl CoalescingPool {
     /// the start of a block handed out here: a sharded pool then asks the shard that owns `addr`,
     /// without paying for the misuse diagnosis.
     #[inline]
-    pub fn try_deallocate(
-        &mut self,
-        addr: usize,
-        bytes: usize,
-        slot: usize,
-    ) -> Option<Result<(), Misuse>> {
+    pub fn try_deallocate(&mut self, addr: usize, bytes: usize, slot: usize) -> Option<Result<(), Misuse>> {
         let found = self.allocated.find(addr)?;
         let id = self.allocated.id_at(found);
         let allocated = self.blocks.get(id).size() - self.allocated.slack_at(found) as usize;
         if allocated != bytes {
-            return Some(Err(Misuse::WrongSize {
-                ptr: addr,
-                allocated,
-                given: bytes,
-            }));
+            return Some(Err(Misuse::WrongSize { ptr: addr, allocated, given: bytes }));
         }
         self.allocated.remove_at(found);
         self.release(slot, id);
@@ -427,12 +396,7 @@ impl CoalescingPool {
     fn unlink_free(&mut self, id: BlockId) {
         let (prev, next, units, slot) = {
             let b = self.blocks.get(id);
-            (
-                b.prev_free,
-                b.next_free,
-                b.units as usize,
-                b.stream as usize,
-            )
+            (b.prev_free, b.next_free, b.units as usize, b.stream as usize)
         };
         if next != NIL {
             self.blocks.get_mut(next).prev_free = prev;
@@ -458,10 +422,7 @@ impl CoalescingPool {
                 return if b.is_free() {
                     Misuse::DoubleFree { ptr: addr }
                 } else {
-                    Misuse::InteriorPointer {
-                        ptr: addr,
-                        block_start: b.addr,
-                    }
+                    Misuse::InteriorPointer { ptr: addr, block_start: b.addr }
                 };
             }
         }
@@ -473,13 +434,7 @@ impl CoalescingPool {
     /// set (the caller must then wait for that stream's capture). Other streams' private sets with
     /// a fitting block are asked to publish (`wanted`), so a later request finds them ready. With
     /// `ordered == false` (memory no device uses) every set qualifies.
-    pub fn find_donor(
-        &mut self,
-        slot: usize,
-        size: usize,
-        align: usize,
-        ordered: bool,
-    ) -> Option<usize> {
+    pub fn find_donor(&mut self, slot: usize, size: usize, align: usize, ordered: bool) -> Option<usize> {
         let c: Class = map_ceil(search_size(size, align) >> GRANULE_SHIFT);
         let mut found = None;
         for (i, s) in self.streams.iter_mut().enumerate() {
@@ -528,9 +483,7 @@ impl CoalescingPool {
     pub fn detach(&mut self, d: usize, min: usize, want: usize) -> Option<(usize, usize)> {
         debug_assert!(min % GRANULE == 0 && want % GRANULE == 0 && min <= want);
         let lists = &self.streams[d];
-        lists
-            .bitmap
-            .find_at_or_above(map_ceil(min >> GRANULE_SHIFT))?;
+        lists.bitmap.find_at_or_above(map_ceil(min >> GRANULE_SHIFT))?;
         let top = lists.bitmap.highest()?;
         let id = self.pop_head(d, top);
         let size = self.blocks.get(id).size();
@@ -578,11 +531,7 @@ impl CoalescingPool {
     /// Removes `[addr, addr + len)` from the chunk that holds it, leaving the parts before and
     /// after it as chunks of their own.
     fn cut_chunk(&mut self, addr: usize, len: usize) {
-        let Some(i) = self
-            .chunks
-            .iter()
-            .position(|&(a, s)| a <= addr && addr + len <= a + s)
-        else {
+        let Some(i) = self.chunks.iter().position(|&(a, s)| a <= addr && addr + len <= a + s) else {
             debug_assert!(false, "range {addr:#x}+{len} is in no chunk");
             return;
         };
@@ -603,9 +552,7 @@ impl CoalescingPool {
 
     /// The other streams that hold any free memory.
     pub fn streams_with_free_memory(&self, slot: usize) -> Vec<usize> {
-        (0..self.streams.len())
-            .filter(|&s| s != slot && self.streams[s].free_bytes > 0)
-            .collect()
+        (0..self.streams.len()).filter(|&s| s != slot && self.streams[s].free_bytes > 0).collect()
     }
 
     /// Moves every free block of `from` to `to`, coalescing where blocks meet. The caller must
@@ -653,10 +600,7 @@ impl CoalescingPool {
     pub fn check_invariants(&self) -> Result<(), String> {
         let mut free_total = 0;
         for &(addr, size) in &self.chunks {
-            let first = self
-                .blocks
-                .iter_live()
-                .find(|(_, b)| b.addr == addr && b.prev_phys == NIL);
+            let first = self.blocks.iter_live().find(|(_, b)| b.addr == addr && b.prev_phys == NIL);
             let Some((mut id, _)) = first else {
                 return Err(format!("chunk {addr:#x} has no first block"));
             };
@@ -673,10 +617,7 @@ impl CoalescingPool {
                         return Err(format!("adjacent free blocks at {:#x} not merged", b.addr));
                     }
                 } else if self.allocated.get(b.addr) != Some(id) {
-                    return Err(format!(
-                        "allocated block {:#x} missing from the address map",
-                        b.addr
-                    ));
+                    return Err(format!("allocated block {:#x} missing from the address map", b.addr));
                 }
                 at = b.end();
                 prev = id;
@@ -691,9 +632,7 @@ impl CoalescingPool {
         }
         let listed: usize = self.streams.iter().map(|s| s.free_bytes).sum();
         if listed != free_total {
-            return Err(format!(
-                "free lists hold {listed} bytes, blocks say {free_total}"
-            ));
+            return Err(format!("free lists hold {listed} bytes, blocks say {free_total}"));
         }
         Ok(())
     }

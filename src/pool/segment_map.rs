@@ -29,13 +29,8 @@ impl SegmentMap {
     pub fn assign(&mut self, addr: usize, len: usize, shard: usize) {
         let end = addr + len;
         // Trim ranges overlapping the new one, keeping their parts outside it.
-        let overlapping: Vec<usize> = self
-            .ranges
-            .range(..end)
-            .rev()
-            .take_while(|(_, &(e, _))| e > addr)
-            .map(|(&s, _)| s)
-            .collect();
+        let overlapping: Vec<usize> =
+            self.ranges.range(..end).rev().take_while(|(_, &(e, _))| e > addr).map(|(&s, _)| s).collect();
         for s in overlapping {
             if let Some((e, owner)) = self.ranges.remove(&s) {
                 if s < addr {
@@ -61,11 +56,7 @@ impl SegmentMap {
 
     /// Total bytes owned by `shard` (for consistency checks).
     pub fn bytes_of(&self, shard: usize) -> usize {
-        self.ranges
-            .iter()
-            .filter(|(_, &(_, s))| s == shard)
-            .map(|(&a, &(e, _))| e - a)
-            .sum()
+        self.ranges.iter().filter(|(_, &(_, s))| s == shard).map(|(&a, &(e, _))| e - a).sum()
     }
 }
 

@@ -118,15 +118,8 @@ mod tests {
         }
         let spread: Vec<usize> = keys.iter().map(|&k| m.shard(k)).collect();
         assert_eq!(spread, vec![1, 2, 3, 1, 2, 3, 1]);
-        assert_eq!(
-            m.shard(StreamKey(usize::MAX)),
-            m.shard(StreamKey(usize::MAX))
-        );
-        assert_eq!(
-            m.shard(StreamKey(0x99_000)),
-            0,
-            "a stream never spread stays on shard 0"
-        );
+        assert_eq!(m.shard(StreamKey(usize::MAX)), m.shard(StreamKey(usize::MAX)));
+        assert_eq!(m.shard(StreamKey(0x99_000)), 0, "a stream never spread stays on shard 0");
         let one = ShardMap::new(1);
         one.spread(keys[0]);
         assert_eq!(one.shard(keys[0]), 0);
@@ -138,9 +131,7 @@ mod tests {
         for i in 0..2 * ENTRIES {
             m.spread(StreamKey(i << 3));
         }
-        let spread = (0..2 * ENTRIES)
-            .filter(|&i| m.shard(StreamKey(i << 3)) != 0)
-            .count();
+        let spread = (0..2 * ENTRIES).filter(|&i| m.shard(StreamKey(i << 3)) != 0).count();
         assert_eq!(spread, ENTRIES / 2);
         assert!((0..2 * ENTRIES).all(|i| m.shard(StreamKey(i << 3)) < 8));
     }

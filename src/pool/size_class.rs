@@ -27,10 +27,7 @@ pub(crate) fn map_floor(units: usize) -> Class {
     }
     let msb = usize::BITS - 1 - units.leading_zeros();
     let sl = (units >> (msb - SL_LOG)) - SL_COUNT;
-    Class {
-        fl: (msb - SL_LOG + 1) as usize,
-        sl,
-    }
+    Class { fl: (msb - SL_LOG + 1) as usize, sl }
 }
 
 /// The smallest class all of whose blocks hold `units` (rounds up).
@@ -62,10 +59,7 @@ pub(crate) struct ClassBitmap {
 
 impl Default for ClassBitmap {
     fn default() -> Self {
-        ClassBitmap {
-            fl: 0,
-            sl: [0; FL_COUNT],
-        }
+        ClassBitmap { fl: 0, sl: [0; FL_COUNT] }
     }
 }
 
@@ -89,20 +83,14 @@ impl ClassBitmap {
     pub fn find_at_or_above(&self, c: Class) -> Option<Class> {
         let row = self.sl[c.fl] & (u32::MAX << c.sl);
         if row != 0 {
-            return Some(Class {
-                fl: c.fl,
-                sl: row.trailing_zeros() as usize,
-            });
+            return Some(Class { fl: c.fl, sl: row.trailing_zeros() as usize });
         }
         let rows = self.fl & (u64::MAX.checked_shl(c.fl as u32 + 1).unwrap_or(0));
         if rows == 0 {
             return None;
         }
         let fl = rows.trailing_zeros() as usize;
-        Some(Class {
-            fl,
-            sl: self.sl[fl].trailing_zeros() as usize,
-        })
+        Some(Class { fl, sl: self.sl[fl].trailing_zeros() as usize })
     }
 
     /// The highest non-empty class.
@@ -111,10 +99,7 @@ impl ClassBitmap {
             return None;
         }
         let fl = 63 - self.fl.leading_zeros() as usize;
-        Some(Class {
-            fl,
-            sl: 31 - self.sl[fl].leading_zeros() as usize,
-        })
+        Some(Class { fl, sl: 31 - self.sl[fl].leading_zeros() as usize })
     }
 }
 
@@ -135,17 +120,8 @@ mod tests {
             let c = map_ceil(u);
             assert!(class_min(c) >= u, "ceil({u}) = {c:?} starts below it");
             // ceil never skips more than one class past floor.
-            let next_of_floor = if f.sl + 1 < SL_COUNT {
-                Class {
-                    fl: f.fl,
-                    sl: f.sl + 1,
-                }
-            } else {
-                Class {
-                    fl: f.fl + 1,
-                    sl: 0,
-                }
-            };
+            let next_of_floor =
+                if f.sl + 1 < SL_COUNT { Class { fl: f.fl, sl: f.sl + 1 } } else { Class { fl: f.fl + 1, sl: 0 } };
             assert!(c == f || c == next_of_floor, "{u}: {f:?} -> {c:?}");
         }
     }
@@ -156,14 +132,8 @@ mod tests {
         assert_eq!(b.find_at_or_above(Class { fl: 0, sl: 0 }), None);
         b.set(Class { fl: 3, sl: 7 });
         b.set(Class { fl: 10, sl: 0 });
-        assert_eq!(
-            b.find_at_or_above(Class { fl: 3, sl: 2 }),
-            Some(Class { fl: 3, sl: 7 })
-        );
-        assert_eq!(
-            b.find_at_or_above(Class { fl: 3, sl: 8 }),
-            Some(Class { fl: 10, sl: 0 })
-        );
+        assert_eq!(b.find_at_or_above(Class { fl: 3, sl: 2 }), Some(Class { fl: 3, sl: 7 }));
+        assert_eq!(b.find_at_or_above(Class { fl: 3, sl: 8 }), Some(Class { fl: 10, sl: 0 }));
         assert_eq!(b.find_at_or_above(Class { fl: 47, sl: 0 }), None);
         assert_eq!(b.highest(), Some(Class { fl: 10, sl: 0 }));
         b.clear(Class { fl: 10, sl: 0 });

@@ -22,27 +22,19 @@ const SPINS_BEFORE_YIELD: u32 = 64;
 // holder's writes are visible to the next one.
 unsafe impl RawMutex for RawSpinLock {
     #[allow(clippy::declare_interior_mutable_const)]
-    const INIT: Self = RawSpinLock {
-        locked: AtomicBool::new(false),
-    };
+    const INIT: Self = RawSpinLock { locked: AtomicBool::new(false) };
     type GuardMarker = GuardSend;
 
     #[inline]
     fn lock(&self) {
-        if self
-            .locked
-            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-        {
+        if self.locked.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
             self.lock_contended();
         }
     }
 
     #[inline]
     fn try_lock(&self) -> bool {
-        self.locked
-            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
+        self.locked.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok()
     }
 
     #[inline]
@@ -66,11 +58,7 @@ impl RawSpinLock {
                     std::thread::yield_now();
                 }
             }
-            if self
-                .locked
-                .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
-            {
+            if self.locked.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok() {
                 return;
             }
         }

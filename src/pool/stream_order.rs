@@ -52,9 +52,7 @@ pub fn current_thread_number() -> usize {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static NEXT: AtomicUsize = AtomicUsize::new(1);
     thread_local!(static NUMBER: usize = NEXT.fetch_add(1, Ordering::Relaxed));
-    NUMBER
-        .try_with(|n| *n)
-        .unwrap_or_else(|_| NEXT.fetch_add(1, Ordering::Relaxed))
+    NUMBER.try_with(|n| *n).unwrap_or_else(|_| NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
 /// Orders work between streams so a block freed on one stream can be handed to another.

@@ -17,10 +17,7 @@ pub(crate) fn cuda_alignment(alignment: usize) -> Result<usize> {
     match effective_alignment(alignment) {
         Ok(a) if a <= CUDA_ALIGNMENT => Ok(a),
         // Report the limit that actually applies here, not the crate-wide maximum.
-        _ => Err(Error::BadAlignment {
-            alignment,
-            max: CUDA_ALIGNMENT,
-        }),
+        _ => Err(Error::BadAlignment { alignment, max: CUDA_ALIGNMENT }),
     }
 }
 
@@ -47,21 +44,11 @@ impl MemoryResource for CudaMemoryResource {
         ensure_context()?;
         let mut dptr: sys::CUdeviceptr = 0;
         // SAFETY: the driver is loaded and a context is current; dptr is a valid out pointer.
-        check_alloc(
-            unsafe { sys::cuMemAlloc_v2(&mut dptr, bytes) },
-            "cuMemAlloc",
-            bytes,
-        )?;
+        check_alloc(unsafe { sys::cuMemAlloc_v2(&mut dptr, bytes) }, "cuMemAlloc", bytes)?;
         Ok(dptr as usize as *mut u8)
     }
 
-    fn deallocate(
-        &self,
-        ptr: *mut u8,
-        _bytes: usize,
-        _alignment: usize,
-        _stream: CudaStreamView,
-    ) -> Result<()> {
+    fn deallocate(&self, ptr: *mut u8, _bytes: usize, _alignment: usize, _stream: CudaStreamView) -> Result<()> {
         if ptr.is_null() {
             return Ok(());
         }
@@ -72,10 +59,7 @@ impl MemoryResource for CudaMemoryResource {
         ensure_context()?;
         // SAFETY: a context is current; the driver rejects pointers it did not hand out with an
         // error code rather than undefined behaviour.
-        check(
-            unsafe { sys::cuMemFree_v2(ptr as usize as sys::CUdeviceptr) },
-            "cuMemFree",
-        )
+        check(unsafe { sys::cuMemFree_v2(ptr as usize as sys::CUdeviceptr) }, "cuMemFree")
     }
 
     fn is_equal(&self, other: &dyn MemoryResource) -> bool {
@@ -110,10 +94,7 @@ mod tests {
         for a in [512, 4096, 3, 0] {
             assert_eq!(
                 r.allocate(1024, a, CudaStreamView::DEFAULT),
-                Err(Error::BadAlignment {
-                    alignment: a,
-                    max: 256
-                })
+                Err(Error::BadAlignment { alignment: a, max: 256 })
             );
         }
         // Small alignments are raised to 256, not refused.
@@ -126,14 +107,8 @@ mod tests {
             return;
         }
         let r = CudaMemoryResource::new();
-        assert!(matches!(
-            r.allocate(1024, 256, CudaStreamView::DEFAULT),
-            Err(Error::NoDriver(_))
-        ));
-        assert!(matches!(
-            r.deallocate(0x1000 as *mut u8, 1024, 256, CudaStreamView::DEFAULT),
-            Err(Error::NoDriver(_))
-        ));
+        assert!(matches!(r.allocate(1024, 256, CudaStreamView::DEFAULT), Err(Error::NoDriver(_))));
+        assert!(matches!(r.deallocate(0x1000 as *mut u8, 1024, 256, CudaStreamView::DEFAULT), Err(Error::NoDriver(_))));
     }
 
     #[test]

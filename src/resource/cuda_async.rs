@@ -47,10 +47,7 @@ impl CudaAsyncMemoryResource {
         let device = DeviceId::current()?;
         let mut context: sys::CUcontext = std::ptr::null_mut();
         // SAFETY: a context is current; context is a valid out pointer.
-        check(
-            unsafe { sys::cuCtxGetCurrent(&mut context) },
-            "cuCtxGetCurrent",
-        )?;
+        check(unsafe { sys::cuCtxGetCurrent(&mut context) }, "cuCtxGetCurrent")?;
 
         // SAFETY: CUmemPoolProps is plain C data whose all-zero pattern is valid (every enum field
         // has a 0 variant, the pointer is null); zeroing also clears the reserved bytes as the
@@ -62,23 +59,13 @@ impl CudaAsyncMemoryResource {
         props.location.id = device.0;
         let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
         // SAFETY: a context is current; props is fully initialised and pool a valid out pointer.
-        check(
-            unsafe { sys::cuMemPoolCreate(&mut pool, &props) },
-            "cuMemPoolCreate",
-        )?;
+        check(unsafe { sys::cuMemPoolCreate(&mut pool, &props) }, "cuMemPoolCreate")?;
         // From here on `this` owns the pool: an early return below destroys it in Drop.
-        let this = CudaAsyncMemoryResource {
-            pool: pool as usize,
-            context: context as usize,
-            device,
-        };
+        let this = CudaAsyncMemoryResource { pool: pool as usize, context: context as usize, device };
 
         let mut version = 0;
         // SAFETY: the driver is initialised; version is a valid out pointer.
-        check(
-            unsafe { sys::cuDriverGetVersion(&mut version) },
-            "cuDriverGetVersion",
-        )?;
+        check(unsafe { sys::cuDriverGetVersion(&mut version) }, "cuDriverGetVersion")?;
         if version < MIN_OPPORTUNISTIC_DRIVER {
             let mut disabled: i32 = 0;
             this.set_attribute(
@@ -119,10 +106,7 @@ impl CudaAsyncMemoryResource {
 
     fn set_attribute(&self, attr: sys::CUmemPool_attribute, value: *mut c_void) -> Result<()> {
         // SAFETY: the pool is alive; the caller passes a pointer to a value of the attribute's type.
-        check(
-            unsafe { sys::cuMemPoolSetAttribute(self.pool_handle(), attr, value) },
-            "cuMemPoolSetAttribute",
-        )
+        check(unsafe { sys::cuMemPoolSetAttribute(self.pool_handle(), attr, value) }, "cuMemPoolSetAttribute")
     }
 }
 
@@ -140,20 +124,12 @@ impl MemoryResource for CudaAsyncMemoryResource {
         let mut dptr: sys::CUdeviceptr = 0;
         // SAFETY: the pool is alive and a context is current; dptr is a valid out pointer. A bad
         // stream handle is the caller's contract (as for every stream-ordered call).
-        let status = unsafe {
-            sys::cuMemAllocFromPoolAsync(&mut dptr, bytes, self.pool_handle(), stream.as_raw())
-        };
+        let status = unsafe { sys::cuMemAllocFromPoolAsync(&mut dptr, bytes, self.pool_handle(), stream.as_raw()) };
         check_alloc(status, "cuMemAllocFromPoolAsync", bytes)?;
         Ok(dptr as usize as *mut u8)
     }
 
-    fn deallocate(
-        &self,
-        ptr: *mut u8,
-        _bytes: usize,
-        _alignment: usize,
-        stream: CudaStreamView,
-    ) -> Result<()> {
+    fn deallocate(&self, ptr: *mut u8, _bytes: usize, _alignment: usize, stream: CudaStreamView) -> Result<()> {
         if ptr.is_null() {
             return Ok(());
         }
@@ -163,16 +139,11 @@ impl MemoryResource for CudaAsyncMemoryResource {
         }
         ensure_context()?;
         // SAFETY: a context is current; the driver reports pointers it did not hand out as an error.
-        check(
-            unsafe { sys::cuMemFreeAsync(ptr as usize as sys::CUdeviceptr, stream.as_raw()) },
-            "cuMemFreeAsync",
-        )
+        check(unsafe { sys::cuMemFreeAsync(ptr as usize as sys::CUdeviceptr, stream.as_raw()) }, "cuMemFreeAsync")
     }
 
     fn is_equal(&self, other: &dyn MemoryResource) -> bool {
-        (other as &dyn Any)
-            .downcast_ref::<Self>()
-            .is_some_and(|o| o.pool == self.pool)
+        (other as &dyn Any).downcast_ref::<Self>().is_some_and(|o| o.pool == self.pool)
     }
 
     fn is_device_accessible(&self) -> bool {
@@ -217,11 +188,7 @@ mod tests {
 
     /// A value with a fake pool handle: exercises the paths that must not reach the driver.
     fn fake(pool: usize) -> CudaAsyncMemoryResource {
-        CudaAsyncMemoryResource {
-            pool,
-            context: 0,
-            device: DeviceId(0),
-        }
+        CudaAsyncMemoryResource { pool, context: 0, device: DeviceId(0) }
     }
 
     #[test]
@@ -233,19 +200,9 @@ mod tests {
     #[test]
     fn zero_bytes_and_bad_alignment_make_no_cuda_call() {
         let r = fake(0);
-        assert!(r
-            .allocate(0, 256, CudaStreamView::DEFAULT)
-            .unwrap()
-            .is_null());
-        r.deallocate(std::ptr::null_mut(), 0, 256, CudaStreamView::DEFAULT)
-            .unwrap();
-        assert_eq!(
-            r.allocate(64, 512, CudaStreamView::DEFAULT),
-            Err(Error::BadAlignment {
-                alignment: 512,
-                max: 256
-            })
-        );
+        assert!(r.allocate(0, 256, CudaStreamView::DEFAULT).unwrap().is_null());
+        r.deallocate(std::ptr::null_mut(), 0, 256, CudaStreamView::DEFAULT).unwrap();
+        assert_eq!(r.allocate(64, 512, CudaStreamView::DEFAULT), Err(Error::BadAlignment { alignment: 512, max: 256 }));
     }
 
     #[test]
@@ -263,9 +220,6 @@ mod tests {
         if crate::cuda_available() {
             return;
         }
-        assert!(matches!(
-            CudaAsyncMemoryResource::new(None, None),
-            Err(Error::NoDriver(_))
-        ));
+        assert!(matches!(CudaAsyncMemoryResource::new(None, None), Err(Error::NoDriver(_))));
     }
 }

@@ -48,10 +48,7 @@ impl StreamOrder for CudaEventOrder {
     fn wait(&self, owner: StreamKey, waiter: StreamKey) -> Result<()> {
         match self.events.lock().get(&owner) {
             Some(event) => event.wait_on(view_of(waiter)),
-            None => Err(Error::InvalidArgument(format!(
-                "no event was recorded for stream {:#x}",
-                owner.0
-            ))),
+            None => Err(Error::InvalidArgument(format!("no event was recorded for stream {:#x}", owner.0))),
         }
     }
 

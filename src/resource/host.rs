@@ -39,10 +39,7 @@ impl MemoryResource for HostMemoryResource {
         // SAFETY: layout has a non-zero size.
         let p = unsafe { alloc(layout) };
         if p.is_null() {
-            return Err(Error::out_of_memory(
-                bytes,
-                "the host allocator returned null",
-            ));
+            return Err(Error::out_of_memory(bytes, "the host allocator returned null"));
         }
         self.live.lock().insert(p as usize, layout);
         Ok(p)
@@ -51,13 +48,7 @@ impl MemoryResource for HostMemoryResource {
     // The pointer is only handed to `dealloc` once the live map proves this resource allocated it
     // with exactly this layout, so a safe signature is sound.
     #[allow(clippy::not_unsafe_ptr_arg_deref)]
-    fn deallocate(
-        &self,
-        ptr: *mut u8,
-        bytes: usize,
-        _alignment: usize,
-        _stream: CudaStreamView,
-    ) -> Result<()> {
+    fn deallocate(&self, ptr: *mut u8, bytes: usize, _alignment: usize, _stream: CudaStreamView) -> Result<()> {
         if ptr.is_null() {
             return Ok(());
         }
@@ -67,12 +58,7 @@ impl MemoryResource for HostMemoryResource {
             None => return Err(Misuse::UnknownPointer { ptr: ptr as usize }.into()),
         };
         if layout.size() != bytes {
-            return Err(Misuse::WrongSize {
-                ptr: ptr as usize,
-                allocated: layout.size(),
-                given: bytes,
-            }
-            .into());
+            return Err(Misuse::WrongSize { ptr: ptr as usize, allocated: layout.size(), given: bytes }.into());
         }
         live.remove(&(ptr as usize));
         // SAFETY: ptr came from `alloc(layout)` and was live until the line above removed it.
@@ -82,8 +68,7 @@ impl MemoryResource for HostMemoryResource {
 
     fn is_equal(&self, other: &dyn MemoryResource) -> bool {
         // Stateful: only the same instance can free what it handed out.
-        std::ptr::addr_eq(self as *const Self, other as *const dyn MemoryResource)
-            && same_type::<Self>(other)
+        std::ptr::addr_eq(self as *const Self, other as *const dyn MemoryResource) && same_type::<Self>(other)
     }
 
     fn is_device_accessible(&self) -> bool {

@@ -31,21 +31,11 @@ impl MemoryResource for ManagedMemoryResource {
         let mut dptr: sys::CUdeviceptr = 0;
         let flags = sys::CUmemAttach_flags_enum::CU_MEM_ATTACH_GLOBAL as u32;
         // SAFETY: the driver is loaded and a context is current; dptr is a valid out pointer.
-        check_alloc(
-            unsafe { sys::cuMemAllocManaged(&mut dptr, bytes, flags) },
-            "cuMemAllocManaged",
-            bytes,
-        )?;
+        check_alloc(unsafe { sys::cuMemAllocManaged(&mut dptr, bytes, flags) }, "cuMemAllocManaged", bytes)?;
         Ok(dptr as usize as *mut u8)
     }
 
-    fn deallocate(
-        &self,
-        ptr: *mut u8,
-        _bytes: usize,
-        _alignment: usize,
-        _stream: CudaStreamView,
-    ) -> Result<()> {
+    fn deallocate(&self, ptr: *mut u8, _bytes: usize, _alignment: usize, _stream: CudaStreamView) -> Result<()> {
         if ptr.is_null() {
             return Ok(());
         }
@@ -55,10 +45,7 @@ impl MemoryResource for ManagedMemoryResource {
         }
         ensure_context()?;
         // SAFETY: a context is current; the driver reports foreign pointers as an error code.
-        check(
-            unsafe { sys::cuMemFree_v2(ptr as usize as sys::CUdeviceptr) },
-            "cuMemFree",
-        )
+        check(unsafe { sys::cuMemFree_v2(ptr as usize as sys::CUdeviceptr) }, "cuMemFree")
     }
 
     fn is_equal(&self, other: &dyn MemoryResource) -> bool {
@@ -83,18 +70,11 @@ mod tests {
     #[test]
     fn zero_bytes_and_bad_alignment_make_no_cuda_call() {
         let r = ManagedMemoryResource::new();
-        assert!(r
-            .allocate(0, 64, CudaStreamView::DEFAULT)
-            .unwrap()
-            .is_null());
-        r.deallocate(std::ptr::null_mut(), 0, 64, CudaStreamView::DEFAULT)
-            .unwrap();
+        assert!(r.allocate(0, 64, CudaStreamView::DEFAULT).unwrap().is_null());
+        r.deallocate(std::ptr::null_mut(), 0, 64, CudaStreamView::DEFAULT).unwrap();
         assert_eq!(
             r.allocate(8, 1024, CudaStreamView::DEFAULT),
-            Err(Error::BadAlignment {
-                alignment: 1024,
-                max: 256
-            })
+            Err(Error::BadAlignment { alignment: 1024, max: 256 })
         );
     }
 
@@ -104,10 +84,7 @@ mod tests {
             return;
         }
         let r = ManagedMemoryResource::new();
-        assert!(matches!(
-            r.allocate(1024, 256, CudaStreamView::DEFAULT),
-            Err(Error::NoDriver(_))
-        ));
+        assert!(matches!(r.allocate(1024, 256, CudaStreamView::DEFAULT), Err(Error::NoDriver(_))));
     }
 
     #[test]

@@ -45,13 +45,7 @@ pub trait MemoryResource: Any + Send + Sync {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8>;
 
     /// Returns a block; it is reused only after the work on `stream` enqueued before this call.
-    fn deallocate(
-        &self,
-        ptr: *mut u8,
-        bytes: usize,
-        alignment: usize,
-        stream: CudaStreamView,
-    ) -> Result<()>;
+    fn deallocate(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<()>;
 
     /// Allocates for use on the legacy default stream (RMM's `allocate_sync`).
     fn allocate_sync(&self, bytes: usize, alignment: usize) -> Result<*mut u8> {
@@ -89,13 +83,7 @@ impl<R: MemoryResource + ?Sized> MemoryResource for Arc<R> {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
         (**self).allocate(bytes, alignment, stream)
     }
-    fn deallocate(
-        &self,
-        ptr: *mut u8,
-        bytes: usize,
-        alignment: usize,
-        stream: CudaStreamView,
-    ) -> Result<()> {
+    fn deallocate(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<()> {
         (**self).deallocate(ptr, bytes, alignment, stream)
     }
     fn allocate_sync(&self, bytes: usize, alignment: usize) -> Result<*mut u8> {
@@ -124,10 +112,7 @@ pub fn effective_alignment(alignment: usize) -> Result<usize> {
     if alignment != 0 && alignment.is_power_of_two() && alignment <= MAX_ALIGNMENT {
         Ok(alignment.max(DEFAULT_ALIGNMENT))
     } else {
-        Err(Error::BadAlignment {
-            alignment,
-            max: MAX_ALIGNMENT,
-        })
+        Err(Error::BadAlignment { alignment, max: MAX_ALIGNMENT })
     }
 }
 

@@ -40,13 +40,7 @@ impl MemoryResource for PinnedHostMemoryResource {
         Ok(p.cast())
     }
 
-    fn deallocate(
-        &self,
-        ptr: *mut u8,
-        _bytes: usize,
-        _alignment: usize,
-        _stream: CudaStreamView,
-    ) -> Result<()> {
+    fn deallocate(&self, ptr: *mut u8, _bytes: usize, _alignment: usize, _stream: CudaStreamView) -> Result<()> {
         if ptr.is_null() {
             return Ok(());
         }
@@ -81,18 +75,11 @@ mod tests {
     #[test]
     fn zero_bytes_and_bad_alignment_make_no_cuda_call() {
         let r = PinnedHostMemoryResource::new();
-        assert!(r
-            .allocate(0, 256, CudaStreamView::DEFAULT)
-            .unwrap()
-            .is_null());
-        r.deallocate(std::ptr::null_mut(), 0, 256, CudaStreamView::DEFAULT)
-            .unwrap();
+        assert!(r.allocate(0, 256, CudaStreamView::DEFAULT).unwrap().is_null());
+        r.deallocate(std::ptr::null_mut(), 0, 256, CudaStreamView::DEFAULT).unwrap();
         assert_eq!(
             r.allocate(8, 4096, CudaStreamView::DEFAULT),
-            Err(Error::BadAlignment {
-                alignment: 4096,
-                max: 256
-            })
+            Err(Error::BadAlignment { alignment: 4096, max: 256 })
         );
     }
 
@@ -102,10 +89,7 @@ mod tests {
             return;
         }
         let r = PinnedHostMemoryResource::new();
-        assert!(matches!(
-            r.allocate(1024, 256, CudaStreamView::DEFAULT),
-            Err(Error::NoDriver(_))
-        ));
+        assert!(matches!(r.allocate(1024, 256, CudaStreamView::DEFAULT), Err(Error::NoDriver(_))));
     }
 
     #[test]

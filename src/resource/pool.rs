@@ -2,8 +2,8 @@
 
 use crate::error::{Error, Result};
 use crate::pool::{
-    rounded_size, CoalescingPool, HostOrder, SegmentMap, ShardMap, SpinMutex, StreamKey,
-    StreamOrder, GRANULE, MAX_BLOCK_BYTES,
+    rounded_size, CoalescingPool, HostOrder, SegmentMap, ShardMap, SpinMutex, StreamKey, StreamOrder, GRANULE,
+    MAX_BLOCK_BYTES,
 };
 use crate::resource::cuda_event_order::CudaEventOrder;
 use crate::resource::{effective_alignment, MemoryResource};
@@ -70,11 +70,8 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// `maximum_size` (unbounded when `None`). Both must be multiples of 256. Device memory is
     /// ordered with CUDA events; host-only memory needs no ordering.
     pub fn new(upstream: U, initial_size: usize, maximum_size: Option<usize>) -> Result<Self> {
-        let order: Box<dyn StreamOrder> = if upstream.is_device_accessible() {
-            Box::new(CudaEventOrder::new())
-        } else {
-            Box::new(HostOrder)
-        };
+        let order: Box<dyn StreamOrder> =
+            if upstream.is_device_accessible() { Box::new(CudaEventOrder::new()) } else { Box::new(HostOrder) };
         Self::with_stream_order(upstream, initial_size, maximum_size, order)
     }
 
@@ -104,9 +101,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         }
         if let Some(max) = maximum_size {
             if max % GRANULE != 0 {
-                return Err(Error::InvalidArgument(format!(
-                    "maximum pool size {max} is not a multiple of {GRANULE}"
-                )));
+                return Err(Error::InvalidArgument(format!("maximum pool size {max} is not a multiple of {GRANULE}")));
             }
             if max < initial_size {
                 return Err(Error::InvalidArgument(format!(
@@ -115,9 +110,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             }
         }
         if !(1..=256).contains(&shards) {
-            return Err(Error::InvalidArgument(format!(
-                "{shards} shards: a pool has 1 to 256 shards"
-            )));
+            return Err(Error::InvalidArgument(format!("{shards} shards: a pool has 1 to 256 shards")));
         }
         if initial_size > MAX_BLOCK_BYTES {
             return Err(Error::InvalidArgument(format!(
@@ -126,9 +119,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         }
         let ordered = order.is_needed();
         let pool = PoolMemoryResource {
-            shards: (0..shards)
-                .map(|_| Shard(SpinMutex::new(CoalescingPool::new())))
-                .collect(),
+            shards: (0..shards).map(|_| Shard(SpinMutex::new(CoalescingPool::new()))).collect(),
             shard_map: ShardMap::new(shards),
             segments: RwLock::new(SegmentMap::new()),
             upstream_chunks: Mutex::new(Vec::new()),
@@ -139,35 +130,17 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             maximum_size,
         };
         if initial_size > 0 {
-            let ptr = pool
-                .upstream
-                .allocate(initial_size, GRANULE, CudaStreamView::DEFAULT)?;
+            let ptr = pool.upstream.allocate(initial_size, GRANULE, CudaStreamView::DEFAULT)?;
             pool.pool_size.store(initial_size, Ordering::Relaxed);
-            pool.upstream_chunks
-                .lock()
-                .push((ptr as usize, initial_size));
+            pool.upstream_chunks.lock().push((ptr as usize, initial_size));
             // An upstream may allocate in stream order; once nothing is pending, the chunk is fresh
             // memory every stream may take without waiting. If that cannot be established, it
             // belongs to the default stream it was allocated on, and other streams take it through
             // the usual publish/wait hand-over.
             let fresh = !pool.ordered || pool.order.synchronize_all().is_ok();
-            let owner = if fresh {
-                StreamKey::FRESH
-            } else {
-                StreamKey(0)
-            };
-            let shard = if fresh {
-                0
-            } else {
-                pool.shard_map.shard(owner)
-            };
-            pool.adopt(
-                shard,
-                &mut pool.shards[shard].0.lock(),
-                ptr as usize,
-                initial_size,
-                owner,
-            );
+            let owner = if fresh { StreamKey::FRESH } else { StreamKey(0) };
+            let shard = if fresh { 0 } else { pool.shard_map.shard(owner) };
+            pool.adopt(shard, &mut pool.shards[shard].0.lock(), ptr as usize, initial_size, owner);
         }
         Ok(pool)
     }
@@ -189,11 +162,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
 
     /// Pool size, free bytes and largest free block.
     pub fn state(&self) -> PoolState {
-        let mut state = PoolState {
-            pool_size: self.pool_size(),
-            free_bytes: 0,
-            largest_free_block: 0,
-        };
+        let mut state = PoolState { pool_size: self.pool_size(), free_bytes: 0, largest_free_block: 0 };
         for shard in self.shards.iter() {
             let s = shard.0.lock().state();
             state.free_bytes += s.free_bytes;
@@ -213,8 +182,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         let mut tiled = Vec::with_capacity(self.shards.len());
         for (i, shard) in self.shards.iter().enumerate() {
             let core = shard.0.lock();
-            core.check_invariants()
-                .map_err(|e| format!("shard {i}: {e}"))?;
+            core.check_invariants().map_err(|e| format!("shard {i}: {e}"))?;
             tiled.push(core.pool_size());
         }
         let segments = self.segments.read();
@@ -273,14 +241,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
 
     /// Makes `[addr, addr + len)` part of `shard` (whose lock the caller holds as `core`), free
     /// on `owner`'s set.
-    fn adopt(
-        &self,
-        shard: usize,
-        core: &mut CoalescingPool,
-        addr: usize,
-        len: usize,
-        owner: StreamKey,
-    ) {
+    fn adopt(&self, shard: usize, core: &mut CoalescingPool, addr: usize, len: usize, owner: StreamKey) {
         let slot = core.slot_of(owner);
         core.add_chunk(addr, len, slot);
         self.segments.write().assign(addr, len, shard);
@@ -383,11 +344,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             Some(max) if pool_size + size > max => format!("maximum pool size {max} reached"),
             _ => "the upstream has no more memory and no free block is large enough".to_string(),
         };
-        Err(Error::OutOfMemory {
-            requested: bytes,
-            pool: Some(self.state()),
-            reason,
-        })
+        Err(Error::OutOfMemory { requested: bytes, pool: Some(self.state()), reason })
     }
 
     /// Takes a range of free memory that `key` may use from some other shard, adopts it in `home`
@@ -423,19 +380,14 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
                         continue;
                     }
                 }
-                core.detach(d, needed, want)
-                    .map(|(addr, len)| (addr, len, owner))
+                core.detach(d, needed, want).map(|(addr, len)| (addr, len, owner))
             };
             let Some((addr, len, owner)) = taken else {
                 continue;
             };
             let mut core = self.shards[home].0.lock();
             // Fresh memory stays fresh; anything else now belongs to `key`, which waited for it.
-            let owner = if owner == StreamKey::FRESH || !self.ordered {
-                StreamKey::FRESH
-            } else {
-                key
-            };
+            let owner = if owner == StreamKey::FRESH || !self.ordered { StreamKey::FRESH } else { key };
             self.adopt(home, &mut core, addr, len, owner);
             let slot = core.slot_of(key);
             if let Some(a) = core.allocate(slot, bytes, size, align) {
@@ -473,9 +425,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
                 return Some(a);
             }
         }
-        if let Ok(a) =
-            self.allocate_from_other_shards(home, StreamKey::FRESH, bytes, size, align, needed)
-        {
+        if let Ok(a) = self.allocate_from_other_shards(home, StreamKey::FRESH, bytes, size, align, needed) {
             return Some(a);
         }
         if self.shards.len() == 1 {
@@ -489,23 +439,12 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             ranges.extend(core.detach_whole_free_chunks(fresh));
         }
         ranges.sort_unstable();
-        let starts: Vec<usize> = self
-            .upstream_chunks
-            .lock()
-            .iter()
-            .map(|&(a, _)| a)
-            .collect();
+        let starts: Vec<usize> = self.upstream_chunks.lock().iter().map(|&(a, _)| a).collect();
         let mut joined: Vec<(usize, usize)> = Vec::with_capacity(ranges.len());
         for (addr, len) in ranges {
             match joined.last_mut() {
                 // Never across the boundary of two upstream allocations: each goes back alone.
-                Some((a, l))
-                    if *a + *l == addr
-                        && !starts.contains(&addr)
-                        && *l + len <= MAX_BLOCK_BYTES =>
-                {
-                    *l += len
-                }
+                Some((a, l)) if *a + *l == addr && !starts.contains(&addr) && *l + len <= MAX_BLOCK_BYTES => *l += len,
                 _ => joined.push((addr, len)),
             }
         }
@@ -534,9 +473,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         needed: usize,
         pending: bool,
     ) -> Result<bool> {
-        let room = self
-            .maximum_size
-            .map_or(MAX_BLOCK_BYTES, |max| max.saturating_sub(self.pool_size()));
+        let room = self.maximum_size.map_or(MAX_BLOCK_BYTES, |max| max.saturating_sub(self.pool_size()));
         if needed > room {
             return Ok(false);
         }
@@ -544,22 +481,14 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             Some(_) => needed.max((room / 2) & !(GRANULE - 1)),
             // A shard that is new to growing starts from part of the whole pool, not from zero:
             // tiny chunks would cost one upstream call each.
-            None => needed
-                .max(core.pool_size())
-                .max(self.pool_size().min(SHARD_START)),
+            None => needed.max(core.pool_size()).max(self.pool_size().min(SHARD_START)),
         }
-        .min(if pending {
-            needed.max(PENDING_GROWTH)
-        } else {
-            usize::MAX
-        })
+        .min(if pending { needed.max(PENDING_GROWTH) } else { usize::MAX })
         .min(room.min(MAX_BLOCK_BYTES));
         loop {
             if !self.reserve(want) {
                 // Another shard grew meanwhile; try again within what is left.
-                let room = self
-                    .maximum_size
-                    .map_or(MAX_BLOCK_BYTES, |max| max.saturating_sub(self.pool_size()));
+                let room = self.maximum_size.map_or(MAX_BLOCK_BYTES, |max| max.saturating_sub(self.pool_size()));
                 if needed > room {
                     return Ok(false);
                 }
@@ -590,9 +519,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     fn reserve(&self, bytes: usize) -> bool {
         let max = self.maximum_size.unwrap_or(usize::MAX);
         self.pool_size
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| {
-                s.checked_add(bytes).filter(|&t| t <= max)
-            })
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| s.checked_add(bytes).filter(|&t| t <= max))
             .is_ok()
     }
 
@@ -601,13 +528,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// once: `key` rarely visits that shard, and this call is the one moment `key` is known alive.
     #[cold]
     #[inline(never)]
-    fn deallocate_elsewhere(
-        &self,
-        home: usize,
-        ptr: usize,
-        bytes: usize,
-        key: StreamKey,
-    ) -> Result<()> {
+    fn deallocate_elsewhere(&self, home: usize, ptr: usize, bytes: usize, key: StreamKey) -> Result<()> {
         let owner = self.segments.read().owner(ptr);
         let Some(shard) = owner else {
             return Err(Error::Misuse(crate::error::Misuse::UnknownPointer { ptr }));
@@ -657,13 +578,7 @@ impl<U: MemoryResource> MemoryResource for PoolMemoryResource<U> {
     }
 
     #[inline]
-    fn deallocate(
-        &self,
-        ptr: *mut u8,
-        bytes: usize,
-        _alignment: usize,
-        stream: CudaStreamView,
-    ) -> Result<()> {
+    fn deallocate(&self, ptr: *mut u8, bytes: usize, _alignment: usize, stream: CudaStreamView) -> Result<()> {
         if ptr.is_null() {
             return Ok(());
         }
@@ -705,9 +620,7 @@ impl<U: MemoryResource> Drop for PoolMemoryResource<U> {
         // back before it finishes. Errors have nowhere to go from a destructor.
         let _ = self.order.synchronize_all();
         for &(addr, size) in self.upstream_chunks.get_mut().iter() {
-            let _ =
-                self.upstream
-                    .deallocate(addr as *mut u8, size, GRANULE, CudaStreamView::DEFAULT);
+            let _ = self.upstream.deallocate(addr as *mut u8, size, GRANULE, CudaStreamView::DEFAULT);
         }
     }
 }

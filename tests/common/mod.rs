@@ -35,10 +35,7 @@ impl Rng {
 /// The seed for a randomized test: `RMM_TEST_SEED` if set, else a fixed default. Printed so that a
 /// failure can be replayed.
 pub fn seed(test: &str, default: u64) -> u64 {
-    let s = std::env::var("RMM_TEST_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default);
+    let s = std::env::var("RMM_TEST_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(default);
     println!("{test}: seed {s} (replay with RMM_TEST_SEED={s})");
     s
 }
@@ -54,32 +51,18 @@ impl Model {
     pub fn insert(&mut self, ptr: *mut u8, bytes: usize, alignment: usize) {
         let p = ptr as usize;
         assert!(!ptr.is_null(), "allocation of {bytes} bytes returned null");
-        assert_eq!(
-            p % alignment.max(256),
-            0,
-            "{p:#x} is not {}-aligned",
-            alignment.max(256)
-        );
+        assert_eq!(p % alignment.max(256), 0, "{p:#x} is not {}-aligned", alignment.max(256));
         if let Some((&q, &qs)) = self.live.range(..=p).next_back() {
-            assert!(
-                q + qs <= p,
-                "block {p:#x}+{bytes} overlaps live block {q:#x}+{qs}"
-            );
+            assert!(q + qs <= p, "block {p:#x}+{bytes} overlaps live block {q:#x}+{qs}");
         }
         if let Some((&q, _)) = self.live.range(p..).next() {
-            assert!(
-                p + bytes <= q,
-                "block {p:#x}+{bytes} overlaps live block at {q:#x}"
-            );
+            assert!(p + bytes <= q, "block {p:#x}+{bytes} overlaps live block at {q:#x}");
         }
         self.live.insert(p, bytes);
         self.live_bytes += bytes;
     }
     pub fn remove(&mut self, ptr: *mut u8) -> usize {
-        let bytes = self
-            .live
-            .remove(&(ptr as usize))
-            .expect("freeing a block the model does not know");
+        let bytes = self.live.remove(&(ptr as usize)).expect("freeing a block the model does not know");
         self.live_bytes -= bytes;
         bytes
     }
@@ -145,19 +128,11 @@ pub fn run_trace<R: MemoryResource + ?Sized>(
         let allocate = live.len() < t.max_live && (live.is_empty() || rng.below(100) < t.alloc_pct);
         if allocate {
             let bytes = rng.log_uniform(t.min_size, t.max_size);
-            let alignment = if t.big_alignments && rng.below(16) == 0 {
-                256 << rng.below(5)
-            } else {
-                256
-            };
+            let alignment = if t.big_alignments && rng.below(16) == 0 { 256 << rng.below(5) } else { 256 };
             match r.allocate(bytes, alignment, stream) {
                 Ok(ptr) => {
                     model.insert(ptr, bytes, alignment);
-                    live.push(Live {
-                        ptr,
-                        bytes,
-                        alignment,
-                    });
+                    live.push(Live { ptr, bytes, alignment });
                 }
                 Err(e) if allow_oom && e.is_out_of_memory() => ooms += 1,
                 Err(e) => panic!("allocate({bytes}, {alignment}) failed: {e}"),
@@ -173,8 +148,7 @@ pub fn run_trace<R: MemoryResource + ?Sized>(
     }
     for b in live.drain(..) {
         model.remove(b.ptr);
-        r.deallocate(b.ptr, b.bytes, b.alignment, t.streams[0])
-            .expect("final free failed");
+        r.deallocate(b.ptr, b.bytes, b.alignment, t.streams[0]).expect("final free failed");
         after_step(&model);
     }
     ooms

@@ -55,25 +55,14 @@ impl Rng {
 type Resource = LoggingResourceAdaptor<PoolMemoryResource<HostMemoryResource>>;
 
 /// Writes pattern `name` to `out`. `ops`: operation count where the pattern takes one.
-pub fn generate(
-    name: &str,
-    out: &Path,
-    ops: Option<usize>,
-    seed: Option<u64>,
-) -> Result<String, String> {
-    let pool =
-        PoolMemoryResource::new(HostMemoryResource::new(), 0, None).map_err(|e| e.to_string())?;
+pub fn generate(name: &str, out: &Path, ops: Option<usize>, seed: Option<u64>) -> Result<String, String> {
+    let pool = PoolMemoryResource::new(HostMemoryResource::new(), 0, None).map_err(|e| e.to_string())?;
     let mr = LoggingResourceAdaptor::new(pool, Some(out)).map_err(|e| e.to_string())?;
     let summary = match name {
         "thrust" => thrust(&mr, seed.unwrap_or(7), ops.unwrap_or(120)),
         "multi_stream" => multi_stream(&mr, seed.unwrap_or(11), ops.unwrap_or(120)),
         "random" => random(&mr, seed.unwrap_or(42), ops.unwrap_or(3000)),
-        _ => {
-            return Err(format!(
-                "unknown pattern '{name}' (known: {})",
-                PATTERNS.join(", ")
-            ))
-        }
+        _ => return Err(format!("unknown pattern '{name}' (known: {})", PATTERNS.join(", "))),
     }
     .map_err(|e| e.to_string())?;
     mr.flush().map_err(|e| e.to_string())?;
@@ -151,11 +140,7 @@ fn multi_stream(mr: &Resource, seed: u64, iterations: usize) -> rmm::Result<Stri
                         }
                         while live.len() > 4 || (!live.is_empty() && rng.unit() < 0.4) {
                             let b = live.swap_remove(rng.below(live.len()));
-                            let on = if rng.below(20) == 0 {
-                                CudaStreamView::DEFAULT
-                            } else {
-                                s
-                            };
+                            let on = if rng.below(20) == 0 { CudaStreamView::DEFAULT } else { s };
                             free(mr, b, on)?;
                         }
                         free(mr, scalar, s)?;
@@ -168,10 +153,7 @@ fn multi_stream(mr: &Resource, seed: u64, iterations: usize) -> rmm::Result<Stri
                 })
             })
             .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("a generator thread panicked"))
-            .collect()
+        handles.into_iter().map(|h| h.join().expect("a generator thread panicked")).collect()
     });
     results.into_iter().collect::<rmm::Result<Vec<()>>>()?;
     Ok(format!("{THREADS} threads x {iterations} iterations"))

@@ -101,10 +101,7 @@ impl fmt::Display for LogError {
 }
 
 fn err<T>(line: usize, message: impl Into<String>) -> Result<T, LogError> {
-    Err(LogError {
-        line,
-        message: message.into(),
-    })
+    Err(LogError { line, message: message.into() })
 }
 
 /// Where the columns are.
@@ -121,19 +118,11 @@ const HEADER: &str = "Thread,Time,Action,Pointer,Size,Stream";
 
 impl Columns {
     fn from_header(line: usize, text: &str) -> Result<Self, LogError> {
-        let names: Vec<String> = text
-            .split(',')
-            .map(|f| f.trim().to_ascii_lowercase())
-            .collect();
+        let names: Vec<String> = text.split(',').map(|f| f.trim().to_ascii_lowercase()).collect();
         let find = |name: &str| names.iter().position(|n| n == name);
         let need = |name: &str, shown: &str| {
             find(name).map_or_else(
-                || {
-                    err(
-                        line,
-                        format!("the header '{text}' lacks the column {shown} (expected {HEADER})"),
-                    )
-                },
+                || err(line, format!("the header '{text}' lacks the column {shown} (expected {HEADER})")),
                 Ok,
             )
         };
@@ -151,16 +140,10 @@ impl Columns {
 /// A pointer or stream handle: hexadecimal with or without `0x`, or a spelling of null.
 pub fn parse_handle(field: &str) -> Option<usize> {
     let f = field.trim();
-    if matches!(
-        f.to_ascii_lowercase().as_str(),
-        "(nil)" | "nil" | "null" | "nullptr"
-    ) {
+    if matches!(f.to_ascii_lowercase().as_str(), "(nil)" | "nil" | "null" | "nullptr") {
         return Some(0);
     }
-    let digits = f
-        .strip_prefix("0x")
-        .or_else(|| f.strip_prefix("0X"))
-        .unwrap_or(f);
+    let digits = f.strip_prefix("0x").or_else(|| f.strip_prefix("0X")).unwrap_or(f);
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }
@@ -204,11 +187,7 @@ pub fn parse(reader: impl BufRead) -> Result<Log, LogError> {
         if fields.len() != cols.count {
             return err(
                 line,
-                format!(
-                    "expected {} fields as in the header, found {}: '{text}'",
-                    cols.count,
-                    fields.len()
-                ),
+                format!("expected {} fields as in the header, found {}: '{text}'", cols.count, fields.len()),
             );
         }
         if let Some(t) = cols.thread {
@@ -227,39 +206,21 @@ pub fn parse(reader: impl BufRead) -> Result<Log, LogError> {
             _ => {
                 return err(
                     line,
-                    format!(
-                        "unknown action '{}' (expected allocate, free or allocate failure)",
-                        fields[cols.action]
-                    ),
+                    format!("unknown action '{}' (expected allocate, free or allocate failure)", fields[cols.action]),
                 )
             }
         };
         let Some(ptr) = parse_handle(fields[cols.pointer]) else {
             return err(
                 line,
-                format!(
-                    "bad Pointer '{}' (expected hexadecimal, e.g. 0x7f2a40000000)",
-                    fields[cols.pointer]
-                ),
+                format!("bad Pointer '{}' (expected hexadecimal, e.g. 0x7f2a40000000)", fields[cols.pointer]),
             );
         };
         let Ok(size) = fields[cols.size].parse::<usize>() else {
-            return err(
-                line,
-                format!(
-                    "bad Size '{}' (expected a decimal number of bytes)",
-                    fields[cols.size]
-                ),
-            );
+            return err(line, format!("bad Size '{}' (expected a decimal number of bytes)", fields[cols.size]));
         };
         let Some(handle) = parse_handle(fields[cols.stream]) else {
-            return err(
-                line,
-                format!(
-                    "bad Stream '{}' (expected hexadecimal, e.g. 0x0)",
-                    fields[cols.stream]
-                ),
-            );
+            return err(line, format!("bad Stream '{}' (expected hexadecimal, e.g. 0x0)", fields[cols.stream]));
         };
         let next_stream = stream_index.len() as u32;
         let stream = *stream_index.entry(handle).or_insert_with(|| {
@@ -270,10 +231,7 @@ pub fn parse(reader: impl BufRead) -> Result<Log, LogError> {
         match kind {
             Kind::Allocate => {
                 if ptr == 0 && size > 0 {
-                    return err(
-                        line,
-                        format!("allocate of {size} bytes logged with a null pointer"),
-                    );
+                    return err(line, format!("allocate of {size} bytes logged with a null pointer"));
                 }
                 if let Some(old) = live.get(&ptr) {
                     return err(
@@ -289,15 +247,7 @@ pub fn parse(reader: impl BufRead) -> Result<Log, LogError> {
                     (log.slots - 1) as u32
                 });
                 if ptr != 0 {
-                    live.insert(
-                        ptr,
-                        Live {
-                            slot,
-                            size,
-                            stream,
-                            line,
-                        },
-                    );
+                    live.insert(ptr, Live { slot, size, stream, line });
                 } else {
                     // A zero-byte allocation returning null: replayed (it returns null) but never
                     // freed, since a free of null is skipped.
@@ -305,12 +255,7 @@ pub fn parse(reader: impl BufRead) -> Result<Log, LogError> {
                 }
                 live_bytes += size;
                 log.peak_live_bytes = log.peak_live_bytes.max(live_bytes);
-                log.ops.push(Op {
-                    kind,
-                    slot,
-                    stream,
-                    size,
-                });
+                log.ops.push(Op { kind, slot, stream, size });
                 log.lines.push(line as u32);
                 if ptr == 0 {
                     live_bytes -= size;
@@ -338,12 +283,7 @@ pub fn parse(reader: impl BufRead) -> Result<Log, LogError> {
                 }
                 live_bytes -= size;
                 free_slots.push(block.slot);
-                log.ops.push(Op {
-                    kind,
-                    slot: block.slot,
-                    stream,
-                    size,
-                });
+                log.ops.push(Op { kind, slot: block.slot, stream, size });
                 log.lines.push(line as u32);
             }
         }
@@ -353,15 +293,8 @@ pub fn parse(reader: impl BufRead) -> Result<Log, LogError> {
     }
     let mut rest: Vec<Live> = live.into_values().collect();
     rest.sort_by_key(|l| l.line);
-    log.live_at_end = rest
-        .into_iter()
-        .map(|l| Op {
-            kind: Kind::Free,
-            slot: l.slot,
-            stream: l.stream,
-            size: l.size,
-        })
-        .collect();
+    log.live_at_end =
+        rest.into_iter().map(|l| Op { kind: Kind::Free, slot: l.slot, stream: l.stream, size: l.size }).collect();
     log.threads = threads.len();
     Ok(log)
 }
@@ -407,8 +340,7 @@ mod tests {
 
     #[test]
     fn errors_name_the_line() {
-        let e =
-            parse_str("Thread,Time,Action,Pointer,Size,Stream\n\n1,t,free,0x10,4,0\n").unwrap_err();
+        let e = parse_str("Thread,Time,Action,Pointer,Size,Stream\n\n1,t,free,0x10,4,0\n").unwrap_err();
         assert_eq!(e.line, 3);
         assert!(e.message.contains("unknown pointer 0x10"), "{e}");
         let e = parse_str("Thread,Time,Action,Pointer,Size\n").unwrap_err();

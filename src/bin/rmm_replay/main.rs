@@ -46,9 +46,7 @@ mod log;
 use log::{Kind, Log};
 use rmm::adaptor::StatisticsResourceAdaptor;
 use rmm::pool::{StreamKey, StreamOrder};
-use rmm::resource::{
-    CudaAsyncMemoryResource, CudaMemoryResource, HostMemoryResource, PoolMemoryResource,
-};
+use rmm::resource::{CudaAsyncMemoryResource, CudaMemoryResource, HostMemoryResource, PoolMemoryResource};
 use rmm::{CudaStream, CudaStreamView, MemoryResource};
 use std::fs::File;
 use std::io::BufReader;
@@ -116,10 +114,7 @@ struct Options {
 /// `1024`, `64K`, `16M`, `2G`, also with `iB` or `B` after the letter.
 fn parse_bytes(s: &str) -> Option<usize> {
     let t = s.trim();
-    let t = t
-        .strip_suffix("iB")
-        .or_else(|| t.strip_suffix('B'))
-        .unwrap_or(t);
+    let t = t.strip_suffix("iB").or_else(|| t.strip_suffix('B')).unwrap_or(t);
     let (digits, shift) = match t.chars().last()? {
         'K' | 'k' => (&t[..t.len() - 1], 10),
         'M' | 'm' => (&t[..t.len() - 1], 20),
@@ -147,10 +142,7 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
             "--resource" => {
                 o.resource = value()?.clone();
                 if !matches!(o.resource.as_str(), "pool" | "cuda" | "cuda_async") {
-                    return Err(format!(
-                        "unknown resource '{}' (pool, cuda, cuda_async)",
-                        o.resource
-                    ));
+                    return Err(format!("unknown resource '{}' (pool, cuda, cuda_async)", o.resource));
                 }
             }
             "--upstream" => {
@@ -163,13 +155,11 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
             }
             "--initial-pool" => {
                 let v = value()?;
-                o.initial_pool =
-                    parse_bytes(v).ok_or_else(|| format!("bad --initial-pool '{v}'"))?;
+                o.initial_pool = parse_bytes(v).ok_or_else(|| format!("bad --initial-pool '{v}'"))?;
             }
             "--maximum-pool" => {
                 let v = value()?;
-                o.maximum_pool =
-                    Some(parse_bytes(v).ok_or_else(|| format!("bad --maximum-pool '{v}'"))?);
+                o.maximum_pool = Some(parse_bytes(v).ok_or_else(|| format!("bad --maximum-pool '{v}'"))?);
             }
             "--shards" => {
                 let v = value()?;
@@ -230,11 +220,7 @@ impl Streams {
                 CudaStreamView::from_handle(0x1000 * (i + 1))
             });
         }
-        Ok(Streams {
-            views,
-            gpu,
-            _owned: owned,
-        })
+        Ok(Streams { views, gpu, _owned: owned })
     }
 
     fn synchronize(&self) -> rmm::Result<()> {
@@ -256,11 +242,7 @@ struct Measured {
 
 fn op_error(log: &Log, i: usize, streams: &[usize], e: rmm::Error) -> String {
     let op = log.ops[i];
-    let what = if op.kind == Kind::Allocate {
-        "allocate"
-    } else {
-        "free"
-    };
+    let what = if op.kind == Kind::Allocate { "allocate" } else { "free" };
     format!(
         "line {}: {what} of {} bytes on logged stream {:#x} failed: {e}",
         log.lines[i], op.size, streams[op.stream as usize]
@@ -318,11 +300,7 @@ fn measure<R: MemoryResource>(
     for _ in 0..runs {
         warm.push(replay_once(mr, log, streams, &mut table)?);
     }
-    Ok(Measured {
-        cold,
-        warm,
-        peak_upstream,
-    })
+    Ok(Measured { cold, warm, peak_upstream })
 }
 
 /// The driver pool's reserved-memory high-water mark.
@@ -342,74 +320,23 @@ fn reserved_high(mr: &CudaAsyncMemoryResource) -> Option<usize> {
 
 fn replay(o: &Options, log: &Log) -> Result<Measured, String> {
     let e = |e: rmm::Error| format!("creating the resource failed: {e}");
-    let streams = Streams::new(&log.streams, needs_gpu(o))
-        .map_err(|e| format!("creating streams failed: {e}"))?;
+    let streams = Streams::new(&log.streams, needs_gpu(o)).map_err(|e| format!("creating streams failed: {e}"))?;
     match (o.resource.as_str(), o.upstream) {
         ("pool", Upstream::Host) => {
-            let mr = PoolMemoryResource::with_shards(
-                StatisticsResourceAdaptor::new(HostMemoryResource::new()),
-                o.initial_pool,
-                o.maximum_pool,
-                Box::new(rmm::pool::HostOrder),
-                o.shards,
-            )
-            .map_err(e)?;
-            measure(
-                &mr,
-                |p| p.upstream().bytes_counter().peak as usize,
-                log,
-                &streams,
-                o.runs,
-            )
+            replay_pool(o, HostMemoryResource::new(), Box::new(rmm::pool::HostOrder), log, &streams)
         }
         ("pool", Upstream::HostOrdered) => {
-            let mr = PoolMemoryResource::with_shards(
-                StatisticsResourceAdaptor::new(HostMemoryResource::new()),
-                o.initial_pool,
-                o.maximum_pool,
-                Box::new(SimulatedDeviceOrder),
-                o.shards,
-            )
-            .map_err(e)?;
-            measure(
-                &mr,
-                |p| p.upstream().bytes_counter().peak as usize,
-                log,
-                &streams,
-                o.runs,
-            )
+            replay_pool(o, HostMemoryResource::new(), Box::new(SimulatedDeviceOrder), log, &streams)
         }
         ("pool", Upstream::Cuda) => {
-            let mr = PoolMemoryResource::with_shards(
-                StatisticsResourceAdaptor::new(CudaMemoryResource::new()),
-                o.initial_pool,
-                o.maximum_pool,
-                Box::new(rmm::resource::CudaEventOrder::new()),
-                o.shards,
-            )
-            .map_err(e)?;
-            measure(
-                &mr,
-                |p| p.upstream().bytes_counter().peak as usize,
-                log,
-                &streams,
-                o.runs,
-            )
+            replay_pool(o, CudaMemoryResource::new(), Box::new(rmm::resource::CudaEventOrder::new()), log, &streams)
         }
         ("cuda", _) => {
             let mr = StatisticsResourceAdaptor::new(CudaMemoryResource::new());
-            measure(
-                &mr,
-                |m| m.bytes_counter().peak as usize,
-                log,
-                &streams,
-                o.runs,
-            )
+            measure(&mr, |m| m.bytes_counter().peak as usize, log, &streams, o.runs)
         }
         _ => {
-            let mr = StatisticsResourceAdaptor::new(
-                CudaAsyncMemoryResource::new(None, None).map_err(e)?,
-            );
+            let mr = StatisticsResourceAdaptor::new(CudaAsyncMemoryResource::new(None, None).map_err(e)?);
             measure(
                 &mr,
                 |m| reserved_high(m.upstream()).unwrap_or(m.bytes_counter().peak as usize),
@@ -419,6 +346,21 @@ fn replay(o: &Options, log: &Log) -> Result<Measured, String> {
             )
         }
     }
+}
+
+/// A pool over `upstream` (counted by a statistics adaptor, whose peak is the pool's peak upstream
+/// bytes), ordered by `order`, sized and sharded as the options say.
+fn replay_pool<U: MemoryResource>(
+    o: &Options,
+    upstream: U,
+    order: Box<dyn StreamOrder>,
+    log: &Log,
+    streams: &Streams,
+) -> Result<Measured, String> {
+    let upstream = StatisticsResourceAdaptor::new(upstream);
+    let mr = PoolMemoryResource::with_shards(upstream, o.initial_pool, o.maximum_pool, order, o.shards)
+        .map_err(|e| format!("creating the resource failed: {e}"))?;
+    measure(&mr, |p| p.upstream().bytes_counter().peak as usize, log, streams, o.runs)
 }
 
 fn read_log(path: &Path) -> Result<Log, String> {
@@ -457,10 +399,7 @@ fn run(o: &Options) -> ExitCode {
     println!("impl,resource,workload,param,value,unit");
     let mut failed = false;
     for path in &o.logs {
-        let name = path.file_stem().map_or_else(
-            || path.display().to_string(),
-            |s| s.to_string_lossy().into_owned(),
-        );
+        let name = path.file_stem().map_or_else(|| path.display().to_string(), |s| s.to_string_lossy().into_owned());
         let log = match read_log(path) {
             Ok(l) => l,
             Err(e) => {
@@ -482,8 +421,7 @@ fn run(o: &Options) -> ExitCode {
             log.live_at_end.len(),
             log.live_bytes_at_end()
         );
-        let row =
-            |value: String, unit: &str| println!("{IMPL},{resource},replay,{name},{value},{unit}");
+        let row = |value: String, unit: &str| println!("{IMPL},{resource},replay,{name},{value},{unit}");
         row(log.ops.len().to_string(), "ops");
         if o.check {
             row(log.peak_live_bytes.to_string(), "peak_live_bytes");
@@ -499,11 +437,7 @@ fn run(o: &Options) -> ExitCode {
         };
         let per_op = |d: Duration| d.as_nanos() as f64 / log.ops.len().max(1) as f64;
         let cold = per_op(m.cold);
-        let warm = if m.warm.is_empty() {
-            cold
-        } else {
-            per_op(median(m.warm))
-        };
+        let warm = if m.warm.is_empty() { cold } else { per_op(median(m.warm)) };
         let fragmentation = m.peak_upstream as f64 / log.peak_live_bytes.max(1) as f64;
         row(format!("{warm:.1}"), "ns_per_op");
         row(format!("{cold:.1}"), "cold_ns_per_op");
@@ -530,14 +464,8 @@ fn run_generate(args: &[String]) -> ExitCode {
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let parsed = match a.as_str() {
-            "--ops" => it
-                .next()
-                .and_then(|v| v.parse().ok())
-                .map(|v| ops = Some(v)),
-            "--seed" => it
-                .next()
-                .and_then(|v| v.parse().ok())
-                .map(|v| seed = Some(v)),
+            "--ops" => it.next().and_then(|v| v.parse().ok()).map(|v| ops = Some(v)),
+            "--seed" => it.next().and_then(|v| v.parse().ok()).map(|v| seed = Some(v)),
             s if s.starts_with("--") => None,
             p => {
                 positional.push(p);
