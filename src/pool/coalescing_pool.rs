@@ -435,22 +435,8 @@ impl CoalescingPool {
     /// a fitting block are asked to publish (`wanted`), so a later request finds them ready. With
     /// `ordered == false` (memory no device uses) every set qualifies.
     pub fn find_donor(&mut self, slot: usize, size: usize, align: usize, ordered: bool) -> Option<usize> {
-        let c: Class = map_ceil(search_size(size, align) >> GRANULE_SHIFT);
-        let mut found = None;
-        for (i, s) in self.streams.iter_mut().enumerate() {
-            if i == slot || s.bitmap.find_at_or_above(c).is_none() {
-                continue;
-            }
-            if !ordered || s.key == StreamKey::FRESH || s.publisher == Some(slot) {
-                return Some(i);
-            }
-            if s.publisher.is_some() {
-                found.get_or_insert(i);
-            } else {
-                s.wanted = true;
-            }
-        }
-        found
+        let key = self.streams[slot].key;
+        self.find_set(Some(slot), key, map_ceil(search_size(size, align) >> GRANULE_SHIFT), ordered)
     }
 
     /// Like [`find_donor`](Self::find_donor) for a stream that may have no free lists here (a
@@ -458,10 +444,16 @@ impl CoalescingPool {
     /// stream's published set, holding a block of at least `min` bytes. Private sets with such a
     /// block are asked to publish.
     pub fn find_shared_set(&mut self, key: StreamKey, min: usize, ordered: bool) -> Option<usize> {
-        let c: Class = map_ceil(min >> GRANULE_SHIFT);
+        self.find_set(None, key, map_ceil(min >> GRANULE_SHIFT), ordered)
+    }
+
+    /// The search behind both: a set other than `skip` with a block of class `c` or above; fresh
+    /// memory, `key`'s published set or (unordered) any set at once, else the first published set
+    /// of another stream, asking private sets on the way to publish.
+    fn find_set(&mut self, skip: Option<usize>, key: StreamKey, c: Class, ordered: bool) -> Option<usize> {
         let mut found = None;
         for (i, s) in self.streams.iter_mut().enumerate() {
-            if s.bitmap.find_at_or_above(c).is_none() {
+            if Some(i) == skip || s.bitmap.find_at_or_above(c).is_none() {
                 continue;
             }
             if !ordered || s.key == StreamKey::FRESH || (s.publisher.is_some() && s.key == key) {
@@ -543,11 +535,6 @@ impl CoalescingPool {
             self.chunks.push((addr + len, a + s - addr - len));
         }
         self.pool_size -= len;
-    }
-
-    /// Free bytes of set `slot`.
-    pub fn free_bytes_of(&self, slot: usize) -> usize {
-        self.streams[slot].free_bytes
     }
 
     /// The other streams that hold any free memory.

@@ -41,11 +41,6 @@ impl ShardMap {
         }
     }
 
-    /// Number of shards.
-    pub fn shards(&self) -> usize {
-        self.shards
-    }
-
     #[inline]
     fn home(key: StreamKey) -> usize {
         (key.0.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54) & (ENTRIES - 1)

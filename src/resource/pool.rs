@@ -473,7 +473,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         needed: usize,
         pending: bool,
     ) -> Result<bool> {
-        let room = self.maximum_size.map_or(MAX_BLOCK_BYTES, |max| max.saturating_sub(self.pool_size()));
+        let room = self.room();
         if needed > room {
             return Ok(false);
         }
@@ -488,7 +488,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         loop {
             if !self.reserve(want) {
                 // Another shard grew meanwhile; try again within what is left.
-                let room = self.maximum_size.map_or(MAX_BLOCK_BYTES, |max| max.saturating_sub(self.pool_size()));
+                let room = self.room();
                 if needed > room {
                     return Ok(false);
                 }
@@ -513,6 +513,11 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
                 }
             }
         }
+    }
+
+    /// Bytes the pool may still take from the upstream.
+    fn room(&self) -> usize {
+        self.maximum_size.map_or(MAX_BLOCK_BYTES, |max| max.saturating_sub(self.pool_size()))
     }
 
     /// Adds `bytes` to the pool size unless that would pass the maximum.
