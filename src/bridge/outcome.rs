@@ -52,6 +52,7 @@ pub(crate) fn kind_of(e: &Error, ctx: Context) -> ErrorKind {
 
 /// Runs `f`, turning a panic into `on_panic(message)`. Every bridge function goes through here:
 /// a panic unwinding into C++ would abort the user's process.
+#[inline]
 pub(crate) fn guard<T>(what: &str, on_panic: impl FnOnce(String) -> T, f: impl FnOnce() -> T) -> T {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(v) => v,

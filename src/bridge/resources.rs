@@ -16,6 +16,7 @@ use crate::resource::{
 };
 use crate::stream::CudaStreamView;
 use std::any::Any;
+use std::fmt::Display;
 use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
@@ -23,6 +24,15 @@ use std::sync::Arc;
 thread_local! {
     /// The error of this thread's last failed [`RustResource::allocate_or_null`].
     static LAST_ALLOCATE_ERROR: std::cell::RefCell<Option<Outcome>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Keeps `out` as this thread's last allocation error and returns the null pointer.
+#[cold]
+#[inline(never)]
+fn keep_allocate_error(out: Outcome) -> usize {
+    // `try_with`: during thread teardown the error is lost, and C++ sees a bad_alloc.
+    let _ = LAST_ALLOCATE_ERROR.try_with(|e| *e.borrow_mut() = Some(out));
+    0
 }
 
 /// Why this thread's last `allocate_or_null` returned 0: its error (taken, so it is reported once),
@@ -82,24 +92,19 @@ impl RustResource {
     /// [`take_allocate_error`] (an [`Outcome`] by value costs C++ a call back into Rust to drop
     /// its message, on every allocation).
     pub(crate) fn allocate_or_null(&self, bytes: usize, alignment: usize, stream: usize) -> usize {
-        let result = guard(
+        // The guarded call returns a bare pointer and keeps any error itself (cold): unwinding
+        // support then costs the fast path one indirect call and no moves of an error value.
+        guard(
             "allocate",
-            |m| Err(Outcome::error(ErrorKind::BadAlloc, m)),
+            |m| keep_allocate_error(Outcome::error(ErrorKind::BadAlloc, m)),
             || match &self.made {
-                Ok(r) => r
-                    .allocate(bytes, alignment, CudaStreamView::from_handle(stream))
-                    .map_err(|e| Outcome::from_error(&e, Context::Allocate)),
-                Err(e) => Err(Outcome::from_error(e, Context::Allocate)),
+                Ok(r) => match r.allocate(bytes, alignment, CudaStreamView::from_handle(stream)) {
+                    Ok(p) => p as usize,
+                    Err(e) => keep_allocate_error(Outcome::from_error(&e, Context::Allocate)),
+                },
+                Err(e) => keep_allocate_error(Outcome::from_error(e, Context::Allocate)),
             },
-        );
-        match result {
-            Ok(p) => p as usize,
-            Err(out) => {
-                // `try_with`: during thread teardown the error is lost, and C++ sees a bad_alloc.
-                let _ = LAST_ALLOCATE_ERROR.try_with(|e| *e.borrow_mut() = Some(out));
-                0
-            }
-        }
+        )
     }
 
     pub(crate) fn try_deallocate(&self, ptr: usize, bytes: usize, alignment: usize, stream: usize) -> Outcome {
@@ -113,22 +118,33 @@ impl RustResource {
     }
 
     pub(crate) fn deallocate(&self, ptr: usize, bytes: usize, alignment: usize, stream: usize) {
-        let refused = guard("deallocate", Some, || {
-            let view = CudaStreamView::from_handle(stream);
-            match &self.made {
-                Ok(r) => r.deallocate(ptr as *mut u8, bytes, alignment, view).err().map(|e| e.to_string()),
-                Err(e) => Some(e.to_string()),
-            }
-        });
-        if let Some(message) = refused {
-            // A noexcept free has no one to tell but stderr; the resource refused the free and is
-            // unchanged. Write errors are ignored: there is nowhere left to report them.
-            let _ = writeln!(
-                std::io::stderr(),
-                "rmm: deallocate({ptr:#x}, {bytes} bytes, alignment {alignment}, stream {stream:#x}) on {} failed: {message}",
-                self.name,
-            );
-        }
+        guard(
+            "deallocate",
+            |m| self.report_refused_free(ptr, bytes, alignment, stream, &m),
+            || {
+                let view = CudaStreamView::from_handle(stream);
+                match &self.made {
+                    Ok(r) => {
+                        if let Err(e) = r.deallocate(ptr as *mut u8, bytes, alignment, view) {
+                            self.report_refused_free(ptr, bytes, alignment, stream, &e)
+                        }
+                    }
+                    Err(e) => self.report_refused_free(ptr, bytes, alignment, stream, e),
+                }
+            },
+        )
+    }
+
+    /// A noexcept free has no one to tell but stderr; the resource refused the free and is
+    /// unchanged. Write errors are ignored: there is nowhere left to report them.
+    #[cold]
+    #[inline(never)]
+    fn report_refused_free(&self, ptr: usize, bytes: usize, alignment: usize, stream: usize, why: &dyn Display) {
+        let _ = writeln!(
+            std::io::stderr(),
+            "rmm: deallocate({ptr:#x}, {bytes} bytes, alignment {alignment}, stream {stream:#x}) on {} failed: {why}",
+            self.name,
+        );
     }
 
     pub(crate) fn is_equal(&self, other: &RustResource) -> bool {

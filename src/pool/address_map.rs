@@ -51,6 +51,23 @@ impl AddressMap {
         self.slots.len() - 1
     }
 
+    /// The entry at `i`, which must be masked (`& self.mask()`) or a home slot.
+    #[inline(always)]
+    fn at(&self, i: usize) -> &Entry {
+        debug_assert!(i < self.slots.len());
+        // SAFETY: the capacity is a power of two and never shrinks, and every index is a home slot
+        // (the top log2(capacity) bits of the hash), masked with capacity - 1, or a `Slot` that
+        // `find` made so, so it is in bounds.
+        unsafe { self.slots.get_unchecked(i) }
+    }
+
+    #[inline(always)]
+    fn at_mut(&mut self, i: usize) -> &mut Entry {
+        debug_assert!(i < self.slots.len());
+        // SAFETY: as in `at`.
+        unsafe { self.slots.get_unchecked_mut(i) }
+    }
+
     #[inline]
     fn home(&self, addr: usize) -> usize {
         ((addr as u64 >> 8).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize
@@ -70,11 +87,11 @@ impl AddressMap {
         }
         let mask = self.mask();
         let mut i = self.home(addr);
-        while self.slots[i].addr != EMPTY {
-            debug_assert!(self.slots[i].addr != addr, "address inserted twice");
+        while self.at(i).addr != EMPTY {
+            debug_assert!(self.at(i).addr != addr, "address inserted twice");
             i = (i + 1) & mask;
         }
-        self.slots[i] = Entry { addr, id, slack };
+        *self.at_mut(i) = Entry { addr, id, slack };
         self.len += 1;
     }
 
@@ -84,7 +101,7 @@ impl AddressMap {
         let mask = self.mask();
         let mut i = self.home(addr);
         loop {
-            let e = self.slots[i].addr;
+            let e = self.at(i).addr;
             if e == addr {
                 return (addr != EMPTY).then_some(Slot(i));
             }
@@ -98,13 +115,13 @@ impl AddressMap {
     /// The block of a found slot.
     #[inline]
     pub fn id_at(&self, slot: Slot) -> BlockId {
-        self.slots[slot.0].id
+        self.at(slot.0).id
     }
 
     /// The slack of a found slot (block size − requested bytes).
     #[inline]
     pub fn slack_at(&self, slot: Slot) -> u32 {
-        self.slots[slot.0].slack
+        self.at(slot.0).slack
     }
 
     /// The block at `addr`, if present.
@@ -121,7 +138,7 @@ impl AddressMap {
         let mut j = hole;
         loop {
             j = (j + 1) & mask;
-            let e = self.slots[j];
+            let e = *self.at(j);
             if e.addr == EMPTY {
                 break;
             }
@@ -129,11 +146,11 @@ impl AddressMap {
             let home = self.home(e.addr);
             let stays = if hole < j { hole < home && home <= j } else { hole < home || home <= j };
             if !stays {
-                self.slots[hole] = e;
+                *self.at_mut(hole) = e;
                 hole = j;
             }
         }
-        self.slots[hole] = VACANT;
+        *self.at_mut(hole) = VACANT;
         self.len -= 1;
     }
 

@@ -71,14 +71,21 @@ impl BlockTable {
         self.vacant.push(id);
     }
 
+    /// The record `id`, which must come from [`insert`](Self::insert) (never `NIL`).
     #[inline]
     pub fn get(&self, id: BlockId) -> &Block {
-        &self.blocks[id as usize]
+        debug_assert!((id as usize) < self.blocks.len(), "block id {id} out of range");
+        // SAFETY: ids are only made by `insert`, as indices below the length then, and the table
+        // never shrinks; callers check for NIL before they look a link up.
+        unsafe { self.blocks.get_unchecked(id as usize) }
     }
 
+    /// The record `id`, which must come from [`insert`](Self::insert) (never `NIL`).
     #[inline]
     pub fn get_mut(&mut self, id: BlockId) -> &mut Block {
-        &mut self.blocks[id as usize]
+        debug_assert!((id as usize) < self.blocks.len(), "block id {id} out of range");
+        // SAFETY: as in `get`.
+        unsafe { self.blocks.get_unchecked_mut(id as usize) }
     }
 
     /// Live records (those not vacant; a vacant record has 0 units), for the cold paths that scan.

@@ -52,6 +52,17 @@ impl StreamFreeLists {
             wanted: false,
         }
     }
+
+    /// The first block of class `c` (the remainders cost no more than the bounds checks they save).
+    #[inline(always)]
+    fn head(&self, c: Class) -> BlockId {
+        self.heads[c.fl % FL_COUNT][c.sl % SL_COUNT]
+    }
+
+    #[inline(always)]
+    fn head_mut(&mut self, c: Class) -> &mut BlockId {
+        &mut self.heads[c.fl % FL_COUNT][c.sl % SL_COUNT]
+    }
 }
 
 /// The allocator state of a pool, independent of where its memory comes from.
@@ -186,7 +197,7 @@ impl CoalescingPool {
     #[cold]
     fn scan_floor_class(&self, slot: usize, search: usize) -> Option<BlockId> {
         let c = map_floor(search >> GRANULE_SHIFT);
-        let mut id = self.streams[slot].heads[c.fl][c.sl];
+        let mut id = self.streams[slot].head(c);
         for _ in 0..FLOOR_CLASS_SCAN {
             if id == NIL {
                 return None;
@@ -204,11 +215,11 @@ impl CoalescingPool {
     #[inline(always)]
     fn pop_head(&mut self, slot: usize, c: Class) -> BlockId {
         let lists = &mut self.streams[slot];
-        let id = lists.heads[c.fl][c.sl];
+        let id = lists.head(c);
         let b = self.blocks.get(id);
         let next = b.next_free;
         lists.free_bytes -= b.size();
-        lists.heads[c.fl][c.sl] = next;
+        *lists.head_mut(c) = next;
         if next == NIL {
             lists.bitmap.clear(c);
         } else {
@@ -379,8 +390,8 @@ impl CoalescingPool {
         let size = units << GRANULE_SHIFT;
         let c = map_floor(units);
         let lists = &mut self.streams[slot];
-        let head = lists.heads[c.fl][c.sl];
-        lists.heads[c.fl][c.sl] = id;
+        let head = lists.head(c);
+        *lists.head_mut(c) = id;
         lists.bitmap.set(c);
         lists.free_bytes += size;
         if head != NIL {
@@ -407,7 +418,7 @@ impl CoalescingPool {
             self.blocks.get_mut(prev).next_free = next;
         } else {
             let c = map_floor(units);
-            lists.heads[c.fl][c.sl] = next;
+            *lists.head_mut(c) = next;
             if next == NIL {
                 lists.bitmap.clear(c);
             }
@@ -546,7 +557,7 @@ impl CoalescingPool {
     /// first have ordered `to` after `from` (see `StreamOrder`).
     pub fn merge_into(&mut self, from: usize, to: usize) {
         while let Some(c) = self.streams[from].bitmap.highest() {
-            let id = self.streams[from].heads[c.fl][c.sl];
+            let id = self.streams[from].head(c);
             self.unlink_free(id);
             self.release(to, id);
         }
@@ -557,7 +568,7 @@ impl CoalescingPool {
         let mut largest = 0;
         for s in &self.streams {
             if let Some(c) = s.bitmap.highest() {
-                let mut id = s.heads[c.fl][c.sl];
+                let mut id = s.head(c);
                 while id != NIL {
                     let b = self.blocks.get(id);
                     largest = largest.max(b.size());

@@ -9,8 +9,10 @@
 pub(crate) const SL_LOG: u32 = 5;
 /// Second-level classes per power of two.
 pub(crate) const SL_COUNT: usize = 1 << SL_LOG;
-/// First-level classes: enough for 2^58 bytes (2^50 units), far beyond any device.
-pub(crate) const FL_COUNT: usize = 48;
+/// First-level classes: enough for 2^44 bytes (2^36 units), past the largest block (2^32 units,
+/// see `MAX_BLOCK_BYTES`) plus the largest alignment a search adds. 32 rows keep the first-level
+/// bitmap one `u32` and let indexing drop its bounds checks.
+pub(crate) const FL_COUNT: usize = 32;
 
 /// A size class: first and second level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,6 +24,7 @@ pub(crate) struct Class {
 /// The class a block of `units` belongs to (rounds down). `units` must be in `1..=MAX_UNITS`.
 #[inline]
 pub(crate) fn map_floor(units: usize) -> Class {
+    debug_assert!(units < 1 << (FL_COUNT + SL_LOG as usize - 1), "{units} units exceed the size classes");
     if units < SL_COUNT {
         return Class { fl: 0, sl: units };
     }
@@ -53,7 +56,7 @@ pub(crate) fn class_min(c: Class) -> usize {
 /// Which classes hold at least one block: a first-level word and one second-level word per row.
 #[derive(Debug, Clone)]
 pub(crate) struct ClassBitmap {
-    fl: u64,
+    fl: u32,
     sl: [u32; FL_COUNT],
 }
 
@@ -66,31 +69,32 @@ impl Default for ClassBitmap {
 impl ClassBitmap {
     #[inline]
     pub fn set(&mut self, c: Class) {
-        self.sl[c.fl] |= 1 << c.sl;
-        self.fl |= 1 << c.fl;
+        self.sl[c.fl % FL_COUNT] |= 1 << (c.sl % SL_COUNT);
+        self.fl |= 1 << (c.fl % FL_COUNT);
     }
 
     #[inline]
     pub fn clear(&mut self, c: Class) {
-        self.sl[c.fl] &= !(1 << c.sl);
-        if self.sl[c.fl] == 0 {
-            self.fl &= !(1 << c.fl);
+        let row = &mut self.sl[c.fl % FL_COUNT];
+        *row &= !(1 << (c.sl % SL_COUNT));
+        if *row == 0 {
+            self.fl &= !(1 << (c.fl % FL_COUNT));
         }
     }
 
     /// The first non-empty class at or above `c`.
     #[inline]
     pub fn find_at_or_above(&self, c: Class) -> Option<Class> {
-        let row = self.sl[c.fl] & (u32::MAX << c.sl);
+        let row = self.sl[c.fl % FL_COUNT] & (u32::MAX << (c.sl % SL_COUNT));
         if row != 0 {
             return Some(Class { fl: c.fl, sl: row.trailing_zeros() as usize });
         }
-        let rows = self.fl & (u64::MAX.checked_shl(c.fl as u32 + 1).unwrap_or(0));
+        let rows = self.fl & (u32::MAX.checked_shl(c.fl as u32 + 1).unwrap_or(0));
         if rows == 0 {
             return None;
         }
         let fl = rows.trailing_zeros() as usize;
-        Some(Class { fl, sl: self.sl[fl].trailing_zeros() as usize })
+        Some(Class { fl, sl: self.sl[fl % FL_COUNT].trailing_zeros() as usize })
     }
 
     /// The highest non-empty class.
@@ -98,8 +102,8 @@ impl ClassBitmap {
         if self.fl == 0 {
             return None;
         }
-        let fl = 63 - self.fl.leading_zeros() as usize;
-        Some(Class { fl, sl: 31 - self.sl[fl].leading_zeros() as usize })
+        let fl = 31 - self.fl.leading_zeros() as usize;
+        Some(Class { fl, sl: 31 - self.sl[fl % FL_COUNT].leading_zeros() as usize })
     }
 }
 
@@ -110,7 +114,7 @@ mod tests {
     #[test]
     fn floor_and_ceil_bracket_every_size() {
         let mut sizes: Vec<usize> = (1..5000).collect();
-        for shift in 12..50 {
+        for shift in 12..35 {
             let b = 1usize << shift;
             sizes.extend([b - 1, b, b + 1, b + b / 3]);
         }
@@ -134,7 +138,7 @@ mod tests {
         b.set(Class { fl: 10, sl: 0 });
         assert_eq!(b.find_at_or_above(Class { fl: 3, sl: 2 }), Some(Class { fl: 3, sl: 7 }));
         assert_eq!(b.find_at_or_above(Class { fl: 3, sl: 8 }), Some(Class { fl: 10, sl: 0 }));
-        assert_eq!(b.find_at_or_above(Class { fl: 47, sl: 0 }), None);
+        assert_eq!(b.find_at_or_above(Class { fl: FL_COUNT - 1, sl: 0 }), None);
         assert_eq!(b.highest(), Some(Class { fl: 10, sl: 0 }));
         b.clear(Class { fl: 10, sl: 0 });
         assert_eq!(b.highest(), Some(Class { fl: 3, sl: 7 }));

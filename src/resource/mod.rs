@@ -108,6 +108,7 @@ impl<R: MemoryResource + ?Sized> MemoryResource for Arc<R> {
 }
 
 /// Checks an alignment argument and returns the effective alignment (at least 256).
+#[inline]
 pub fn effective_alignment(alignment: usize) -> Result<usize> {
     if alignment != 0 && alignment.is_power_of_two() && alignment <= MAX_ALIGNMENT {
         Ok(alignment.max(DEFAULT_ALIGNMENT))
