@@ -18,7 +18,8 @@
 # or network. It writes the results to $RESULTS_DIR (default: $OUT when set, as on the device
 # machine, else .bench/results): rmm-rs.csv, rmm-26.10.csv, raw.csv (the CUDA/Thrust baselines),
 # replay-rmm-rs.csv, replay-rmm-26.10.csv (replay.cu on both sides), replay-rmm-rs-native.csv (the
-# Rust rmm_replay, pool over cuda), side_by_side.csv, side_by_side.txt, threads_pool.png.
+# Rust rmm_replay, pool over cuda), side_by_side.csv, side_by_side.txt, threads_pool.png,
+# fixed_rounds.csv (the pool's fixed trace, both sides alternating, FIXED_ROUNDS times).
 #
 # The logs replayed are .bench/logs/*.csv: build copies tests/data/logs/*.csv there and writes the
 # whole fixed trace of issue 2 (200k operations) as random_200k.csv with `rmm_replay generate`.
@@ -30,6 +31,7 @@
 #   RMM_WHEEL_DIR     folder holding librmm_cu13-26.10.0*.whl and rapids_logger*.whl
 #   ARCH              GPU architecture (default sm_90, the H100)
 #   BENCH_ARGS        extra arguments for both alloc_bench runs (e.g. "--budget-s 2", "--quick")
+#   FIXED_ROUNDS      alternating rounds of the pool's fixed trace after the main runs (default 5)
 #   REPLAY_ARGS       extra arguments for every replay run (e.g. "--initial-pool 1G", "--runs 11")
 #   RESULTS_DIR       see above
 set -euo pipefail
@@ -208,6 +210,7 @@ run() {
     --resources cudaMallocAsync,cudaMalloc,thrust_default,preallocated "${args[@]}" || failed=1
   run_replays "$dir" || failed=1
   table "$dir" || failed=1
+  fixed_rounds "$dir" || failed=1
   if grep -q '^skipped: no CUDA device' "$dir/rmm-rs.csv"; then
     echo "skipped: no CUDA device"
     return 0
@@ -252,6 +255,40 @@ replay() {
     grep -E '^#|,(ns_per_op|peak_upstream_bytes|fragmentation)$' "$dir/replay-rmm-rs-native.csv" || true
   fi
   [ "$failed" -eq 0 ] || die "a replay failed (see the .log files in $dir)"
+}
+
+# The pool's fixed trace again, RMM and ours alternating in fresh processes for FIXED_ROUNDS rounds
+# (default 5): on a shared machine one pass of each says little, the median of the per-round
+# ratios says more. Writes fixed_rounds.csv and prints the rounds and their median ratio.
+fixed_rounds() {
+  local dir="$1" rounds="${FIXED_ROUNDS:-5}" r side
+  local csv="$dir/fixed_rounds.csv"
+  grep -q '^skipped: no CUDA device' "$dir/rmm-rs.csv" && return 0
+  echo "round,impl,ns_per_op" > "$csv"
+  for r in $(seq 1 "$rounds"); do
+    for side in "rmm-26.10:$THEIRS" "rmm-rs:$OURS"; do
+      "$CARRY/${side#*:}" --only fixed_trace --resources pool 2>> "$dir/fixed_rounds.log" |
+        awk -F, -v r="$r" -v impl="${side%%:*}" '$3 == "fixed_trace" && $5 ~ /^[0-9.eE+-]+$/ {print r "," impl "," $5}' >> "$csv"
+    done
+  done
+  python3 - "$csv" <<'PY'
+import csv, statistics, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+by = {}
+for row in rows:
+    by.setdefault(row["round"], {})[row["impl"]] = float(row["ns_per_op"])
+print("pool fixed_trace, alternating rounds (ns/op): round  rmm-rs  rmm-26.10  ratio")
+ratios = []
+for r, v in by.items():
+    if "rmm-rs" in v and "rmm-26.10" in v:
+        ratios.append(v["rmm-rs"] / v["rmm-26.10"])
+        print(f"  {r:>5}  {v['rmm-rs']:8.1f}  {v['rmm-26.10']:9.1f}  {ratios[-1]:.3f}")
+if not ratios:
+    sys.exit("no complete round")
+print(f"  median ratio {statistics.median(ratios):.3f} over {len(ratios)} rounds"
+      f" (rmm-rs median {statistics.median(v['rmm-rs'] for v in by.values() if 'rmm-rs' in v):.1f} ns,"
+      f" rmm-26.10 median {statistics.median(v['rmm-26.10'] for v in by.values() if 'rmm-26.10' in v):.1f} ns)")
+PY
 }
 
 table() {
