@@ -205,19 +205,60 @@ fn another_stream_takes_free_blocks_only_after_the_owner_published_them() {
     let x1 = pool.allocate(MIB, 256, a).unwrap();
     let x2 = pool.allocate(MIB / 2, 256, a).unwrap();
     pool.deallocate(x1, MIB, 256, a).unwrap();
-    // a's free block is not published yet: b asks for it and grows meanwhile.
+    // a's free block is not published yet: b asks for it and grows meanwhile, then offers the
+    // rest of its new chunk to the other streams (a capture of b's work).
     let y = pool.allocate(MIB, 256, b).unwrap();
     assert!(y as usize >= x1 as usize + 2 * MIB || (y as usize) + MIB <= x1 as usize, "b got a's unpublished block");
-    assert_eq!(order.log(), vec![SyncAll]);
+    assert_eq!(order.log(), vec![SyncAll, Record(0x2000)]);
     // a's next call captures its work...
     pool.deallocate(x2, MIB / 2, 256, a).unwrap();
-    assert_eq!(order.log(), vec![SyncAll, Record(0x1000)]);
+    assert_eq!(order.log(), vec![SyncAll, Record(0x2000), Record(0x1000)]);
     // ...and b takes a's (now coalesced) block after waiting for that capture.
     let w = pool.allocate(3 * MIB / 2, 256, b).unwrap();
     assert_eq!(w, x1);
-    assert_eq!(order.log(), vec![SyncAll, Record(0x1000), Wait(0x1000, 0x2000)]);
+    assert_eq!(order.log(), vec![SyncAll, Record(0x2000), Record(0x1000), Wait(0x1000, 0x2000)]);
     pool.deallocate(w, 3 * MIB / 2, 256, b).unwrap();
     pool.deallocate(y, MIB, 256, b).unwrap();
+    pool.check_invariants().unwrap();
+}
+
+/// While streams take turns, the rest of a chunk one stream grew the pool by is offered to the
+/// others at once: the next stream short of memory waits for the grower instead of growing again
+/// (RMM's free lists are open to every stream after an event wait; a grown chunk's rest is too).
+#[test]
+fn rest_of_a_grown_chunk_serves_the_next_stream_without_growth() {
+    let order = RecordingOrder::default();
+    let pool =
+        PoolMemoryResource::with_stream_order(HostMemoryResource::new(), 0, None, Box::new(order.clone())).unwrap();
+    let (a, b) = (CudaStreamView::from_handle(0x1000), CudaStreamView::from_handle(0x2000));
+    let x = pool.allocate(4096, 256, a).unwrap();
+    // b grows by the pool's size (as RMM does), more than its block needs.
+    let y = pool.allocate(1000, 256, b).unwrap();
+    let grown = pool.pool_size();
+    assert_eq!(grown, 8192, "b's chunk has room left after its block");
+    assert_eq!(order.log(), vec![Record(0x2000)], "b captured its work when it grew");
+    // a's own lists are empty; b's published rest fits: a waits for b and takes it.
+    let z = pool.allocate(1000, 256, a).unwrap();
+    assert_eq!(pool.pool_size(), grown, "no growth for a");
+    assert_eq!(order.log(), vec![Record(0x2000), Wait(0x2000, 0x1000)]);
+    for (p, n, s) in [(x, 4096, a), (y, 1000, b), (z, 1000, a)] {
+        pool.deallocate(p, n, 256, s).unwrap();
+    }
+    pool.check_invariants().unwrap();
+}
+
+/// A stream alone on the pool grows without capturing anything: no CUDA call for others' sake.
+#[test]
+fn a_stream_alone_grows_without_capturing_its_work() {
+    let order = RecordingOrder::default();
+    let pool =
+        PoolMemoryResource::with_stream_order(HostMemoryResource::new(), 0, None, Box::new(order.clone())).unwrap();
+    let a = CudaStreamView::from_handle(0x1000);
+    let blocks: Vec<_> = (1..=64).map(|i| (pool.allocate(i * 4096, 256, a).unwrap(), i * 4096)).collect();
+    assert!(order.log().is_empty(), "{:?}", order.log());
+    for (p, n) in blocks {
+        pool.deallocate(p, n, 256, a).unwrap();
+    }
     pool.check_invariants().unwrap();
 }
 
@@ -490,15 +531,17 @@ fn initial_chunk_stays_on_the_default_stream_when_synchronising_fails() {
     let (d, b) = (CudaStreamView::DEFAULT, CudaStreamView::from_handle(0x2000));
     // The default stream uses it at once.
     let p = pool.allocate(1024, 256, d).unwrap();
-    // b finds the default stream's block unpublished, asks for it, and grows meanwhile.
+    // b finds the default stream's block unpublished, asks for it, and grows meanwhile (and
+    // offers the rest of its new chunk at once).
     let q = pool.allocate(1024, 256, b).unwrap();
     assert_eq!(pool.pool_size(), 2 * MIB);
+    assert_eq!(order.log(), vec![Record(0x2000)]);
     // The default stream's next call publishes; b's next request waits and takes from it.
     pool.deallocate(p, 1024, 256, d).unwrap();
-    assert_eq!(order.log(), vec![Record(0)]);
+    assert_eq!(order.log(), vec![Record(0x2000), Record(0)]);
     let r = pool.allocate(MIB, 256, b).unwrap();
     assert_eq!(r, p, "b got the initial chunk, now published by the default stream");
-    assert_eq!(order.log(), vec![Record(0), Wait(0, 0x2000)]);
+    assert_eq!(order.log(), vec![Record(0x2000), Record(0), Wait(0, 0x2000)]);
     assert_eq!(pool.pool_size(), 2 * MIB);
     pool.deallocate(r, MIB, 256, b).unwrap();
     pool.deallocate(q, 1024, 256, b).unwrap();

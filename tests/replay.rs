@@ -118,6 +118,37 @@ fn committed_logs_replay_over_a_host_pool() {
     }
 }
 
+/// Peak bytes RMM 26.10's pool took from its upstream replaying each committed log on the H100
+/// (`benches/run_side_by_side.sh run`, 2026-11-22, `docs/side_by_side_h100_2026-11-22.csv`): RMM's
+/// pool is deterministic for a given log, so these stand as the reference.
+const RMM_26_10_PEAK_UPSTREAM: [(&str, usize); 6] = [
+    ("random_200k", 79_282_176),
+    ("multi_stream", 22_233_088),
+    ("multi_stream_seed2", 13_732_864),
+    ("multi_stream_seed3", 11_452_416),
+    ("random", 9_910_272),
+    ("thrust", 45_088_768),
+];
+
+/// Issue 4's fragmentation target, on the host: replayed with the device pool's stream ordering
+/// (`--upstream host-ordered`, whose peaks equalled the H100's on every log), our pool takes no
+/// more from its upstream than RMM's did on any committed log.
+#[test]
+fn committed_logs_take_no_more_upstream_memory_than_rmm() {
+    // The whole fixed trace is generated, as the benchmark script does, rather than committed.
+    let random_200k = scratch("random_200k.csv");
+    assert!(run(&["generate", "random", random_200k.to_str().unwrap(), "--ops", "200000"]).status.success());
+    for (name, rmm_peak) in RMM_26_10_PEAK_UPSTREAM {
+        let log = if name == "random_200k" { random_200k.clone() } else { logs_dir().join(format!("{name}.csv")) };
+        let out = run(&["--upstream", "host-ordered", "--runs", "0", log.to_str().unwrap()]);
+        let stdout = text(&out.stdout);
+        assert!(out.status.success(), "{name}: {}\n{stdout}", text(&out.stderr));
+        let ours = value(&stdout, name, "peak_upstream_bytes") as usize;
+        println!("{name}: peak upstream {ours} bytes, RMM 26.10 {rmm_peak} ({:.4})", ours as f64 / rmm_peak as f64);
+        assert!(ours <= rmm_peak, "{name}: peak upstream {ours} bytes > RMM 26.10's {rmm_peak}");
+    }
+}
+
 #[test]
 fn committed_multi_stream_log_has_several_threads_and_streams() {
     let log = logs_dir().join("multi_stream.csv");

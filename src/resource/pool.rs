@@ -328,6 +328,12 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             if self.grow(home, &mut core, key, stream, needed, pending)? {
                 let slot = core.slot_of(key);
                 if let Some(a) = core.allocate(slot, bytes, size, align) {
+                    // The rest of the new chunk is of no use to this stream's queued work: while
+                    // streams take turns, offer it to them at once (as RMM's free lists are), so
+                    // the next stream short of memory waits for this one instead of growing again.
+                    if self.ordered && core.shared_by_streams() {
+                        self.publish(&mut core, slot);
+                    }
                     return Ok(a as *mut u8);
                 }
             }
