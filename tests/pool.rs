@@ -197,6 +197,30 @@ fn freed_block_is_reused_on_its_stream_without_ordering() {
 }
 
 #[test]
+fn small_blocks_kept_for_reuse_merge_before_a_larger_request() {
+    // A stream that has the pool alone keeps its freed small blocks whole, for requests of their
+    // size; a request they cannot serve one by one must find them merged, not grow the pool.
+    let pool = host_pool(8192, Some(8192));
+    let a = CudaStreamView::from_handle(0x1000);
+    let blocks: Vec<*mut u8> = (0..32).map(|_| pool.allocate(256, 256, a).unwrap()).collect();
+    for &p in &blocks {
+        pool.deallocate(p, 256, 256, a).unwrap();
+    }
+    assert_eq!(pool.state().free_bytes, 8192, "kept blocks are free memory");
+    pool.check_invariants().unwrap();
+    // The block freed last comes back first; a second free of it is still a double free.
+    let p = pool.allocate(100, 256, a).unwrap();
+    assert_eq!(p, blocks[31]);
+    pool.deallocate(p, 100, 256, a).unwrap();
+    assert!(matches!(pool.deallocate(p, 100, 256, a), Err(Error::Misuse(Misuse::DoubleFree { .. }))));
+    let whole = pool.allocate(8192, 256, a).unwrap();
+    assert_eq!(whole, blocks[0]);
+    assert_eq!(pool.pool_size(), 8192);
+    pool.deallocate(whole, 8192, 256, a).unwrap();
+    pool.check_invariants().unwrap();
+}
+
+#[test]
 fn another_stream_takes_free_blocks_only_after_the_owner_published_them() {
     let order = RecordingOrder::default();
     let pool = PoolMemoryResource::with_stream_order(HostMemoryResource::new(), 2 * MIB, None, Box::new(order.clone()))

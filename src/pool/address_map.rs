@@ -4,7 +4,9 @@
 //! Every free does one lookup and one removal and every allocation one insertion, so this table is
 //! on the hot path. Entries are 16 bytes (four to a cache line); the home slot is a Fibonacci hash of
 //! the address; collisions probe linearly; removal shifts the following entries back, so there are
-//! no tombstones and probe sequences stay short at any age. The load factor stays at or below 1/2.
+//! no tombstones and probe sequences stay short at any age. The load factor stays at or below 1/4:
+//! at 1/2 the probe loops' exits mispredicted often enough to cost more than the larger table's
+//! cache footprint (16 bytes × 4 per live block).
 
 use super::block::BlockId;
 
@@ -21,6 +23,8 @@ struct Entry {
 const EMPTY: usize = 0;
 const VACANT: Entry = Entry { addr: EMPTY, id: 0, slack: 0 };
 const MIN_CAPACITY: usize = 64;
+/// The table grows before more than 1 / MAX_LOAD_INVERSE of its slots are taken.
+const MAX_LOAD_INVERSE: usize = 4;
 
 /// Maps the start address of each allocated block to its record.
 pub(crate) struct AddressMap {
@@ -82,7 +86,7 @@ impl AddressMap {
     #[inline]
     pub fn insert(&mut self, addr: usize, id: BlockId, slack: u32) {
         debug_assert!(addr != EMPTY);
-        if (self.len + 1) * 2 > self.slots.len() {
+        if (self.len + 1) * MAX_LOAD_INVERSE > self.slots.len() {
             self.grow();
         }
         let mask = self.mask();

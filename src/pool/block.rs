@@ -19,12 +19,14 @@ pub(crate) struct Block {
     /// Links in a free list (only meaningful while free).
     pub prev_free: BlockId,
     pub next_free: BlockId,
-    /// The stream slot whose free lists hold this block, or `ALLOCATED`.
+    /// The stream slot whose free lists hold this block, or `ALLOCATED`, or `CACHED`.
     pub stream: u32,
 }
 
 /// `stream` of a block that is handed out.
 pub(crate) const ALLOCATED: u32 = u32::MAX;
+/// `stream` of a free block kept whole in a stream's cache (free, but in no free list).
+pub(crate) const CACHED: u32 = u32::MAX - 1;
 
 /// The largest block, and so the largest chunk, a pool keeps: 1 TiB less one granule.
 pub const MAX_BLOCK_BYTES: usize = (u32::MAX as usize) << 8;

@@ -3,14 +3,23 @@
 //!
 //! Invariants, kept after every call (including ones that return an error):
 //! - the blocks of a chunk tile it exactly, linked in address order;
-//! - a block is either allocated (in `allocated`, `requested != FREE`) or free (in exactly one
-//!   stream's free lists);
+//! - a block is either allocated (in `allocated`) or free (in exactly one stream's free lists or
+//!   cache);
 //! - no two physically adjacent blocks are both free on the same stream (they would have merged).
 //!   Adjacent free blocks of different streams stay apart until one stream's lists are merged into
-//!   the other's, because each may still be in use by work on its own stream.
+//!   the other's, because each may still be in use by work on its own stream. Cached blocks (see
+//!   below) are the exception: they merge when the cache is flushed.
+//!
+//! A stream that has a pool to itself keeps its recently freed small blocks whole, by exact size,
+//! in a bounded cache, and serves requests of the same size from there first: most requests of a
+//! typical trace are small, and for them this skips the split on allocation and the merge on free.
+//! A request the stream's own lists cannot serve first tries memory that needs no merging (fresh
+//! memory, published sets: [`CoalescingPool::find_donor`]); then the caches are flushed (merging
+//! as a free would have) before anything else, so a hand-over to another stream, a merge of sets
+//! or growth sees the memory as if it had never been cached.
 
 use super::address_map::AddressMap;
-use super::block::{Block, BlockId, BlockTable, ALLOCATED, MAX_BLOCK_BYTES, NIL};
+use super::block::{Block, BlockId, BlockTable, ALLOCATED, CACHED, MAX_BLOCK_BYTES, NIL};
 use super::size_class::{map_ceil, map_floor, Class, ClassBitmap, FL_COUNT, SL_COUNT};
 use super::stream_order::StreamKey;
 use crate::error::{Misuse, PoolState};
@@ -18,6 +27,11 @@ use crate::error::{Misuse, PoolState};
 /// Granularity of every block size and address.
 pub const GRANULE: usize = 256;
 const GRANULE_SHIFT: u32 = 8;
+
+/// Block sizes (in granules) below this are cached on free while a stream has its pool alone.
+const CACHE_CLASSES: usize = 32;
+/// Cached blocks per size and stream, at most: bounds what a cache keeps from coalescing.
+const CACHE_DEPTH: u8 = 32;
 
 /// How many blocks of the one class that may hold a fitting block are looked at before the pool
 /// turns to other streams or the upstream. Bounded so the slow path stays O(1).
@@ -38,6 +52,10 @@ struct StreamFreeLists {
     published: Option<usize>,
     /// Another stream asked for this private set's blocks; the owner's next call publishes them.
     wanted: bool,
+    /// Cached blocks of each size in granules (`1..CACHE_CLASSES`), linked by `next_free`; their
+    /// bytes count in `free_bytes`.
+    cache: [BlockId; CACHE_CLASSES],
+    cache_len: [u8; CACHE_CLASSES],
 }
 
 impl StreamFreeLists {
@@ -50,6 +68,8 @@ impl StreamFreeLists {
             publisher,
             published: None,
             wanted: false,
+            cache: [NIL; CACHE_CLASSES],
+            cache_len: [0; CACHE_CLASSES],
         }
     }
 
@@ -78,6 +98,8 @@ pub struct CoalescingPool {
     stream_count: usize,
     /// Calls (through `slot_of`) since the stream changed.
     calls_since_switch: u32,
+    /// Blocks in all streams' caches: 0 makes a flush free.
+    cached_blocks: usize,
 }
 
 /// See [`CoalescingPool::shared_by_streams`].
@@ -180,6 +202,22 @@ impl CoalescingPool {
     /// this stream has no fitting block.
     #[inline]
     pub fn allocate(&mut self, slot: usize, requested: usize, size: usize, align: usize) -> Option<usize> {
+        let units = size >> GRANULE_SHIFT;
+        if units < CACHE_CLASSES && align == GRANULE {
+            let lists = &mut self.streams[slot];
+            let id = lists.cache[units];
+            if id != NIL {
+                let b = self.blocks.get_mut(id);
+                lists.cache[units] = b.next_free;
+                lists.cache_len[units] -= 1;
+                lists.free_bytes -= size;
+                self.cached_blocks -= 1;
+                b.stream = ALLOCATED;
+                let addr = b.addr;
+                self.allocated.insert(addr, id, (size - requested) as u32);
+                return Some(addr);
+            }
+        }
         let search = search_size(size, align);
         let lists = &self.streams[slot];
         let id = match lists.bitmap.find_at_or_above(map_ceil(search >> GRANULE_SHIFT)) {
@@ -299,8 +337,48 @@ impl CoalescingPool {
             return Some(Err(Misuse::WrongSize { ptr: addr, allocated, given: bytes }));
         }
         self.allocated.remove_at(found);
-        self.release(slot, id);
+        let units = self.blocks.get(id).units as usize;
+        // Only while one stream has the pool: a shared pool hands its free blocks to other
+        // streams, which then want them merged.
+        let alone = !self.shared_by_streams();
+        let lists = &mut self.streams[slot];
+        if units < CACHE_CLASSES && lists.cache_len[units] < CACHE_DEPTH && alone {
+            let b = self.blocks.get_mut(id);
+            b.stream = CACHED;
+            b.next_free = lists.cache[units];
+            lists.cache[units] = id;
+            lists.cache_len[units] += 1;
+            lists.free_bytes += units << GRANULE_SHIFT;
+            self.cached_blocks += 1;
+        } else {
+            self.release(slot, id);
+        }
         Some(Ok(()))
+    }
+
+    /// Returns every cached block to its stream's free lists, merging it with free neighbours as a
+    /// free would have. False when no block was cached.
+    #[cold]
+    #[inline(never)]
+    pub fn flush_caches(&mut self) -> bool {
+        if self.cached_blocks == 0 {
+            return false;
+        }
+        for slot in 0..self.streams.len() {
+            for units in 1..CACHE_CLASSES {
+                let mut id = std::mem::replace(&mut self.streams[slot].cache[units], NIL);
+                self.streams[slot].cache_len[units] = 0;
+                while id != NIL {
+                    let next = self.blocks.get(id).next_free;
+                    // `release` counts the bytes in again as it links the (merged) block.
+                    self.streams[slot].free_bytes -= units << GRANULE_SHIFT;
+                    self.release(slot, id);
+                    id = next;
+                }
+            }
+        }
+        self.cached_blocks = 0;
+        true
     }
 
     /// True when another stream asked for this stream's blocks (checked on every call: one flag).
@@ -312,6 +390,7 @@ impl CoalescingPool {
     /// Moves the private free blocks of `slot` to its published set: the caller has just captured
     /// the stream's work (`StreamOrder::record`), which covers every one of them.
     pub fn publish(&mut self, slot: usize) {
+        self.flush_caches();
         let target = match self.streams[slot].published {
             Some(p) => p,
             None => {
@@ -455,6 +534,7 @@ impl CoalescingPool {
     /// stream's published set, holding a block of at least `min` bytes. Private sets with such a
     /// block are asked to publish.
     pub fn find_shared_set(&mut self, key: StreamKey, min: usize, ordered: bool) -> Option<usize> {
+        self.flush_caches();
         self.find_set(None, key, map_ceil(min >> GRANULE_SHIFT), ordered)
     }
 
@@ -485,6 +565,7 @@ impl CoalescingPool {
     /// span the cut again (until [`detach_whole_free_chunks`](Self::detach_whole_free_chunks)).
     pub fn detach(&mut self, d: usize, min: usize, want: usize) -> Option<(usize, usize)> {
         debug_assert!(min % GRANULE == 0 && want % GRANULE == 0 && min <= want);
+        self.flush_caches();
         let lists = &self.streams[d];
         lists.bitmap.find_at_or_above(map_ceil(min >> GRANULE_SHIFT))?;
         let top = lists.bitmap.highest()?;
@@ -511,6 +592,7 @@ impl CoalescingPool {
 
     /// Removes every chunk that is a single free block of `slot` and returns the ranges.
     pub fn detach_whole_free_chunks(&mut self, slot: usize) -> Vec<(usize, usize)> {
+        self.flush_caches();
         let whole: Vec<BlockId> = self
             .blocks
             .iter_live()
@@ -549,13 +631,15 @@ impl CoalescingPool {
     }
 
     /// The other streams that hold any free memory.
-    pub fn streams_with_free_memory(&self, slot: usize) -> Vec<usize> {
+    pub fn streams_with_free_memory(&mut self, slot: usize) -> Vec<usize> {
+        self.flush_caches();
         (0..self.streams.len()).filter(|&s| s != slot && self.streams[s].free_bytes > 0).collect()
     }
 
     /// Moves every free block of `from` to `to`, coalescing where blocks meet. The caller must
     /// first have ordered `to` after `from` (see `StreamOrder`).
     pub fn merge_into(&mut self, from: usize, to: usize) {
+        self.flush_caches();
         while let Some(c) = self.streams[from].bitmap.highest() {
             let id = self.streams[from].head(c);
             self.unlink_free(id);
@@ -597,6 +681,7 @@ impl CoalescingPool {
     /// the first violation.
     pub fn check_invariants(&self) -> Result<(), String> {
         let mut free_total = 0;
+        let mut cached = 0;
         for &(addr, size) in &self.chunks {
             let first = self.blocks.iter_live().find(|(_, b)| b.addr == addr && b.prev_phys == NIL);
             let Some((mut id, _)) = first else {
@@ -609,7 +694,10 @@ impl CoalescingPool {
                 if b.addr != at || b.prev_phys != prev {
                     return Err(format!("broken physical chain at {at:#x}"));
                 }
-                if b.is_free() {
+                if b.stream == CACHED {
+                    free_total += b.size();
+                    cached += 1;
+                } else if b.is_free() {
                     free_total += b.size();
                     if b.next_phys != NIL && self.free_on(b.next_phys, b.stream as usize) {
                         return Err(format!("adjacent free blocks at {:#x} not merged", b.addr));
@@ -631,6 +719,31 @@ impl CoalescingPool {
         let listed: usize = self.streams.iter().map(|s| s.free_bytes).sum();
         if listed != free_total {
             return Err(format!("free lists hold {listed} bytes, blocks say {free_total}"));
+        }
+        let mut in_caches = 0;
+        for s in &self.streams {
+            for units in 1..CACHE_CLASSES {
+                let mut id = s.cache[units];
+                let mut n = 0;
+                while id != NIL {
+                    let b = self.blocks.get(id);
+                    if b.stream != CACHED || b.units as usize != units {
+                        return Err(format!("block {:#x} in the {units}-granule cache is not cached there", b.addr));
+                    }
+                    n += 1;
+                    id = b.next_free;
+                }
+                if n != usize::from(s.cache_len[units]) {
+                    return Err(format!(
+                        "{units}-granule cache holds {n} blocks, its count says {}",
+                        s.cache_len[units]
+                    ));
+                }
+                in_caches += n;
+            }
+        }
+        if in_caches != cached || cached != self.cached_blocks {
+            return Err(format!("{cached} cached blocks, {in_caches} in caches, count {}", self.cached_blocks));
         }
         Ok(())
     }

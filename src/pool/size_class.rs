@@ -22,25 +22,25 @@ pub(crate) struct Class {
 }
 
 /// The class a block of `units` belongs to (rounds down). `units` must be in `1..=MAX_UNITS`.
+///
+/// Branch-free: small sizes (row 0, one class per unit) and larger ones alternate at random in
+/// real traces, and a mispredicted branch here cost more than the arithmetic of both cases.
 #[inline]
 pub(crate) fn map_floor(units: usize) -> Class {
     debug_assert!(units < 1 << (FL_COUNT + SL_LOG as usize - 1), "{units} units exceed the size classes");
-    if units < SL_COUNT {
-        return Class { fl: 0, sl: units };
-    }
-    let msb = usize::BITS - 1 - units.leading_zeros();
-    let sl = (units >> (msb - SL_LOG)) - SL_COUNT;
-    Class { fl: (msb - SL_LOG + 1) as usize, sl }
+    // Row 0 is linear: for units < SL_COUNT the shift is 0 and `large` is 0.
+    let shift = (units | SL_COUNT).ilog2() - SL_LOG;
+    let large = usize::from(units >= SL_COUNT);
+    Class { fl: shift as usize + large, sl: (units >> shift) - large * SL_COUNT }
 }
 
 /// The smallest class all of whose blocks hold `units` (rounds up).
 #[inline]
 pub(crate) fn map_ceil(units: usize) -> Class {
-    if units < SL_COUNT {
-        return Class { fl: 0, sl: units };
-    }
-    let msb = usize::BITS - 1 - units.leading_zeros();
-    map_floor(units + (1 << (msb - SL_LOG)) - 1)
+    // Adding one class width less one lifts every size but a class's smallest into the next class;
+    // in row 0 the width is 1, so nothing is added.
+    let shift = (units | SL_COUNT).ilog2() - SL_LOG;
+    map_floor(units + (1 << shift) - 1)
 }
 
 /// The smallest size (units) of any block in class `c`.
@@ -127,6 +127,10 @@ mod tests {
             let next_of_floor =
                 if f.sl + 1 < SL_COUNT { Class { fl: f.fl, sl: f.sl + 1 } } else { Class { fl: f.fl + 1, sl: 0 } };
             assert!(c == f || c == next_of_floor, "{u}: {f:?} -> {c:?}");
+            // floor is the highest class starting at or below u, and ceil the lowest at or above.
+            assert!(class_min(next_of_floor) > u, "floor({u}) = {f:?} is not the highest");
+            assert!(f.sl < SL_COUNT && c.sl < SL_COUNT && c.fl < FL_COUNT);
+            assert_eq!(c == f, class_min(f) == u, "ceil({u}) = {c:?} against floor {f:?}");
         }
     }
 

@@ -12,9 +12,10 @@ use crate::PoolState;
 use parking_lot::{Mutex, RwLock};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// Default number of shards: enough for one stream per core of a large host, so threads that
-/// each use their own stream never meet on a lock.
-pub const DEFAULT_SHARDS: usize = 16;
+/// Default number of shards: shard 0 plus 31 for streams spread off it, so up to 32 threads that
+/// each use their own stream never meet on a lock. Two streams meeting on one shard cost more
+/// than the lock: while they take turns, every free there records an event.
+pub const DEFAULT_SHARDS: usize = 32;
 
 /// The smallest range a shard takes from another shard's free memory at once.
 const MIN_SEGMENT: usize = 1 << 20;
@@ -287,6 +288,12 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
                 if let Some(a) = core.allocate(d, bytes, size, align) {
                     return Some(a);
                 }
+            }
+        }
+        // This stream's cached blocks, merged, may fit: before other streams' memory or growth.
+        if core.flush_caches() {
+            if let Some(a) = core.allocate(slot, bytes, size, align) {
+                return Some(a);
             }
         }
         // Reuse before growth, as RMM does, so free memory split across streams is not stranded.
