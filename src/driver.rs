@@ -61,6 +61,21 @@ fn error_name(status: sys::CUresult) -> String {
     }
 }
 
+/// Runs `call`, a driver call that needs a current context, and once more after making the primary
+/// context of device 0 current if it reported that none was (as the runtime does on its first
+/// call). The usual case, a context already current, costs no driver call beyond `call` itself:
+/// a `cuCtxGetCurrent` on every allocation and free showed in the cost of `cuMemAllocFromPoolAsync`.
+#[inline]
+pub(crate) fn with_context(mut call: impl FnMut() -> sys::CUresult) -> Result<sys::CUresult> {
+    ensure_driver()?;
+    let status = call();
+    if status != sys::CUresult::CUDA_ERROR_INVALID_CONTEXT {
+        return Ok(status);
+    }
+    ensure_context()?;
+    Ok(call())
+}
+
 /// Makes sure a context is current on this thread, as the runtime does on its first call: if none
 /// is, the primary context of device 0 becomes current.
 pub(crate) fn ensure_context() -> Result<()> {

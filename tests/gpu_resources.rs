@@ -211,6 +211,40 @@ fn cuda_async_resource_primes_pool_and_compares_by_pool() {
 }
 
 #[test]
+fn a_thread_without_a_current_context_gets_the_primary_one() {
+    if !rmm::cuda_available() {
+        println!("skipped: no CUDA device");
+        return;
+    }
+    let cuda = Arc::new(CudaMemoryResource::new());
+    let pool = Arc::new(CudaAsyncMemoryResource::new(None, None).unwrap());
+    let (c, p) = (cuda.clone(), pool.clone());
+    std::thread::spawn(move || {
+        let mut ctx: sys::CUcontext = std::ptr::null_mut();
+        // SAFETY: the driver is initialised; ctx is a valid out pointer.
+        cu(unsafe { sys::cuCtxGetCurrent(&mut ctx) }, "cuCtxGetCurrent");
+        assert!(ctx.is_null(), "a new thread starts with no current context");
+        // The first call finds no context, makes the primary one current and tries again.
+        for r in [&*c as &dyn MemoryResource, &*p] {
+            let ptr = r.allocate(4096, 256, CudaStreamView::DEFAULT).unwrap();
+            check_device_usable(ptr, 4096);
+            r.deallocate(ptr, 4096, 256, CudaStreamView::DEFAULT).unwrap();
+        }
+        // SAFETY: as above.
+        cu(unsafe { sys::cuCtxGetCurrent(&mut ctx) }, "cuCtxGetCurrent");
+        assert!(!ctx.is_null());
+    })
+    .join()
+    .unwrap();
+    // A free on a fresh thread, of memory allocated on this one, finds its context the same way.
+    let ptr = pool.allocate(4096, 256, CudaStreamView::DEFAULT).unwrap() as usize;
+    let p = pool.clone();
+    std::thread::spawn(move || p.deallocate(ptr as *mut u8, 4096, 256, CudaStreamView::DEFAULT).unwrap())
+        .join()
+        .unwrap();
+}
+
+#[test]
 fn alignments_above_256_are_refused() {
     if !rmm::cuda_available() {
         println!("skipped: no CUDA device");

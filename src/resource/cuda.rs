@@ -1,7 +1,7 @@
 //! Device memory straight from the driver: `cuMemAlloc` / `cuMemFree` (RMM's
 //! `cuda_memory_resource`), the initial per-device resource.
 
-use crate::driver::{check, check_alloc, ensure_context};
+use crate::driver::{check, check_alloc, with_context};
 use crate::error::{Error, Result};
 use crate::resource::{effective_alignment, same_type, MemoryResource, DEFAULT_ALIGNMENT};
 use crate::stream::CudaStreamView;
@@ -41,10 +41,10 @@ impl MemoryResource for CudaMemoryResource {
         if bytes == 0 {
             return Ok(std::ptr::null_mut());
         }
-        ensure_context()?;
         let mut dptr: sys::CUdeviceptr = 0;
-        // SAFETY: the driver is loaded and a context is current; dptr is a valid out pointer.
-        check_alloc(unsafe { sys::cuMemAlloc_v2(&mut dptr, bytes) }, "cuMemAlloc", bytes)?;
+        // SAFETY: the driver is loaded; dptr is a valid out pointer.
+        let status = with_context(|| unsafe { sys::cuMemAlloc_v2(&mut dptr, bytes) })?;
+        check_alloc(status, "cuMemAlloc", bytes)?;
         Ok(dptr as usize as *mut u8)
     }
 
@@ -56,10 +56,10 @@ impl MemoryResource for CudaMemoryResource {
         if crate::process_exit::process_is_exiting() {
             return Ok(());
         }
-        ensure_context()?;
-        // SAFETY: a context is current; the driver rejects pointers it did not hand out with an
-        // error code rather than undefined behaviour.
-        check(unsafe { sys::cuMemFree_v2(ptr as usize as sys::CUdeviceptr) }, "cuMemFree")
+        // SAFETY: the driver is loaded; it rejects pointers it did not hand out with an error code
+        // rather than undefined behaviour.
+        let status = with_context(|| unsafe { sys::cuMemFree_v2(ptr as usize as sys::CUdeviceptr) })?;
+        check(status, "cuMemFree")
     }
 
     fn is_equal(&self, other: &dyn MemoryResource) -> bool {

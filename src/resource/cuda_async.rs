@@ -2,7 +2,7 @@
 //! `cuMemFreeAsync` (RMM's `cuda_async_memory_resource`).
 
 use crate::device::{available_device_memory, DeviceId};
-use crate::driver::{check, check_alloc, ensure_context, ensure_driver};
+use crate::driver::{check, check_alloc, ensure_context, ensure_driver, with_context};
 use crate::error::Result;
 use crate::resource::cuda::cuda_alignment;
 use crate::resource::MemoryResource;
@@ -119,12 +119,14 @@ impl MemoryResource for CudaAsyncMemoryResource {
         if bytes == 0 {
             return Ok(std::ptr::null_mut());
         }
-        // The legacy default stream needs a current context.
-        ensure_context()?;
         let mut dptr: sys::CUdeviceptr = 0;
-        // SAFETY: the pool is alive and a context is current; dptr is a valid out pointer. A bad
-        // stream handle is the caller's contract (as for every stream-ordered call).
-        let status = unsafe { sys::cuMemAllocFromPoolAsync(&mut dptr, bytes, self.pool_handle(), stream.as_raw()) };
+        // The legacy default stream needs a current context; `with_context` makes one current if
+        // the call finds none.
+        let status = with_context(|| {
+            // SAFETY: the driver is loaded and the pool alive; dptr is a valid out pointer. A bad
+            // stream handle is the caller's contract (as for every stream-ordered call).
+            unsafe { sys::cuMemAllocFromPoolAsync(&mut dptr, bytes, self.pool_handle(), stream.as_raw()) }
+        })?;
         check_alloc(status, "cuMemAllocFromPoolAsync", bytes)?;
         Ok(dptr as usize as *mut u8)
     }
@@ -137,9 +139,11 @@ impl MemoryResource for CudaAsyncMemoryResource {
         if crate::process_exit::process_is_exiting() {
             return Ok(());
         }
-        ensure_context()?;
-        // SAFETY: a context is current; the driver reports pointers it did not hand out as an error.
-        check(unsafe { sys::cuMemFreeAsync(ptr as usize as sys::CUdeviceptr, stream.as_raw()) }, "cuMemFreeAsync")
+        let status = with_context(|| {
+            // SAFETY: the driver is loaded; it reports pointers it did not hand out as an error.
+            unsafe { sys::cuMemFreeAsync(ptr as usize as sys::CUdeviceptr, stream.as_raw()) }
+        })?;
+        check(status, "cuMemFreeAsync")
     }
 
     fn is_equal(&self, other: &dyn MemoryResource) -> bool {
