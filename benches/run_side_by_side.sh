@@ -19,7 +19,7 @@
 # machine, else .bench/results): rmm-rs.csv, rmm-26.10.csv, raw.csv (the CUDA/Thrust baselines),
 # replay-rmm-rs.csv, replay-rmm-26.10.csv (replay.cu on both sides), replay-rmm-rs-native.csv (the
 # Rust rmm_replay, pool over cuda), side_by_side.csv, side_by_side.txt, threads_pool.png,
-# fixed_rounds.csv (the pool's fixed trace, both sides alternating, FIXED_ROUNDS times).
+# rounds.csv and rounds.txt (the rows the targets name, both sides alternating, ROUNDS times).
 #
 # The logs replayed are .bench/logs/*.csv: build copies tests/data/logs/*.csv there and writes the
 # whole fixed trace of issue 2 (200k operations) as random_200k.csv with `rmm_replay generate`.
@@ -31,8 +31,9 @@
 #   RMM_WHEEL_DIR     folder holding librmm_cu13-26.10.0*.whl and rapids_logger*.whl
 #   ARCH              GPU architecture (default sm_90, the H100)
 #   BENCH_ARGS        extra arguments for both alloc_bench runs (e.g. "--budget-s 2", "--quick")
-#   FIXED_ROUNDS      alternating rounds of the pool's fixed trace after the main runs (default 5)
+#   ROUNDS            alternating rounds of the target rows after the main runs (default 6)
 #   REPLAY_ARGS       extra arguments for every replay run (e.g. "--initial-pool 1G", "--runs 11")
+#   BENCH_CPU         the CPU every process of the rounds is pinned to (default 2)
 #   RESULTS_DIR       see above
 set -euo pipefail
 
@@ -210,7 +211,7 @@ run() {
     --resources cudaMallocAsync,cudaMalloc,thrust_default,preallocated "${args[@]}" || failed=1
   run_replays "$dir" || failed=1
   table "$dir" || failed=1
-  fixed_rounds "$dir" || failed=1
+  rounds "$dir" || failed=1
   if grep -q '^skipped: no CUDA device' "$dir/rmm-rs.csv"; then
     echo "skipped: no CUDA device"
     return 0
@@ -257,38 +258,44 @@ replay() {
   [ "$failed" -eq 0 ] || die "a replay failed (see the .log files in $dir)"
 }
 
-# The pool's fixed trace again, RMM and ours alternating in fresh processes for FIXED_ROUNDS rounds
-# (default 5): on a shared machine one pass of each says little, the median of the per-round
-# ratios says more. Writes fixed_rounds.csv and prints the rounds and their median ratio.
-fixed_rounds() {
-  local dir="$1" rounds="${FIXED_ROUNDS:-5}" r side
-  local csv="$dir/fixed_rounds.csv"
+# Alternating rounds: on a shared machine one pass of each side says little, so the rows the
+# targets of issue 4 name run again, RMM and ours in fresh processes one after the other, ROUNDS
+# times (default 6; FIXED_ROUNDS is the old name; who goes first alternates between rounds):
+# the pool's fixed trace and Thrust calls,
+# cuda_async's fixed trace and random_allocations, cuda's fixed trace. The driver's own
+# cudaMallocAsync / cudaMalloc run in each round too, beside the resources built on them. Writes
+# rounds.csv (every value of every round) and prints, per row, the medians and the median of the
+# per-round ratios.
+rounds() {
+  local dir="$1" n="${ROUNDS:-${FIXED_ROUNDS:-6}}" r group side
+  local csv="$dir/rounds.csv"
   grep -q '^skipped: no CUDA device' "$dir/rmm-rs.csv" && return 0
-  echo "round,impl,ns_per_op" > "$csv"
-  for r in $(seq 1 "$rounds"); do
-    for side in "rmm-26.10:$THEIRS" "rmm-rs:$OURS"; do
-      "$CARRY/${side#*:}" --only fixed_trace --resources pool 2>> "$dir/fixed_rounds.log" |
-        awk -F, -v r="$r" -v impl="${side%%:*}" '$3 == "fixed_trace" && $5 ~ /^[0-9.eE+-]+$/ {print r "," impl "," $5}' >> "$csv"
+  echo "round,impl,resource,workload,param,value,unit" > "$csv"
+  # resource|workloads|raw baseline (run from our binary)
+  local groups=("pool|fixed_trace,thrust|" "cuda_async|fixed_trace,random_allocations|cudaMallocAsync"
+                "cuda|fixed_trace|cudaMalloc")
+  # Every process of the rounds runs on one CPU (BENCH_CPU, default 2), where taskset exists: on
+  # the H100 machine an unpinned process's placement moved cudaMallocAsync's cost by up to 40 %
+  # from one process to the next, pinned ones back to back agreed within a few per cent.
+  local pin=()
+  command -v taskset >/dev/null && pin=(taskset -c "${BENCH_CPU:-2}")
+  for r in $(seq 1 "$n"); do
+    for group in "${groups[@]}"; do
+      IFS='|' read -r resource workloads raw <<< "$group"
+      # Who goes first alternates: a process can inherit a busy or a freshly emptied device.
+      local order=("$THEIRS" "$OURS")
+      [ $((r % 2)) -eq 0 ] && order=("$OURS" "$THEIRS")
+      for side in "${order[@]}"; do
+        "${pin[@]}" "$CARRY/$side" --only "$workloads" --resources "$resource" 2>> "$dir/rounds.log" |
+          awk -F, -v r="$r" '!/^#/ && NF == 6 && $5 ~ /^[0-9.eE+-]+$/ {print r "," $0}' >> "$csv"
+      done
+      if [ -n "$raw" ]; then
+        "${pin[@]}" "$CARRY/$OURS" --baselines --only "$workloads" --resources "$raw" 2>> "$dir/rounds.log" |
+          awk -F, -v r="$r" '!/^#/ && NF == 6 && $5 ~ /^[0-9.eE+-]+$/ {print r "," $0}' >> "$csv"
+      fi
     done
   done
-  python3 - "$csv" <<'PY'
-import csv, statistics, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
-by = {}
-for row in rows:
-    by.setdefault(row["round"], {})[row["impl"]] = float(row["ns_per_op"])
-print("pool fixed_trace, alternating rounds (ns/op): round  rmm-rs  rmm-26.10  ratio")
-ratios = []
-for r, v in by.items():
-    if "rmm-rs" in v and "rmm-26.10" in v:
-        ratios.append(v["rmm-rs"] / v["rmm-26.10"])
-        print(f"  {r:>5}  {v['rmm-rs']:8.1f}  {v['rmm-26.10']:9.1f}  {ratios[-1]:.3f}")
-if not ratios:
-    sys.exit("no complete round")
-print(f"  median ratio {statistics.median(ratios):.3f} over {len(ratios)} rounds"
-      f" (rmm-rs median {statistics.median(v['rmm-rs'] for v in by.values() if 'rmm-rs' in v):.1f} ns,"
-      f" rmm-26.10 median {statistics.median(v['rmm-26.10'] for v in by.values() if 'rmm-26.10' in v):.1f} ns)")
-PY
+  python3 "$REPO/benches/rounds.py" "$csv" | tee "$dir/rounds.txt"
 }
 
 table() {
