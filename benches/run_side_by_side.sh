@@ -6,6 +6,7 @@
 #   bash benches/run_side_by_side.sh build   # here (no GPU needed): all binaries and logs into .bench/
 #   bash benches/run_side_by_side.sh run     # on the GPU machine: run both (alloc_bench + replay), table
 #   bash benches/run_side_by_side.sh replay  # on the GPU machine: only the log replays, their table
+#   bash benches/run_side_by_side.sh rounds  # on the GPU machine: only the alternating rounds (ROUNDS)
 #   bash benches/run_side_by_side.sh table   # the table again from the CSVs of the last run
 #   bash benches/run_side_by_side.sh selftest  # here: the workload logic against a fake resource
 #
@@ -309,7 +310,8 @@ case "${1:-}" in
   build) build ;;
   run) run ;;
   replay) replay ;;
+  rounds) d="${RESULTS_DIR:-${OUT:-$CARRY/results}}"; mkdir -p "$d"; rounds "$d" ;;
   table) table "${2:-}" ;;
   selftest) selftest ;;
-  *) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

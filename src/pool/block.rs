@@ -6,7 +6,10 @@
 
 /// The index of a block record; `NIL` marks "none".
 pub(crate) type BlockId = u32;
-pub(crate) const NIL: BlockId = u32::MAX;
+/// "No block": the index of a sentinel record that every table holds, so a link may be written
+/// through without first testing it for `NIL` (a branch the free-list updates mispredicted often).
+/// The sentinel is never free and never live; what is written into its links is never read.
+pub(crate) const NIL: BlockId = 0;
 
 /// One range of a chunk, free or handed out. 32 bytes, so two share a cache line.
 #[derive(Debug, Clone, Copy)]
@@ -47,10 +50,26 @@ impl Block {
 }
 
 /// A slab of block records with a free-slot list, so ids stay stable and records are reused.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct BlockTable {
     blocks: Vec<Block>,
     vacant: Vec<BlockId>,
+}
+
+impl Default for BlockTable {
+    fn default() -> Self {
+        // The sentinel at `NIL`: allocated (so never merged with), 0 units (so `iter_live` skips it).
+        let sentinel = Block {
+            addr: 0,
+            units: 0,
+            prev_phys: NIL,
+            next_phys: NIL,
+            prev_free: NIL,
+            next_free: NIL,
+            stream: ALLOCATED,
+        };
+        BlockTable { blocks: vec![sentinel], vacant: Vec::new() }
+    }
 }
 
 impl BlockTable {
@@ -73,16 +92,17 @@ impl BlockTable {
         self.vacant.push(id);
     }
 
-    /// The record `id`, which must come from [`insert`](Self::insert) (never `NIL`).
+    /// The record `id`, which must come from [`insert`](Self::insert) or be `NIL` (the sentinel).
     #[inline]
     pub fn get(&self, id: BlockId) -> &Block {
         debug_assert!((id as usize) < self.blocks.len(), "block id {id} out of range");
-        // SAFETY: ids are only made by `insert`, as indices below the length then, and the table
-        // never shrinks; callers check for NIL before they look a link up.
+        // SAFETY: ids are only made by `insert`, as indices below the length then, or are `NIL`,
+        // index 0, where the sentinel is from the start; the table never shrinks.
         unsafe { self.blocks.get_unchecked(id as usize) }
     }
 
-    /// The record `id`, which must come from [`insert`](Self::insert) (never `NIL`).
+    /// The record `id`, which must come from [`insert`](Self::insert) or be `NIL`: writes to the
+    /// sentinel's links are allowed and ignored; its `stream` and `units` must stay as they are.
     #[inline]
     pub fn get_mut(&mut self, id: BlockId) -> &mut Block {
         debug_assert!((id as usize) < self.blocks.len(), "block id {id} out of range");

@@ -260,9 +260,8 @@ impl CoalescingPool {
         *lists.head_mut(c) = next;
         if next == NIL {
             lists.bitmap.clear(c);
-        } else {
-            self.blocks.get_mut(next).prev_free = NIL;
         }
+        self.blocks.get_mut(next).prev_free = NIL;
         id
     }
 
@@ -307,9 +306,7 @@ impl CoalescingPool {
             next_free: NIL,
             stream: b.stream,
         });
-        if b.next_phys != NIL {
-            self.blocks.get_mut(b.next_phys).prev_phys = back;
-        }
+        self.blocks.get_mut(b.next_phys).prev_phys = back;
         let front = self.blocks.get_mut(id);
         front.units = at_units;
         front.next_phys = back;
@@ -428,11 +425,12 @@ impl CoalescingPool {
             let b = self.blocks.get(id);
             (b.prev_phys, b.next_phys)
         };
-        if next != NIL && self.free_on(next, slot) {
+        // The sentinel at NIL is never free: no test for NIL needed.
+        if self.free_on(next, slot) {
             self.unlink_free(next);
             self.absorb_next(id);
         }
-        if prev != NIL && self.free_on(prev, slot) {
+        if self.free_on(prev, slot) {
             self.unlink_free(prev);
             self.absorb_next(prev);
             id = prev;
@@ -457,9 +455,7 @@ impl CoalescingPool {
         let b = self.blocks.get_mut(id);
         b.units += units;
         b.next_phys = after;
-        if after != NIL {
-            self.blocks.get_mut(after).prev_phys = id;
-        }
+        self.blocks.get_mut(after).prev_phys = id;
         self.blocks.remove(next);
     }
 
@@ -473,9 +469,7 @@ impl CoalescingPool {
         *lists.head_mut(c) = id;
         lists.bitmap.set(c);
         lists.free_bytes += size;
-        if head != NIL {
-            self.blocks.get_mut(head).prev_free = id;
-        }
+        self.blocks.get_mut(head).prev_free = id;
         let b = self.blocks.get_mut(id);
         b.prev_free = NIL;
         b.next_free = head;
@@ -488,9 +482,7 @@ impl CoalescingPool {
             let b = self.blocks.get(id);
             (b.prev_free, b.next_free, b.units as usize, b.stream as usize)
         };
-        if next != NIL {
-            self.blocks.get_mut(next).prev_free = prev;
-        }
+        self.blocks.get_mut(next).prev_free = prev;
         let lists = &mut self.streams[slot];
         lists.free_bytes -= units << GRANULE_SHIFT;
         if prev != NIL {
