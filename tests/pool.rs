@@ -54,6 +54,14 @@ impl StreamOrder for RecordingOrder {
     }
 }
 
+/// A pool over host memory that records what it asks of its stream order, and that record.
+fn recorded_pool(initial: usize, max: Option<usize>) -> (PoolMemoryResource<HostMemoryResource>, RecordingOrder) {
+    let order = RecordingOrder::default();
+    let pool = PoolMemoryResource::with_stream_order(HostMemoryResource::new(), initial, max, Box::new(order.clone()))
+        .unwrap();
+    (pool, order)
+}
+
 /// Host memory that refuses to hand out more than `cap` bytes in total.
 struct CappedHost {
     inner: HostMemoryResource,
@@ -182,9 +190,7 @@ fn eight_threads_share_one_pool_without_overlap() {
 
 #[test]
 fn freed_block_is_reused_on_its_stream_without_ordering() {
-    let order = RecordingOrder::default();
-    let pool =
-        PoolMemoryResource::with_stream_order(HostMemoryResource::new(), MIB, None, Box::new(order.clone())).unwrap();
+    let (pool, order) = recorded_pool(MIB, None);
     // The initial chunk becomes fresh memory once everything is synchronised.
     assert_eq!(order.log(), vec![SyncAll]);
     let a = CudaStreamView::from_handle(0x1000);
@@ -222,9 +228,7 @@ fn small_blocks_kept_for_reuse_merge_before_a_larger_request() {
 
 #[test]
 fn another_stream_takes_free_blocks_only_after_the_owner_published_them() {
-    let order = RecordingOrder::default();
-    let pool = PoolMemoryResource::with_stream_order(HostMemoryResource::new(), 2 * MIB, None, Box::new(order.clone()))
-        .unwrap();
+    let (pool, order) = recorded_pool(2 * MIB, None);
     let (a, b) = (CudaStreamView::from_handle(0x1000), CudaStreamView::from_handle(0x2000));
     let x1 = pool.allocate(MIB, 256, a).unwrap();
     let x2 = pool.allocate(MIB / 2, 256, a).unwrap();
@@ -251,9 +255,7 @@ fn another_stream_takes_free_blocks_only_after_the_owner_published_them() {
 /// (RMM's free lists are open to every stream after an event wait; a grown chunk's rest is too).
 #[test]
 fn rest_of_a_grown_chunk_serves_the_next_stream_without_growth() {
-    let order = RecordingOrder::default();
-    let pool =
-        PoolMemoryResource::with_stream_order(HostMemoryResource::new(), 0, None, Box::new(order.clone())).unwrap();
+    let (pool, order) = recorded_pool(0, None);
     let (a, b) = (CudaStreamView::from_handle(0x1000), CudaStreamView::from_handle(0x2000));
     let x = pool.allocate(4096, 256, a).unwrap();
     // b grows by the pool's size (as RMM does), more than its block needs.
@@ -274,9 +276,7 @@ fn rest_of_a_grown_chunk_serves_the_next_stream_without_growth() {
 /// A stream alone on the pool grows without capturing anything: no CUDA call for others' sake.
 #[test]
 fn a_stream_alone_grows_without_capturing_its_work() {
-    let order = RecordingOrder::default();
-    let pool =
-        PoolMemoryResource::with_stream_order(HostMemoryResource::new(), 0, None, Box::new(order.clone())).unwrap();
+    let (pool, order) = recorded_pool(0, None);
     let a = CudaStreamView::from_handle(0x1000);
     let blocks: Vec<_> = (1..=64).map(|i| (pool.allocate(i * 4096, 256, a).unwrap(), i * 4096)).collect();
     assert!(order.log().is_empty(), "{:?}", order.log());
@@ -288,14 +288,7 @@ fn a_stream_alone_grows_without_capturing_its_work() {
 
 #[test]
 fn free_lists_of_all_streams_merge_before_out_of_memory() {
-    let order = RecordingOrder::default();
-    let pool = PoolMemoryResource::with_stream_order(
-        HostMemoryResource::new(),
-        2 * MIB,
-        Some(2 * MIB),
-        Box::new(order.clone()),
-    )
-    .unwrap();
+    let (pool, order) = recorded_pool(2 * MIB, Some(2 * MIB));
     let (a, b, c) =
         (CudaStreamView::from_handle(0x1000), CudaStreamView::from_handle(0x2000), CudaStreamView::from_handle(0x3000));
     // Both take their block from the fresh chunk: no ordering needed.
@@ -458,11 +451,8 @@ fn dropping_the_pool_returns_chunks_even_with_live_blocks() {
 
 #[test]
 fn per_thread_default_streams_are_distinct_streams() {
-    let order = RecordingOrder::default();
-    let pool = Arc::new(
-        PoolMemoryResource::with_stream_order(HostMemoryResource::new(), MIB, Some(MIB), Box::new(order.clone()))
-            .unwrap(),
-    );
+    let (pool, order) = recorded_pool(MIB, Some(MIB));
+    let pool = Arc::new(pool);
     let p = pool.allocate(MIB, 256, CudaStreamView::PER_THREAD).unwrap();
     pool.deallocate(p, MIB, 256, CudaStreamView::PER_THREAD).unwrap();
     let pool2 = pool.clone();
@@ -642,9 +632,7 @@ fn a_block_freed_on_another_shards_stream_returns_to_its_owner() {
 /// RMM); a stream that then has the pool to itself stops paying for it.
 #[test]
 fn frees_publish_only_while_streams_take_turns() {
-    let order = RecordingOrder::default();
-    let pool = PoolMemoryResource::with_stream_order(HostMemoryResource::new(), 4 * MIB, None, Box::new(order.clone()))
-        .unwrap();
+    let (pool, order) = recorded_pool(4 * MIB, None);
     let (a, b) = (CudaStreamView::from_handle(0x1000), CudaStreamView::from_handle(0x2000));
     let records = || order.log().iter().filter(|e| matches!(e, Record(_))).count();
     for _ in 0..10 {
