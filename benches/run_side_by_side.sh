@@ -280,6 +280,8 @@ rounds() {
   # from one process to the next, pinned ones back to back agreed within a few per cent.
   local pin=()
   command -v taskset >/dev/null && pin=(taskset -c "${BENCH_CPU:-2}")
+  # keep_round R: the numeric result rows of one run (standard input), prefixed with R, into the CSV.
+  keep_round() { awk -F, -v r="$1" '!/^#/ && NF == 6 && $5 ~ /^[0-9.eE+-]+$/ {print r "," $0}' >> "$csv"; }
   for r in $(seq 1 "$n"); do
     for group in "${groups[@]}"; do
       IFS='|' read -r resource workloads raw <<< "$group"
@@ -287,12 +289,11 @@ rounds() {
       local order=("$THEIRS" "$OURS")
       [ $((r % 2)) -eq 0 ] && order=("$OURS" "$THEIRS")
       for side in "${order[@]}"; do
-        "${pin[@]}" "$CARRY/$side" --only "$workloads" --resources "$resource" 2>> "$dir/rounds.log" |
-          awk -F, -v r="$r" '!/^#/ && NF == 6 && $5 ~ /^[0-9.eE+-]+$/ {print r "," $0}' >> "$csv"
+        "${pin[@]}" "$CARRY/$side" --only "$workloads" --resources "$resource" 2>> "$dir/rounds.log" | keep_round "$r"
       done
       if [ -n "$raw" ]; then
         "${pin[@]}" "$CARRY/$OURS" --baselines --only "$workloads" --resources "$raw" 2>> "$dir/rounds.log" |
-          awk -F, -v r="$r" '!/^#/ && NF == 6 && $5 ~ /^[0-9.eE+-]+$/ {print r "," $0}' >> "$csv"
+          keep_round "$r"
       fi
     done
   done
