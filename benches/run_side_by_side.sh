@@ -278,8 +278,11 @@ rounds() {
   # Every process of the rounds runs on one CPU (BENCH_CPU, default 2), where taskset exists: on
   # the H100 machine an unpinned process's placement moved cudaMallocAsync's cost by up to 40 %
   # from one process to the next, pinned ones back to back agreed within a few per cent.
+  # Where that CPU does not exist (a machine with fewer), the rounds run unpinned rather than not at all.
   local pin=()
-  command -v taskset >/dev/null && pin=(taskset -c "${BENCH_CPU:-2}")
+  if command -v taskset >/dev/null && taskset -c "${BENCH_CPU:-2}" true 2>/dev/null; then
+    pin=(taskset -c "${BENCH_CPU:-2}")
+  fi
   # keep_round R: the numeric result rows of one run (standard input), prefixed with R, into the CSV.
   keep_round() { awk -F, -v r="$1" '!/^#/ && NF == 6 && $5 ~ /^[0-9.eE+-]+$/ {print r "," $0}' >> "$csv"; }
   for r in $(seq 1 "$n"); do
@@ -311,7 +314,7 @@ case "${1:-}" in
   build) build ;;
   run) run ;;
   replay) replay ;;
-  rounds) d="${RESULTS_DIR:-${OUT:-$CARRY/results}}"; mkdir -p "$d"; rounds "$d" ;;
+  rounds) d="${RESULTS_DIR:-${OUT:-$CARRY/results}}"; mkdir -p "$d"; rounds "$d" || die "a round failed (see $d/rounds.log)" ;;
   table) table "${2:-}" ;;
   selftest) selftest ;;
   *) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
