@@ -53,22 +53,32 @@ pub(crate) fn kind_of(e: &Error, ctx: Context) -> ErrorKind {
 /// Runs `f`, turning a panic into `on_panic(message)`. Every bridge function goes through here:
 /// a panic unwinding into C++ would abort the user's process.
 #[inline]
-pub(crate) fn guard<T>(what: &str, on_panic: impl FnOnce(String) -> T, f: impl FnOnce() -> T) -> T {
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(v) => v,
-        Err(payload) => {
-            let msg = payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "non-string panic payload".to_string());
-            on_panic(format!("rmm-rs internal error in {what}: {msg}"))
-        }
-    }
+pub(crate) fn guard<T>(what: &'static str, on_panic: impl FnOnce(String) -> T, f: impl FnOnce() -> T) -> T {
+    caught(what, f).unwrap_or_else(on_panic)
+}
+
+/// Runs `f`; a panic becomes `Err(message)`. For hot paths whose panic handling needs the call's
+/// arguments: they stay in registers, where an `on_panic` closure of [`guard`] would capture them
+/// on the stack on every call.
+#[inline]
+pub(crate) fn caught<T>(what: &'static str, f: impl FnOnce() -> T) -> Result<T, String> {
+    catch_unwind(AssertUnwindSafe(f)).map_err(|payload| panic_message(what, payload))
+}
+
+/// The message of a caught panic, naming the bridge function it happened in.
+#[cold]
+#[inline(never)]
+pub(crate) fn panic_message(what: &str, payload: Box<dyn std::any::Any + Send>) -> String {
+    let msg = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "non-string panic payload".to_string());
+    format!("rmm-rs internal error in {what}: {msg}")
 }
 
 /// [`guard`] for calls that return an [`Outcome`]: a panic becomes an error of kind `kind`.
-pub(crate) fn guard_outcome(what: &str, kind: ErrorKind, f: impl FnOnce() -> Outcome) -> Outcome {
+pub(crate) fn guard_outcome(what: &'static str, kind: ErrorKind, f: impl FnOnce() -> Outcome) -> Outcome {
     guard(what, |m| Outcome::error(kind, m), f)
 }
 

@@ -2,7 +2,7 @@
 
 use super::cpp_upstream::CppUpstream;
 use super::ffi::{self, CounterPair, ErrorKind, Outcome};
-use super::outcome::{guard, guard_outcome, Context};
+use super::outcome::{caught, guard, guard_outcome, Context};
 use crate::adaptor::{
     Counter as StatCounter, CounterFrame, FailureCallbackResourceAdaptor, LimitingResourceAdaptor,
     LoggingResourceAdaptor, StatisticsResourceAdaptor, TrackingResourceAdaptor,
@@ -52,13 +52,15 @@ pub(crate) fn take_allocate_error() -> Outcome {
 /// the C++ constructor reads [`RustResource::status`] and throws.
 pub struct RustResource {
     made: std::result::Result<SharedResource, Error>,
+    /// The same resource when it is a pool: calls from C++ reach it without dynamic dispatch.
+    pool: Option<Arc<Pool>>,
     name: &'static str,
 }
 
 impl RustResource {
     fn make(name: &'static str, f: impl FnOnce() -> Result<SharedResource>) -> Box<RustResource> {
         let made = guard(name, |m| Err(Error::InvalidArgument(m)), f);
-        Box::new(RustResource { made, name })
+        Box::new(RustResource { made, pool: None, name })
     }
 
     /// The resource, or the error of its construction.
@@ -92,19 +94,19 @@ impl RustResource {
     /// [`take_allocate_error`] (an [`Outcome`] by value costs C++ a call back into Rust to drop
     /// its message, on every allocation).
     pub(crate) fn allocate_or_null(&self, bytes: usize, alignment: usize, stream: usize) -> usize {
-        // The guarded call returns a bare pointer and keeps any error itself (cold): unwinding
-        // support then costs the fast path one indirect call and no moves of an error value.
-        guard(
-            "allocate",
-            |m| keep_allocate_error(Outcome::error(ErrorKind::BadAlloc, m)),
-            || match &self.made {
-                Ok(r) => match r.allocate(bytes, alignment, CudaStreamView::from_handle(stream)) {
-                    Ok(p) => p as usize,
-                    Err(e) => keep_allocate_error(Outcome::from_error(&e, Context::Allocate)),
-                },
-                Err(e) => keep_allocate_error(Outcome::from_error(e, Context::Allocate)),
-            },
-        )
+        let allocated = caught("allocate", || {
+            let view = CudaStreamView::from_handle(stream);
+            match (&self.pool, &self.made) {
+                (Some(pool), _) => pool.allocate(bytes, alignment, view),
+                (None, Ok(r)) => r.allocate(bytes, alignment, view),
+                (None, Err(e)) => Err(e.clone()),
+            }
+        });
+        match allocated {
+            Ok(Ok(p)) => p as usize,
+            Ok(Err(e)) => keep_allocate_error(Outcome::from_error(&e, Context::Allocate)),
+            Err(m) => keep_allocate_error(Outcome::error(ErrorKind::BadAlloc, m)),
+        }
     }
 
     pub(crate) fn try_deallocate(&self, ptr: usize, bytes: usize, alignment: usize, stream: usize) -> Outcome {
@@ -118,21 +120,19 @@ impl RustResource {
     }
 
     pub(crate) fn deallocate(&self, ptr: usize, bytes: usize, alignment: usize, stream: usize) {
-        guard(
-            "deallocate",
-            |m| self.report_refused_free(ptr, bytes, alignment, stream, &m),
-            || {
-                let view = CudaStreamView::from_handle(stream);
-                match &self.made {
-                    Ok(r) => {
-                        if let Err(e) = r.deallocate(ptr as *mut u8, bytes, alignment, view) {
-                            self.report_refused_free(ptr, bytes, alignment, stream, &e)
-                        }
-                    }
-                    Err(e) => self.report_refused_free(ptr, bytes, alignment, stream, e),
-                }
-            },
-        )
+        let freed = caught("deallocate", || {
+            let view = CudaStreamView::from_handle(stream);
+            match (&self.pool, &self.made) {
+                (Some(pool), _) => pool.deallocate(ptr as *mut u8, bytes, alignment, view),
+                (None, Ok(r)) => r.deallocate(ptr as *mut u8, bytes, alignment, view),
+                (None, Err(e)) => Err(e.clone()),
+            }
+        });
+        match freed {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => self.report_refused_free(ptr, bytes, alignment, stream, &e),
+            Err(m) => self.report_refused_free(ptr, bytes, alignment, stream, &m),
+        }
     }
 
     /// A noexcept free has no one to tell but stderr; the resource refused the free and is
@@ -276,9 +276,14 @@ pub(crate) fn new_pool_memory_resource(
     maximum_size: usize,
     has_maximum: bool,
 ) -> Box<RustResource> {
-    RustResource::make("pool_memory_resource", || {
-        make_pool(upstream.shared()?.clone(), initial_size, has_maximum.then_some(maximum_size))
-    })
+    let mut typed = None;
+    let mut made = RustResource::make("pool_memory_resource", || {
+        let pool = Arc::new(Pool::new(upstream.shared()?.clone(), initial_size, has_maximum.then_some(maximum_size))?);
+        typed = Some(Arc::clone(&pool));
+        Ok(pool as SharedResource)
+    });
+    made.pool = typed;
+    made
 }
 
 pub(crate) fn new_statistics_adaptor(upstream: &RustResource) -> Box<RustResource> {
@@ -363,10 +368,6 @@ fn make_pinned_host() -> Result<SharedResource> {
 
 fn make_cuda_async(initial: Option<usize>, release_threshold: Option<usize>) -> Result<SharedResource> {
     Ok(Arc::new(CudaAsyncMemoryResource::new(initial, release_threshold)?))
-}
-
-fn make_pool(upstream: SharedResource, initial: usize, maximum: Option<usize>) -> Result<SharedResource> {
-    Ok(Arc::new(Pool::new(upstream, initial, maximum)?))
 }
 
 fn make_statistics(upstream: SharedResource) -> Result<SharedResource> {
@@ -502,7 +503,7 @@ mod tests {
     fn handles_of_one_resource_are_equal_and_distinct_resources_are_not() {
         let a = new_host_memory_resource();
         let b = new_host_memory_resource();
-        let a2 = Box::new(RustResource { made: Ok(a.shared().unwrap().clone()), name: "copy" });
+        let a2 = Box::new(RustResource { made: Ok(a.shared().unwrap().clone()), pool: None, name: "copy" });
         assert!(a.is_equal(&a2));
         assert!(!a.is_equal(&b));
     }

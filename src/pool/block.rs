@@ -19,7 +19,8 @@ pub(crate) struct Block {
     pub units: u32,
     pub prev_phys: BlockId,
     pub next_phys: BlockId,
-    /// Links in a free list (only meaningful while free).
+    /// Links in a free list (only meaningful while free). While the block is handed out,
+    /// `prev_free` holds its slack instead (see [`Block::slack`]).
     pub prev_free: BlockId,
     pub next_free: BlockId,
     /// The stream slot whose free lists hold this block, or `ALLOCATED`, or `CACHED`.
@@ -46,6 +47,18 @@ impl Block {
     #[inline]
     pub fn end(&self) -> usize {
         self.addr + self.size()
+    }
+    /// For a handed-out block: its size less the bytes the user asked for (0..=255, as sizes are
+    /// rounded up to 256), so a free's size is checked without another memory access. Kept in
+    /// `prev_free`, which only a free block uses.
+    #[inline]
+    pub fn slack(&self) -> u32 {
+        self.prev_free
+    }
+    /// Records the slack of a block being handed out (see [`slack`](Self::slack)).
+    #[inline]
+    pub fn set_slack(&mut self, slack: u32) {
+        self.prev_free = slack;
     }
 }
 

@@ -213,8 +213,9 @@ impl CoalescingPool {
                 lists.free_bytes -= size;
                 self.cached_blocks -= 1;
                 b.stream = ALLOCATED;
+                b.set_slack((size - requested) as u32);
                 let addr = b.addr;
-                self.allocated.insert(addr, id, (size - requested) as u32);
+                self.allocated.insert(id, &self.blocks);
                 return Some(addr);
             }
         }
@@ -285,9 +286,10 @@ impl CoalescingPool {
         }
         let b = self.blocks.get_mut(id);
         b.stream = ALLOCATED;
-        let addr = b.addr;
         // The block is exactly `size` bytes, `requested` rounded up to 256.
-        self.allocated.insert(addr, id, (size - requested) as u32);
+        b.set_slack((size - requested) as u32);
+        let addr = b.addr;
+        self.allocated.insert(id, &self.blocks);
         addr
     }
 
@@ -327,13 +329,14 @@ impl CoalescingPool {
     /// without paying for the misuse diagnosis.
     #[inline]
     pub fn try_deallocate(&mut self, addr: usize, bytes: usize, slot: usize) -> Option<Result<(), Misuse>> {
-        let found = self.allocated.find(addr)?;
+        let found = self.allocated.find(addr, &self.blocks)?;
         let id = self.allocated.id_at(found);
-        let allocated = self.blocks.get(id).size() - self.allocated.slack_at(found) as usize;
+        let b = self.blocks.get(id);
+        let allocated = b.size() - b.slack() as usize;
         if allocated != bytes {
             return Some(Err(Misuse::WrongSize { ptr: addr, allocated, given: bytes }));
         }
-        self.allocated.remove_at(found);
+        self.allocated.remove_at(found, &self.blocks);
         let units = self.blocks.get(id).units as usize;
         // Only while one stream has the pool: a shared pool hands its free blocks to other
         // streams, which then want them merged.
@@ -694,7 +697,7 @@ impl CoalescingPool {
                     if b.next_phys != NIL && self.free_on(b.next_phys, b.stream as usize) {
                         return Err(format!("adjacent free blocks at {:#x} not merged", b.addr));
                     }
-                } else if self.allocated.get(b.addr) != Some(id) {
+                } else if self.allocated.get(b.addr, &self.blocks) != Some(id) {
                     return Err(format!("allocated block {:#x} missing from the address map", b.addr));
                 }
                 at = b.end();

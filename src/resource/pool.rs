@@ -6,7 +6,7 @@ use crate::pool::{
     MAX_BLOCK_BYTES,
 };
 use crate::resource::cuda_event_order::CudaEventOrder;
-use crate::resource::{effective_alignment, MemoryResource};
+use crate::resource::{effective_alignment, MemoryResource, MAX_ALIGNMENT};
 use crate::stream::CudaStreamView;
 use crate::PoolState;
 use parking_lot::{Mutex, RwLock};
@@ -541,6 +541,104 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             .is_ok()
     }
 
+    /// The common case of an allocation, whose result fits in registers where a `Result` with an
+    /// [`Error`] is returned through memory: a valid request that the stream's home shard serves
+    /// under one lock (its cache, its free lists, fresh or published memory, its merged sets).
+    /// `None` for everything else, with no block handed out (free blocks may have merged): then
+    /// [`allocate_beyond_home`](Self::allocate_beyond_home) reports the error or takes memory
+    /// from other shards or the upstream.
+    #[inline]
+    fn allocate_at_home(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Option<*mut u8> {
+        if bytes == 0 || !alignment.is_power_of_two() || alignment > MAX_ALIGNMENT {
+            return None;
+        }
+        let align = alignment.max(GRANULE);
+        let size = rounded_size(bytes)?;
+        let key = StreamKey::from_view(stream);
+        let mut core = self.lock_home(self.shard_map.shard(key), key);
+        let slot = core.slot_of(key);
+        if core.is_wanted(slot) {
+            self.publish(&mut core, slot);
+        }
+        let a = match core.allocate(slot, bytes, size, align) {
+            Some(a) => a,
+            // Steps 1-2 of the slow path under the same lock: with a large initial pool, most
+            // requests a stream's own blocks cannot serve come from fresh memory right here.
+            None => self.allocate_within(&mut core, slot, bytes, size, align)?,
+        };
+        Some(a as *mut u8)
+    }
+
+    /// The rest of an allocation after [`allocate_at_home`](Self::allocate_at_home) returned
+    /// `None`: a 0-byte request, an error, or steps 3-5 of the slow path.
+    #[cold]
+    #[inline(never)]
+    fn allocate_beyond_home(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
+        let align = effective_alignment(alignment)?;
+        if bytes == 0 {
+            return Ok(std::ptr::null_mut());
+        }
+        let Some(size) = rounded_size(bytes) else {
+            return Err(Error::OutOfMemory {
+                requested: bytes,
+                pool: Some(self.state()),
+                reason: "larger than any pool can hold".into(),
+            });
+        };
+        let key = StreamKey::from_view(stream);
+        self.allocate_slow(self.shard_map.shard(key), key, stream, bytes, size, align)
+    }
+
+    /// The common case of a free: a block that the stream's home shard handed out, freed with its
+    /// size. False for everything else, with nothing changed; then
+    /// [`deallocate_beyond_home`](Self::deallocate_beyond_home) frees it in its shard or reports
+    /// the misuse.
+    #[inline]
+    fn deallocate_at_home(&self, ptr: *mut u8, bytes: usize, stream: CudaStreamView) -> bool {
+        let key = StreamKey::from_view(stream);
+        let mut core = self.lock_home(self.shard_map.shard(key), key);
+        let slot = core.slot_of(key);
+        if !matches!(core.try_deallocate(ptr as usize, bytes, slot), Some(Ok(()))) {
+            return false;
+        }
+        self.publish_after_free(&mut core, slot);
+        true
+    }
+
+    /// A shard several streams use publishes on every free, as RMM records an event on every
+    /// free: another stream then reuses the block at once instead of growing the pool while it
+    /// waits for this stream's next call. A shard of one stream (the common case for a thread on
+    /// its own stream) makes no CUDA call per free.
+    #[inline(always)]
+    fn publish_after_free(&self, core: &mut CoalescingPool, slot: usize) {
+        if core.is_wanted(slot) || (self.ordered && core.shared_by_streams()) {
+            self.publish(core, slot);
+        }
+    }
+
+    /// The rest of a free after [`deallocate_at_home`](Self::deallocate_at_home) returned false:
+    /// a null pointer, a misuse, or a block of another shard.
+    #[cold]
+    #[inline(never)]
+    fn deallocate_beyond_home(&self, ptr: *mut u8, bytes: usize, _alignment: usize, stream: CudaStreamView) -> Result<()> {
+        if ptr.is_null() {
+            return Ok(());
+        }
+        let key = StreamKey::from_view(stream);
+        let home = self.shard_map.shard(key);
+        {
+            let mut core = self.shards[home].0.lock();
+            let slot = core.slot_of(key);
+            if let Some(freed) = core.try_deallocate(ptr as usize, bytes, slot) {
+                if freed.is_ok() {
+                    self.publish_after_free(&mut core, slot);
+                }
+                return freed.map_err(Error::Misuse);
+            }
+        }
+        self.deallocate_elsewhere(home, ptr as usize, bytes, key)
+    }
+
     /// Frees a block that the home shard of `key` did not hand out: finds the owner shard and frees
     /// it there. The block joins `key`'s set in that shard and, for device memory, is published at
     /// once: `key` rarely visits that shard, and this call is the one moment `key` is known alive.
@@ -564,59 +662,18 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
 impl<U: MemoryResource> MemoryResource for PoolMemoryResource<U> {
     #[inline]
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
-        let align = effective_alignment(alignment)?;
-        if bytes == 0 {
-            return Ok(std::ptr::null_mut());
+        match self.allocate_at_home(bytes, alignment, stream) {
+            Some(a) => Ok(a),
+            None => self.allocate_beyond_home(bytes, alignment, stream),
         }
-        let Some(size) = rounded_size(bytes) else {
-            return Err(Error::OutOfMemory {
-                requested: bytes,
-                pool: Some(self.state()),
-                reason: "larger than any pool can hold".into(),
-            });
-        };
-        let key = StreamKey::from_view(stream);
-        let home = self.shard_map.shard(key);
-        {
-            let mut core = self.lock_home(home, key);
-            let slot = core.slot_of(key);
-            if core.is_wanted(slot) {
-                self.publish(&mut core, slot);
-            }
-            if let Some(a) = core.allocate(slot, bytes, size, align) {
-                return Ok(a as *mut u8);
-            }
-            // Steps 1-2 of the slow path under the same lock: with a large initial pool, most
-            // requests a stream's own blocks cannot serve come from fresh memory right here.
-            if let Some(a) = self.allocate_within(&mut core, slot, bytes, size, align) {
-                return Ok(a as *mut u8);
-            }
-        }
-        self.allocate_slow(home, key, stream, bytes, size, align)
     }
 
     #[inline]
-    fn deallocate(&self, ptr: *mut u8, bytes: usize, _alignment: usize, stream: CudaStreamView) -> Result<()> {
-        if ptr.is_null() {
+    fn deallocate(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<()> {
+        if self.deallocate_at_home(ptr, bytes, stream) {
             return Ok(());
         }
-        let key = StreamKey::from_view(stream);
-        let home = self.shard_map.shard(key);
-        {
-            let mut core = self.lock_home(home, key);
-            let slot = core.slot_of(key);
-            if let Some(freed) = core.try_deallocate(ptr as usize, bytes, slot) {
-                // A shard several streams use publishes on every free, as RMM records an event on
-                // every free: another stream then reuses the block at once instead of growing the
-                // pool while it waits for this stream's next call. A shard of one stream (the
-                // common case for a thread on its own stream) makes no CUDA call per free.
-                if core.is_wanted(slot) || (self.ordered && core.shared_by_streams()) {
-                    self.publish(&mut core, slot);
-                }
-                return freed.map_err(Error::Misuse);
-            }
-        }
-        self.deallocate_elsewhere(home, ptr as usize, bytes, key)
+        self.deallocate_beyond_home(ptr, bytes, alignment, stream)
     }
 
     fn is_device_accessible(&self) -> bool {
