@@ -620,7 +620,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// a null pointer, a misuse, or a block of another shard.
     #[cold]
     #[inline(never)]
-    fn deallocate_beyond_home(&self, ptr: *mut u8, bytes: usize, _alignment: usize, stream: CudaStreamView) -> Result<()> {
+    fn deallocate_beyond_home(&self, ptr: *mut u8, bytes: usize, stream: CudaStreamView) -> Result<()> {
         if ptr.is_null() {
             return Ok(());
         }
@@ -669,11 +669,11 @@ impl<U: MemoryResource> MemoryResource for PoolMemoryResource<U> {
     }
 
     #[inline]
-    fn deallocate(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<()> {
+    fn deallocate(&self, ptr: *mut u8, bytes: usize, _alignment: usize, stream: CudaStreamView) -> Result<()> {
         if self.deallocate_at_home(ptr, bytes, stream) {
             return Ok(());
         }
-        self.deallocate_beyond_home(ptr, bytes, alignment, stream)
+        self.deallocate_beyond_home(ptr, bytes, stream)
     }
 
     fn is_device_accessible(&self) -> bool {
