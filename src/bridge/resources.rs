@@ -96,10 +96,9 @@ impl RustResource {
     pub(crate) fn allocate_or_null(&self, bytes: usize, alignment: usize, stream: usize) -> usize {
         let allocated = caught("allocate", || {
             let view = CudaStreamView::from_handle(stream);
-            match (&self.pool, &self.made) {
-                (Some(pool), _) => pool.allocate(bytes, alignment, view),
-                (None, Ok(r)) => r.allocate(bytes, alignment, view),
-                (None, Err(e)) => Err(e.clone()),
+            match &self.pool {
+                Some(pool) => pool.allocate(bytes, alignment, view),
+                None => self.shared().and_then(|r| r.allocate(bytes, alignment, view)),
             }
         });
         match allocated {
@@ -122,10 +121,9 @@ impl RustResource {
     pub(crate) fn deallocate(&self, ptr: usize, bytes: usize, alignment: usize, stream: usize) {
         let freed = caught("deallocate", || {
             let view = CudaStreamView::from_handle(stream);
-            match (&self.pool, &self.made) {
-                (Some(pool), _) => pool.deallocate(ptr as *mut u8, bytes, alignment, view),
-                (None, Ok(r)) => r.deallocate(ptr as *mut u8, bytes, alignment, view),
-                (None, Err(e)) => Err(e.clone()),
+            match &self.pool {
+                Some(pool) => pool.deallocate(ptr as *mut u8, bytes, alignment, view),
+                None => self.shared().and_then(|r| r.deallocate(ptr as *mut u8, bytes, alignment, view)),
             }
         });
         match freed {

@@ -212,11 +212,7 @@ impl CoalescingPool {
                 lists.cache_len[units] -= 1;
                 lists.free_bytes -= size;
                 self.cached_blocks -= 1;
-                b.stream = ALLOCATED;
-                b.set_slack((size - requested) as u32);
-                let addr = b.addr;
-                self.allocated.insert(id, &self.blocks);
-                return Some(addr);
+                return Some(self.hand_out(id, requested, size));
             }
         }
         let search = search_size(size, align);
@@ -284,9 +280,15 @@ impl CoalescingPool {
             let rest = self.split(id, size);
             self.link_free(slot, rest);
         }
+        self.hand_out(id, requested, size)
+    }
+
+    /// Marks block `id`, exactly `size` bytes (`requested` rounded up to 256) and in no free list
+    /// or cache, as handed out, and returns its address.
+    #[inline(always)]
+    fn hand_out(&mut self, id: BlockId, requested: usize, size: usize) -> usize {
         let b = self.blocks.get_mut(id);
         b.stream = ALLOCATED;
-        // The block is exactly `size` bytes, `requested` rounded up to 256.
         b.set_slack((size - requested) as u32);
         let addr = b.addr;
         self.allocated.insert(id, &self.blocks);

@@ -6,7 +6,7 @@ use crate::pool::{
     MAX_BLOCK_BYTES,
 };
 use crate::resource::cuda_event_order::CudaEventOrder;
-use crate::resource::{effective_alignment, MemoryResource, MAX_ALIGNMENT};
+use crate::resource::{effective_alignment, MemoryResource};
 use crate::stream::CudaStreamView;
 use crate::PoolState;
 use parking_lot::{Mutex, RwLock};
@@ -549,10 +549,10 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// from other shards or the upstream.
     #[inline]
     fn allocate_at_home(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Option<*mut u8> {
-        if bytes == 0 || !alignment.is_power_of_two() || alignment > MAX_ALIGNMENT {
+        if bytes == 0 {
             return None;
         }
-        let align = alignment.max(GRANULE);
+        let align = effective_alignment(alignment).ok()?;
         let size = rounded_size(bytes)?;
         let key = StreamKey::from_view(stream);
         let mut core = self.lock_home(self.shard_map.shard(key), key);
