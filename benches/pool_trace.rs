@@ -168,6 +168,14 @@ fn main() {
         let pool = PoolMemoryResource::new(cuda.clone(), 1 << 30, None).expect("device pool");
         row("rmm-rs pool<cuda> (stream)", bench_resource(&pool, &trace, s.view(), reps));
         row("rmm-rs pool<cuda> (default stream)", bench_resource(&pool, &trace, CudaStreamView::DEFAULT, reps));
+        // A stream this crate did not create: its identity is checked on every allocation.
+        let mut raw: cudarc::driver::sys::CUstream = std::ptr::null_mut();
+        // SAFETY: a context is current (the pool made one); raw is a valid out pointer.
+        let created = unsafe { cudarc::driver::sys::cuStreamCreate(&mut raw, 1) };
+        assert_eq!(created, cudarc::driver::sys::CUresult::CUDA_SUCCESS, "cuStreamCreate");
+        let users = CudaStreamView::from_raw(raw);
+        row("rmm-rs pool<cuda> (the user's own stream)", bench_resource(&pool, &trace, users, reps));
+        users.synchronize().expect("sync");
         let short = make_trace_prefix_closed(&trace[..20_000.min(trace.len())]);
         let once = replay(
             &short,

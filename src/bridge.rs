@@ -12,12 +12,14 @@
 mod cpp_upstream;
 mod outcome;
 mod resources;
+mod streams;
 
 pub use cpp_upstream::CppUpstream;
 pub use resources::RustResource;
 
 use crate::process_exit::mark_process_exiting;
 use resources::*;
+use streams::{register_stream, retire_stream};
 
 #[cxx::bridge(namespace = "rmm_rs")]
 pub(crate) mod ffi {
@@ -139,6 +141,12 @@ pub(crate) mod ffi {
         fn reset_rust_per_device_resource(device: i32);
         /// The Rust per-device resource of `device` (a CUDA resource unless one was set).
         fn get_rust_per_device_resource(device: i32) -> Box<RustResource>;
+
+        /// `rmm::cuda_stream` created the stream `handle`: pools trust its handle until it retires.
+        fn register_stream(handle: usize);
+        /// `rmm::cuda_stream` is about to destroy the stream `handle` (still alive): pools capture
+        /// its queued work and keep its free blocks from the next stream to get the handle.
+        fn retire_stream(handle: usize);
 
         /// From an exit hook: from now on Rust destructors and frees leave the CUDA driver alone
         /// (see `crate::process_exit`). Cannot fail or panic (one atomic store).

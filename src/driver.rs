@@ -7,6 +7,7 @@
 
 use crate::error::{Error, Result};
 use cudarc::driver::sys;
+use std::cell::Cell;
 use std::ffi::CStr;
 use std::sync::OnceLock;
 
@@ -61,19 +62,40 @@ fn error_name(status: sys::CUresult) -> String {
     }
 }
 
-/// Runs `call`, a driver call that needs a current context, and once more after making the primary
-/// context of device 0 current if it reported that none was (as the runtime does on its first
-/// call). The usual case, a context already current, costs no driver call beyond `call` itself:
-/// a `cuCtxGetCurrent` on every allocation and free showed in the cost of `cuMemAllocFromPoolAsync`.
+/// Runs `call`, a driver call that needs a current context. The first such call on a thread first
+/// makes sure a context is current (as the runtime does on its first call: the primary context of
+/// device 0 when none is); later calls cost nothing beyond `call` itself (a `cuCtxGetCurrent` on
+/// every allocation and free showed in the cost of `cuMemAllocFromPoolAsync`). No driver call is
+/// made to fail on purpose: sanitizers report every failing call. Should the program have made no
+/// context current since (`cuCtxSetCurrent(NULL)`), the call reports `CUDA_ERROR_INVALID_CONTEXT`
+/// once and is made again after a context is made current.
 #[inline]
 pub(crate) fn with_context(mut call: impl FnMut() -> sys::CUresult) -> Result<sys::CUresult> {
-    ensure_driver()?;
+    if !CONTEXT_SEEN.with(Cell::get) {
+        ensure_context()?;
+        CONTEXT_SEEN.with(|seen| seen.set(true));
+    }
     let status = call();
     if status != sys::CUresult::CUDA_ERROR_INVALID_CONTEXT {
         return Ok(status);
     }
     ensure_context()?;
     Ok(call())
+}
+
+thread_local! {
+    /// Whether this thread has had a current context (made sure of by `ensure_context`).
+    static CONTEXT_SEEN: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The driver's unique id of the stream `handle` (never the same for two streams of a process,
+/// unlike handles, which the driver reuses). `handle` must name a live stream.
+pub(crate) fn stream_id(handle: usize) -> Result<u64> {
+    ensure_driver()?;
+    let mut id: std::ffi::c_ulonglong = 0;
+    // SAFETY: the driver is initialised; the caller names a live stream; id is a valid out pointer.
+    check(unsafe { sys::cuStreamGetId(handle as sys::CUstream, &mut id) }, "cuStreamGetId")?;
+    Ok(id)
 }
 
 /// Makes sure a context is current on this thread, as the runtime does on its first call: if none
@@ -87,6 +109,34 @@ pub(crate) fn ensure_context() -> Result<()> {
         make_primary_current(0)?;
     }
     Ok(())
+}
+
+/// The context current on this thread (made current first if none is, see [`ensure_context`]).
+pub(crate) fn current_context() -> Result<usize> {
+    ensure_context()?;
+    let mut ctx: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: the driver is initialised; ctx is a valid out pointer.
+    check(unsafe { sys::cuCtxGetCurrent(&mut ctx) }, "cuCtxGetCurrent")?;
+    Ok(ctx as usize)
+}
+
+/// Blocks until all work in `context` has finished, streams destroyed since included; `context`
+/// is made current for the call when another one is.
+pub(crate) fn synchronize_context(context: usize) -> Result<()> {
+    let current = current_context()?;
+    if current == context {
+        // SAFETY: a context is current.
+        return check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize");
+    }
+    // SAFETY: `context` was current on some thread of this process and its primary context is
+    // never released (see `make_primary_current`); pushed and popped around one call.
+    check(unsafe { sys::cuCtxPushCurrent_v2(context as sys::CUcontext) }, "cuCtxPushCurrent")?;
+    // SAFETY: a context is current.
+    let synced = check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize");
+    let mut popped: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: pops what was pushed above; popped is a valid out pointer.
+    let restored = check(unsafe { sys::cuCtxPopCurrent_v2(&mut popped) }, "cuCtxPopCurrent");
+    synced.and(restored)
 }
 
 /// Retains the primary context of `ordinal` and makes it current on this thread (`cudaSetDevice`).

@@ -49,6 +49,7 @@ pub mod process_exit;
 pub mod resource;
 pub mod stream;
 pub mod stream_pool;
+pub mod stream_registry;
 
 pub use device::{available_device_memory, percent_of_free_device_memory, DeviceId};
 pub use error::{Error, Misuse, PoolState, Result};

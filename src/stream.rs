@@ -61,7 +61,8 @@ impl CudaStreamView {
 }
 
 /// An owned CUDA stream, created non-blocking (it does not synchronise with the legacy default
-/// stream), destroyed on drop.
+/// stream), destroyed on drop. It may be dropped with work queued and with blocks freed on it in
+/// pools: the pools capture its work first (see [`crate::stream_registry`]).
 #[derive(Debug)]
 pub struct CudaStream {
     handle: usize,
@@ -77,6 +78,7 @@ impl CudaStream {
             unsafe { sys::cuStreamCreate(&mut s, sys::CUstream_flags_enum::CU_STREAM_NON_BLOCKING as u32) },
             "cuStreamCreate",
         )?;
+        crate::stream_registry::register_stream(s as usize);
         Ok(CudaStream { handle: s as usize })
     }
 
@@ -97,6 +99,9 @@ impl Drop for CudaStream {
         if crate::process_exit::process_is_exiting() {
             return;
         }
+        // Pools capture the stream's queued work while it is alive: its handle may go to the next
+        // stream created, which must not take the blocks that work still uses.
+        crate::stream_registry::retire_stream(self.handle);
         // SAFETY: the handle was created by cuStreamCreate and is destroyed once. Pending work still
         // completes; the driver releases the stream afterwards. An error here has nobody to go to.
         let _ = unsafe { sys::cuStreamDestroy_v2(self.handle as sys::CUstream) };

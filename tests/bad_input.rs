@@ -3,6 +3,9 @@
 //! (an allocation and a free succeed and leave it as it was). Host resources run everywhere; the
 //! CUDA resources run on a GPU and elsewhere print `skipped: no CUDA device`.
 
+mod common;
+
+use common::device_keeps_working;
 use rmm::adaptor::{
     FailureCallbackResourceAdaptor, LimitingResourceAdaptor, LoggingResourceAdaptor, StatisticsResourceAdaptor,
     TrackingResourceAdaptor,
@@ -265,44 +268,8 @@ fn more_bytes_than_the_upstream_has_is_out_of_memory() {
     assert_eq!(upstream.allocated_bytes(), 16 * MIB, "the failed growth gave back what it tried");
 }
 
-/// More than the device has, on the device: the driver's out-of-memory with the size asked for.
-#[test]
-fn more_bytes_than_the_device_has_is_out_of_memory() {
-    if !rmm::cuda_available() {
-        println!("skipped: no CUDA device");
-        return;
-    }
-    let (_, total) = rmm::available_device_memory().unwrap();
-    let bytes = total + 256;
-    let async_mr = CudaAsyncMemoryResource::new(None, None).unwrap();
-    let cuda_reason = "cuMemAlloc returned CUDA_ERROR_OUT_OF_MEMORY".to_string();
-    let async_reason = "cuMemAllocFromPoolAsync returned CUDA_ERROR_OUT_OF_MEMORY".to_string();
-    let resources: [(&dyn MemoryResource, String); 2] =
-        [(&CudaMemoryResource::new(), cuda_reason), (&async_mr, async_reason)];
-    for (r, reason) in resources {
-        assert_eq!(r.allocate(bytes, 256, S), Err(Error::out_of_memory(bytes, reason)));
-        device_keeps_working(r);
-    }
-    let pool = PoolMemoryResource::new(CudaMemoryResource::new(), 16 * MIB, None).unwrap();
-    assert_eq!(
-        pool.allocate(bytes, 256, S),
-        Err(Error::OutOfMemory {
-            requested: bytes,
-            pool: Some(PoolState { pool_size: 16 * MIB, free_bytes: 16 * MIB, largest_free_block: 16 * MIB }),
-            reason: "the upstream has no more memory and no free block is large enough".into(),
-        })
-    );
-    device_keeps_working(&pool);
-    pool.check_invariants().unwrap();
-}
-
-fn device_keeps_working(r: &dyn MemoryResource) {
-    let p = r.allocate(MIB, 256, S).unwrap();
-    assert_eq!(p as usize % 256, 0);
-    r.deallocate(p, MIB, 256, S).unwrap();
-}
-
-/// The CUDA resources: zero bytes, `usize::MAX` and bad alignments (their maximum is 256).
+/// The CUDA resources: zero bytes and bad alignments (their maximum is 256), refused before any
+/// driver call.
 #[test]
 fn cuda_resources_refuse_bad_arguments() {
     if !rmm::cuda_available() {
@@ -321,15 +288,7 @@ fn cuda_resources_refuse_bad_arguments() {
         for alignment in [0, 3, 512] {
             assert_eq!(r.allocate(1000, alignment, S), Err(Error::BadAlignment { alignment, max: 256 }), "{call}");
         }
-        // Never more managed memory than the device has: oversubscribing it can hang the GPU.
-        if call != "cuMemAllocManaged" {
-            let huge = r.allocate(usize::MAX, 256, S);
-            println!("{call}({}) -> {huge:?}", usize::MAX);
-            assert_eq!(
-                huge,
-                Err(Error::out_of_memory(usize::MAX, format!("{call} returned CUDA_ERROR_OUT_OF_MEMORY")))
-            );
-        }
+        // usize::MAX bytes reach the driver, which refuses them: tests/out_of_memory.rs.
         device_keeps_working(r);
     }
 }
@@ -390,14 +349,14 @@ struct DeadStreams {
 struct Order(Arc<DeadStreams>);
 
 impl StreamOrder for Order {
-    fn record(&self, owner: StreamKey) -> Result<()> {
+    fn record(&self, owner: StreamKey, _identity: u64) -> Result<()> {
         let this = &self.0;
         if this.dead.lock().unwrap().contains(&owner) {
             this.touched_dead.fetch_add(1, Ordering::SeqCst);
         }
         Ok(())
     }
-    fn wait(&self, owner: StreamKey, waiter: StreamKey) -> Result<()> {
+    fn wait(&self, owner: StreamKey, _identity: u64, waiter: StreamKey) -> Result<()> {
         let this = &self.0;
         if this.dead.lock().unwrap().contains(&waiter) {
             this.touched_dead.fetch_add(1, Ordering::SeqCst);

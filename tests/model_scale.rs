@@ -475,10 +475,10 @@ impl FlakyOrder {
 }
 
 impl StreamOrder for FlakyOrder {
-    fn record(&self, _owner: StreamKey) -> Result<()> {
+    fn record(&self, _owner: StreamKey, _identity: u64) -> Result<()> {
         self.answer(0, 8, "cuEventRecord")
     }
-    fn wait(&self, _owner: StreamKey, _waiter: StreamKey) -> Result<()> {
+    fn wait(&self, _owner: StreamKey, _identity: u64, _waiter: StreamKey) -> Result<()> {
         self.answer(2, 8, "cuStreamWaitEvent")
     }
     fn synchronize_all(&self) -> Result<()> {

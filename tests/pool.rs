@@ -40,11 +40,11 @@ impl RecordingOrder {
 }
 
 impl StreamOrder for RecordingOrder {
-    fn record(&self, owner: StreamKey) -> Result<()> {
+    fn record(&self, owner: StreamKey, _identity: u64) -> Result<()> {
         self.0.lock().unwrap().push(Record(owner.0));
         Ok(())
     }
-    fn wait(&self, owner: StreamKey, waiter: StreamKey) -> Result<()> {
+    fn wait(&self, owner: StreamKey, _identity: u64, waiter: StreamKey) -> Result<()> {
         self.0.lock().unwrap().push(Wait(owner.0, waiter.0));
         Ok(())
     }
@@ -528,11 +528,11 @@ fn ordered_random_trace(spread: bool, default_seed: u64) {
 fn initial_chunk_stays_on_the_default_stream_when_synchronising_fails() {
     struct NoSync(RecordingOrder);
     impl StreamOrder for NoSync {
-        fn record(&self, owner: StreamKey) -> Result<()> {
-            self.0.record(owner)
+        fn record(&self, owner: StreamKey, _identity: u64) -> Result<()> {
+            self.0.record(owner, _identity)
         }
-        fn wait(&self, owner: StreamKey, waiter: StreamKey) -> Result<()> {
-            self.0.wait(owner, waiter)
+        fn wait(&self, owner: StreamKey, _identity: u64, waiter: StreamKey) -> Result<()> {
+            self.0.wait(owner, _identity, waiter)
         }
         fn synchronize_all(&self) -> Result<()> {
             Err(Error::NoDriver("test".into()))

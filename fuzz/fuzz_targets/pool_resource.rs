@@ -4,15 +4,17 @@
 //! construction, growth and its back-off, the slow path's publish/wait/merge steps, out-of-memory,
 //! and every bad call. After every operation: the pool's invariant check, the bytes in use against
 //! a model of the live blocks, the pool's size against what the upstream handed out, and for a
-//! refusal the proof that the pool could not have grown. Dropping the pool must return every chunk.
+//! refusal the proof that the pool could not have grown. Streams are destroyed and their handles
+//! reused (the user's own streams, found out by identity, and streams whose retirement is
+//! announced). Dropping the pool must return every chunk.
 #![no_main]
 
 use libfuzzer_sys::arbitrary::{self, Arbitrary};
 use libfuzzer_sys::fuzz_target;
-use rmm::pool::{rounded_size, StreamKey, StreamOrder, GRANULE};
+use rmm::pool::{rounded_size, StreamKey, StreamOrder, GRANULE, IDENTITY_TRUSTED};
 use rmm::resource::{MemoryResource, PoolMemoryResource, MAX_ALIGNMENT};
 use rmm::{CudaStreamView, Error, Misuse, Result};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -61,6 +63,12 @@ enum Op {
     Spread { stream: u8 },
     /// Makes the upstream refuse from now on, or accept again.
     UpstreamFails(bool),
+    /// The user's own stream is destroyed and a new one of the user's gets its handle.
+    ReplaceStream { stream: u8 },
+    /// A stream of ours gets the handle (its stream was destroyed), or, if one of ours has it, it
+    /// is destroyed, announcing it (the pool captures its work, or, if the capture fails, makes
+    /// its blocks wait for a synchronisation).
+    OurStream { stream: u8 },
     /// Makes `record`, `wait` and `synchronize_all` fail from now on, or succeed again.
     OrderFails {
         record: bool,
@@ -115,11 +123,13 @@ impl MemoryResource for FakeUpstream {
     }
 }
 
-/// A stream order that fails on demand.
+/// A stream order that fails on demand; the streams of real handles can be replaced.
 #[derive(Clone, Default)]
 struct FuzzOrder {
     ordered: bool,
     fail: Arc<[AtomicBool; 3]>,
+    /// Which stream each real handle names now (absent: the first).
+    ids: Arc<Mutex<HashMap<usize, u64>>>,
 }
 
 impl FuzzOrder {
@@ -133,10 +143,10 @@ impl FuzzOrder {
 }
 
 impl StreamOrder for FuzzOrder {
-    fn record(&self, _owner: StreamKey) -> Result<()> {
+    fn record(&self, _owner: StreamKey, _identity: u64) -> Result<()> {
         self.answer(0)
     }
-    fn wait(&self, _owner: StreamKey, _waiter: StreamKey) -> Result<()> {
+    fn wait(&self, _owner: StreamKey, _identity: u64, _waiter: StreamKey) -> Result<()> {
         self.answer(1)
     }
     fn synchronize_all(&self) -> Result<()> {
@@ -144,6 +154,15 @@ impl StreamOrder for FuzzOrder {
     }
     fn is_needed(&self) -> bool {
         self.ordered
+    }
+    fn identity(&self, key: StreamKey, _known: u64) -> u64 {
+        if !key.is_reusable_handle() || rmm::stream_registry::is_registered(key.0) {
+            return IDENTITY_TRUSTED;
+        }
+        self.ids.lock().unwrap().get(&key.0).copied().unwrap_or(1) | 1 << 63
+    }
+    fn retire(&self, _owner: StreamKey, _retired: StreamKey) -> Result<()> {
+        self.answer(0)
     }
 }
 
@@ -171,6 +190,10 @@ impl Model {
 }
 
 fuzz_target!(|setup: Setup| {
+    // Streams of ours left from the last input die with it (its pool is gone).
+    for s in 0..6 {
+        rmm::stream_registry::retire_stream(stream(s).handle());
+    }
     let books = Arc::new(Mutex::new(Books {
         next: BASE,
         capacity: setup.capacity_granules as usize * GRANULE,
@@ -281,6 +304,21 @@ fuzz_target!(|setup: Setup| {
                 }
             }
             Op::Spread { stream: s } => pool.spread_stream(stream(s)),
+            Op::ReplaceStream { stream: s } => {
+                let handle = stream(s).handle();
+                if !rmm::stream_registry::is_registered(handle) {
+                    *order.ids.lock().unwrap().entry(handle).or_insert(1) += 1;
+                }
+            }
+            Op::OurStream { stream: s } => {
+                let handle = stream(s).handle();
+                if rmm::stream_registry::is_registered(handle) {
+                    rmm::stream_registry::retire_stream(handle);
+                } else if StreamKey(handle).is_reusable_handle() {
+                    *order.ids.lock().unwrap().entry(handle).or_insert(1) += 1;
+                    rmm::stream_registry::register_stream(handle);
+                }
+            }
             Op::UpstreamFails(on) => books.lock().unwrap().failing = on,
             Op::OrderFails { record, wait, sync } => {
                 for (flag, on) in order.fail.iter().zip([record, wait, sync]) {

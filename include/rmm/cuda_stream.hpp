@@ -1,14 +1,21 @@
 /*
  * rmm-rs: an owning CUDA stream (RMM's rmm/cuda_stream.hpp), header-only.
+ *
+ * The stream may be destroyed with work queued and with blocks freed on it in pools: before it is
+ * destroyed every pool captures its work (an event), so the next stream the driver creates, which
+ * often gets the same handle, never takes those blocks before that work is done.
  */
 #pragma once
 
 #include <rmm/cuda_stream_view.hpp>
 #include <rmm/error.hpp>
 
+#include "rmm-rs/src/bridge.rs.h"
+
 #include <cuda/stream_ref>
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 
@@ -38,9 +45,11 @@ class cuda_stream {
                   delete s;  // NOLINT(cppcoreguidelines-owning-memory)
                   RMM_CUDA_TRY(status);
                 }
+                rmm_rs::register_stream(reinterpret_cast<std::uintptr_t>(*s));
                 return s;
               }(),
               [](cudaStream_t* s) {
+                rmm_rs::retire_stream(reinterpret_cast<std::uintptr_t>(*s));
                 RMM_ASSERT_CUDA_SUCCESS_SAFE_SHUTDOWN(cudaStreamDestroy(*s));
                 delete s;  // NOLINT(cppcoreguidelines-owning-memory)
               }}

@@ -21,8 +21,10 @@
 use super::address_map::AddressMap;
 use super::block::{Block, BlockId, BlockTable, ALLOCATED, CACHED, MAX_BLOCK_BYTES, NIL};
 use super::size_class::{map_ceil, map_floor, Class, ClassBitmap, FL_COUNT, SL_COUNT};
-use super::stream_order::StreamKey;
+use super::stream_order::{StreamKey, IDENTITY_UNKNOWN};
 use crate::error::{Misuse, PoolState};
+
+mod retirement;
 
 /// Granularity of every block size and address.
 pub const GRANULE: usize = 256;
@@ -56,11 +58,15 @@ struct StreamFreeLists {
     /// bytes count in `free_bytes`.
     cache: [BlockId; CACHE_CLASSES],
     cache_len: [u8; CACHE_CLASSES],
+    /// Which stream filled this set (see `StreamOrder::identity`): checked before the stream
+    /// takes from it without waiting, since a handle outlives its stream.
+    identity: u64,
 }
 
 impl StreamFreeLists {
     fn new(key: StreamKey, publisher: Option<usize>) -> Self {
         StreamFreeLists {
+            identity: IDENTITY_UNKNOWN,
             key,
             bitmap: ClassBitmap::default(),
             heads: [[NIL; SL_COUNT]; FL_COUNT],
@@ -93,13 +99,29 @@ pub struct CoalescingPool {
     streams: Vec<StreamFreeLists>,
     chunks: Vec<(usize, usize)>,
     pool_size: usize,
-    last_slot: usize,
+    /// The set the last call used: found without a look into `streams`.
+    last: LastSet,
     /// Private free-list sets of real streams (not FRESH, not published sets).
     stream_count: usize,
     /// Calls (through `slot_of`) since the stream changed.
     calls_since_switch: u32,
     /// Blocks in all streams' caches: 0 makes a flush free.
     cached_blocks: usize,
+}
+
+/// The set of free lists the last call used, and its identity, cached in the pool's header. A key
+/// no stream has (`UNUSED`) when no set is cached.
+#[derive(Clone, Copy)]
+struct LastSet {
+    key: StreamKey,
+    slot: usize,
+    identity: u64,
+}
+
+impl Default for LastSet {
+    fn default() -> Self {
+        LastSet { key: StreamKey::UNUSED, slot: 0, identity: IDENTITY_UNKNOWN }
+    }
 }
 
 /// See [`CoalescingPool::shared_by_streams`].
@@ -128,16 +150,22 @@ impl CoalescingPool {
     /// The slot of the free lists of `key`, created on first use.
     #[inline]
     pub fn slot_of(&mut self, key: StreamKey) -> usize {
-        if let Some(s) = self.streams.get(self.last_slot) {
-            if s.key == key {
-                self.calls_since_switch = self.calls_since_switch.saturating_add(1);
-                return self.last_slot;
-            }
+        self.slot_and_identity_of(key).0
+    }
+
+    /// The slot of `key`'s free lists, as [`slot_of`](Self::slot_of), and their identity (see
+    /// `StreamOrder::identity`), read beside the key on the fast path.
+    #[inline]
+    pub fn slot_and_identity_of(&mut self, key: StreamKey) -> (usize, u64) {
+        if self.last.key == key {
+            self.calls_since_switch = self.calls_since_switch.saturating_add(1);
+            return (self.last.slot, self.last.identity);
         }
         if key != StreamKey::FRESH {
             self.calls_since_switch = 0;
         }
-        self.slot_of_slow(key)
+        let slot = self.slot_of_slow(key);
+        (slot, self.streams[slot].identity)
     }
 
     #[cold]
@@ -145,18 +173,54 @@ impl CoalescingPool {
         let slot = match self.streams.iter().position(|s| s.key == key && s.publisher.is_none()) {
             Some(i) => i,
             None => {
-                self.streams.push(StreamFreeLists::new(key, None));
                 if key != StreamKey::FRESH {
                     self.stream_count += 1;
                 }
-                self.streams.len() - 1
+                self.new_set(key, None)
             }
         };
         // Fresh memory is no stream: looking it up must not count as another stream's call.
         if key != StreamKey::FRESH {
-            self.last_slot = slot;
+            self.last = LastSet { key, slot, identity: self.streams[slot].identity };
         }
         slot
+    }
+
+    /// A new set of free lists for `key`, in the slot of a set no stream uses any more if there
+    /// is one (streams come and go; their slots do not pile up).
+    fn new_set(&mut self, key: StreamKey, publisher: Option<usize>) -> usize {
+        // The slot reused may be the cached one.
+        self.last = LastSet::default();
+        let lists = StreamFreeLists::new(key, publisher);
+        let reusable = |s: &StreamFreeLists| s.key == StreamKey::UNUSED || (s.key.is_retired() && s.free_bytes == 0);
+        // (A sealed set is never reused: its synchronisation will look for it.)
+        match self.streams.iter().position(reusable) {
+            Some(i) => {
+                self.streams[i] = lists;
+                i
+            }
+            None => {
+                self.streams.push(lists);
+                self.streams.len() - 1
+            }
+        }
+    }
+
+    /// Which stream filled the sets of `slot` (see `StreamOrder::identity`).
+    #[inline(always)]
+    pub fn identity(&self, slot: usize) -> u64 {
+        self.streams[slot].identity
+    }
+
+    /// Records which stream the sets of `slot` belong to, once the first call on it has asked.
+    pub fn set_identity(&mut self, slot: usize, identity: u64) {
+        self.streams[slot].identity = identity;
+        if self.last.slot == slot {
+            self.last.identity = identity;
+        }
+        if let Some(p) = self.streams[slot].published {
+            self.streams[p].identity = identity;
+        }
     }
 
     /// True while streams take turns on this pool (another stream called within the last
@@ -397,8 +461,8 @@ impl CoalescingPool {
             Some(p) => p,
             None => {
                 let key = self.streams[slot].key;
-                self.streams.push(StreamFreeLists::new(key, Some(slot)));
-                let p = self.streams.len() - 1;
+                let p = self.new_set(key, Some(slot));
+                self.streams[p].identity = self.streams[slot].identity;
                 self.streams[slot].published = Some(p);
                 p
             }
@@ -407,9 +471,11 @@ impl CoalescingPool {
         self.streams[slot].wanted = false;
     }
 
-    /// True when `slot`'s free blocks may go to another stream after a wait (or at once, if fresh).
+    /// True when `slot`'s free blocks may go to another stream after a wait (or at once, if fresh):
+    /// fresh memory, a published set, or the set of a retired stream.
     pub fn is_published(&self, slot: usize) -> bool {
-        self.streams[slot].key == StreamKey::FRESH || self.streams[slot].publisher.is_some()
+        let s = &self.streams[slot];
+        s.key == StreamKey::FRESH || s.publisher.is_some() || s.key.is_retired()
     }
 
     /// True while some stream has been asked to publish and has not yet: free memory that will
@@ -547,9 +613,13 @@ impl CoalescingPool {
             if !ordered || s.key == StreamKey::FRESH || (s.publisher.is_some() && s.key == key) {
                 return Some(i);
             }
-            if s.publisher.is_some() {
+            // A set waiting for a synchronisation can go to no stream before it.
+            if s.key.is_sealed() {
+                continue;
+            }
+            if s.publisher.is_some() || (s.key.is_retired() && !s.key.waits_for_sync()) {
                 found.get_or_insert(i);
-            } else {
+            } else if s.key.is_stream() {
                 s.wanted = true;
             }
         }
@@ -742,6 +812,10 @@ impl CoalescingPool {
         if in_caches != cached || cached != self.cached_blocks {
             return Err(format!("{cached} cached blocks, {in_caches} in caches, count {}", self.cached_blocks));
         }
-        Ok(())
+        let private_sets = self.streams.iter().filter(|s| s.key.is_stream() && s.publisher.is_none()).count();
+        if private_sets != self.stream_count {
+            return Err(format!("{private_sets} private sets of streams, count {}", self.stream_count));
+        }
+        self.check_set_links()
     }
 }

@@ -26,4 +26,7 @@ pub use coalescing_pool::{rounded_size, CoalescingPool, GRANULE};
 pub use segment_map::SegmentMap;
 pub use shard_map::ShardMap;
 pub use spin_lock::{RawSpinLock, SpinMutex};
-pub use stream_order::{current_thread_number, HostOrder, StreamKey, StreamOrder};
+pub use stream_order::{
+    current_thread_number, next_retirement_number, HostOrder, StreamKey, StreamOrder, IDENTITY_TRUSTED,
+    IDENTITY_UNKNOWN,
+};

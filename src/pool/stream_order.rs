@@ -5,15 +5,80 @@ use crate::error::Result;
 /// Identifies a stream to the pool. Handles of real streams are used as they are; the legacy
 /// default stream is 0; the per-thread default stream of each thread gets a key of its own (see
 /// [`StreamKey::per_thread`]) because the same handle names a different stream on every thread.
+///
+/// A handle names a stream only while that stream lives: the driver gives a destroyed stream's
+/// handle to the next stream it creates. The pool therefore never trusts a handle key beyond the
+/// stream's life: when a stream is retired (see [`StreamOrder::retire`]) or found replaced (see
+/// [`StreamOrder::identity`]), its free blocks move to a *retired* key that no live stream has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct StreamKey(pub usize);
 
 impl StreamKey {
     /// Low bits no real stream handle has (handles are aligned pointers), marking per-thread keys.
     const PER_THREAD_TAG: usize = 0b011;
+    /// Marks the keys of retired streams whose work a capture covers.
+    const RETIRED_AFTER_CAPTURE_TAG: usize = 0b101;
+    /// Marks the keys of retired streams whose work only a synchronisation of everything covers.
+    const RETIRED_AFTER_SYNC_TAG: usize = 0b001;
+    /// Marks the keys of free blocks sealed for a synchronisation in progress.
+    const SEALED_TAG: usize = 0b100;
+    const TAG_MASK: usize = 0b111;
 
     /// The owner of memory no stream has used yet (fresh chunks): any stream may take it at once.
     pub const FRESH: StreamKey = StreamKey(0b111);
+
+    /// The key of a set of free lists no stream owns any more: empty, and free to be reused.
+    pub const UNUSED: StreamKey = StreamKey(0b110);
+
+    /// A key no stream has, for the free blocks of a retired stream whose work up to its
+    /// retirement was captured (see [`StreamOrder::retire`]): another stream may take them after
+    /// waiting for that capture. `number` tells retirements apart (at least 1).
+    pub const fn retired_after_capture(number: usize) -> Self {
+        StreamKey((number << 3) | Self::RETIRED_AFTER_CAPTURE_TAG)
+    }
+
+    /// A key no stream has, for the free blocks of a stream that was destroyed without a capture
+    /// of its work: they become usable only after [`StreamOrder::synchronize_all`]. `number` tells
+    /// retirements apart (at least 1).
+    pub const fn retired_after_sync(number: usize) -> Self {
+        let number = if number == 0 { 1 } else { number };
+        StreamKey((number << 3) | Self::RETIRED_AFTER_SYNC_TAG)
+    }
+
+    /// The key of the free blocks a synchronisation in progress will cover: no stream may take
+    /// them until it has finished. `number` tells synchronisations apart (at least 1).
+    pub const fn sealed(number: usize) -> Self {
+        let number = if number == 0 { 1 } else { number };
+        StreamKey((number << 3) | Self::SEALED_TAG)
+    }
+
+    /// True for the key of blocks sealed for a synchronisation in progress.
+    pub const fn is_sealed(self) -> bool {
+        self.0 & Self::TAG_MASK == Self::SEALED_TAG && self.0 > Self::SEALED_TAG
+    }
+
+    /// True for the keys of retired streams (both kinds).
+    pub const fn is_retired(self) -> bool {
+        let tag = self.0 & Self::TAG_MASK;
+        tag == Self::RETIRED_AFTER_CAPTURE_TAG || (tag == Self::RETIRED_AFTER_SYNC_TAG && self.0 > 1)
+    }
+
+    /// True for the key of a retired stream whose blocks wait for a synchronisation of everything.
+    pub const fn waits_for_sync(self) -> bool {
+        self.0 & Self::TAG_MASK == Self::RETIRED_AFTER_SYNC_TAG && self.0 > 1
+    }
+
+    /// True for the key of a live stream that may be named in a call (not fresh memory, not a
+    /// retired stream, not an unused set).
+    pub const fn is_stream(self) -> bool {
+        !self.is_retired() && !self.is_sealed() && self.0 != Self::FRESH.0 && self.0 != Self::UNUSED.0
+    }
+
+    /// True for a key whose handle may be given to another stream after this one is destroyed:
+    /// a real stream's handle (not a default stream, not a synthetic key).
+    pub const fn is_reusable_handle(self) -> bool {
+        self.0 != 0 && self.0 & Self::TAG_MASK == 0
+    }
 
     /// The key of the per-thread default stream of thread number `thread`.
     pub const fn per_thread(thread: usize) -> Self {
@@ -55,6 +120,22 @@ pub fn current_thread_number() -> usize {
     NUMBER.try_with(|n| *n).unwrap_or_else(|_| NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
+/// What [`StreamOrder::identity`] returns for a key that names one stream for as long as the pool
+/// may hear of it (a default stream, a stream whose destruction is announced to the pool): the
+/// pool never asks again.
+pub const IDENTITY_TRUSTED: u64 = 0;
+
+/// The identity of a set of free lists before the first call on its stream established it.
+pub const IDENTITY_UNKNOWN: u64 = u64::MAX;
+
+/// A number unique to each retirement, for [`StreamKey::retired_after_capture`] and
+/// [`StreamKey::retired_after_sync`].
+pub fn next_retirement_number() -> usize {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static NEXT: AtomicUsize = AtomicUsize::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
 /// Orders work between streams so a block freed on one stream can be handed to another.
 ///
 /// The pool never touches a stream the current call does not name: a stream that freed blocks may
@@ -63,13 +144,19 @@ pub fn current_thread_number() -> usize {
 /// alive) and captures all work enqueued on it so far; [`wait`](Self::wait) runs inside a call on
 /// the taking stream and makes it wait for what was captured. Neither runs per allocation; `record`
 /// runs per free only where several streams share the blocks (see `PoolMemoryResource`).
+///
+/// A handle may name several streams over time (see [`StreamKey`]), so a capture belongs to the
+/// stream `identity` names (see [`identity`](Self::identity)): a wait for another identity's
+/// capture must fail, since the handle's last capture then covers some other stream's work.
 pub trait StreamOrder: Send + Sync {
-    /// Captures all work enqueued on `owner` so far. Called only from a call on `owner`.
-    fn record(&self, owner: StreamKey) -> Result<()>;
+    /// Captures all work enqueued on `owner` (the stream `identity` names) so far. Called only
+    /// from a call on `owner`.
+    fn record(&self, owner: StreamKey, identity: u64) -> Result<()>;
 
-    /// Makes work enqueued on `waiter` from now on wait for what the last `record(owner)` captured.
-    /// Called only from a call on `waiter`, after `record(owner)` succeeded.
-    fn wait(&self, owner: StreamKey, waiter: StreamKey) -> Result<()>;
+    /// Makes work enqueued on `waiter` from now on wait for what the last `record(owner, identity)`
+    /// captured; an error when the last capture on `owner` was of another identity. Called only
+    /// from a call on `waiter`, after `record(owner, identity)` succeeded.
+    fn wait(&self, owner: StreamKey, identity: u64, waiter: StreamKey) -> Result<()>;
 
     /// Blocks until all work that may use the pool's memory has finished, on every stream,
     /// destroyed ones included.
@@ -80,6 +167,30 @@ pub trait StreamOrder: Send + Sync {
     fn is_needed(&self) -> bool {
         true
     }
+
+    /// Which stream `key` names now: [`IDENTITY_TRUSTED`] when the key cannot name another stream
+    /// without the pool being told first (see [`retire`](Self::retire)), else a number the driver
+    /// never gives two streams (never [`IDENTITY_UNKNOWN`]). `known` is what the last answer for
+    /// this key's sets was (or [`IDENTITY_UNKNOWN`]); an implementation may return it as soon as
+    /// it sees the same stream. The pool asks when a stream first uses a set of free lists, and
+    /// again on each allocation from the sets of a stream that is not trusted; a different answer
+    /// means the stream was destroyed and its handle reused, and the old stream's blocks then wait
+    /// for [`synchronize_all`](Self::synchronize_all). Called only from a call on `key`.
+    fn identity(&self, _key: StreamKey, _known: u64) -> u64 {
+        IDENTITY_TRUSTED
+    }
+
+    /// `owner` is about to be destroyed (it is still alive): capture all work enqueued on it, so
+    /// that a later [`wait`](Self::wait) for `retired` (a key no stream has) orders the waiter
+    /// after it, and forget `owner`'s own capture (a new stream may get its handle). An error
+    /// leaves nothing captured; the pool then makes the blocks wait for a synchronisation.
+    fn retire(&self, _owner: StreamKey, _retired: StreamKey) -> Result<()> {
+        Err(crate::error::Error::InvalidArgument("this stream order cannot capture a retiring stream".into()))
+    }
+
+    /// Drops the captures of retired keys for which `still_needed` is false (their blocks were all
+    /// taken).
+    fn forget_retired(&self, _still_needed: &dyn Fn(StreamKey) -> bool) {}
 }
 
 /// For memory only the host uses: host code runs in program order, so there is nothing to order.
@@ -87,10 +198,10 @@ pub trait StreamOrder: Send + Sync {
 pub struct HostOrder;
 
 impl StreamOrder for HostOrder {
-    fn record(&self, _owner: StreamKey) -> Result<()> {
+    fn record(&self, _owner: StreamKey, _identity: u64) -> Result<()> {
         Ok(())
     }
-    fn wait(&self, _owner: StreamKey, _waiter: StreamKey) -> Result<()> {
+    fn wait(&self, _owner: StreamKey, _identity: u64, _waiter: StreamKey) -> Result<()> {
         Ok(())
     }
     fn synchronize_all(&self) -> Result<()> {
@@ -98,5 +209,8 @@ impl StreamOrder for HostOrder {
     }
     fn is_needed(&self) -> bool {
         false
+    }
+    fn retire(&self, _owner: StreamKey, _retired: StreamKey) -> Result<()> {
+        Ok(())
     }
 }

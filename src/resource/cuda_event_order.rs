@@ -1,28 +1,51 @@
 //! [`StreamOrder`] for device memory: one CUDA event per stream, recorded when the pool publishes
 //! that stream's free blocks.
 
-use crate::driver::{check, ensure_context};
+use crate::driver::{current_context, stream_id, synchronize_context};
 use crate::error::{Error, Result};
 use crate::event::CudaEvent;
-use crate::pool::{StreamKey, StreamOrder};
+use crate::pool::{next_retirement_number, StreamKey, StreamOrder, IDENTITY_TRUSTED, IDENTITY_UNKNOWN};
 use crate::stream::CudaStreamView;
-use cudarc::driver::sys;
 use parking_lot::Mutex;
 use std::collections::HashMap;
+use std::sync::OnceLock;
 
 /// Orders streams with lazily created events, recorded when the pool publishes a stream's free
 /// blocks: on every free in a pool shard several streams share (as RMM does), else only at the
 /// owner's next call after another stream asked for its blocks, which covers every free enqueued
-/// before it.
+/// before it. A retiring stream's last event is filed under its retired key.
+///
+/// Streams created by this library are trusted by handle (their destruction is announced, see
+/// [`crate::stream_registry`]); any other stream is known by the driver's unique stream id too.
+///
+/// The pool's device is the one whose context was current when the order first needed one (the
+/// pool's construction, for a pool with an initial size): its synchronisations wait for that
+/// context, whichever device is current when they happen.
 #[derive(Default)]
 pub struct CudaEventOrder {
-    events: Mutex<HashMap<StreamKey, CudaEvent>>,
+    events: Mutex<HashMap<StreamKey, Capture>>,
+    context: OnceLock<usize>,
+}
+
+/// A stream's event and the identity of the stream it last captured.
+struct Capture {
+    event: CudaEvent,
+    identity: u64,
 }
 
 impl CudaEventOrder {
     /// An order with no events yet.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Notes the current context as the pool's, the first time one is current.
+    fn note_context(&self) {
+        if self.context.get().is_none() {
+            if let Ok(context) = current_context() {
+                let _ = self.context.set(context);
+            }
+        }
     }
 }
 
@@ -36,25 +59,67 @@ fn view_of(key: StreamKey) -> CudaStreamView {
 }
 
 impl StreamOrder for CudaEventOrder {
-    fn record(&self, owner: StreamKey) -> Result<()> {
+    fn record(&self, owner: StreamKey, identity: u64) -> Result<()> {
+        self.note_context();
         let mut events = self.events.lock();
-        let event = match events.entry(owner) {
+        let capture = match events.entry(owner) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::hash_map::Entry::Vacant(v) => v.insert(CudaEvent::new()?),
+            std::collections::hash_map::Entry::Vacant(v) => v.insert(Capture { event: CudaEvent::new()?, identity }),
         };
-        event.record(view_of(owner))
+        // Until the record succeeds, the event holds no capture of this identity.
+        capture.identity = IDENTITY_UNKNOWN;
+        capture.event.record(view_of(owner))?;
+        capture.identity = identity;
+        Ok(())
     }
 
-    fn wait(&self, owner: StreamKey, waiter: StreamKey) -> Result<()> {
+    fn wait(&self, owner: StreamKey, identity: u64, waiter: StreamKey) -> Result<()> {
         match self.events.lock().get(&owner) {
-            Some(event) => event.wait_on(view_of(waiter)),
+            Some(capture) if capture.identity == identity => capture.event.wait_on(view_of(waiter)),
+            Some(_) => Err(Error::InvalidArgument(format!(
+                "the last event on stream {:#x} was recorded for another stream with that handle",
+                owner.0
+            ))),
             None => Err(Error::InvalidArgument(format!("no event was recorded for stream {:#x}", owner.0))),
         }
     }
 
     fn synchronize_all(&self) -> Result<()> {
-        ensure_context()?;
-        // SAFETY: a context is current.
-        check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize")
+        self.note_context();
+        synchronize_context(*self.context.get().ok_or_else(|| Error::NoDriver("no context to synchronise".into()))?)
+    }
+
+    fn identity(&self, key: StreamKey, known: u64) -> u64 {
+        if !key.is_reusable_handle() {
+            return IDENTITY_TRUSTED;
+        }
+        // The top bit keeps a driver id apart from IDENTITY_TRUSTED (0).
+        let Ok(id) = stream_id(key.0).map(|id| id | 1 << 63) else {
+            // No answer (a handle the driver does not know): an identity no other call gets, so
+            // the stream's blocks are never taken on trust.
+            return next_retirement_number() as u64 | 1 << 62;
+        };
+        if id == known {
+            id
+        } else if crate::stream_registry::is_registered(key.0) {
+            IDENTITY_TRUSTED
+        } else {
+            id
+        }
+    }
+
+    fn retire(&self, owner: StreamKey, retired: StreamKey) -> Result<()> {
+        let mut events = self.events.lock();
+        let event = match events.remove(&owner) {
+            Some(capture) => capture.event,
+            None => CudaEvent::new()?,
+        };
+        event.record(view_of(owner))?;
+        events.insert(retired, Capture { event, identity: IDENTITY_TRUSTED });
+        Ok(())
+    }
+
+    fn forget_retired(&self, still_needed: &dyn Fn(StreamKey) -> bool) {
+        self.events.lock().retain(|&key, _| !key.is_retired() || still_needed(key));
     }
 }

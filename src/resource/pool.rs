@@ -11,6 +11,10 @@ use crate::stream::CudaStreamView;
 use crate::PoolState;
 use parking_lot::{Mutex, RwLock};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+mod stream_identity;
+mod synchronisation;
 
 /// Default number of shards: shard 0 plus 31 for streams spread off it, so up to 32 threads that
 /// each use their own stream never meet on a lock. Two streams meeting on one shard cost more
@@ -49,9 +53,11 @@ struct Shard(SpinMutex<CoalescingPool>);
 /// the pool: memory is reused before the upstream is asked for more, as in RMM's pool.
 ///
 /// Streams may be destroyed while the pool holds blocks freed on them: the pool only ever records
-/// on a stream during a call that names it.
+/// on a stream during a call that names it, and a stream that gets a destroyed stream's handle
+/// never takes that stream's blocks without waiting for its work (see
+/// [`crate::stream_registry`]).
 pub struct PoolMemoryResource<U: MemoryResource> {
-    shards: Box<[Shard]>,
+    shards: Arc<[Shard]>,
     shard_map: ShardMap,
     /// Which shard owns which range: for frees on a stream of another shard.
     segments: RwLock<SegmentMap>,
@@ -61,9 +67,13 @@ pub struct PoolMemoryResource<U: MemoryResource> {
     /// growing at once never pass `maximum_size` together.
     pool_size: AtomicUsize,
     upstream: U,
-    order: Box<dyn StreamOrder>,
+    order: Arc<dyn StreamOrder>,
     ordered: bool,
     maximum_size: Option<usize>,
+    /// One synchronisation of everything at a time (see `synchronisation.rs`).
+    sync_lock: Mutex<()>,
+    /// Keeps the pool among those told of retiring streams (pools that order streams only).
+    _tenancy: Option<crate::stream_registry::Tenancy>,
 }
 
 impl<U: MemoryResource> PoolMemoryResource<U> {
@@ -119,8 +129,11 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             )));
         }
         let ordered = order.is_needed();
+        let order: Arc<dyn StreamOrder> = Arc::from(order);
+        let shard_list: Arc<[Shard]> = (0..shards).map(|_| Shard(SpinMutex::new(CoalescingPool::new()))).collect();
+        let tenancy = ordered.then(|| stream_identity::announce_retiring_streams(&shard_list, &order));
         let pool = PoolMemoryResource {
-            shards: (0..shards).map(|_| Shard(SpinMutex::new(CoalescingPool::new()))).collect(),
+            shards: shard_list,
             shard_map: ShardMap::new(shards),
             segments: RwLock::new(SegmentMap::new()),
             upstream_chunks: Mutex::new(Vec::new()),
@@ -129,6 +142,8 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             order,
             ordered,
             maximum_size,
+            sync_lock: Mutex::new(()),
+            _tenancy: tenancy,
         };
         if initial_size > 0 {
             let ptr = pool.upstream.allocate(initial_size, GRANULE, CudaStreamView::DEFAULT)?;
@@ -253,7 +268,11 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     #[cold]
     #[inline(never)]
     fn publish(&self, core: &mut CoalescingPool, slot: usize) {
-        match self.order.record(core.key_of(slot)) {
+        // A capture on the handle would not cover a destroyed stream that had it before.
+        if !self.identity_holds(core, slot) {
+            return;
+        }
+        match self.order.record(core.key_of(slot), core.identity(slot)) {
             Ok(()) => core.publish(slot),
             Err(_) => core.clear_wanted(slot),
         }
@@ -267,7 +286,11 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         if !self.ordered || owner == StreamKey::FRESH {
             return true;
         }
-        core.is_published(d) && (owner == key || self.order.wait(owner, key).is_ok())
+        // No capture covers a replaced stream's work, nor sealed blocks: only a synchronisation.
+        if owner.waits_for_sync() || owner.is_sealed() {
+            return false;
+        }
+        core.is_published(d) && (owner == key || self.order.wait(owner, core.identity(d), key).is_ok())
     }
 
     /// Steps 1 and 2 of the slow path, inside one shard: a fitting block of fresh memory or of a
@@ -285,7 +308,14 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         // Only the fitting block is taken: the rest of the set stays where every stream can reach it.
         if let Some(d) = core.find_donor(slot, size, align, self.ordered) {
             if self.usable_now(core, d, key) {
-                if let Some(a) = core.allocate(d, bytes, size, align) {
+                // A retired stream will not come back for the rest: this stream takes it all.
+                let from = if core.key_of(d).is_retired() {
+                    core.merge_into(d, slot);
+                    slot
+                } else {
+                    d
+                };
+                if let Some(a) = core.allocate(from, bytes, size, align) {
                     return Some(a);
                 }
             }
@@ -329,11 +359,17 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             Ok(a) => return Ok(a as *mut u8),
             Err(asked) => pending |= asked,
         }
-        // 4. More memory from the upstream.
+        // 4. Free memory of replaced streams, which waits for a synchronisation: before growing.
+        if self.ordered && self.free_bytes_waiting_for_sync() >= needed {
+            if let Some(a) = self.allocate_after_sync(home, bytes, size, align, needed) {
+                return Ok(a as *mut u8);
+            }
+        }
+        // 5. More memory from the upstream.
         {
             let mut core = self.shards[home].0.lock();
             if self.grow(home, &mut core, key, stream, needed, pending)? {
-                let slot = core.slot_of(key);
+                let slot = self.own_slot(&mut core, key);
                 if let Some(a) = core.allocate(slot, bytes, size, align) {
                     // The rest of the new chunk is of no use to this stream's queued work: while
                     // streams take turns, offer it to them at once (as RMM's free lists are), so
@@ -345,12 +381,15 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
                 }
             }
         }
-        // 5. Once no stream (destroyed ones included) has work pending, every free block is fresh:
+        // 6. Once no stream (destroyed ones included) has work pending, every free block is fresh:
         //    coalesce them all, rejoin ranges split between shards, and look again.
-        if self.order.synchronize_all().is_ok() {
-            if let Some(a) = self.allocate_after_sync(home, bytes, size, align, needed) {
-                return Ok(a as *mut u8);
-            }
+        if let Some(a) = self.allocate_after_sync(home, bytes, size, align, needed) {
+            return Ok(a as *mut u8);
+        }
+        // 7. Blocks freed while the synchronisation ran stay with their streams until asked for;
+        //    the streams just asked publish them at their next call, which other threads make soon.
+        if let Some(a) = self.allocate_once_published(home, key, bytes, size, align, needed) {
+            return Ok(a as *mut u8);
         }
         let pool_size = self.pool_size();
         let reason = match self.maximum_size {
@@ -387,9 +426,14 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
                 asked |= core.has_wanted();
                 let Some(d) = found else { continue };
                 let owner = core.key_of(d);
+                // This stream's own published set here, filled perhaps by a destroyed stream that
+                // had the same handle.
+                if owner == key && key != StreamKey::FRESH && !self.identity_holds(&mut core, d) {
+                    continue;
+                }
                 if self.ordered && owner != StreamKey::FRESH && owner != key {
                     // FRESH names no stream that could wait (the search after a synchronisation).
-                    if key == StreamKey::FRESH || self.order.wait(owner, key).is_err() {
+                    if key == StreamKey::FRESH || self.order.wait(owner, core.identity(d), key).is_err() {
                         continue;
                     }
                 }
@@ -402,7 +446,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             // Fresh memory stays fresh; anything else now belongs to `key`, which waited for it.
             let owner = if owner == StreamKey::FRESH || !self.ordered { StreamKey::FRESH } else { key };
             self.adopt(home, &mut core, addr, len, owner);
-            let slot = core.slot_of(key);
+            let slot = if key == StreamKey::FRESH { core.slot_of(key) } else { self.own_slot(&mut core, key) };
             if let Some(a) = core.allocate(slot, bytes, size, align) {
                 return Ok(a);
             }
@@ -411,62 +455,6 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             }
         }
         Err(asked)
-    }
-
-    /// Step 5: called after a context-wide synchronisation. Every shard's free blocks become fresh;
-    /// the home shard then allocates, or takes a range from another shard, or, as a last resort,
-    /// takes back every range that is wholly free in any shard, rejoined where they touch.
-    fn allocate_after_sync(
-        &self,
-        home: usize,
-        bytes: usize,
-        size: usize,
-        align: usize,
-        needed: usize,
-    ) -> Option<usize> {
-        for shard in self.shards.iter() {
-            let mut core = shard.0.lock();
-            let fresh = core.slot_of(StreamKey::FRESH);
-            for d in core.streams_with_free_memory(fresh) {
-                core.merge_into(d, fresh);
-            }
-        }
-        {
-            let mut core = self.shards[home].0.lock();
-            let fresh = core.slot_of(StreamKey::FRESH);
-            if let Some(a) = core.allocate(fresh, bytes, size, align) {
-                return Some(a);
-            }
-        }
-        if let Ok(a) = self.allocate_from_other_shards(home, StreamKey::FRESH, bytes, size, align, needed) {
-            return Some(a);
-        }
-        if self.shards.len() == 1 {
-            return None;
-        }
-        // Lock every shard in index order (no other lock is held), so no two threads deadlock.
-        let mut guards: Vec<_> = self.shards.iter().map(|s| s.0.lock()).collect();
-        let mut ranges = Vec::new();
-        for core in guards.iter_mut() {
-            let fresh = core.slot_of(StreamKey::FRESH);
-            ranges.extend(core.detach_whole_free_chunks(fresh));
-        }
-        ranges.sort_unstable();
-        let starts: Vec<usize> = self.upstream_chunks.lock().iter().map(|&(a, _)| a).collect();
-        let mut joined: Vec<(usize, usize)> = Vec::with_capacity(ranges.len());
-        for (addr, len) in ranges {
-            match joined.last_mut() {
-                // Never across the boundary of two upstream allocations: each goes back alone.
-                Some((a, l)) if *a + *l == addr && !starts.contains(&addr) && *l + len <= MAX_BLOCK_BYTES => *l += len,
-                _ => joined.push((addr, len)),
-            }
-        }
-        let core = &mut guards[home];
-        for (addr, len) in joined {
-            self.adopt(home, core, addr, len, StreamKey::FRESH);
-        }
-        let fresh = core.slot_of(StreamKey::FRESH);
-        core.allocate(fresh, bytes, size, align)
     }
 
     /// Takes a chunk of at least `needed` bytes from the upstream for shard `home`, sized as RMM's
@@ -556,7 +544,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         let size = rounded_size(bytes)?;
         let key = StreamKey::from_view(stream);
         let mut core = self.lock_home(self.shard_map.shard(key), key);
-        let slot = core.slot_of(key);
+        let slot = self.own_slot(&mut core, key);
         if core.is_wanted(slot) {
             self.publish(&mut core, slot);
         }
@@ -597,7 +585,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     fn deallocate_at_home(&self, ptr: *mut u8, bytes: usize, stream: CudaStreamView) -> bool {
         let key = StreamKey::from_view(stream);
         let mut core = self.lock_home(self.shard_map.shard(key), key);
-        let slot = core.slot_of(key);
+        let slot = self.slot_for_free(&mut core, key);
         if !matches!(core.try_deallocate(ptr as usize, bytes, slot), Some(Ok(()))) {
             return false;
         }
@@ -628,7 +616,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         let home = self.shard_map.shard(key);
         {
             let mut core = self.shards[home].0.lock();
-            let slot = core.slot_of(key);
+            let slot = self.slot_for_free(&mut core, key);
             if let Some(freed) = core.try_deallocate(ptr as usize, bytes, slot) {
                 if freed.is_ok() {
                     self.publish_after_free(&mut core, slot);
@@ -650,7 +638,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             return Err(Error::Misuse(crate::error::Misuse::UnknownPointer { ptr }));
         };
         let mut core = self.shards[shard].0.lock();
-        let slot = core.slot_of(key);
+        let slot = self.slot_for_free(&mut core, key);
         core.deallocate(ptr, bytes, slot).map_err(Error::Misuse)?;
         if shard != home && self.ordered {
             self.publish(&mut core, slot);

@@ -3,6 +3,27 @@
 #![allow(dead_code)]
 
 use rmm::{CudaStreamView, MemoryResource};
+
+/// A driver call's success, for `assert_eq!` in GPU tests.
+pub const CU_OK: cudarc::driver::sys::CUresult = cudarc::driver::sys::CUresult::CUDA_SUCCESS;
+
+/// True where a CUDA device is; elsewhere prints the reason a GPU test skips.
+pub fn gpu() -> bool {
+    if rmm::cuda_available() {
+        true
+    } else {
+        println!("skipped: no CUDA device");
+        false
+    }
+}
+
+/// One allocation of 1 MiB and its free succeed on the legacy default stream: the resource kept
+/// working after whatever the test did to it.
+pub fn device_keeps_working(r: &dyn MemoryResource) {
+    let p = r.allocate(1 << 20, 256, CudaStreamView::DEFAULT).unwrap();
+    assert_eq!(p as usize % 256, 0);
+    r.deallocate(p, 1 << 20, 256, CudaStreamView::DEFAULT).unwrap();
+}
 use std::collections::BTreeMap;
 
 /// SplitMix64: small, fast, and reproducible from a printed seed.

@@ -88,10 +88,10 @@ enum Upstream {
 struct SimulatedDeviceOrder;
 
 impl StreamOrder for SimulatedDeviceOrder {
-    fn record(&self, _owner: StreamKey) -> rmm::Result<()> {
+    fn record(&self, _owner: StreamKey, _identity: u64) -> rmm::Result<()> {
         Ok(())
     }
-    fn wait(&self, _owner: StreamKey, _waiter: StreamKey) -> rmm::Result<()> {
+    fn wait(&self, _owner: StreamKey, _identity: u64, _waiter: StreamKey) -> rmm::Result<()> {
         Ok(())
     }
     fn synchronize_all(&self) -> rmm::Result<()> {

@@ -1,0 +1,181 @@
+//! Retired streams: a stream's free blocks outlive its handle.
+//!
+//! The driver gives a destroyed stream's handle to the next stream it creates, so the sets of free
+//! lists keyed by a handle must not pass to whichever stream holds the handle next. When a stream
+//! is retired (its destruction announced while it was alive) or found replaced (a different
+//! identity behind the same handle), its private, cached and published free blocks move to one set
+//! under a retired key that no stream has. Other streams take them like a published set: after
+//! waiting for the capture of the retired stream's work, or, when no capture could be made, only
+//! after a synchronisation of everything. The emptied sets are reused by the streams that come
+//! next, so slots do not pile up as streams come and go.
+
+use super::{CoalescingPool, StreamFreeLists};
+use crate::pool::stream_order::{next_retirement_number, StreamKey, IDENTITY_TRUSTED};
+
+/// Sets of retired streams whose work a capture covers, at most, per pool: beyond it the oldest
+/// waits for a synchronisation instead, so sets do not pile up while fresh memory lasts (a stream
+/// short of memory takes fresh memory before a retired stream's, to wait for nothing).
+const MAX_CAPTURED_SETS: usize = 8;
+
+impl CoalescingPool {
+    /// The identity of `key`'s sets here (see `StreamOrder::identity`), if it has any.
+    pub fn identity_of_key(&self, key: StreamKey) -> Option<u64> {
+        self.private_slot(key).map(|slot| self.streams[slot].identity)
+    }
+
+    fn private_slot(&self, key: StreamKey) -> Option<usize> {
+        self.streams.iter().position(|s| s.key == key && s.publisher.is_none())
+    }
+
+    /// Moves every free block of `key`'s sets (private, cached and published) to one set of key
+    /// `retired`, which no stream has (see [`StreamKey::retired_after_capture`]); the emptied sets
+    /// are left for reuse. True when the retired set holds free memory (false also when `key` had
+    /// no sets here). The caller must have captured the stream's work under `retired`, or
+    /// `retired` must wait for a synchronisation.
+    pub fn retire_key(&mut self, key: StreamKey, retired: StreamKey) -> bool {
+        debug_assert!(key.is_stream() && key != StreamKey(0) && retired.is_retired());
+        let Some(private) = self.private_slot(key) else {
+            return false;
+        };
+        // The cached set may be among those that change hands.
+        self.last = super::LastSet::default();
+        self.flush_caches();
+        if let Some(published) = self.streams[private].published.take() {
+            self.merge_into(published, private);
+            self.streams[published] = StreamFreeLists::new(StreamKey::UNUSED, None);
+        }
+        self.stream_count -= 1;
+        if self.streams[private].free_bytes == 0 {
+            self.streams[private] = StreamFreeLists::new(StreamKey::UNUSED, None);
+            return false;
+        }
+        let lists = &mut self.streams[private];
+        lists.key = retired;
+        lists.wanted = false;
+        lists.identity = IDENTITY_TRUSTED;
+        if retired.waits_for_sync() {
+            self.join_the_set_waiting_for_sync(private);
+        } else {
+            self.limit_captured_sets();
+        }
+        true
+    }
+
+    /// All sets that wait for a synchronisation are alike: one per pool holds them.
+    fn join_the_set_waiting_for_sync(&mut self, slot: usize) {
+        let other = self.streams.iter().enumerate().position(|(i, s)| i != slot && s.key.waits_for_sync());
+        if let Some(target) = other {
+            self.merge_into(slot, target);
+            self.streams[slot] = StreamFreeLists::new(StreamKey::UNUSED, None);
+        }
+    }
+
+    /// Keeps at most [`MAX_CAPTURED_SETS`] sets whose capture may be waited for: the oldest
+    /// (lowest retirement number) waits for a synchronisation instead.
+    fn limit_captured_sets(&mut self) {
+        let captured = |s: &StreamFreeLists| s.key.is_retired() && !s.key.waits_for_sync() && s.free_bytes > 0;
+        while self.streams.iter().filter(|s| captured(s)).count() > MAX_CAPTURED_SETS {
+            let Some(oldest) =
+                (0..self.streams.len()).filter(|&i| captured(&self.streams[i])).min_by_key(|&i| self.streams[i].key.0)
+            else {
+                return;
+            };
+            self.streams[oldest].key = StreamKey::retired_after_sync(next_retirement_number());
+            self.join_the_set_waiting_for_sync(oldest);
+        }
+    }
+
+    /// The retired keys whose sets still hold free memory here.
+    pub fn retired_keys_in_use(&self, out: &mut Vec<StreamKey>) {
+        out.extend(self.streams.iter().filter(|s| s.key.is_retired() && s.free_bytes > 0).map(|s| s.key));
+    }
+
+    /// Moves every free block (of every set but fresh memory) to one set of key `sealed`, which no
+    /// stream may take from: what a synchronisation that starts now will cover.
+    pub fn seal(&mut self, sealed: StreamKey) {
+        debug_assert!(sealed.is_sealed());
+        self.last = super::LastSet::default();
+        self.flush_caches();
+        let target = self.new_set(sealed, None);
+        for d in 0..self.streams.len() {
+            let key = self.streams[d].key;
+            // Another synchronisation's sealed blocks stay its own.
+            let movable = key != StreamKey::FRESH && key != StreamKey::UNUSED && !key.is_sealed();
+            if d != target && movable && self.streams[d].free_bytes > 0 {
+                self.merge_into(d, target);
+                if !key.is_stream() {
+                    // A retired or sealed set now empty: left for reuse.
+                    self.streams[d] = StreamFreeLists::new(StreamKey::UNUSED, None);
+                }
+            }
+        }
+        if self.streams[target].free_bytes == 0 {
+            self.streams[target] = StreamFreeLists::new(StreamKey::UNUSED, None);
+        }
+    }
+
+    /// After the synchronisation that `sealed` waited for: its blocks become fresh memory, or, if
+    /// the synchronisation failed, wait for the next one.
+    pub fn unseal(&mut self, sealed: StreamKey, synced: bool) {
+        let Some(slot) = self.streams.iter().position(|s| s.key == sealed) else {
+            return;
+        };
+        self.last = super::LastSet::default();
+        if synced {
+            let fresh = self.slot_of(StreamKey::FRESH);
+            self.merge_into(slot, fresh);
+            self.streams[slot] = StreamFreeLists::new(StreamKey::UNUSED, None);
+        } else {
+            self.streams[slot].key = StreamKey::retired_after_sync(next_retirement_number());
+            self.join_the_set_waiting_for_sync(slot);
+        }
+    }
+
+    /// Sets of free lists in use: those of streams (private and published, empty or not), and
+    /// those of retired streams and fresh memory that hold free memory.
+    pub fn sets_in_use(&self) -> usize {
+        self.streams.iter().filter(|s| s.key.is_stream() || s.free_bytes > 0).count()
+    }
+
+    /// Free bytes that only a synchronisation of everything can hand to a stream: the blocks of
+    /// streams that were replaced without a capture of their work.
+    pub fn free_bytes_waiting_for_sync(&self) -> usize {
+        self.streams.iter().filter(|s| s.key.waits_for_sync()).map(|s| s.free_bytes).sum()
+    }
+
+    /// A set's place among the others, for `check_invariants`.
+    pub(super) fn check_set_links(&self) -> Result<(), String> {
+        for (i, s) in self.streams.iter().enumerate() {
+            let describe = || format!("set {i} ({:#x})", s.key.0);
+            if s.key == StreamKey::UNUSED || s.key.is_retired() || s.key.is_sealed() {
+                if s.publisher.is_some() || s.published.is_some() || s.wanted {
+                    return Err(format!("{} is unused or retired but linked or wanted", describe()));
+                }
+                if s.key == StreamKey::UNUSED && s.free_bytes != 0 {
+                    return Err(format!("{} is unused but holds {} free bytes", describe(), s.free_bytes));
+                }
+                if s.cache_len.iter().any(|&n| n != 0) {
+                    return Err(format!("{} is unused or retired but caches blocks", describe()));
+                }
+            }
+            if let Some(p) = s.published {
+                let back = self.streams.get(p).and_then(|q| q.publisher);
+                if back != Some(i) || self.streams[p].key != s.key {
+                    return Err(format!(
+                        "{} names set {p} as its published set, which does not name it back",
+                        describe()
+                    ));
+                }
+            }
+            if let Some(p) = s.publisher {
+                if self.streams.get(p).and_then(|q| q.published) != Some(i) {
+                    return Err(format!(
+                        "{} names set {p} as its private set, which does not name it back",
+                        describe()
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}

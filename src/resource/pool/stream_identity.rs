@@ -1,0 +1,149 @@
+//! Which stream a handle names: the pool's defence against handle reuse.
+//!
+//! A set of free lists is keyed by a stream's handle, and the driver gives a destroyed stream's
+//! handle to the next stream it creates. Two guards keep the next stream from taking blocks that
+//! the destroyed stream's queued work may still write:
+//!
+//! 1. Streams this library creates announce their destruction while still alive
+//!    ([`crate::stream_registry::retire_stream`]): the pool captures their work (an event) and
+//!    moves their free blocks to a retired key, taken by others after waiting for that capture.
+//!    Their sets are *trusted*: the fast paths spend one comparison on it.
+//! 2. Every other stream's sets remember the driver's unique id of the stream that filled them.
+//!    Before a stream takes from its own sets without waiting (its allocations, and a capture on
+//!    its handle for others), the pool compares that id with the stream's id now (one
+//!    `cuStreamGetId` per allocation on such a stream; frees never ask). A different id means the
+//!    old stream is gone: its blocks move to a retired key that waits for a synchronisation of
+//!    everything, which the pool makes before it would grow by as much.
+
+use super::{PoolMemoryResource, Shard};
+use crate::pool::{next_retirement_number, CoalescingPool, StreamKey, StreamOrder, IDENTITY_TRUSTED, IDENTITY_UNKNOWN};
+use crate::resource::MemoryResource;
+use crate::stream_registry::{add_tenant, StreamTenant, Tenancy};
+use std::sync::{Arc, Weak};
+
+impl<U: MemoryResource> PoolMemoryResource<U> {
+    /// The slot of `key`'s own free lists in `core`, for a call on `key` that takes from them
+    /// without waiting: checked to belong to the stream that `key` names now.
+    #[inline(always)]
+    pub(super) fn own_slot(&self, core: &mut CoalescingPool, key: StreamKey) -> usize {
+        let (slot, identity) = core.slot_and_identity_of(key);
+        if identity == IDENTITY_TRUSTED {
+            return slot;
+        }
+        self.own_slot_checked(core, key, slot)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn own_slot_checked(&self, core: &mut CoalescingPool, key: StreamKey, slot: usize) -> usize {
+        if self.identity_holds(core, slot) {
+            return slot;
+        }
+        // The old stream's sets are retired: a new set for the stream the handle names now.
+        let slot = core.slot_of(key);
+        let identity = self.order.identity(key, IDENTITY_UNKNOWN);
+        core.set_identity(slot, identity);
+        slot
+    }
+
+    /// The slot of `key`'s own free lists for a free on `key`. Frees do not check the identity of
+    /// an established set (a block freed into a replaced stream's set only waits longer); a new
+    /// set learns whose it is.
+    #[inline(always)]
+    pub(super) fn slot_for_free(&self, core: &mut CoalescingPool, key: StreamKey) -> usize {
+        let (slot, identity) = core.slot_and_identity_of(key);
+        if identity == IDENTITY_UNKNOWN {
+            self.learn_identity(core, slot);
+        }
+        slot
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn learn_identity(&self, core: &mut CoalescingPool, slot: usize) {
+        let identity = self.order.identity(core.key_of(slot), IDENTITY_UNKNOWN);
+        core.set_identity(slot, identity);
+    }
+
+    /// True when the sets of `slot` (private, or the published set of the calling stream) were
+    /// filled by the stream its key names now. Otherwise that stream was destroyed and its handle
+    /// reused: its sets in `core` are retired, to wait for a synchronisation of everything, and
+    /// `slot` no longer belongs to the key.
+    #[inline(always)]
+    pub(super) fn identity_holds(&self, core: &mut CoalescingPool, slot: usize) -> bool {
+        core.identity(slot) == IDENTITY_TRUSTED || self.check_identity(core, slot)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn check_identity(&self, core: &mut CoalescingPool, slot: usize) -> bool {
+        let key = core.key_of(slot);
+        let known = core.identity(slot);
+        let now = self.order.identity(key, known);
+        if known == IDENTITY_UNKNOWN || known == now {
+            core.set_identity(slot, now);
+            return true;
+        }
+        core.retire_key(key, StreamKey::retired_after_sync(next_retirement_number()));
+        false
+    }
+
+    /// Sets of free lists in use in all shards (see `CoalescingPool::sets_in_use`): bounded by the
+    /// streams in use, however many came and went; for tests and monitoring.
+    pub fn sets_in_use(&self) -> usize {
+        self.shards.iter().map(|shard| shard.0.lock().sets_in_use()).sum()
+    }
+
+    /// Free bytes of replaced streams in every shard, which only a synchronisation hands over.
+    pub(super) fn free_bytes_waiting_for_sync(&self) -> usize {
+        self.shards.iter().map(|shard| shard.0.lock().free_bytes_waiting_for_sync()).sum()
+    }
+}
+
+/// Registers a new pool's shards to hear of retiring streams.
+pub(super) fn announce_retiring_streams(shards: &Arc<[Shard]>, order: &Arc<dyn StreamOrder>) -> Tenancy {
+    add_tenant(Arc::new(PoolTenant { shards: Arc::downgrade(shards), order: order.clone() }))
+}
+
+/// What the stream registry holds of a pool: enough to retire a stream in every shard, and nothing
+/// that keeps the pool alive.
+struct PoolTenant {
+    shards: Weak<[Shard]>,
+    order: Arc<dyn StreamOrder>,
+}
+
+impl StreamTenant for PoolTenant {
+    fn stream_retiring(&self, key: StreamKey) {
+        let Some(shards) = self.shards.upgrade() else {
+            return;
+        };
+        // One capture of the stream's work serves every shard; made only if some shard holds
+        // sets of the stream, and before any of them is moved.
+        let mut captured: Option<StreamKey> = None;
+        let mut in_use = Vec::new();
+        for shard in shards.iter() {
+            let mut core = shard.0.lock();
+            match core.identity_of_key(key) {
+                None => {}
+                // Filled by this stream: covered by a capture made now, while it is alive.
+                Some(IDENTITY_TRUSTED) => {
+                    let retired = *captured.get_or_insert_with(|| {
+                        let retired = StreamKey::retired_after_capture(next_retirement_number());
+                        match self.order.retire(key, retired) {
+                            Ok(()) => retired,
+                            Err(_) => StreamKey::retired_after_sync(next_retirement_number()),
+                        }
+                    });
+                    core.retire_key(key, retired);
+                }
+                // Filled by an earlier stream with this handle, or never checked: no capture on
+                // the handle covers that work.
+                Some(_) => {
+                    core.retire_key(key, StreamKey::retired_after_sync(next_retirement_number()));
+                }
+            }
+            core.retired_keys_in_use(&mut in_use);
+        }
+        self.order.forget_retired(&|k| in_use.contains(&k));
+    }
+}

@@ -1,0 +1,128 @@
+//! The pool's last resort before growing past what its streams' free memory could give, or
+//! reporting out-of-memory: a synchronisation of everything, after which every free block is
+//! fresh memory any stream may take.
+//!
+//! Only blocks freed before the synchronisation starts are covered by it. A block freed while it
+//! runs may still be used by work queued after it began, so every shard's free blocks are sealed
+//! first (moved to a set no stream may take from), and only those become fresh afterwards. One
+//! synchronisation runs at a time: a thread that needs one while another runs waits for it, then
+//! first tries the memory it made fresh, instead of sealing the others' blocks away.
+
+use super::PoolMemoryResource;
+use crate::pool::{next_retirement_number, StreamKey, MAX_BLOCK_BYTES};
+use crate::resource::MemoryResource;
+
+/// How many times step 7 lets other threads run before out-of-memory is reported.
+const PUBLISH_WAIT_ROUNDS: usize = 64;
+
+impl<U: MemoryResource> PoolMemoryResource<U> {
+    /// Steps 4 and 6 of the slow path: synchronise everything, then allocate from fresh memory:
+    /// in the home shard, or a range of another shard's, or, as a last resort, every range that
+    /// is wholly free in any shard, rejoined where they touch.
+    pub(super) fn allocate_after_sync(
+        &self,
+        home: usize,
+        bytes: usize,
+        size: usize,
+        align: usize,
+        needed: usize,
+    ) -> Option<usize> {
+        let _one_at_a_time = self.sync_lock.lock();
+        // A synchronisation that ran while this call waited may have made enough memory fresh.
+        if let Some(a) = self.allocate_fresh(home, bytes, size, align, needed) {
+            return Some(a);
+        }
+        let sealed = StreamKey::sealed(next_retirement_number());
+        for shard in self.shards.iter() {
+            shard.0.lock().seal(sealed);
+        }
+        let synced = self.order.synchronize_all().is_ok();
+        for shard in self.shards.iter() {
+            shard.0.lock().unseal(sealed, synced);
+        }
+        if !synced {
+            return None;
+        }
+        if let Some(a) = self.allocate_fresh(home, bytes, size, align, needed) {
+            return Some(a);
+        }
+        self.allocate_from_rejoined_chunks(home, bytes, size, align)
+    }
+
+    /// Step 7: while some stream has been asked for blocks that would fit and has not published
+    /// them yet, lets other threads run (its next call publishes them) and looks again, a bounded
+    /// number of times.
+    pub(super) fn allocate_once_published(
+        &self,
+        home: usize,
+        key: StreamKey,
+        bytes: usize,
+        size: usize,
+        align: usize,
+        needed: usize,
+    ) -> Option<usize> {
+        if !self.ordered {
+            return None;
+        }
+        for _ in 0..PUBLISH_WAIT_ROUNDS {
+            let asked = self.shards.iter().any(|shard| shard.0.lock().has_wanted());
+            if !asked {
+                return None;
+            }
+            std::thread::yield_now();
+            {
+                let mut core = self.shards[home].0.lock();
+                let slot = self.own_slot(&mut core, key);
+                if let Some(a) = self.allocate_within(&mut core, slot, bytes, size, align) {
+                    return Some(a);
+                }
+            }
+            if let Ok(a) = self.allocate_from_other_shards(home, key, bytes, size, align, needed) {
+                return Some(a);
+            }
+        }
+        None
+    }
+
+    /// Fresh memory of the home shard, else a range of another shard's.
+    fn allocate_fresh(&self, home: usize, bytes: usize, size: usize, align: usize, needed: usize) -> Option<usize> {
+        {
+            let mut core = self.shards[home].0.lock();
+            let fresh = core.slot_of(StreamKey::FRESH);
+            if let Some(a) = core.allocate(fresh, bytes, size, align) {
+                return Some(a);
+            }
+        }
+        self.allocate_from_other_shards(home, StreamKey::FRESH, bytes, size, align, needed).ok()
+    }
+
+    /// Takes back every range that is wholly free in any shard, rejoins those that touch (never
+    /// across two upstream allocations: each goes back alone) and allocates from them.
+    fn allocate_from_rejoined_chunks(&self, home: usize, bytes: usize, size: usize, align: usize) -> Option<usize> {
+        if self.shards.len() == 1 {
+            return None;
+        }
+        // Lock every shard in index order (no other lock is held), so no two threads deadlock.
+        let mut guards: Vec<_> = self.shards.iter().map(|s| s.0.lock()).collect();
+        let mut ranges = Vec::new();
+        for core in guards.iter_mut() {
+            let fresh = core.slot_of(StreamKey::FRESH);
+            ranges.extend(core.detach_whole_free_chunks(fresh));
+        }
+        ranges.sort_unstable();
+        let starts: Vec<usize> = self.upstream_chunks.lock().iter().map(|&(a, _)| a).collect();
+        let mut joined: Vec<(usize, usize)> = Vec::with_capacity(ranges.len());
+        for (addr, len) in ranges {
+            match joined.last_mut() {
+                Some((a, l)) if *a + *l == addr && !starts.contains(&addr) && *l + len <= MAX_BLOCK_BYTES => *l += len,
+                _ => joined.push((addr, len)),
+            }
+        }
+        let core = &mut guards[home];
+        for (addr, len) in joined {
+            self.adopt(home, core, addr, len, StreamKey::FRESH);
+        }
+        let fresh = core.slot_of(StreamKey::FRESH);
+        core.allocate(fresh, bytes, size, align)
+    }
+}
