@@ -111,20 +111,6 @@ TYPED_TEST(Resource, CopiesAreEqualAndConvertToRefs)
   RMM_CUDA_TRY(cudaDeviceSynchronize());
 }
 
-TEST(ResourceErrors, HugeAllocationIsOutOfMemory)
-{
-  RMM_SKIP_WITHOUT_GPU();
-  rmm::mr::cuda_memory_resource cuda;
-  EXPECT_THROW((void)cuda.allocate_sync(std::size_t{1} << 50), rmm::out_of_memory);
-  rmm::mr::pool_memory_resource pool{cuda, 0, 64 * MiB};
-  try {
-    (void)pool.allocate(rmm::test::default_stream(), 128 * MiB);
-    FAIL() << "expected rmm::out_of_memory";
-  } catch (rmm::out_of_memory const& e) {
-    EXPECT_NE(std::string{e.what()}.find(std::to_string(128 * MiB)), std::string::npos) << e.what();
-  }
-}
-
 TEST(PoolOnGpu, InitialSizeGrowthAndMaximum)
 {
   RMM_SKIP_WITHOUT_GPU();

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <rmm/cuda_device.hpp>
+#include <rmm/error.hpp>
 
 #include <cuda/memory_resource>
 #include <cuda/stream_ref>
@@ -9,8 +10,12 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
+#include <exception>
 #include <memory>
 #include <new>
+#include <string>
+#include <typeinfo>
 
 /// Skips the current test on a machine without a CUDA device.
 #define RMM_SKIP_WITHOUT_GPU()                                                      \
@@ -63,5 +68,30 @@ static_assert(cuda::mr::resource_with<new_delete_resource, cuda::mr::device_acce
 
 /// The legacy default stream.
 inline cuda::stream_ref default_stream() { return cuda::stream_ref{cudaStream_t{nullptr}}; }
+
+/// `f()` throws exactly `E` (not a type derived from it) and `what()` contains `part`.
+template <class E, class F>
+void expect_throws_exactly(F&& f, std::string const& part)
+{
+  try {
+    f();
+    ADD_FAILURE() << "expected " << typeid(E).name() << " containing \"" << part << "\"";
+  } catch (std::exception const& e) {
+    EXPECT_EQ(typeid(e), typeid(E)) << e.what();
+    EXPECT_NE(std::string{e.what()}.find(part), std::string::npos) << e.what();
+  }
+}
+
+/// One allocation of 1 MiB and its free succeed on the device: the resource kept working.
+template <class R>
+void device_keeps_working(R& mr)
+{
+  constexpr std::size_t MiB = std::size_t{1} << 20;
+  void* p                   = mr.allocate(default_stream(), MiB);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % 256, 0u);
+  mr.deallocate(default_stream(), p, MiB);
+  RMM_CUDA_TRY(cudaDeviceSynchronize());
+}
 
 }  // namespace rmm::test

@@ -13,12 +13,13 @@
 namespace rmm::mr {
 
 /// Device memory straight from the driver (no pooling); every instance is interchangeable.
-class cuda_memory_resource final : public detail::rust_resource {
+class cuda_memory_resource final : public detail::stateless_rust_resource<rmm_rs::new_cuda_memory_resource> {
  public:
-  cuda_memory_resource() : rust_resource{rmm_rs::new_cuda_memory_resource()} {}
+  cuda_memory_resource() = default;
 
-  [[nodiscard]] bool operator==(cuda_memory_resource const& other) const noexcept { return equal_to(other); }
-  [[nodiscard]] bool operator!=(cuda_memory_resource const& other) const noexcept { return !equal_to(other); }
+  /// Every instance is interchangeable: memory of one may be freed through another.
+  [[nodiscard]] bool operator==(cuda_memory_resource const&) const noexcept { return true; }
+  [[nodiscard]] bool operator!=(cuda_memory_resource const&) const noexcept { return false; }
 
   friend void get_property(cuda_memory_resource const&, cuda::mr::device_accessible) noexcept {}
 };

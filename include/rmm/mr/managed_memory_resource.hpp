@@ -13,12 +13,13 @@
 namespace rmm::mr {
 
 /// Unified (managed) memory, accessible from host and device; every instance is interchangeable.
-class managed_memory_resource final : public detail::rust_resource {
+class managed_memory_resource final : public detail::stateless_rust_resource<rmm_rs::new_managed_memory_resource> {
  public:
-  managed_memory_resource() : rust_resource{rmm_rs::new_managed_memory_resource()} {}
+  managed_memory_resource() = default;
 
-  [[nodiscard]] bool operator==(managed_memory_resource const& other) const noexcept { return equal_to(other); }
-  [[nodiscard]] bool operator!=(managed_memory_resource const& other) const noexcept { return !equal_to(other); }
+  /// Every instance is interchangeable: memory of one may be freed through another.
+  [[nodiscard]] bool operator==(managed_memory_resource const&) const noexcept { return true; }
+  [[nodiscard]] bool operator!=(managed_memory_resource const&) const noexcept { return false; }
 
   friend void get_property(managed_memory_resource const&, cuda::mr::device_accessible) noexcept {}
   friend void get_property(managed_memory_resource const&, cuda::mr::host_accessible) noexcept {}

@@ -98,10 +98,108 @@ class cpp_resource final : public rmm_rs::CppResource {
 };
 
 class rust_resource;
+class stateless_rust_resource_base;
 
 /// True for the Rust-backed resource types of rmm::mr.
 template <class R>
-inline constexpr bool is_rust_resource_v = std::is_base_of_v<rust_resource, std::decay_t<R>>;
+inline constexpr bool is_rust_resource_v =
+  std::is_base_of_v<rust_resource, std::decay_t<R>> ||
+  std::is_base_of_v<stateless_rust_resource_base, std::decay_t<R>>;
+
+using shared_handle = std::shared_ptr<rust::Box<rmm_rs::RustResource>>;
+
+/// Allocates through a Rust handle: the hot path of every Rust-backed resource.
+[[nodiscard]] inline void* allocate_through(rmm_rs::RustResource const& handle,
+                                            cuda::stream_ref stream,
+                                            std::size_t bytes,
+                                            std::size_t alignment)
+{
+  auto const ptr = handle.allocate_or_null(bytes, alignment, stream_handle(stream));
+  if (ptr == 0) {
+    // A failure, or a 0-byte request (null, no error).
+    auto const out = rmm_rs::take_allocate_error();
+    if (out.kind != rmm_rs::ErrorKind::Ok) { throw_outcome(out); }
+  }
+  return reinterpret_cast<void*>(ptr);
+}
+
+/// Frees through a Rust handle. Never throws; a refused free (double free, wrong size, foreign
+/// pointer) is reported on stderr naming pointer and size, and the resource is left unchanged.
+inline void deallocate_through(rmm_rs::RustResource const& handle,
+                               cuda::stream_ref stream,
+                               void* ptr,
+                               std::size_t bytes,
+                               std::size_t alignment) noexcept
+{
+  handle.deallocate(reinterpret_cast<std::uintptr_t>(ptr), bytes, alignment, stream_handle(stream));
+}
+
+/**
+ * @brief The allocation members every Rust-backed resource has: stream-ordered and synchronous
+ * allocate and deallocate through `Derived::handle()`.
+ */
+template <class Derived>
+class rust_allocation_calls {
+ public:
+  [[nodiscard]] void* allocate(cuda::stream_ref stream,
+                               std::size_t bytes,
+                               std::size_t alignment = rmm::CUDA_ALLOCATION_ALIGNMENT)
+  {
+    return allocate_through(self().handle(), stream, bytes, alignment);
+  }
+
+  /// Never throws; a refused free (double free, wrong size, foreign pointer) is reported on stderr
+  /// naming pointer and size, and the resource is left unchanged.
+  void deallocate(cuda::stream_ref stream,
+                  void* ptr,
+                  std::size_t bytes,
+                  std::size_t alignment = rmm::CUDA_ALLOCATION_ALIGNMENT) noexcept
+  {
+    deallocate_through(self().handle(), stream, ptr, bytes, alignment);
+  }
+
+  [[nodiscard]] void* allocate_sync(std::size_t bytes,
+                                    std::size_t alignment = rmm::CUDA_ALLOCATION_ALIGNMENT)
+  {
+    return allocate(default_stream, bytes, alignment);
+  }
+
+  void deallocate_sync(void* ptr,
+                       std::size_t bytes,
+                       std::size_t alignment = rmm::CUDA_ALLOCATION_ALIGNMENT) noexcept
+  {
+    deallocate(default_stream, ptr, bytes, alignment);
+  }
+
+ private:
+  [[nodiscard]] Derived const& self() const noexcept { return static_cast<Derived const&>(*this); }
+};
+
+/**
+ * @brief Base of the Rust-backed resources that hold no state, as RMM's `cuda_memory_resource`,
+ * `managed_memory_resource` and `pinned_host_memory_resource` hold none.
+ *
+ * The object is empty: every instance calls one Rust resource made on first use and kept for the
+ * whole program. So copying or calling an instance that was already destroyed (a
+ * `device_async_resource_ref` to the per-device table's copy of the initial resource, kept across
+ * `set_current_device_resource`, as RMM programs do) is as harmless as it is with RMM.
+ */
+class stateless_rust_resource_base {};
+
+template <rust::Box<rmm_rs::RustResource> (*Make)()>
+class stateless_rust_resource : public stateless_rust_resource_base,
+                                public rust_allocation_calls<stateless_rust_resource<Make>> {
+ public:
+  /// The one Rust handle of this type, made on first use and never destroyed (so that it
+  /// outlives every static that may still free through it during exit).
+  [[nodiscard]] static shared_handle const& shared()
+  {
+    static shared_handle const* const handle =
+      new shared_handle{std::make_shared<rust::Box<rmm_rs::RustResource>>(Make())};  // NOLINT
+    return *handle;
+  }
+  [[nodiscard]] static rmm_rs::RustResource const& handle() noexcept { return **shared(); }
+};
 
 /// True for what a Rust-backed resource accepts as its upstream: any device-accessible
 /// cuda::mr resource (ours, a user's, a resource_ref, an any_resource), or a pointer to one.
@@ -116,8 +214,6 @@ struct is_upstream : std::bool_constant<is_upstream_v<U>> {};
 template <class U, class Self>
 inline constexpr bool is_upstream_for_v =
   std::conjunction_v<std::negation<std::is_same<std::decay_t<U>, Self>>, is_upstream<U>>;
-
-using shared_handle = std::shared_ptr<rust::Box<rmm_rs::RustResource>>;
 
 /**
  * @brief The upstream of a pool or adaptor, in both worlds: the Rust handle the Rust constructor
@@ -178,7 +274,7 @@ class upstream_resource {
  * forward to Rust. Each derived class adds `operator==`, `operator!=` and its `get_property`
  * friends, so that it satisfies cuda::mr::resource_with<R, device_accessible>.
  */
-class rust_resource {
+class rust_resource : public rust_allocation_calls<rust_resource> {
  public:
   // Copies share the Rust resource. CCCL's type erasure copies resources from __host__ __device__
   // functions, so nvcc infers the derived classes' implicit copies __host__ __device__; these are
@@ -202,43 +298,6 @@ class rust_resource {
   }
   RMM_EXEC_CHECK_DISABLE
   RMM_HOST_DEVICE ~rust_resource() {}
-
-  [[nodiscard]] void* allocate(cuda::stream_ref stream,
-                               std::size_t bytes,
-                               std::size_t alignment = rmm::CUDA_ALLOCATION_ALIGNMENT)
-  {
-    auto const ptr = handle().allocate_or_null(bytes, alignment, stream_handle(stream));
-    if (ptr == 0) {
-      // A failure, or a 0-byte request (null, no error).
-      auto const out = rmm_rs::take_allocate_error();
-      if (out.kind != rmm_rs::ErrorKind::Ok) { throw_outcome(out); }
-    }
-    return reinterpret_cast<void*>(ptr);
-  }
-
-  /// Never throws; a refused free (double free, wrong size, foreign pointer) is reported on stderr
-  /// naming pointer and size, and the resource is left unchanged.
-  void deallocate(cuda::stream_ref stream,
-                  void* ptr,
-                  std::size_t bytes,
-                  std::size_t alignment = rmm::CUDA_ALLOCATION_ALIGNMENT) noexcept
-  {
-    handle().deallocate(
-      reinterpret_cast<std::uintptr_t>(ptr), bytes, alignment, stream_handle(stream));
-  }
-
-  [[nodiscard]] void* allocate_sync(std::size_t bytes,
-                                    std::size_t alignment = rmm::CUDA_ALLOCATION_ALIGNMENT)
-  {
-    return allocate(default_stream, bytes, alignment);
-  }
-
-  void deallocate_sync(void* ptr,
-                       std::size_t bytes,
-                       std::size_t alignment = rmm::CUDA_ALLOCATION_ALIGNMENT) noexcept
-  {
-    deallocate(default_stream, ptr, bytes, alignment);
-  }
 
   /// The Rust handle, for passing this resource across the bridge.
   [[nodiscard]] rmm_rs::RustResource const& handle() const noexcept { return **state_.box; }
