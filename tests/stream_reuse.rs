@@ -43,6 +43,8 @@ struct FakeDriver {
     captured: Arc<Mutex<HashMap<usize, u64>>>,
     /// Runs inside the next synchronisation (another thread's calls, made while it waits).
     during_sync: Arc<Mutex<Option<DuringSync>>>,
+    /// Makes every synchronisation fail (no driver, a sticky error).
+    sync_fails: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl FakeDriver {
@@ -83,6 +85,9 @@ impl StreamOrder for FakeDriver {
         let during = self.during_sync.lock().unwrap().take();
         if let Some(f) = during {
             f();
+        }
+        if self.sync_fails.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(rmm::Error::NoDriver("the test's synchronisation fails".into()));
         }
         Ok(())
     }
@@ -184,6 +189,26 @@ fn a_block_freed_during_a_synchronisation_stays_with_its_stream() {
     pool.deallocate(c, MIB, 256, s).unwrap();
     let all = pool.allocate(2 * MIB, 256, t).unwrap();
     pool.deallocate(all, 2 * MIB, 256, t).unwrap();
+    pool.check_invariants().unwrap();
+}
+
+/// A synchronisation that fails covers nothing: every sealed block goes back to its stream, which
+/// takes it at once, as if no synchronisation had been tried.
+#[test]
+fn a_failed_synchronisation_leaves_every_block_with_its_stream() {
+    let driver = FakeDriver::default();
+    let (s, t) = (CudaStreamView::from_handle(0x18_0000), CudaStreamView::from_handle(0x19_0000));
+    let pool = pool_on(&driver, 2 * MIB, Some(2 * MIB));
+    let b = pool.allocate(MIB, 256, s).unwrap();
+    let c = pool.allocate(MIB, 256, s).unwrap();
+    pool.deallocate(b, MIB, 256, s).unwrap();
+    driver.sync_fails.store(true, std::sync::atomic::Ordering::SeqCst);
+    assert!(pool.allocate(2 * MIB, 256, t).unwrap_err().is_out_of_memory());
+    assert!(driver.log().contains(&SyncAll));
+    pool.check_invariants().unwrap();
+    assert_eq!(pool.allocate(MIB, 256, s).unwrap(), b, "s lost its own block to the failed synchronisation");
+    pool.deallocate(b, MIB, 256, s).unwrap();
+    pool.deallocate(c, MIB, 256, s).unwrap();
     pool.check_invariants().unwrap();
 }
 

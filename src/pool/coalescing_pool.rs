@@ -61,12 +61,16 @@ struct StreamFreeLists {
     /// Which stream filled this set (see `StreamOrder::identity`): checked before the stream
     /// takes from it without waiting, since a handle outlives its stream.
     identity: u64,
+    /// For blocks sealed for a synchronisation: the set they came from and its key, where they go
+    /// back should the synchronisation fail.
+    sealed_from: Option<(usize, StreamKey)>,
 }
 
 impl StreamFreeLists {
     fn new(key: StreamKey, publisher: Option<usize>) -> Self {
         StreamFreeLists {
             identity: IDENTITY_UNKNOWN,
+            sealed_from: None,
             key,
             bitmap: ClassBitmap::default(),
             heads: [[NIL; SL_COUNT]; FL_COUNT],

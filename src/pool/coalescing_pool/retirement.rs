@@ -96,38 +96,49 @@ impl CoalescingPool {
         debug_assert!(sealed.is_sealed());
         self.last = super::LastSet::default();
         self.flush_caches();
-        let target = self.new_set(sealed, None);
         for d in 0..self.streams.len() {
             let key = self.streams[d].key;
             // Another synchronisation's sealed blocks stay its own.
             let movable = key != StreamKey::FRESH && key != StreamKey::UNUSED && !key.is_sealed();
-            if d != target && movable && self.streams[d].free_bytes > 0 {
-                self.merge_into(d, target);
-                if !key.is_stream() {
-                    // A retired or sealed set now empty: left for reuse.
-                    self.streams[d] = StreamFreeLists::new(StreamKey::UNUSED, None);
-                }
+            if !movable || self.streams[d].free_bytes == 0 {
+                continue;
             }
-        }
-        if self.streams[target].free_bytes == 0 {
-            self.streams[target] = StreamFreeLists::new(StreamKey::UNUSED, None);
+            // One sealed set per set, so that a failed synchronisation can give the blocks back.
+            let target = self.new_set(sealed, None);
+            self.streams[target].sealed_from = Some((d, key));
+            self.merge_into(d, target);
+            if !key.is_stream() {
+                // A retired set now empty: left for reuse (its blocks go back to a set that waits
+                // for a synchronisation, should this one fail).
+                self.streams[d] = StreamFreeLists::new(StreamKey::UNUSED, None);
+            }
         }
     }
 
     /// After the synchronisation that `sealed` waited for: its blocks become fresh memory, or, if
-    /// the synchronisation failed, wait for the next one.
+    /// the synchronisation failed, go back where they were (to the set that waits for a
+    /// synchronisation, where their set was retired or left for reuse meanwhile).
     pub fn unseal(&mut self, sealed: StreamKey, synced: bool) {
-        let Some(slot) = self.streams.iter().position(|s| s.key == sealed) else {
-            return;
-        };
         self.last = super::LastSet::default();
-        if synced {
-            let fresh = self.slot_of(StreamKey::FRESH);
-            self.merge_into(slot, fresh);
+        while let Some(slot) = self.streams.iter().position(|s| s.key == sealed) {
+            let from = self.streams[slot].sealed_from.take();
+            if synced {
+                let fresh = self.slot_of(StreamKey::FRESH);
+                self.merge_into(slot, fresh);
+            } else {
+                match from {
+                    Some((d, key)) if self.streams.get(d).is_some_and(|s| s.key == key) => self.merge_into(slot, d),
+                    _ => {
+                        self.streams[slot].key = StreamKey::retired_after_sync(next_retirement_number());
+                        self.join_the_set_waiting_for_sync(slot);
+                        if self.streams[slot].key.waits_for_sync() {
+                            // It is the set that waits now.
+                            continue;
+                        }
+                    }
+                }
+            }
             self.streams[slot] = StreamFreeLists::new(StreamKey::UNUSED, None);
-        } else {
-            self.streams[slot].key = StreamKey::retired_after_sync(next_retirement_number());
-            self.join_the_set_waiting_for_sync(slot);
         }
     }
 
@@ -153,6 +164,9 @@ impl CoalescingPool {
                 }
                 if s.key == StreamKey::UNUSED && s.free_bytes != 0 {
                     return Err(format!("{} is unused but holds {} free bytes", describe(), s.free_bytes));
+                }
+                if !s.key.is_sealed() && s.sealed_from.is_some() {
+                    return Err(format!("{} is not sealed but names where its blocks came from", describe()));
                 }
                 if s.cache_len.iter().any(|&n| n != 0) {
                     return Err(format!("{} is unused or retired but caches blocks", describe()));
