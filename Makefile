@@ -9,19 +9,63 @@
 #   make run                 # ... and run them all (without a GPU they print "skipped: ...")
 #   make std-check           # every public header in one TU, -std=c++17 and -std=c++20
 #   make bundle              # build/cpp/bundle: what a machine without cargo needs to build
+#   make gpu-check GPU_REPEAT=20  # on a GPU machine: every Rust test binary, the C++ tests, the
+#                            # examples and the stress programs, GPU_REPEAT rounds (default 1)
+#                            # (tests/gpu/check.sh; tests/gpu/README.md)
+#   make gpu-sanitize        # on a GPU machine: the same programs under compute-sanitizer memcheck,
+#                            # racecheck, synccheck and initcheck (tests/stress/run_sanitizers.sh)
 #
 # Variables (override on the command line or in the environment):
-#   CUDA_HOME         toolkit root: nvcc in bin/, cudart in lib/ (PyPI) or lib64/ (toolkit)
+#   CUDA_HOME         toolkit root: nvcc in bin/, cudart in lib/ (PyPI) or lib64/ (toolkit);
+#                     default: the pinned PyPI toolchain in .venv-cuda
 #   CCCL_INCLUDE      CCCL 3.5 headers; put first on the include path (a toolkit's own CCCL may be
 #                     older: CUDA 13.0 ships 3.0.1)
 #   CARGO_TARGET_DIR  where cargo puts librmm.a and the cxx bridge headers
 #   NO_CARGO=1        do not run cargo; use RMM_LIB and CXXBRIDGE as given (e.g. from a bundle)
 #   ARCH, CXX_STD     GPU architecture (sm_90: H100) and C++ standard (17 or 20)
+#
+# Where no nvcc 13.x or no CCCL >= 3.5 is found there, every goal that runs nvcc first installs the
+# pinned toolchain (bash .ci/install-toolchain.sh: PyPI into .venv-cuda) and uses it for what was
+# missing. A working CUDA_HOME and CCCL_INCLUDE install nothing.
 
 REPO             := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
-CUDA_HOME        ?= $(REPO)/.venv-cuda/lib/python3.11/site-packages/nvidia/cu13
+# The pinned toolchain: wheels in .venv-cuda's site-packages, whose path carries the venv's Python
+# version (asked of the venv's Python, as .ci/install-toolchain.sh does).
+PINNED_CUDA_HOME  = $(shell '$(REPO)/.venv-cuda/bin/python' -c 'import sysconfig; print(sysconfig.get_paths()["purelib"] + "/nvidia/cu13")' 2>/dev/null)
+ifeq ($(origin CUDA_HOME),undefined)
+CUDA_HOME        := $(PINNED_CUDA_HOME)
+rmm_no_venv      := $(if $(CUDA_HOME),,yes)
+CUDA_HOME        := $(or $(CUDA_HOME),$(REPO)/.venv-cuda/nvidia/cu13)
+endif
 NVCC             ?= $(CUDA_HOME)/bin/nvcc
 CCCL_INCLUDE     ?= $(CUDA_HOME)/include/cccl
+
+# nvcc 13.x and CCCL 3.5 or newer, for every goal but those that never run nvcc. What is missing is
+# taken from the pinned toolchain, installed first. (A sub-make checks again: cheap once installed.)
+rmm_nvcc_ok       = $(shell $(NVCC) --version 2>/dev/null | grep -q 'release 13\.' && echo yes)
+rmm_cccl_version  = $(shell sed -n 's/^.*define CCCL_VERSION \([0-9]*\).*/\1/p' '$(CCCL_INCLUDE)/cuda/std/__cccl/version.h' 2>/dev/null)
+rmm_cccl_ok       = $(if $(rmm_cccl_version),$(shell [ $(rmm_cccl_version) -ge 3005000 ] && echo yes))
+ifneq ($(filter-out clean fuzz test-scale staticlib,$(or $(MAKECMDGOALS),all)),)
+ifneq ($(rmm_nvcc_ok)$(rmm_cccl_ok),yesyes)
+$(info rmm-rs: $(if $(rmm_no_venv),no CUDA_HOME given and no toolchain in .venv-cuda yet,not found: $(strip $(if $(rmm_nvcc_ok),,nvcc 13.x at $(NVCC);) $(if $(rmm_cccl_ok),,CCCL >= 3.5 at $(CCCL_INCLUDE)))))
+$(info rmm-rs: installing the pinned toolchain: bash .ci/install-toolchain.sh)
+ifneq ($(shell bash '$(REPO)/.ci/install-toolchain.sh' >&2 && echo ok),ok)
+$(error rmm-rs: could not install the pinned CUDA toolchain (.ci/install-toolchain.sh; its output is above). Install nvcc 13.x and CCCL 3.5 and pass them: make CUDA_HOME=<toolkit root> CCCL_INCLUDE=<CCCL 3.5 include directory>)
+endif
+ifneq ($(rmm_nvcc_ok),yes)
+override CUDA_HOME := $(PINNED_CUDA_HOME)
+override NVCC := $(CUDA_HOME)/bin/nvcc
+endif
+ifneq ($(rmm_cccl_ok),yes)
+override CCCL_INCLUDE := $(PINNED_CUDA_HOME)/include/cccl
+endif
+ifneq ($(rmm_nvcc_ok)$(rmm_cccl_ok),yesyes)
+$(error rmm-rs: .ci/install-toolchain.sh ran, but there is still no nvcc 13.x at $(NVCC) or no CCCL >= 3.5 at $(CCCL_INCLUDE))
+endif
+$(info rmm-rs: using CUDA_HOME=$(CUDA_HOME) NVCC=$(NVCC) CCCL_INCLUDE=$(CCCL_INCLUDE))
+endif
+endif
+
 CARGO            ?= cargo
 CARGO_TARGET_DIR ?= $(REPO)/target
 RMM_LIB          ?= $(CARGO_TARGET_DIR)/release/librmm.a
@@ -84,20 +128,21 @@ $(TESTS): $(TEST_OBJS) $(RMM_LIB) $(GTEST_LIB)
 	@mkdir -p $(@D)
 	$(NVCC) -arch=$(ARCH) $(TEST_OBJS) -o $@ $(GTEST_LIB) $(LDLIBS)
 
-# The GPU stress program (tests/stress): built and run with the rest; without a GPU it prints
-# "skipped: no CUDA device". On the GPU machine: tests/stress/run_sanitizers.sh and its --help.
-STRESS := $(BIN)/gpu_stress
+# The GPU stress programs (tests/stress/*.cu but stream_order_probe.cu, a probe built by hand):
+# built and run with the rest; without a GPU they print "skipped: no CUDA device". On a GPU
+# machine: make gpu-check and make gpu-sanitize (below).
+STRESS := $(patsubst $(REPO)/tests/stress/%.cu,$(BIN)/%,$(filter-out %/stream_order_probe.cu,$(wildcard $(REPO)/tests/stress/*.cu)))
 all: $(STRESS)
 run: run-stress
 .PHONY: run-stress
 run-stress: $(STRESS)
-	$(STRESS)
+	@status=0; for b in $(STRESS); do echo "== $$b"; $$b || { echo "FAILED: $$b"; status=1; }; done; exit $$status
 
 $(OBJ)/stress/%.o: $(REPO)/tests/stress/%.cu | $(RMM_LIB)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
-$(STRESS): $(OBJ)/stress/gpu_stress.o $(RMM_LIB)
+$(STRESS): $(BIN)/%: $(OBJ)/stress/%.o $(RMM_LIB)
 	@mkdir -p $(@D)
 	$(NVCC) -arch=$(ARCH) $< -o $@ $(LDLIBS)
 
@@ -170,3 +215,23 @@ clean:
 	rm -rf $(BUILD)
 
 -include $(shell find $(OBJ) -name '*.d' 2>/dev/null)
+
+# On a GPU machine: every test program built (cargo test --release --no-run and make all) and
+# collected in GPU_BIN (tests/gpu/package.sh --no-strip), then run GPU_REPEAT rounds
+# (tests/gpu/check.sh; LOGS, RMM_MODEL_OPS, CHECK_TIMEOUT from the environment) or under
+# compute-sanitizer (tests/stress/run_sanitizers.sh; TOOLS, JOBS, SANITIZER_TIMEOUT, LOGS). A
+# machine without cargo runs the two scripts on a folder made by tests/gpu/package.sh elsewhere.
+GPU_REPEAT ?= 1
+GPU_BIN    ?= $(REPO)/build/gpu
+.PHONY: gpu-bin gpu-check gpu-sanitize
+ifeq ($(NO_CARGO),)
+gpu-bin: all
+	+CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) BUILD=$(BUILD) ARCH=$(ARCH) CARGO=$(CARGO) bash $(REPO)/tests/gpu/package.sh --out $(GPU_BIN) --no-strip
+else
+gpu-bin:
+	@echo "gpu-check and gpu-sanitize build the Rust tests with cargo; without it, run tests/gpu/check.sh --bin DIR on a folder made by tests/gpu/package.sh (tests/gpu/README.md)"; exit 1
+endif
+gpu-check: gpu-bin
+	bash $(REPO)/tests/gpu/check.sh --bin $(GPU_BIN) --repeat $(GPU_REPEAT)
+gpu-sanitize: gpu-bin
+	bash $(REPO)/tests/stress/run_sanitizers.sh $(GPU_BIN)/cpp $(GPU_BIN)/rust

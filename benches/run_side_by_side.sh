@@ -10,6 +10,10 @@
 #   bash benches/run_side_by_side.sh table   # the table again from the CSVs of the last run
 #   bash benches/run_side_by_side.sh selftest  # here: the workload logic against a fake resource
 #
+# build also makes stream_reuse_stress_rmm_rs and stream_reuse_stress_rmm_26_10 (tests/stress/
+# stream_reuse_stress.cu on both sides): run each on the GPU machine to compare how the two pools
+# treat the blocks of streams destroyed with work queued.
+#
 # build needs: cargo (for librmm.a), nvcc 13.0 + CCCL 3.5 (.venv-cuda, see .ci/install-toolchain.sh,
 # or CUDA_HOME), and network for `pip download` of the RMM 26.10 wheels unless RMM_WHEEL_DIR
 # already holds them. It writes .bench/ (the binaries and RMM's two .so files beside them; carry
@@ -135,6 +139,9 @@ build() {
   }
   build_pair "$REPO/benches/cpp/alloc_bench.cu" "$OURS" "$THEIRS"
   build_pair "$REPO/benches/cpp/replay.cu" "$REPLAY_OURS" "$REPLAY_THEIRS"
+  # The stream-reuse stress against both: RMM's pool keys its free lists by stream handle, which
+  # the driver gives to the next stream it creates.
+  build_pair "$REPO/tests/stress/stream_reuse_stress.cu" stream_reuse_stress_rmm_rs stream_reuse_stress_rmm_26_10
 
   rm -f "$CARRY/librmm.so" "$CARRY/librapids_logger.so" "$CARRY/$NATIVE"
   cp "$rmm/librmm/lib64/librmm.so" "$rmm/rapids_logger/lib64/librapids_logger.so" "$CARRY/"

@@ -152,6 +152,7 @@ struct config {
   std::uint64_t seed{0};
   bool inject{false};
   std::size_t initial_pool{std::size_t{256} << 20};  ///< the pools' initial size
+  bool same_stream_reuse{false};  ///< cuda_async: the driver reuses a freed block on its own stream only
 };
 
 /// Per-resource defaults: operations per thread and largest block, with the reason when they are
@@ -568,6 +569,13 @@ bool run_resource(std::string const& name, config const& cfg)
   }
   if (name == "cuda_async") {
     cuda_async_memory_resource mr{};
+    if (cfg.same_stream_reuse) {
+      // Without these the driver may hand a block freed on one stream to another, ordered by a
+      // dependency it inserts itself or by the free having completed (cudaMemPoolAttr docs).
+      int off = 0;
+      RMM_CUDA_TRY(cudaMemPoolSetAttribute(mr.pool_handle(), cudaMemPoolReuseAllowInternalDependencies, &off));
+      RMM_CUDA_TRY(cudaMemPoolSetAttribute(mr.pool_handle(), cudaMemPoolReuseAllowOpportunistic, &off));
+    }
     return stress(name, mr, cfg, false).ok;
   }
   if (name == "cuda") {
@@ -603,6 +611,7 @@ void usage()
     "  --seed S          random seed (default: from the clock; always printed)\n"
     "  --initial-pool B  the pools' initial size, a multiple of 256 (default 256 MiB; 64 MiB at\n"
     "                    most for pool_pinned); 0: every chunk comes from growth on a stream\n"
+    "  --same-stream-reuse  cuda_async: the driver may reuse a freed block on its own stream only\n"
     "  --small           sanitizer-sized run: 4 threads, 300 ops/thread, blocks up to 64 KiB\n"
     "  --inject-corruption  corrupt one byte after a fill: the run must then fail (checker self-test)");
 }
@@ -635,6 +644,8 @@ bool parse(int argc, char** argv, config& cfg)
       cfg.handoff = std::stod(value());
     } else if (a == "--seed") {
       cfg.seed = std::stoull(value());
+    } else if (a == "--same-stream-reuse") {
+      cfg.same_stream_reuse = true;
     } else if (a == "--initial-pool") {
       cfg.initial_pool = std::stoull(value());
     } else if (a == "--small") {
