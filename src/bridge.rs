@@ -1,20 +1,35 @@
 //! The C++ face: one cxx bridge between the Rust resources and the headers under `include/rmm/`.
 //!
 //! C++ holds a Rust resource as `rust::Box<RustResource>` (behind a `std::shared_ptr`, so copies of a
-//! C++ resource share one Rust resource). Every call returns plainly; failures come back as an
-//! [`ffi::Outcome`] whose kind the C++ header turns into RMM's exception types, because an
-//! exception or a panic must never cross the boundary. A C++ resource that is not ours crosses the
-//! other way as `CppResource` and becomes an ordinary [`MemoryResource`](crate::MemoryResource)
-//! (see [`cpp_upstream`]), so it can feed a Rust pool.
+//! C++ resource share one Rust resource). A C++ resource that is not ours crosses the other way as
+//! `CppResource` and becomes an ordinary [`MemoryResource`](crate::MemoryResource) (`CppUpstream`),
+//! so it can feed a Rust pool. The implementations live in `src/bridge/`; this file only declares
+//! the boundary.
 //!
-//! The implementations live in `src/bridge/`; this file only declares the boundary.
+//! # How errors cross
+//!
+//! Neither a panic nor a C++ exception may cross the boundary, so every error takes one of these
+//! channels, and the C++ headers (`rmm/detail/rust_bridge.hpp`, `rmm/mr/detail/rust_resource.hpp`)
+//! turn each into RMM's exception types by its `ErrorKind`:
+//!
+//! | channel | used by | on the C++ side |
+//! | --- | --- | --- |
+//! | an `Outcome` returned (kind, message, pointer) | `allocate`, `try_deallocate`, `pop_counters`, `flush_log`, the per-device calls | thrown by kind |
+//! | 0 from `allocate_or_null`, the error kept per thread and read by `take_allocate_error` | the allocation fast path, which returns just the pointer | a 0 with a non-`Ok` error is thrown; 0 with `Ok` was a 0-byte request |
+//! | kept in the handle, read by `status` | every `new_*` constructor: a handle is always returned | thrown by the C++ constructor |
+//! | a line on stderr naming pointer, size, alignment and stream; the resource is unchanged | `deallocate`, which C++ calls from `noexcept` code | nothing to throw |
+//! | a line on stderr | `register_stream`, `retire_stream` (stream constructors and destructors) | nothing to throw |
+//!
+//! A panic inside any of these functions is caught where it starts (`outcome::guard`) and becomes
+//! that function's channel with the panic's message: for an `Outcome`, the kind the function gives
+//! for it. The other way, a C++ exception from a `CppResource` allocation comes back in the
+//! `Outcome` passed to it, and one from a `CppCallback` counts as "do not retry".
 
 mod cpp_upstream;
 mod outcome;
 mod resources;
 mod streams;
 
-pub use cpp_upstream::CppUpstream;
 pub use resources::RustResource;
 
 use crate::process_exit::mark_process_exiting;

@@ -235,15 +235,18 @@ pub(crate) fn new_cpp_resource_wrapper(resource: cxx::UniquePtr<ffi::CppResource
 }
 
 pub(crate) fn new_cuda_memory_resource() -> Box<RustResource> {
-    RustResource::make("cuda_memory_resource", make_cuda)
+    RustResource::make("cuda_memory_resource", || Ok(Arc::new(CudaMemoryResource::new()) as SharedResource))
 }
 
 pub(crate) fn new_managed_memory_resource() -> Box<RustResource> {
-    RustResource::make("managed_memory_resource", make_managed)
+    RustResource::make("managed_memory_resource", || Ok(Arc::new(ManagedMemoryResource::new()) as SharedResource))
 }
 
 pub(crate) fn new_pinned_host_memory_resource() -> Box<RustResource> {
-    RustResource::make("pinned_host_memory_resource", make_pinned_host)
+    RustResource::make(
+        "pinned_host_memory_resource",
+        || Ok(Arc::new(PinnedHostMemoryResource::new()) as SharedResource),
+    )
 }
 
 /// A size whose `has_` flag is false was not given (the driver's or RMM's default applies).
@@ -261,10 +264,9 @@ pub(crate) fn new_cuda_async_memory_resource(
                 "export handle type {export_handle_type} is not supported; only none (0)"
             )));
         }
-        make_cuda_async(
-            has_initial_pool_size.then_some(initial_pool_size),
-            has_release_threshold.then_some(release_threshold),
-        )
+        let initial = has_initial_pool_size.then_some(initial_pool_size);
+        Ok(Arc::new(CudaAsyncMemoryResource::new(initial, has_release_threshold.then_some(release_threshold))?)
+            as SharedResource)
     })
 }
 
@@ -285,22 +287,33 @@ pub(crate) fn new_pool_memory_resource(
 }
 
 pub(crate) fn new_statistics_adaptor(upstream: &RustResource) -> Box<RustResource> {
-    RustResource::make("statistics_resource_adaptor", || make_statistics(upstream.shared()?.clone()))
+    RustResource::make("statistics_resource_adaptor", || {
+        Ok(Arc::new(Statistics::new(upstream.shared()?.clone())) as SharedResource)
+    })
 }
 
 pub(crate) fn new_tracking_adaptor(upstream: &RustResource, capture_stacks: bool) -> Box<RustResource> {
-    RustResource::make("tracking_resource_adaptor", || make_tracking(upstream.shared()?.clone(), capture_stacks))
+    RustResource::make("tracking_resource_adaptor", || {
+        Ok(Arc::new(Tracking::new(upstream.shared()?.clone(), capture_stacks)) as SharedResource)
+    })
 }
 
 pub(crate) fn new_limiting_adaptor(upstream: &RustResource, allocation_limit: usize) -> Box<RustResource> {
-    RustResource::make("limiting_resource_adaptor", || make_limiting(upstream.shared()?.clone(), allocation_limit))
+    RustResource::make("limiting_resource_adaptor", || {
+        Ok(Arc::new(Limiting::new(upstream.shared()?.clone(), allocation_limit)) as SharedResource)
+    })
 }
 
 /// An empty path logs to stdout.
 pub(crate) fn new_logging_adaptor(upstream: &RustResource, path: &str, auto_flush: bool) -> Box<RustResource> {
     RustResource::make("logging_resource_adaptor", || {
-        let path = (!path.is_empty()).then(|| Path::new(path));
-        make_logging(upstream.shared()?.clone(), path, auto_flush)
+        let upstream = upstream.shared()?.clone();
+        let log = if path.is_empty() {
+            Logging::with_writer(upstream, Box::new(std::io::stdout()))
+        } else {
+            Logging::new(upstream, Some(Path::new(path)))?
+        };
+        Ok(Arc::new(log.with_auto_flush(auto_flush)) as SharedResource)
     })
 }
 
@@ -313,16 +326,17 @@ pub(crate) fn new_failure_callback_adaptor(
             return Err(Error::InvalidArgument("null failure callback".into()));
         }
         let retry = move |bytes: usize| callback.as_ref().is_some_and(|c| c.call(bytes));
-        make_failure_callback(upstream.shared()?.clone(), retry)
+        Ok(Arc::new(FailureCallbackResourceAdaptor::new(upstream.shared()?.clone(), retry)) as SharedResource)
     })
 }
 
 pub(crate) fn set_rust_per_device_resource(device: i32, resource: &RustResource) -> Outcome {
-    guard_outcome("set_rust_per_device_resource", ErrorKind::Logic, || {
-        match resource.shared().and_then(|r| set_per_device(device, r.clone())) {
-            Ok(()) => Outcome::ok(0),
-            Err(e) => Outcome::from_error(&e, Context::Construct),
+    guard_outcome("set_rust_per_device_resource", ErrorKind::Logic, || match resource.shared() {
+        Ok(r) => {
+            per_device_resource::set_per_device_resource(DeviceId(device), r.clone());
+            Outcome::ok(0)
         }
+        Err(e) => Outcome::from_error(&e, Context::Construct),
     })
 }
 
@@ -338,11 +352,11 @@ pub(crate) fn reset_rust_per_device_resource(device: i32) {
 }
 
 pub(crate) fn get_rust_per_device_resource(device: i32) -> Box<RustResource> {
-    RustResource::make("per-device resource", || get_per_device(device))
+    RustResource::make("per-device resource", || Ok(per_device_resource::get_per_device_resource(DeviceId(device))))
 }
 
 // ---------------------------------------------------------------------------------------------
-// The resources of the crate, one function each. Adaptors and pools hold their upstream as a
+// The concrete types the constructors above make. Adaptors and pools hold their upstream as a
 // `SharedResource`, so the accessors below downcast to these concrete types.
 // ---------------------------------------------------------------------------------------------
 
@@ -351,58 +365,6 @@ type Statistics = StatisticsResourceAdaptor<SharedResource>;
 type Tracking = TrackingResourceAdaptor<SharedResource>;
 type Limiting = LimitingResourceAdaptor<SharedResource>;
 type Logging = LoggingResourceAdaptor<SharedResource>;
-
-fn make_cuda() -> Result<SharedResource> {
-    Ok(Arc::new(CudaMemoryResource::new()))
-}
-
-fn make_managed() -> Result<SharedResource> {
-    Ok(Arc::new(ManagedMemoryResource::new()))
-}
-
-fn make_pinned_host() -> Result<SharedResource> {
-    Ok(Arc::new(PinnedHostMemoryResource::new()))
-}
-
-fn make_cuda_async(initial: Option<usize>, release_threshold: Option<usize>) -> Result<SharedResource> {
-    Ok(Arc::new(CudaAsyncMemoryResource::new(initial, release_threshold)?))
-}
-
-fn make_statistics(upstream: SharedResource) -> Result<SharedResource> {
-    Ok(Arc::new(Statistics::new(upstream)))
-}
-
-fn make_tracking(upstream: SharedResource, capture_stacks: bool) -> Result<SharedResource> {
-    Ok(Arc::new(Tracking::new(upstream, capture_stacks)))
-}
-
-fn make_limiting(upstream: SharedResource, limit: usize) -> Result<SharedResource> {
-    Ok(Arc::new(Limiting::new(upstream, limit)))
-}
-
-fn make_logging(upstream: SharedResource, path: Option<&Path>, auto_flush: bool) -> Result<SharedResource> {
-    let log = match path {
-        Some(p) => Logging::new(upstream, Some(p))?,
-        None => Logging::with_writer(upstream, Box::new(std::io::stdout())),
-    };
-    Ok(Arc::new(log.with_auto_flush(auto_flush)))
-}
-
-fn make_failure_callback(
-    upstream: SharedResource,
-    retry: impl Fn(usize) -> bool + Send + Sync + 'static,
-) -> Result<SharedResource> {
-    Ok(Arc::new(FailureCallbackResourceAdaptor::new(upstream, retry)))
-}
-
-fn set_per_device(device: i32, resource: SharedResource) -> Result<()> {
-    per_device_resource::set_per_device_resource(DeviceId(device), resource);
-    Ok(())
-}
-
-fn get_per_device(device: i32) -> Result<SharedResource> {
-    Ok(per_device_resource::get_per_device_resource(DeviceId(device)))
-}
 
 fn pool_size_of(r: &RustResource) -> usize {
     r.downcast::<Pool>().map_or(0, |p| p.pool_size())
