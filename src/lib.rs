@@ -12,6 +12,24 @@
 //! - **stream-ordered**: a block freed on stream *s* may be reused at once by work on *s*; another
 //!   stream may take it only after waiting for the work enqueued on *s* before the free.
 //! - **pool**: a resource that carves blocks out of chunks (see [`pool`] for the algorithm).
+//! - **set**: the free lists of one stream (its *private* set: blocks only it may reuse at once) or
+//!   blocks it has *published* (covered by an event it recorded; another stream may take them after
+//!   waiting for that event).
+//! - **publish**: record an event on a stream and move its private set to its published set.
+//! - **shard**: one lock's share of a pool: its own sets and chunks. Streams spread over shards
+//!   when threads contend; ranges of free memory move between shards.
+//!
+//! ## Changes from the original TLSF
+//! The pool's free lists follow TLSF (Masmano et al., 2004; drawn in [`pool`]). Changed for device
+//! memory and streams:
+//! - **host-side block records**: device memory cannot be read from the host, so block headers live
+//!   in a host table indexed by id, not in the managed memory;
+//! - **stream sets**: one set of free lists per stream (private and published), blocks cross
+//!   between streams only through an event or a synchronisation;
+//! - **exact-size cache**: a stream that has a pool to itself keeps small freed blocks whole by
+//!   exact size and serves the same size from there first, skipping split and merge;
+//! - **sentinel record**: id 0 is a block record that is never free or live, so list links are
+//!   written without testing for "none".
 //!
 //! The allocation algorithms in [`pool`] know nothing about CUDA: they manage address ranges, so
 //! the same code is tested on host memory and runs on the GPU.
@@ -38,7 +56,8 @@
 #![warn(missing_docs)]
 
 pub mod adaptor;
-pub mod bridge;
+#[cfg(feature = "cxx-bridge")]
+mod bridge;
 pub mod device;
 mod driver;
 pub mod error;

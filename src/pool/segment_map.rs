@@ -45,13 +45,9 @@ impl SegmentMap {
     }
 
     /// Number of ranges (for tests).
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.ranges.len()
-    }
-
-    /// True when no range is recorded.
-    pub fn is_empty(&self) -> bool {
-        self.ranges.is_empty()
     }
 
     /// Total bytes owned by `shard` (for consistency checks).
