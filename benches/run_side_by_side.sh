@@ -268,7 +268,7 @@ replay() {
 
 # Alternating rounds: on a shared machine one pass of each side says little, so the rows the
 # targets of issue 4 name run again, RMM and ours in fresh processes one after the other, ROUNDS
-# times (default 6; FIXED_ROUNDS is the old name; who goes first alternates between rounds):
+# times (default 6; FIXED_ROUNDS is read too; who goes first alternates between rounds):
 # the pool's fixed trace and Thrust calls,
 # cuda_async's fixed trace and random_allocations, cuda's fixed trace. The driver's own
 # cudaMallocAsync / cudaMalloc run in each round too, beside the resources built on them. Writes
