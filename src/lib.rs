@@ -20,8 +20,8 @@
 //!   when threads contend; ranges of free memory move between shards.
 //!
 //! ## Changes from the original TLSF
-//! The pool's free lists follow TLSF (Masmano et al., 2004; drawn in [`pool`]). Changed for device
-//! memory and streams:
+//! The pool's free lists follow TLSF (Masmano et al., 2004; drawn at the top of
+//! `src/pool/free_list.rs`). Changed for device memory and streams:
 //! - **host-side block records**: device memory cannot be read from the host, so block headers live
 //!   in a host table indexed by id, not in the managed memory;
 //! - **stream sets**: one set of free lists per stream (private and published), blocks cross

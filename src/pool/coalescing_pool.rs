@@ -20,7 +20,8 @@
 
 use super::address_map::AddressMap;
 use super::block::{Block, BlockId, BlockTable, ALLOCATED, CACHED, MAX_BLOCK_BYTES, NIL};
-use super::size_class::{map_ceil, map_floor, Class, ClassBitmap, FL_COUNT, SL_COUNT};
+use super::free_list::{absorb_next, split, FreeLists};
+use super::size_class::{map_ceil, map_floor, Class};
 use super::stream_order::{StreamKey, IDENTITY_UNKNOWN};
 use crate::error::{Misuse, PoolState};
 
@@ -35,18 +36,13 @@ const CACHE_CLASSES: usize = 32;
 /// Cached blocks per size and stream, at most: bounds what a cache keeps from coalescing.
 const CACHE_DEPTH: u8 = 32;
 
-/// How many blocks of the one class that may hold a fitting block are looked at before the pool
-/// turns to other streams or the upstream. Bounded so the slow path stays O(1).
-const FLOOR_CLASS_SCAN: usize = 32;
-
 /// Free lists of one stream. A stream has a private set (blocks it freed since it last published;
 /// only it may use them) and, once it has published, a published set (blocks covered by its last
 /// recorded event; any stream may take them after waiting for that event).
-struct StreamFreeLists {
+struct StreamSet {
     key: StreamKey,
-    bitmap: ClassBitmap,
-    /// Inline rather than boxed: one dependent load less on every free-list operation.
-    heads: [[BlockId; SL_COUNT]; FL_COUNT],
+    free: FreeLists,
+    /// Bytes of the blocks in `free` and in `cache`.
     free_bytes: usize,
     /// For a published set: the slot of its private set.
     publisher: Option<usize>,
@@ -66,14 +62,13 @@ struct StreamFreeLists {
     sealed_from: Option<(usize, StreamKey)>,
 }
 
-impl StreamFreeLists {
+impl StreamSet {
     fn new(key: StreamKey, publisher: Option<usize>) -> Self {
-        StreamFreeLists {
+        StreamSet {
             identity: IDENTITY_UNKNOWN,
             sealed_from: None,
             key,
-            bitmap: ClassBitmap::default(),
-            heads: [[NIL; SL_COUNT]; FL_COUNT],
+            free: FreeLists::new(),
             free_bytes: 0,
             publisher,
             published: None,
@@ -82,17 +77,6 @@ impl StreamFreeLists {
             cache_len: [0; CACHE_CLASSES],
         }
     }
-
-    /// The first block of class `c` (the remainders cost no more than the bounds checks they save).
-    #[inline(always)]
-    fn head(&self, c: Class) -> BlockId {
-        self.heads[c.fl % FL_COUNT][c.sl % SL_COUNT]
-    }
-
-    #[inline(always)]
-    fn head_mut(&mut self, c: Class) -> &mut BlockId {
-        &mut self.heads[c.fl % FL_COUNT][c.sl % SL_COUNT]
-    }
 }
 
 /// The allocator state of a pool, independent of where its memory comes from.
@@ -100,10 +84,10 @@ impl StreamFreeLists {
 pub struct CoalescingPool {
     blocks: BlockTable,
     allocated: AddressMap,
-    streams: Vec<StreamFreeLists>,
+    sets: Vec<StreamSet>,
     chunks: Vec<(usize, usize)>,
     pool_size: usize,
-    /// The set the last call used: found without a look into `streams`.
+    /// The set the last call used: found without a look into `sets`.
     last: LastSet,
     /// Private free-list sets of real streams (not FRESH, not published sets).
     stream_count: usize,
@@ -169,12 +153,12 @@ impl CoalescingPool {
             self.calls_since_switch = 0;
         }
         let slot = self.slot_of_slow(key);
-        (slot, self.streams[slot].identity)
+        (slot, self.sets[slot].identity)
     }
 
     #[cold]
     fn slot_of_slow(&mut self, key: StreamKey) -> usize {
-        let slot = match self.streams.iter().position(|s| s.key == key && s.publisher.is_none()) {
+        let slot = match self.sets.iter().position(|s| s.key == key && s.publisher.is_none()) {
             Some(i) => i,
             None => {
                 if key != StreamKey::FRESH {
@@ -185,7 +169,7 @@ impl CoalescingPool {
         };
         // Fresh memory is no stream: looking it up must not count as another stream's call.
         if key != StreamKey::FRESH {
-            self.last = LastSet { key, slot, identity: self.streams[slot].identity };
+            self.last = LastSet { key, slot, identity: self.sets[slot].identity };
         }
         slot
     }
@@ -195,17 +179,17 @@ impl CoalescingPool {
     fn new_set(&mut self, key: StreamKey, publisher: Option<usize>) -> usize {
         // The slot reused may be the cached one.
         self.last = LastSet::default();
-        let lists = StreamFreeLists::new(key, publisher);
-        let reusable = |s: &StreamFreeLists| s.key == StreamKey::UNUSED || (s.key.is_retired() && s.free_bytes == 0);
+        let lists = StreamSet::new(key, publisher);
+        let reusable = |s: &StreamSet| s.key == StreamKey::UNUSED || (s.key.is_retired() && s.free_bytes == 0);
         // (A sealed set is never reused: its synchronisation will look for it.)
-        match self.streams.iter().position(reusable) {
+        match self.sets.iter().position(reusable) {
             Some(i) => {
-                self.streams[i] = lists;
+                self.sets[i] = lists;
                 i
             }
             None => {
-                self.streams.push(lists);
-                self.streams.len() - 1
+                self.sets.push(lists);
+                self.sets.len() - 1
             }
         }
     }
@@ -213,17 +197,17 @@ impl CoalescingPool {
     /// Which stream filled the sets of `slot` (see `StreamOrder::identity`).
     #[inline(always)]
     pub fn identity(&self, slot: usize) -> u64 {
-        self.streams[slot].identity
+        self.sets[slot].identity
     }
 
     /// Records which stream the sets of `slot` belong to, once the first call on it has asked.
     pub fn set_identity(&mut self, slot: usize, identity: u64) {
-        self.streams[slot].identity = identity;
+        self.sets[slot].identity = identity;
         if self.last.slot == slot {
             self.last.identity = identity;
         }
-        if let Some(p) = self.streams[slot].published {
-            self.streams[p].identity = identity;
+        if let Some(p) = self.sets[slot].published {
+            self.sets[p].identity = identity;
         }
     }
 
@@ -238,7 +222,7 @@ impl CoalescingPool {
 
     /// The stream key of a slot (a published set has its owner's key).
     pub fn key_of(&self, slot: usize) -> StreamKey {
-        self.streams[slot].key
+        self.sets[slot].key
     }
 
     /// Adds a range taken from the upstream as one free block on `slot`. `addr` and `size` must be
@@ -272,7 +256,7 @@ impl CoalescingPool {
     pub fn allocate(&mut self, slot: usize, requested: usize, size: usize, align: usize) -> Option<usize> {
         let units = size >> GRANULE_SHIFT;
         if units < CACHE_CLASSES && align == GRANULE {
-            let lists = &mut self.streams[slot];
+            let lists = &mut self.sets[slot];
             let id = lists.cache[units];
             if id != NIL {
                 let b = self.blocks.get_mut(id);
@@ -284,11 +268,11 @@ impl CoalescingPool {
             }
         }
         let search = search_size(size, align);
-        let lists = &self.streams[slot];
-        let id = match lists.bitmap.find_at_or_above(map_ceil(search >> GRANULE_SHIFT)) {
+        let id = match self.sets[slot].free.class_at_or_above(map_ceil(search >> GRANULE_SHIFT)) {
             Some(c) => self.pop_head(slot, c),
             None => {
-                let id = self.scan_floor_class(slot, search)?;
+                let floor = map_floor(search >> GRANULE_SHIFT);
+                let id = self.sets[slot].free.scan_class(&self.blocks, floor, search)?;
                 self.unlink_free(id);
                 id
             }
@@ -296,37 +280,12 @@ impl CoalescingPool {
         Some(self.take(slot, id, requested, size, align))
     }
 
-    /// Looks through the class just below the guaranteed-fit classes for a block that still fits.
-    #[cold]
-    fn scan_floor_class(&self, slot: usize, search: usize) -> Option<BlockId> {
-        let c = map_floor(search >> GRANULE_SHIFT);
-        let mut id = self.streams[slot].head(c);
-        for _ in 0..FLOOR_CLASS_SCAN {
-            if id == NIL {
-                return None;
-            }
-            let b = self.blocks.get(id);
-            if b.size() >= search {
-                return Some(id);
-            }
-            id = b.next_free;
-        }
-        None
-    }
-
     /// Removes and returns the first block of class `c` (which must be non-empty) of `slot`.
     #[inline(always)]
     fn pop_head(&mut self, slot: usize, c: Class) -> BlockId {
-        let lists = &mut self.streams[slot];
-        let id = lists.head(c);
-        let b = self.blocks.get(id);
-        let next = b.next_free;
-        lists.free_bytes -= b.size();
-        *lists.head_mut(c) = next;
-        if next == NIL {
-            lists.bitmap.clear(c);
-        }
-        self.blocks.get_mut(next).prev_free = NIL;
+        let set = &mut self.sets[slot];
+        let id = set.free.pop(&mut self.blocks, c);
+        set.free_bytes -= self.blocks.get(id).size();
         id
     }
 
@@ -341,11 +300,11 @@ impl CoalescingPool {
             // The front stays free on this stream; its previous neighbour is not free here (the
             // block was coalesced), so it needs no merge.
             let front = id;
-            id = self.split(front, aligned - addr);
+            id = split(&mut self.blocks, front, aligned - addr);
             self.link_free(slot, front);
         }
         if self.blocks.get(id).size() - size >= GRANULE {
-            let rest = self.split(id, size);
+            let rest = split(&mut self.blocks, id, size);
             self.link_free(slot, rest);
         }
         self.hand_out(id, requested, size)
@@ -361,28 +320,6 @@ impl CoalescingPool {
         let addr = b.addr;
         self.allocated.insert(id, &self.blocks);
         addr
-    }
-
-    /// Splits `id` after `at` bytes; returns the new record of the back part (not linked in any
-    /// free list, stream copied from `id`).
-    #[inline(always)]
-    fn split(&mut self, id: BlockId, at: usize) -> BlockId {
-        let b = *self.blocks.get(id);
-        let at_units = (at >> GRANULE_SHIFT) as u32;
-        let back = self.blocks.insert(Block {
-            addr: b.addr + at,
-            units: b.units - at_units,
-            prev_phys: id,
-            next_phys: b.next_phys,
-            prev_free: NIL,
-            next_free: NIL,
-            stream: b.stream,
-        });
-        self.blocks.get_mut(b.next_phys).prev_phys = back;
-        let front = self.blocks.get_mut(id);
-        front.units = at_units;
-        front.next_phys = back;
-        back
     }
 
     /// Returns the block at `addr` to the free lists of `slot`. On misuse nothing changes.
@@ -411,7 +348,7 @@ impl CoalescingPool {
         // Only while one stream has the pool: a shared pool hands its free blocks to other
         // streams, which then want them merged.
         let alone = !self.shared_by_streams();
-        let lists = &mut self.streams[slot];
+        let lists = &mut self.sets[slot];
         if units < CACHE_CLASSES && lists.cache_len[units] < CACHE_DEPTH && alone {
             let b = self.blocks.get_mut(id);
             b.stream = CACHED;
@@ -434,14 +371,14 @@ impl CoalescingPool {
         if self.cached_blocks == 0 {
             return false;
         }
-        for slot in 0..self.streams.len() {
+        for slot in 0..self.sets.len() {
             for units in 1..CACHE_CLASSES {
-                let mut id = std::mem::replace(&mut self.streams[slot].cache[units], NIL);
-                self.streams[slot].cache_len[units] = 0;
+                let mut id = std::mem::replace(&mut self.sets[slot].cache[units], NIL);
+                self.sets[slot].cache_len[units] = 0;
                 while id != NIL {
                     let next = self.blocks.get(id).next_free;
                     // `release` counts the bytes in again as it links the (merged) block.
-                    self.streams[slot].free_bytes -= units << GRANULE_SHIFT;
+                    self.sets[slot].free_bytes -= units << GRANULE_SHIFT;
                     self.release(slot, id);
                     id = next;
                 }
@@ -454,43 +391,43 @@ impl CoalescingPool {
     /// True when another stream asked for this stream's blocks (checked on every call: one flag).
     #[inline]
     pub fn is_wanted(&self, slot: usize) -> bool {
-        self.streams[slot].wanted
+        self.sets[slot].wanted
     }
 
     /// Moves the private free blocks of `slot` to its published set: the caller has just captured
     /// the stream's work (`StreamOrder::record`), which covers every one of them.
     pub fn publish(&mut self, slot: usize) {
         self.flush_caches();
-        let target = match self.streams[slot].published {
+        let target = match self.sets[slot].published {
             Some(p) => p,
             None => {
-                let key = self.streams[slot].key;
+                let key = self.sets[slot].key;
                 let p = self.new_set(key, Some(slot));
-                self.streams[p].identity = self.streams[slot].identity;
-                self.streams[slot].published = Some(p);
+                self.sets[p].identity = self.sets[slot].identity;
+                self.sets[slot].published = Some(p);
                 p
             }
         };
         self.merge_into(slot, target);
-        self.streams[slot].wanted = false;
+        self.sets[slot].wanted = false;
     }
 
     /// True when `slot`'s free blocks may go to another stream after a wait (or at once, if fresh):
     /// fresh memory, a published set, or the set of a retired stream.
     pub fn is_published(&self, slot: usize) -> bool {
-        let s = &self.streams[slot];
+        let s = &self.sets[slot];
         s.key == StreamKey::FRESH || s.publisher.is_some() || s.key.is_retired()
     }
 
     /// True while some stream has been asked to publish and has not yet: free memory that will
     /// soon be usable by others.
     pub fn has_wanted(&self) -> bool {
-        self.streams.iter().any(|s| s.wanted)
+        self.sets.iter().any(|s| s.wanted)
     }
 
     /// Stops asking `slot`'s stream to publish (its capture failed; it will be asked again).
     pub fn clear_wanted(&mut self, slot: usize) {
-        self.streams[slot].wanted = false;
+        self.sets[slot].wanted = false;
     }
 
     /// Makes `id` (not in any free list) free on `slot`, merging with free neighbours of that slot.
@@ -503,11 +440,11 @@ impl CoalescingPool {
         // The sentinel at NIL is never free: no test for NIL needed.
         if self.free_on(next, slot) {
             self.unlink_free(next);
-            self.absorb_next(id);
+            absorb_next(&mut self.blocks, id);
         }
         if self.free_on(prev, slot) {
             self.unlink_free(prev);
-            self.absorb_next(prev);
+            absorb_next(&mut self.blocks, prev);
             id = prev;
         }
         self.link_free(slot, id);
@@ -519,56 +456,24 @@ impl CoalescingPool {
         b.is_free() && b.stream as usize == slot
     }
 
-    /// Merges the physical successor of `id` into `id` and drops its record.
-    #[inline(always)]
-    fn absorb_next(&mut self, id: BlockId) {
-        let next = self.blocks.get(id).next_phys;
-        let (units, after) = {
-            let n = self.blocks.get(next);
-            (n.units, n.next_phys)
-        };
-        let b = self.blocks.get_mut(id);
-        b.units += units;
-        b.next_phys = after;
-        self.blocks.get_mut(after).prev_phys = id;
-        self.blocks.remove(next);
-    }
-
     #[inline(always)]
     fn link_free(&mut self, slot: usize, id: BlockId) {
-        let units = self.blocks.get(id).units as usize;
-        let size = units << GRANULE_SHIFT;
-        let c = map_floor(units);
-        let lists = &mut self.streams[slot];
-        let head = lists.head(c);
-        *lists.head_mut(c) = id;
-        lists.bitmap.set(c);
-        lists.free_bytes += size;
-        self.blocks.get_mut(head).prev_free = id;
+        let set = &mut self.sets[slot];
+        set.free.push(&mut self.blocks, id);
         let b = self.blocks.get_mut(id);
-        b.prev_free = NIL;
-        b.next_free = head;
         b.stream = slot as u32;
+        set.free_bytes += b.size();
     }
 
     #[inline(always)]
     fn unlink_free(&mut self, id: BlockId) {
-        let (prev, next, units, slot) = {
+        let (slot, size) = {
             let b = self.blocks.get(id);
-            (b.prev_free, b.next_free, b.units as usize, b.stream as usize)
+            (b.stream as usize, b.size())
         };
-        self.blocks.get_mut(next).prev_free = prev;
-        let lists = &mut self.streams[slot];
-        lists.free_bytes -= units << GRANULE_SHIFT;
-        if prev != NIL {
-            self.blocks.get_mut(prev).next_free = next;
-        } else {
-            let c = map_floor(units);
-            *lists.head_mut(c) = next;
-            if next == NIL {
-                lists.bitmap.clear(c);
-            }
-        }
+        let set = &mut self.sets[slot];
+        set.free_bytes -= size;
+        set.free.unlink(&mut self.blocks, id);
     }
 
     /// Why `addr` is not an allocated block start (cold: scans the records).
@@ -592,7 +497,7 @@ impl CoalescingPool {
     /// a fitting block are asked to publish (`wanted`), so a later request finds them ready. With
     /// `ordered == false` (memory no device uses) every set qualifies.
     pub fn find_donor(&mut self, slot: usize, size: usize, align: usize, ordered: bool) -> Option<usize> {
-        let key = self.streams[slot].key;
+        let key = self.sets[slot].key;
         self.find_set(Some(slot), key, map_ceil(search_size(size, align) >> GRANULE_SHIFT), ordered)
     }
 
@@ -610,8 +515,8 @@ impl CoalescingPool {
     /// of another stream, asking private sets on the way to publish.
     fn find_set(&mut self, skip: Option<usize>, key: StreamKey, c: Class, ordered: bool) -> Option<usize> {
         let mut found = None;
-        for (i, s) in self.streams.iter_mut().enumerate() {
-            if Some(i) == skip || s.bitmap.find_at_or_above(c).is_none() {
+        for (i, s) in self.sets.iter_mut().enumerate() {
+            if Some(i) == skip || s.free.class_at_or_above(c).is_none() {
                 continue;
             }
             if !ordered || s.key == StreamKey::FRESH || (s.publisher.is_some() && s.key == key) {
@@ -637,16 +542,16 @@ impl CoalescingPool {
     pub fn detach(&mut self, d: usize, min: usize, want: usize) -> Option<(usize, usize)> {
         debug_assert!(min % GRANULE == 0 && want % GRANULE == 0 && min <= want);
         self.flush_caches();
-        let lists = &self.streams[d];
-        lists.bitmap.find_at_or_above(map_ceil(min >> GRANULE_SHIFT))?;
-        let top = lists.bitmap.highest()?;
+        let free = &self.sets[d].free;
+        free.class_at_or_above(map_ceil(min >> GRANULE_SHIFT))?;
+        let top = free.largest_class()?;
         let id = self.pop_head(d, top);
         let size = self.blocks.get(id).size();
         // Leave no sliver behind: a remainder under a granule cannot exist, and a small one is
         // worth more to the taker than to this pool.
         let take = if size >= want + want / 4 { want } else { size };
         if take < size {
-            let rest = self.split(id, take);
+            let rest = split(&mut self.blocks, id, take);
             self.link_free(d, rest);
         }
         let b = *self.blocks.get(id);
@@ -704,15 +609,15 @@ impl CoalescingPool {
     /// The other streams that hold any free memory.
     pub fn streams_with_free_memory(&mut self, slot: usize) -> Vec<usize> {
         self.flush_caches();
-        (0..self.streams.len()).filter(|&s| s != slot && self.streams[s].free_bytes > 0).collect()
+        (0..self.sets.len()).filter(|&s| s != slot && self.sets[s].free_bytes > 0).collect()
     }
 
     /// Moves every free block of `from` to `to`, coalescing where blocks meet. The caller must
     /// first have ordered `to` after `from` (see `StreamOrder`).
     pub fn merge_into(&mut self, from: usize, to: usize) {
         self.flush_caches();
-        while let Some(c) = self.streams[from].bitmap.highest() {
-            let id = self.streams[from].head(c);
+        while let Some(c) = self.sets[from].free.largest_class() {
+            let id = self.sets[from].free.first(c);
             self.unlink_free(id);
             self.release(to, id);
         }
@@ -721,9 +626,9 @@ impl CoalescingPool {
     /// Sizes for error messages and monitoring.
     pub fn state(&self) -> PoolState {
         let mut largest = 0;
-        for s in &self.streams {
-            if let Some(c) = s.bitmap.highest() {
-                let mut id = s.head(c);
+        for s in &self.sets {
+            if let Some(c) = s.free.largest_class() {
+                let mut id = s.free.first(c);
                 while id != NIL {
                     let b = self.blocks.get(id);
                     largest = largest.max(b.size());
@@ -733,7 +638,7 @@ impl CoalescingPool {
         }
         PoolState {
             pool_size: self.pool_size,
-            free_bytes: self.streams.iter().map(|s| s.free_bytes).sum(),
+            free_bytes: self.sets.iter().map(|s| s.free_bytes).sum(),
             largest_free_block: largest,
         }
     }
@@ -787,12 +692,12 @@ impl CoalescingPool {
                 return Err(format!("chunk {addr:#x} not tiled: ends at {at:#x}"));
             }
         }
-        let listed: usize = self.streams.iter().map(|s| s.free_bytes).sum();
+        let listed: usize = self.sets.iter().map(|s| s.free_bytes).sum();
         if listed != free_total {
             return Err(format!("free lists hold {listed} bytes, blocks say {free_total}"));
         }
         let mut in_caches = 0;
-        for s in &self.streams {
+        for s in &self.sets {
             for units in 1..CACHE_CLASSES {
                 let mut id = s.cache[units];
                 let mut n = 0;
@@ -816,7 +721,7 @@ impl CoalescingPool {
         if in_caches != cached || cached != self.cached_blocks {
             return Err(format!("{cached} cached blocks, {in_caches} in caches, count {}", self.cached_blocks));
         }
-        let private_sets = self.streams.iter().filter(|s| s.key.is_stream() && s.publisher.is_none()).count();
+        let private_sets = self.sets.iter().filter(|s| s.key.is_stream() && s.publisher.is_none()).count();
         if private_sets != self.stream_count {
             return Err(format!("{private_sets} private sets of streams, count {}", self.stream_count));
         }

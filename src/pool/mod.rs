@@ -12,38 +12,11 @@
 //! B grows a little meanwhile and A's next call publishes. B waits on that event and takes them. A stream that was destroyed is never touched: its blocks
 //! come back through one context-wide synchronisation before the pool reports out-of-memory.
 //!
-//! # The free lists of one stream set
-//!
-//! A two-level segregated fit (TLSF: M. Masmano, I. Ripoll, A. Crespo, J. Real, "TLSF: a New
-//! Dynamic Memory Allocator for Real-Time Systems", ECRTS 2004), with its block headers moved to
-//! the host:
-//!
-//! ```text
-//!  fl bitmap (one bit per power of two that has a free block)      1 0 1 1 0 ...
-//!                                                                   |   | |
-//!  sl bitmap per power (one bit per class with a free block)        |   | +-> 0 0 1 0 ... 1
-//!                                                                   v   v
-//!  heads[fl][sl]  ->  [block] <-> [block] <-> [block]      free list of one class
-//!                     (prev_free / next_free links)
-//!
-//!  one chunk from the upstream, its blocks in address order (prev_phys / next_phys links):
-//!  +----------+---------------------+--------+------------------+----------+
-//!  | handed   | free, this set      | handed | free, this set   | free,    |
-//!  | out      | (in a list above)   | out    | (in a list)      | other set|
-//!  +----------+---------------------+--------+------------------+----------+
-//!
-//!  block records: a host-side table indexed by BlockId {addr, units, prev/next_phys,
-//!  prev/next_free, stream: the owning set, ALLOCATED or CACHED}; record 0 is the sentinel NIL,
-//!  so links are written without tests.
-//! ```
-//!
-//! `map_floor` files a free block under the class its size rounds down to; `map_ceil` gives the
-//! smallest class whose every block fits a request, so one search of the two bitmaps finds a
-//! fitting block without walking a list. Freeing looks at the two physical neighbours and merges
-//! with each that is free in the same set.
+//! The free lists of one stream set are a TLSF index, drawn at the top of `free_list.rs`.
 
 mod address_map;
 mod block;
+mod free_list;
 pub use block::MAX_BLOCK_BYTES;
 pub mod coalescing_pool;
 pub(crate) mod segment_map;

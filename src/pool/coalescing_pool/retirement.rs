@@ -9,7 +9,7 @@
 //! after a synchronisation of everything. The emptied sets are reused by the streams that come
 //! next, so slots do not pile up as streams come and go.
 
-use super::{CoalescingPool, StreamFreeLists};
+use super::{CoalescingPool, StreamSet};
 use crate::pool::stream_order::{next_retirement_number, StreamKey, IDENTITY_TRUSTED};
 
 /// Sets of retired streams whose work a capture covers, at most, per pool: beyond it the oldest
@@ -20,11 +20,11 @@ const MAX_CAPTURED_SETS: usize = 8;
 impl CoalescingPool {
     /// The identity of `key`'s sets here (see `StreamOrder::identity`), if it has any.
     pub fn identity_of_key(&self, key: StreamKey) -> Option<u64> {
-        self.private_slot(key).map(|slot| self.streams[slot].identity)
+        self.private_slot(key).map(|slot| self.sets[slot].identity)
     }
 
     fn private_slot(&self, key: StreamKey) -> Option<usize> {
-        self.streams.iter().position(|s| s.key == key && s.publisher.is_none())
+        self.sets.iter().position(|s| s.key == key && s.publisher.is_none())
     }
 
     /// Moves every free block of `key`'s sets (private, cached and published) to one set of key
@@ -40,16 +40,16 @@ impl CoalescingPool {
         // The cached set may be among those that change hands.
         self.last = super::LastSet::default();
         self.flush_caches();
-        if let Some(published) = self.streams[private].published.take() {
+        if let Some(published) = self.sets[private].published.take() {
             self.merge_into(published, private);
-            self.streams[published] = StreamFreeLists::new(StreamKey::UNUSED, None);
+            self.sets[published] = StreamSet::new(StreamKey::UNUSED, None);
         }
         self.stream_count -= 1;
-        if self.streams[private].free_bytes == 0 {
-            self.streams[private] = StreamFreeLists::new(StreamKey::UNUSED, None);
+        if self.sets[private].free_bytes == 0 {
+            self.sets[private] = StreamSet::new(StreamKey::UNUSED, None);
             return false;
         }
-        let lists = &mut self.streams[private];
+        let lists = &mut self.sets[private];
         lists.key = retired;
         lists.wanted = false;
         lists.identity = IDENTITY_TRUSTED;
@@ -63,31 +63,31 @@ impl CoalescingPool {
 
     /// All sets that wait for a synchronisation are alike: one per pool holds them.
     fn join_the_set_waiting_for_sync(&mut self, slot: usize) {
-        let other = self.streams.iter().enumerate().position(|(i, s)| i != slot && s.key.waits_for_sync());
+        let other = self.sets.iter().enumerate().position(|(i, s)| i != slot && s.key.waits_for_sync());
         if let Some(target) = other {
             self.merge_into(slot, target);
-            self.streams[slot] = StreamFreeLists::new(StreamKey::UNUSED, None);
+            self.sets[slot] = StreamSet::new(StreamKey::UNUSED, None);
         }
     }
 
     /// Keeps at most [`MAX_CAPTURED_SETS`] sets whose capture may be waited for: the oldest
     /// (lowest retirement number) waits for a synchronisation instead.
     fn limit_captured_sets(&mut self) {
-        let captured = |s: &StreamFreeLists| s.key.is_retired() && !s.key.waits_for_sync() && s.free_bytes > 0;
-        while self.streams.iter().filter(|s| captured(s)).count() > MAX_CAPTURED_SETS {
+        let captured = |s: &StreamSet| s.key.is_retired() && !s.key.waits_for_sync() && s.free_bytes > 0;
+        while self.sets.iter().filter(|s| captured(s)).count() > MAX_CAPTURED_SETS {
             let Some(oldest) =
-                (0..self.streams.len()).filter(|&i| captured(&self.streams[i])).min_by_key(|&i| self.streams[i].key.0)
+                (0..self.sets.len()).filter(|&i| captured(&self.sets[i])).min_by_key(|&i| self.sets[i].key.0)
             else {
                 return;
             };
-            self.streams[oldest].key = StreamKey::retired_after_sync(next_retirement_number());
+            self.sets[oldest].key = StreamKey::retired_after_sync(next_retirement_number());
             self.join_the_set_waiting_for_sync(oldest);
         }
     }
 
     /// The retired keys whose sets still hold free memory here.
     pub fn retired_keys_in_use(&self, out: &mut Vec<StreamKey>) {
-        out.extend(self.streams.iter().filter(|s| s.key.is_retired() && s.free_bytes > 0).map(|s| s.key));
+        out.extend(self.sets.iter().filter(|s| s.key.is_retired() && s.free_bytes > 0).map(|s| s.key));
     }
 
     /// Moves every free block (of every set but fresh memory) to one set of key `sealed`, which no
@@ -96,21 +96,21 @@ impl CoalescingPool {
         debug_assert!(sealed.is_sealed());
         self.last = super::LastSet::default();
         self.flush_caches();
-        for d in 0..self.streams.len() {
-            let key = self.streams[d].key;
+        for d in 0..self.sets.len() {
+            let key = self.sets[d].key;
             // Another synchronisation's sealed blocks stay its own.
             let movable = key != StreamKey::FRESH && key != StreamKey::UNUSED && !key.is_sealed();
-            if !movable || self.streams[d].free_bytes == 0 {
+            if !movable || self.sets[d].free_bytes == 0 {
                 continue;
             }
             // One sealed set per set, so that a failed synchronisation can give the blocks back.
             let target = self.new_set(sealed, None);
-            self.streams[target].sealed_from = Some((d, key));
+            self.sets[target].sealed_from = Some((d, key));
             self.merge_into(d, target);
             if !key.is_stream() {
                 // A retired set now empty: left for reuse (its blocks go back to a set that waits
                 // for a synchronisation, should this one fail).
-                self.streams[d] = StreamFreeLists::new(StreamKey::UNUSED, None);
+                self.sets[d] = StreamSet::new(StreamKey::UNUSED, None);
             }
         }
     }
@@ -120,43 +120,43 @@ impl CoalescingPool {
     /// synchronisation, where their set was retired or left for reuse meanwhile).
     pub fn unseal(&mut self, sealed: StreamKey, synced: bool) {
         self.last = super::LastSet::default();
-        while let Some(slot) = self.streams.iter().position(|s| s.key == sealed) {
-            let from = self.streams[slot].sealed_from.take();
+        while let Some(slot) = self.sets.iter().position(|s| s.key == sealed) {
+            let from = self.sets[slot].sealed_from.take();
             if synced {
                 let fresh = self.slot_of(StreamKey::FRESH);
                 self.merge_into(slot, fresh);
             } else {
                 match from {
-                    Some((d, key)) if self.streams.get(d).is_some_and(|s| s.key == key) => self.merge_into(slot, d),
+                    Some((d, key)) if self.sets.get(d).is_some_and(|s| s.key == key) => self.merge_into(slot, d),
                     _ => {
-                        self.streams[slot].key = StreamKey::retired_after_sync(next_retirement_number());
+                        self.sets[slot].key = StreamKey::retired_after_sync(next_retirement_number());
                         self.join_the_set_waiting_for_sync(slot);
-                        if self.streams[slot].key.waits_for_sync() {
+                        if self.sets[slot].key.waits_for_sync() {
                             // It is the set that waits now.
                             continue;
                         }
                     }
                 }
             }
-            self.streams[slot] = StreamFreeLists::new(StreamKey::UNUSED, None);
+            self.sets[slot] = StreamSet::new(StreamKey::UNUSED, None);
         }
     }
 
     /// Sets of free lists in use: those of streams (private and published, empty or not), and
     /// those of retired streams and fresh memory that hold free memory.
     pub fn sets_in_use(&self) -> usize {
-        self.streams.iter().filter(|s| s.key.is_stream() || s.free_bytes > 0).count()
+        self.sets.iter().filter(|s| s.key.is_stream() || s.free_bytes > 0).count()
     }
 
     /// Free bytes that only a synchronisation of everything can hand to a stream: the blocks of
     /// streams that were replaced without a capture of their work.
     pub fn free_bytes_waiting_for_sync(&self) -> usize {
-        self.streams.iter().filter(|s| s.key.waits_for_sync()).map(|s| s.free_bytes).sum()
+        self.sets.iter().filter(|s| s.key.waits_for_sync()).map(|s| s.free_bytes).sum()
     }
 
     /// A set's place among the others, for `check_invariants`.
     pub(super) fn check_set_links(&self) -> Result<(), String> {
-        for (i, s) in self.streams.iter().enumerate() {
+        for (i, s) in self.sets.iter().enumerate() {
             let describe = || format!("set {i} ({:#x})", s.key.0);
             if s.key == StreamKey::UNUSED || s.key.is_retired() || s.key.is_sealed() {
                 if s.publisher.is_some() || s.published.is_some() || s.wanted {
@@ -173,8 +173,8 @@ impl CoalescingPool {
                 }
             }
             if let Some(p) = s.published {
-                let back = self.streams.get(p).and_then(|q| q.publisher);
-                if back != Some(i) || self.streams[p].key != s.key {
+                let back = self.sets.get(p).and_then(|q| q.publisher);
+                if back != Some(i) || self.sets[p].key != s.key {
                     return Err(format!(
                         "{} names set {p} as its published set, which does not name it back",
                         describe()
@@ -182,7 +182,7 @@ impl CoalescingPool {
                 }
             }
             if let Some(p) = s.publisher {
-                if self.streams.get(p).and_then(|q| q.published) != Some(i) {
+                if self.sets.get(p).and_then(|q| q.published) != Some(i) {
                     return Err(format!(
                         "{} names set {p} as its private set, which does not name it back",
                         describe()
