@@ -1,11 +1,10 @@
 //! Device memory straight from the driver: `cuMemAlloc` / `cuMemFree` (RMM's
 //! `cuda_memory_resource`), the initial per-device resource.
 
-use crate::driver::{check, check_alloc, with_context};
+use crate::driver;
 use crate::error::{Error, Result};
 use crate::resource::{effective_alignment, same_type, MemoryResource, DEFAULT_ALIGNMENT};
 use crate::stream::CudaStreamView;
-use cudarc::driver::sys;
 
 /// The alignment every CUDA allocation call guarantees, and so the most the CUDA-backed resources
 /// can promise without over-allocating.
@@ -41,11 +40,7 @@ impl MemoryResource for CudaMemoryResource {
         if bytes == 0 {
             return Ok(std::ptr::null_mut());
         }
-        let mut dptr: sys::CUdeviceptr = 0;
-        // SAFETY: the driver is loaded; dptr is a valid out pointer.
-        let status = with_context(|| unsafe { sys::cuMemAlloc_v2(&mut dptr, bytes) })?;
-        check_alloc(status, "cuMemAlloc", bytes)?;
-        Ok(dptr as usize as *mut u8)
+        Ok(driver::mem_alloc(bytes)? as *mut u8)
     }
 
     fn deallocate(&self, ptr: *mut u8, _bytes: usize, _alignment: usize, _stream: CudaStreamView) -> Result<()> {
@@ -56,10 +51,7 @@ impl MemoryResource for CudaMemoryResource {
         if crate::process_exit::process_is_exiting() {
             return Ok(());
         }
-        // SAFETY: the driver is loaded; it rejects pointers it did not hand out with an error code
-        // rather than undefined behaviour.
-        let status = with_context(|| unsafe { sys::cuMemFree_v2(ptr as usize as sys::CUdeviceptr) })?;
-        check(status, "cuMemFree")
+        driver::mem_free(ptr as usize)
     }
 
     fn is_equal(&self, other: &dyn MemoryResource) -> bool {

@@ -1,11 +1,10 @@
 //! Managed (unified) memory: `cuMemAllocManaged` / `cuMemFree` (RMM's `managed_memory_resource`).
 
-use crate::driver::{check, check_alloc, ensure_context};
+use crate::driver;
 use crate::error::Result;
 use crate::resource::cuda::cuda_alignment;
 use crate::resource::{same_type, MemoryResource};
 use crate::stream::CudaStreamView;
-use cudarc::driver::sys;
 
 /// Managed memory from `cuMemAllocManaged` attached globally, so any stream on any device may use
 /// it and the host may touch it; pages migrate on demand.
@@ -27,12 +26,7 @@ impl MemoryResource for ManagedMemoryResource {
         if bytes == 0 {
             return Ok(std::ptr::null_mut());
         }
-        ensure_context()?;
-        let mut dptr: sys::CUdeviceptr = 0;
-        let flags = sys::CUmemAttach_flags_enum::CU_MEM_ATTACH_GLOBAL as u32;
-        // SAFETY: the driver is loaded and a context is current; dptr is a valid out pointer.
-        check_alloc(unsafe { sys::cuMemAllocManaged(&mut dptr, bytes, flags) }, "cuMemAllocManaged", bytes)?;
-        Ok(dptr as usize as *mut u8)
+        Ok(driver::mem_alloc_managed(bytes)? as *mut u8)
     }
 
     fn deallocate(&self, ptr: *mut u8, _bytes: usize, _alignment: usize, _stream: CudaStreamView) -> Result<()> {
@@ -43,9 +37,7 @@ impl MemoryResource for ManagedMemoryResource {
         if crate::process_exit::process_is_exiting() {
             return Ok(());
         }
-        ensure_context()?;
-        // SAFETY: a context is current; the driver reports foreign pointers as an error code.
-        check(unsafe { sys::cuMemFree_v2(ptr as usize as sys::CUdeviceptr) }, "cuMemFree")
+        driver::mem_free_managed(ptr as usize)
     }
 
     fn is_equal(&self, other: &dyn MemoryResource) -> bool {

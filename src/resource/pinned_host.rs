@@ -1,12 +1,11 @@
 //! Page-locked host memory: `cuMemHostAlloc` / `cuMemFreeHost` (RMM's
 //! `pinned_host_memory_resource`).
 
-use crate::driver::{check, check_alloc, ensure_context};
+use crate::driver;
 use crate::error::Result;
 use crate::resource::cuda::cuda_alignment;
 use crate::resource::{same_type, MemoryResource};
 use crate::stream::CudaStreamView;
-use cudarc::driver::sys;
 
 /// Pinned host memory from `cuMemHostAlloc`, made portable so that every context, not only the one
 /// current at allocation, treats it as pinned. With unified addressing kernels can read it through
@@ -29,15 +28,7 @@ impl MemoryResource for PinnedHostMemoryResource {
         if bytes == 0 {
             return Ok(std::ptr::null_mut());
         }
-        ensure_context()?;
-        let mut p: *mut std::ffi::c_void = std::ptr::null_mut();
-        // SAFETY: the driver is loaded and a context is current; p is a valid out pointer.
-        check_alloc(
-            unsafe { sys::cuMemHostAlloc(&mut p, bytes, sys::CU_MEMHOSTALLOC_PORTABLE) },
-            "cuMemHostAlloc",
-            bytes,
-        )?;
-        Ok(p.cast())
+        driver::mem_host_alloc(bytes)
     }
 
     fn deallocate(&self, ptr: *mut u8, _bytes: usize, _alignment: usize, _stream: CudaStreamView) -> Result<()> {
@@ -48,9 +39,7 @@ impl MemoryResource for PinnedHostMemoryResource {
         if crate::process_exit::process_is_exiting() {
             return Ok(());
         }
-        ensure_context()?;
-        // SAFETY: a context is current; the driver reports pointers it did not pin as an error code.
-        check(unsafe { sys::cuMemFreeHost(ptr.cast()) }, "cuMemFreeHost")
+        driver::mem_free_host(ptr)
     }
 
     fn is_equal(&self, other: &dyn MemoryResource) -> bool {
