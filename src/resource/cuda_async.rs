@@ -4,7 +4,7 @@
 use crate::device::{available_device_memory, DeviceId};
 use crate::driver;
 use crate::error::Result;
-use crate::resource::cuda::cuda_alignment;
+use crate::resource::driver_backed::cuda_alignment;
 use crate::resource::MemoryResource;
 use crate::stream::CudaStreamView;
 use cudarc::driver::sys;
