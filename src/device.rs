@@ -1,8 +1,7 @@
 //! Device ids and current-device helpers.
 
-use crate::driver::{check, ensure_context, ensure_driver, make_primary_current};
+use crate::driver;
 use crate::error::{Error, Result};
-use cudarc::driver::sys;
 
 /// A CUDA device ordinal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -12,11 +11,7 @@ impl DeviceId {
     /// The device of the context current on this thread (device 0 when none is current, as with
     /// the runtime).
     pub fn current() -> Result<DeviceId> {
-        ensure_context()?;
-        let mut dev: sys::CUdevice = 0;
-        // SAFETY: a context is current; dev is a valid out pointer.
-        check(unsafe { sys::cuCtxGetDevice(&mut dev) }, "cuCtxGetDevice")?;
-        Ok(DeviceId(dev))
+        driver::current_device().map(DeviceId)
     }
 
     /// The ordinal.
@@ -27,11 +22,7 @@ impl DeviceId {
 
 /// The number of CUDA devices.
 pub fn device_count() -> Result<usize> {
-    ensure_driver()?;
-    let mut n = 0;
-    // SAFETY: the driver is initialised; n is a valid out pointer.
-    check(unsafe { sys::cuDeviceGetCount(&mut n) }, "cuDeviceGetCount")?;
-    Ok(n.max(0) as usize)
+    driver::device_count()
 }
 
 /// Makes `device` current on this thread (`cudaSetDevice`).
@@ -43,7 +34,7 @@ pub fn set_current_device(device: DeviceId) -> Result<()> {
             device.0
         )));
     }
-    make_primary_current(device.0)
+    driver::make_primary_current(device.0)
 }
 
 /// Runs `f` with `device` current and restores the previous device afterwards, like RMM's
@@ -61,11 +52,7 @@ pub fn with_device<T>(device: DeviceId, f: impl FnOnce() -> Result<T>) -> Result
 
 /// `(free, total)` bytes of the current device.
 pub fn available_device_memory() -> Result<(usize, usize)> {
-    ensure_context()?;
-    let (mut free, mut total) = (0usize, 0usize);
-    // SAFETY: a context is current; the out pointers are valid.
-    check(unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) }, "cuMemGetInfo")?;
-    Ok((free, total))
+    driver::mem_get_info()
 }
 
 /// `pct` percent of the current device's free memory, rounded down to a multiple of 256: the usual

@@ -1,6 +1,6 @@
 //! Streams: a non-owning view ([`CudaStreamView`]) and an owning stream ([`CudaStream`]).
 
-use crate::driver::{check, ensure_context};
+use crate::driver;
 use crate::error::Result;
 use cudarc::driver::sys;
 
@@ -53,10 +53,7 @@ impl CudaStreamView {
 
     /// Blocks until all work on the stream has finished.
     pub fn synchronize(self) -> Result<()> {
-        ensure_context()?;
-        // SAFETY: the driver is loaded and a context is current; an invalid handle is reported by
-        // the driver as an error, not undefined behaviour, for handles that once were valid.
-        check(unsafe { sys::cuStreamSynchronize(self.as_raw()) }, "cuStreamSynchronize")
+        driver::stream_synchronize(self)
     }
 }
 
@@ -71,15 +68,9 @@ pub struct CudaStream {
 impl CudaStream {
     /// Creates a non-blocking stream on the current device.
     pub fn new() -> Result<Self> {
-        ensure_context()?;
-        let mut s: sys::CUstream = std::ptr::null_mut();
-        // SAFETY: a context is current; s is a valid out pointer.
-        check(
-            unsafe { sys::cuStreamCreate(&mut s, sys::CUstream_flags_enum::CU_STREAM_NON_BLOCKING as u32) },
-            "cuStreamCreate",
-        )?;
-        crate::stream_registry::register_stream(s as usize);
-        Ok(CudaStream { handle: s as usize })
+        let handle = driver::stream_create()?;
+        crate::stream_registry::register_stream(handle);
+        Ok(CudaStream { handle })
     }
 
     /// A view of this stream, valid while `self` lives.
@@ -102,8 +93,7 @@ impl Drop for CudaStream {
         // Pools capture the stream's queued work while it is alive: its handle may go to the next
         // stream created, which must not take the blocks that work still uses.
         crate::stream_registry::retire_stream(self.handle);
-        // SAFETY: the handle was created by cuStreamCreate and is destroyed once. Pending work still
-        // completes; the driver releases the stream afterwards. An error here has nobody to go to.
-        let _ = unsafe { sys::cuStreamDestroy_v2(self.handle as sys::CUstream) };
+        // Pending work still completes; the driver releases the stream afterwards.
+        driver::stream_destroy(self.handle);
     }
 }

@@ -2,7 +2,7 @@
 
 use crate::adaptor::{same_instance, zero_byte_allocation};
 use crate::error::{Error, Result};
-use crate::resource::{effective_alignment, MemoryResource};
+use crate::resource::{align_up, effective_alignment, MemoryResource};
 use crate::stream::CudaStreamView;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -20,11 +20,6 @@ pub struct LimitingResourceAdaptor<U> {
     upstream: U,
     allocation_limit: usize,
     allocated: AtomicUsize,
-}
-
-/// `bytes` rounded up to `alignment` (a power of two), or `None` on overflow.
-fn align_up(bytes: usize, alignment: usize) -> Option<usize> {
-    bytes.checked_add(alignment - 1).map(|n| n & !(alignment - 1))
 }
 
 impl<U: MemoryResource> LimitingResourceAdaptor<U> {
@@ -94,18 +89,5 @@ impl<U: MemoryResource> MemoryResource for LimitingResourceAdaptor<U> {
 
     fn is_host_accessible(&self) -> bool {
         self.upstream.is_host_accessible()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::align_up;
-
-    #[test]
-    fn align_up_rounds_and_detects_overflow() {
-        assert_eq!(align_up(1, 256), Some(256));
-        assert_eq!(align_up(256, 256), Some(256));
-        assert_eq!(align_up(257, 256), Some(512));
-        assert_eq!(align_up(usize::MAX - 10, 256), None);
     }
 }

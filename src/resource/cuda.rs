@@ -1,84 +1,43 @@
 //! Device memory straight from the driver: `cuMemAlloc` / `cuMemFree` (RMM's
 //! `cuda_memory_resource`), the initial per-device resource.
 
-use crate::driver::{check, check_alloc, with_context};
-use crate::error::{Error, Result};
-use crate::resource::{effective_alignment, same_type, MemoryResource, DEFAULT_ALIGNMENT};
-use crate::stream::CudaStreamView;
-use cudarc::driver::sys;
-
-/// The alignment every CUDA allocation call guarantees, and so the most the CUDA-backed resources
-/// can promise without over-allocating.
-pub(crate) const CUDA_ALIGNMENT: usize = DEFAULT_ALIGNMENT;
-
-/// Validates `alignment` for a resource whose memory comes straight from a CUDA allocation call:
-/// a power of two up to [`CUDA_ALIGNMENT`]; returns the effective alignment.
-pub(crate) fn cuda_alignment(alignment: usize) -> Result<usize> {
-    match effective_alignment(alignment) {
-        Ok(a) if a <= CUDA_ALIGNMENT => Ok(a),
-        // Report the limit that actually applies here, not the crate-wide maximum.
-        _ => Err(Error::BadAlignment { alignment, max: CUDA_ALIGNMENT }),
-    }
-}
+use crate::driver;
+use crate::error::Result;
+use crate::resource::{DriverAllocation, DriverBackedResource};
 
 /// Device memory from `cuMemAlloc`, freed with `cuMemFree`. Both calls synchronise the device, so
 /// this resource is simple and slow; pools sit on top of it.
 ///
 /// Stateless: any instance may free memory allocated by any other.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct CudaMemoryResource;
+pub type CudaMemoryResource = DriverBackedResource<DeviceMemory>;
 
-impl CudaMemoryResource {
-    /// A new handle; creating it makes no CUDA call.
-    pub const fn new() -> Self {
-        CudaMemoryResource
-    }
-}
+/// The driver calls of [`CudaMemoryResource`]: `cuMemAlloc` and `cuMemFree`.
+#[derive(Debug)]
+pub enum DeviceMemory {}
 
-impl MemoryResource for CudaMemoryResource {
-    fn allocate(&self, bytes: usize, alignment: usize, _stream: CudaStreamView) -> Result<*mut u8> {
-        cuda_alignment(alignment)?;
-        if bytes == 0 {
-            return Ok(std::ptr::null_mut());
-        }
-        let mut dptr: sys::CUdeviceptr = 0;
-        // SAFETY: the driver is loaded; dptr is a valid out pointer.
-        let status = with_context(|| unsafe { sys::cuMemAlloc_v2(&mut dptr, bytes) })?;
-        check_alloc(status, "cuMemAlloc", bytes)?;
-        Ok(dptr as usize as *mut u8)
+impl DriverAllocation for DeviceMemory {
+    const NAME: &'static str = "CudaMemoryResource";
+    const DEVICE_ACCESSIBLE: bool = true;
+    const HOST_ACCESSIBLE: bool = false;
+
+    #[inline]
+    fn allocate(bytes: usize) -> Result<*mut u8> {
+        Ok(driver::mem_alloc(bytes)? as *mut u8)
     }
 
-    fn deallocate(&self, ptr: *mut u8, _bytes: usize, _alignment: usize, _stream: CudaStreamView) -> Result<()> {
-        if ptr.is_null() {
-            return Ok(());
-        }
-        // While the process exits the driver may be gone: the memory goes with the process.
-        if crate::process_exit::process_is_exiting() {
-            return Ok(());
-        }
-        // SAFETY: the driver is loaded; it rejects pointers it did not hand out with an error code
-        // rather than undefined behaviour.
-        let status = with_context(|| unsafe { sys::cuMemFree_v2(ptr as usize as sys::CUdeviceptr) })?;
-        check(status, "cuMemFree")
-    }
-
-    fn is_equal(&self, other: &dyn MemoryResource) -> bool {
-        same_type::<Self>(other)
-    }
-
-    fn is_device_accessible(&self) -> bool {
-        true
-    }
-
-    fn is_host_accessible(&self) -> bool {
-        false
+    #[inline]
+    fn free(ptr: *mut u8) -> Result<()> {
+        driver::mem_free(ptr as usize)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resource::HostMemoryResource;
+    use crate::error::Error;
+    use crate::resource::driver_backed::cuda_alignment;
+    use crate::resource::{HostMemoryResource, MemoryResource};
+    use crate::stream::CudaStreamView;
 
     #[test]
     fn zero_bytes_is_null_without_cuda() {

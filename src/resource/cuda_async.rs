@@ -2,14 +2,13 @@
 //! `cuMemFreeAsync` (RMM's `cuda_async_memory_resource`).
 
 use crate::device::{available_device_memory, DeviceId};
-use crate::driver::{check, check_alloc, ensure_context, ensure_driver, with_context};
+use crate::driver;
 use crate::error::Result;
-use crate::resource::cuda::cuda_alignment;
+use crate::resource::driver_backed::cuda_alignment;
 use crate::resource::MemoryResource;
 use crate::stream::CudaStreamView;
 use cudarc::driver::sys;
 use std::any::Any;
-use std::ffi::c_void;
 
 /// Device memory from a `CUmemoryPool` this resource creates and owns. Allocation and free are
 /// stream-ordered and cheap; the driver caches freed memory in the pool up to the release threshold
@@ -43,46 +42,22 @@ impl CudaAsyncMemoryResource {
     ///
     /// Devices without memory-pool support make `cuMemPoolCreate` fail with a CUDA error.
     pub fn new(initial_pool_size: Option<usize>, release_threshold: Option<usize>) -> Result<Self> {
-        ensure_context()?;
+        driver::ensure_context()?;
         let device = DeviceId::current()?;
-        let mut context: sys::CUcontext = std::ptr::null_mut();
-        // SAFETY: a context is current; context is a valid out pointer.
-        check(unsafe { sys::cuCtxGetCurrent(&mut context) }, "cuCtxGetCurrent")?;
-
-        // SAFETY: CUmemPoolProps is plain C data whose all-zero pattern is valid (every enum field
-        // has a 0 variant, the pointer is null); zeroing also clears the reserved bytes as the
-        // driver requires.
-        let mut props: sys::CUmemPoolProps = unsafe { std::mem::zeroed() };
-        props.allocType = sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED;
-        props.handleTypes = sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE;
-        props.location.type_ = sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE;
-        props.location.id = device.0;
-        let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
-        // SAFETY: a context is current; props is fully initialised and pool a valid out pointer.
-        check(unsafe { sys::cuMemPoolCreate(&mut pool, &props) }, "cuMemPoolCreate")?;
+        let context = driver::current_context_or_null()?;
+        let pool = driver::mem_pool_create(device.0)?;
         // From here on `this` owns the pool: an early return below destroys it in Drop.
-        let this = CudaAsyncMemoryResource { pool: pool as usize, context: context as usize, device };
+        let this = CudaAsyncMemoryResource { pool, context, device };
 
-        let mut version = 0;
-        // SAFETY: the driver is initialised; version is a valid out pointer.
-        check(unsafe { sys::cuDriverGetVersion(&mut version) }, "cuDriverGetVersion")?;
-        if version < MIN_OPPORTUNISTIC_DRIVER {
-            let mut disabled: i32 = 0;
-            this.set_attribute(
-                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC,
-                (&mut disabled as *mut i32).cast(),
-            )?;
+        if driver::driver_version()? < MIN_OPPORTUNISTIC_DRIVER {
+            driver::mem_pool_set_reuse_allow_opportunistic(pool, false)?;
         }
 
-        let mut threshold: u64 = match release_threshold {
+        let threshold = match release_threshold {
             Some(t) => t as u64,
             None => available_device_memory()?.1 as u64,
         };
-        // The release threshold attribute is a cuuint64_t.
-        this.set_attribute(
-            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
-            (&mut threshold as *mut u64).cast(),
-        )?;
+        driver::mem_pool_set_release_threshold(pool, threshold)?;
 
         if let Some(bytes) = initial_pool_size.filter(|&b| b > 0) {
             let stream = CudaStreamView::DEFAULT;
@@ -104,9 +79,10 @@ impl CudaAsyncMemoryResource {
         self.device
     }
 
-    fn set_attribute(&self, attr: sys::CUmemPool_attribute, value: *mut c_void) -> Result<()> {
-        // SAFETY: the pool is alive; the caller passes a pointer to a value of the attribute's type.
-        check(unsafe { sys::cuMemPoolSetAttribute(self.pool_handle(), attr, value) }, "cuMemPoolSetAttribute")
+    /// The most memory the pool has reserved from the device at once, in bytes (the driver's
+    /// `CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH`).
+    pub fn reserved_memory_high(&self) -> Result<usize> {
+        driver::mem_pool_reserved_mem_high(self.pool).map(|bytes| bytes as usize)
     }
 }
 
@@ -119,16 +95,7 @@ impl MemoryResource for CudaAsyncMemoryResource {
         if bytes == 0 {
             return Ok(std::ptr::null_mut());
         }
-        let mut dptr: sys::CUdeviceptr = 0;
-        // The legacy default stream needs a current context; `with_context` makes one current if
-        // the call finds none.
-        let status = with_context(|| {
-            // SAFETY: the driver is loaded and the pool alive; dptr is a valid out pointer. A bad
-            // stream handle is the caller's contract (as for every stream-ordered call).
-            unsafe { sys::cuMemAllocFromPoolAsync(&mut dptr, bytes, self.pool_handle(), stream.as_raw()) }
-        })?;
-        check_alloc(status, "cuMemAllocFromPoolAsync", bytes)?;
-        Ok(dptr as usize as *mut u8)
+        Ok(driver::mem_alloc_from_pool_async(self.pool, bytes, stream)? as *mut u8)
     }
 
     fn deallocate(&self, ptr: *mut u8, _bytes: usize, _alignment: usize, stream: CudaStreamView) -> Result<()> {
@@ -139,11 +106,7 @@ impl MemoryResource for CudaAsyncMemoryResource {
         if crate::process_exit::process_is_exiting() {
             return Ok(());
         }
-        let status = with_context(|| {
-            // SAFETY: the driver is loaded; it reports pointers it did not hand out as an error.
-            unsafe { sys::cuMemFreeAsync(ptr as usize as sys::CUdeviceptr, stream.as_raw()) }
-        })?;
-        check(status, "cuMemFreeAsync")
+        driver::mem_free_async(ptr as usize, stream)
     }
 
     fn is_equal(&self, other: &dyn MemoryResource) -> bool {
@@ -164,23 +127,13 @@ impl Drop for CudaAsyncMemoryResource {
         // A live pool implies a loaded driver; the check only keeps hand-built values (tests) from
         // reaching cudarc, which would panic without the library.
         // While the process exits the driver may be gone; the pool goes with the process.
-        if self.pool == 0 || crate::process_exit::process_is_exiting() || ensure_driver().is_err() {
+        if self.pool == 0 || crate::process_exit::process_is_exiting() || driver::ensure_driver().is_err() {
             return;
         }
-        let ctx = self.context as sys::CUcontext;
-        // SAFETY: the context was current when the pool was made and primary contexts are never
-        // released by this crate. Pushing it synchronises the pool's device without changing the
-        // caller's current context. Errors have nowhere to go in drop and are ignored.
-        unsafe {
-            if sys::cuCtxPushCurrent_v2(ctx) == sys::CUresult::CUDA_SUCCESS {
-                let _ = sys::cuCtxSynchronize();
-                let mut popped: sys::CUcontext = std::ptr::null_mut();
-                let _ = sys::cuCtxPopCurrent_v2(&mut popped);
-            }
-        }
-        // SAFETY: the pool was created by cuMemPoolCreate and is destroyed once. Allocations still
-        // outstanding keep the driver's pool alive until they are freed.
-        let _ = unsafe { sys::cuMemPoolDestroy(self.pool_handle()) };
+        // The pool's context was current when it was made; pushing it synchronises the pool's
+        // device without changing the caller's current context.
+        driver::synchronize_context_in_drop(self.context);
+        driver::mem_pool_destroy(self.pool);
     }
 }
 

@@ -1,63 +1,30 @@
 //! Managed (unified) memory: `cuMemAllocManaged` / `cuMemFree` (RMM's `managed_memory_resource`).
 
-use crate::driver::{check, check_alloc, ensure_context};
+use crate::driver;
 use crate::error::Result;
-use crate::resource::cuda::cuda_alignment;
-use crate::resource::{same_type, MemoryResource};
-use crate::stream::CudaStreamView;
-use cudarc::driver::sys;
+use crate::resource::{DriverAllocation, DriverBackedResource};
 
 /// Managed memory from `cuMemAllocManaged` attached globally, so any stream on any device may use
 /// it and the host may touch it; pages migrate on demand.
 ///
 /// Stateless: any instance may free memory allocated by any other.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ManagedMemoryResource;
+pub type ManagedMemoryResource = DriverBackedResource<ManagedMemory>;
 
-impl ManagedMemoryResource {
-    /// A new handle; creating it makes no CUDA call.
-    pub const fn new() -> Self {
-        ManagedMemoryResource
-    }
-}
+/// The driver calls of [`ManagedMemoryResource`]: `cuMemAllocManaged` and `cuMemFree`.
+#[derive(Debug)]
+pub enum ManagedMemory {}
 
-impl MemoryResource for ManagedMemoryResource {
-    fn allocate(&self, bytes: usize, alignment: usize, _stream: CudaStreamView) -> Result<*mut u8> {
-        cuda_alignment(alignment)?;
-        if bytes == 0 {
-            return Ok(std::ptr::null_mut());
-        }
-        ensure_context()?;
-        let mut dptr: sys::CUdeviceptr = 0;
-        let flags = sys::CUmemAttach_flags_enum::CU_MEM_ATTACH_GLOBAL as u32;
-        // SAFETY: the driver is loaded and a context is current; dptr is a valid out pointer.
-        check_alloc(unsafe { sys::cuMemAllocManaged(&mut dptr, bytes, flags) }, "cuMemAllocManaged", bytes)?;
-        Ok(dptr as usize as *mut u8)
+impl DriverAllocation for ManagedMemory {
+    const NAME: &'static str = "ManagedMemoryResource";
+    const DEVICE_ACCESSIBLE: bool = true;
+    const HOST_ACCESSIBLE: bool = true;
+
+    fn allocate(bytes: usize) -> Result<*mut u8> {
+        Ok(driver::mem_alloc_managed(bytes)? as *mut u8)
     }
 
-    fn deallocate(&self, ptr: *mut u8, _bytes: usize, _alignment: usize, _stream: CudaStreamView) -> Result<()> {
-        if ptr.is_null() {
-            return Ok(());
-        }
-        // While the process exits the driver may be gone: the memory goes with the process.
-        if crate::process_exit::process_is_exiting() {
-            return Ok(());
-        }
-        ensure_context()?;
-        // SAFETY: a context is current; the driver reports foreign pointers as an error code.
-        check(unsafe { sys::cuMemFree_v2(ptr as usize as sys::CUdeviceptr) }, "cuMemFree")
-    }
-
-    fn is_equal(&self, other: &dyn MemoryResource) -> bool {
-        same_type::<Self>(other)
-    }
-
-    fn is_device_accessible(&self) -> bool {
-        true
-    }
-
-    fn is_host_accessible(&self) -> bool {
-        true
+    fn free(ptr: *mut u8) -> Result<()> {
+        driver::mem_free_managed(ptr as usize)
     }
 }
 
@@ -65,7 +32,8 @@ impl MemoryResource for ManagedMemoryResource {
 mod tests {
     use super::*;
     use crate::error::Error;
-    use crate::resource::CudaMemoryResource;
+    use crate::resource::{CudaMemoryResource, MemoryResource};
+    use crate::stream::CudaStreamView;
 
     #[test]
     fn zero_bytes_and_bad_alignment_make_no_cuda_call() {

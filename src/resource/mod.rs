@@ -12,6 +12,7 @@ use std::sync::Arc;
 pub mod cuda;
 pub mod cuda_async;
 mod cuda_event_order;
+mod driver_backed;
 pub mod host;
 pub mod managed;
 pub mod pinned_host;
@@ -20,6 +21,7 @@ pub mod pool;
 pub use cuda::CudaMemoryResource;
 pub use cuda_async::CudaAsyncMemoryResource;
 pub use cuda_event_order::CudaEventOrder;
+pub use driver_backed::{DriverAllocation, DriverBackedResource};
 pub use host::HostMemoryResource;
 pub use managed::ManagedMemoryResource;
 pub use pinned_host::PinnedHostMemoryResource;
@@ -117,7 +119,36 @@ pub fn effective_alignment(alignment: usize) -> Result<usize> {
     }
 }
 
+/// `bytes` rounded up to `alignment`, a power of two; `None` on overflow. A mask rather than
+/// `checked_next_multiple_of`, which divides: the compiler cannot see that a run-time alignment is
+/// a power of two. For a constant alignment `next_multiple_of` is as cheap.
+#[inline]
+pub(crate) fn align_up(bytes: usize, alignment: usize) -> Option<usize> {
+    bytes.checked_add(alignment - 1).map(|n| n & !(alignment - 1))
+}
+
 /// True when `other` is of type `T`: the equality of stateless resources.
 pub fn same_type<T: MemoryResource>(other: &dyn MemoryResource) -> bool {
     (other as &dyn Any).is::<T>()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::align_up;
+
+    #[test]
+    fn align_up_rounds_and_detects_overflow() {
+        assert_eq!(align_up(0, 256), Some(0));
+        assert_eq!(align_up(1, 256), Some(256));
+        assert_eq!(align_up(256, 256), Some(256));
+        assert_eq!(align_up(257, 256), Some(512));
+        assert_eq!(align_up(usize::MAX - 255, 256), Some(usize::MAX - 255));
+        assert_eq!(align_up(usize::MAX - 10, 256), None);
+        // Agrees with the standard library wherever both answer.
+        for bytes in [0, 1, 255, 256, 4097, 1 << 40] {
+            for alignment in [256, 4096, 1 << 30] {
+                assert_eq!(align_up(bytes, alignment), bytes.checked_next_multiple_of(alignment));
+            }
+        }
+    }
 }

@@ -1,68 +1,32 @@
 //! Page-locked host memory: `cuMemHostAlloc` / `cuMemFreeHost` (RMM's
 //! `pinned_host_memory_resource`).
 
-use crate::driver::{check, check_alloc, ensure_context};
+use crate::driver;
 use crate::error::Result;
-use crate::resource::cuda::cuda_alignment;
-use crate::resource::{same_type, MemoryResource};
-use crate::stream::CudaStreamView;
-use cudarc::driver::sys;
+use crate::resource::{DriverAllocation, DriverBackedResource};
 
 /// Pinned host memory from `cuMemHostAlloc`, made portable so that every context, not only the one
 /// current at allocation, treats it as pinned. With unified addressing kernels can read it through
 /// the same pointer, and copies from and to it can run asynchronously.
 ///
 /// Stateless: any instance may free memory allocated by any other.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct PinnedHostMemoryResource;
+pub type PinnedHostMemoryResource = DriverBackedResource<PinnedHostMemory>;
 
-impl PinnedHostMemoryResource {
-    /// A new handle; creating it makes no CUDA call.
-    pub const fn new() -> Self {
-        PinnedHostMemoryResource
-    }
-}
+/// The driver calls of [`PinnedHostMemoryResource`]: `cuMemHostAlloc` and `cuMemFreeHost`.
+#[derive(Debug)]
+pub enum PinnedHostMemory {}
 
-impl MemoryResource for PinnedHostMemoryResource {
-    fn allocate(&self, bytes: usize, alignment: usize, _stream: CudaStreamView) -> Result<*mut u8> {
-        cuda_alignment(alignment)?;
-        if bytes == 0 {
-            return Ok(std::ptr::null_mut());
-        }
-        ensure_context()?;
-        let mut p: *mut std::ffi::c_void = std::ptr::null_mut();
-        // SAFETY: the driver is loaded and a context is current; p is a valid out pointer.
-        check_alloc(
-            unsafe { sys::cuMemHostAlloc(&mut p, bytes, sys::CU_MEMHOSTALLOC_PORTABLE) },
-            "cuMemHostAlloc",
-            bytes,
-        )?;
-        Ok(p.cast())
+impl DriverAllocation for PinnedHostMemory {
+    const NAME: &'static str = "PinnedHostMemoryResource";
+    const DEVICE_ACCESSIBLE: bool = true;
+    const HOST_ACCESSIBLE: bool = true;
+
+    fn allocate(bytes: usize) -> Result<*mut u8> {
+        driver::mem_host_alloc(bytes)
     }
 
-    fn deallocate(&self, ptr: *mut u8, _bytes: usize, _alignment: usize, _stream: CudaStreamView) -> Result<()> {
-        if ptr.is_null() {
-            return Ok(());
-        }
-        // While the process exits the driver may be gone: the memory goes with the process.
-        if crate::process_exit::process_is_exiting() {
-            return Ok(());
-        }
-        ensure_context()?;
-        // SAFETY: a context is current; the driver reports pointers it did not pin as an error code.
-        check(unsafe { sys::cuMemFreeHost(ptr.cast()) }, "cuMemFreeHost")
-    }
-
-    fn is_equal(&self, other: &dyn MemoryResource) -> bool {
-        same_type::<Self>(other)
-    }
-
-    fn is_device_accessible(&self) -> bool {
-        true
-    }
-
-    fn is_host_accessible(&self) -> bool {
-        true
+    fn free(ptr: *mut u8) -> Result<()> {
+        driver::mem_free_host(ptr)
     }
 }
 
@@ -70,7 +34,8 @@ impl MemoryResource for PinnedHostMemoryResource {
 mod tests {
     use super::*;
     use crate::error::Error;
-    use crate::resource::ManagedMemoryResource;
+    use crate::resource::{ManagedMemoryResource, MemoryResource};
+    use crate::stream::CudaStreamView;
 
     #[test]
     fn zero_bytes_and_bad_alignment_make_no_cuda_call() {

@@ -1,0 +1,126 @@
+//! Contexts and devices, and the context rule: how a call that needs a current context gets one.
+
+use super::{check, ensure_driver};
+use crate::error::Result;
+use cudarc::driver::sys;
+use std::cell::Cell;
+
+/// Runs `call`, a driver call that needs a current context. The first such call on a thread first
+/// makes sure a context is current (as the runtime does on its first call: the primary context of
+/// device 0 when none is); later calls cost nothing beyond `call` itself (a `cuCtxGetCurrent` on
+/// every allocation and free showed in the cost of `cuMemAllocFromPoolAsync`). No driver call is
+/// made to fail on purpose: sanitizers report every failing call. Should the program have made no
+/// context current since (`cuCtxSetCurrent(NULL)`), the call reports `CUDA_ERROR_INVALID_CONTEXT`
+/// once and is made again after a context is made current.
+#[inline]
+pub(super) fn with_context(mut call: impl FnMut() -> sys::CUresult) -> Result<sys::CUresult> {
+    if !CONTEXT_SEEN.with(Cell::get) {
+        ensure_context()?;
+        CONTEXT_SEEN.with(|seen| seen.set(true));
+    }
+    let status = call();
+    if status != sys::CUresult::CUDA_ERROR_INVALID_CONTEXT {
+        return Ok(status);
+    }
+    ensure_context()?;
+    Ok(call())
+}
+
+thread_local! {
+    /// Whether this thread has had a current context (made sure of by `ensure_context`).
+    static CONTEXT_SEEN: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Makes sure a context is current on this thread, as the runtime does on its first call: if none
+/// is, the primary context of device 0 becomes current.
+pub(crate) fn ensure_context() -> Result<()> {
+    ensure_driver()?;
+    if current_context_or_null()? == 0 {
+        make_primary_current(0)?;
+    }
+    Ok(())
+}
+
+/// The context current on this thread, or 0 when none is; makes none current. The driver must be
+/// initialised.
+pub(crate) fn current_context_or_null() -> Result<usize> {
+    let mut ctx: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: the driver is initialised; ctx is a valid out pointer.
+    check(unsafe { sys::cuCtxGetCurrent(&mut ctx) }, "cuCtxGetCurrent")?;
+    Ok(ctx as usize)
+}
+
+/// The context current on this thread (made current first if none is, see [`ensure_context`]).
+pub(crate) fn current_context() -> Result<usize> {
+    ensure_context()?;
+    current_context_or_null()
+}
+
+/// The ordinal of the current context's device (device 0's primary context is made current first
+/// if no context is).
+pub(crate) fn current_device() -> Result<i32> {
+    ensure_context()?;
+    let mut dev: sys::CUdevice = 0;
+    // SAFETY: a context is current; dev is a valid out pointer.
+    check(unsafe { sys::cuCtxGetDevice(&mut dev) }, "cuCtxGetDevice")?;
+    Ok(dev)
+}
+
+/// The number of CUDA devices.
+pub(crate) fn device_count() -> Result<usize> {
+    ensure_driver()?;
+    let mut n = 0;
+    // SAFETY: the driver is initialised; n is a valid out pointer.
+    check(unsafe { sys::cuDeviceGetCount(&mut n) }, "cuDeviceGetCount")?;
+    Ok(n.max(0) as usize)
+}
+
+/// Blocks until all work in `context` has finished, streams destroyed since included; `context`
+/// is made current for the call when another one is.
+pub(crate) fn synchronize_context(context: usize) -> Result<()> {
+    let current = current_context()?;
+    if current == context {
+        // SAFETY: a context is current.
+        return check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize");
+    }
+    // SAFETY: `context` was current on some thread of this process and its primary context is
+    // never released (see `make_primary_current`); pushed and popped around one call.
+    check(unsafe { sys::cuCtxPushCurrent_v2(context as sys::CUcontext) }, "cuCtxPushCurrent")?;
+    // SAFETY: a context is current.
+    let synced = check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize");
+    let mut popped: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: pops what was pushed above; popped is a valid out pointer.
+    let restored = check(unsafe { sys::cuCtxPopCurrent_v2(&mut popped) }, "cuCtxPopCurrent");
+    synced.and(restored)
+}
+
+/// Blocks until all work in `context` has finished, for a destructor: `context` is pushed for the
+/// call whichever context is current, and errors are ignored. The driver must be initialised and
+/// `context` must have been current on some thread of this process.
+pub(crate) fn synchronize_context_in_drop(context: usize) {
+    // SAFETY: the caller's context was current once and primary contexts are never released by
+    // this crate (see `make_primary_current`); pushing it leaves the caller's current context as it
+    // was once popped.
+    if unsafe { sys::cuCtxPushCurrent_v2(context as sys::CUcontext) } != sys::CUresult::CUDA_SUCCESS {
+        return;
+    }
+    // SAFETY: a context is current (pushed above).
+    let _ = unsafe { sys::cuCtxSynchronize() };
+    let mut popped: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: pops what was pushed above; popped is a valid out pointer.
+    let _ = unsafe { sys::cuCtxPopCurrent_v2(&mut popped) };
+}
+
+/// Retains the primary context of `ordinal` and makes it current on this thread (`cudaSetDevice`).
+pub(crate) fn make_primary_current(ordinal: i32) -> Result<()> {
+    ensure_driver()?;
+    let mut dev: sys::CUdevice = 0;
+    // SAFETY: the driver is initialised; out pointers are valid.
+    check(unsafe { sys::cuDeviceGet(&mut dev, ordinal) }, "cuDeviceGet")?;
+    let mut ctx: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: as above. The retain is never released on purpose: the primary context then lives for
+    // the whole process, as it does under the runtime, so no resource outlives its context.
+    check(unsafe { sys::cuDevicePrimaryCtxRetain(&mut ctx, dev) }, "cuDevicePrimaryCtxRetain")?;
+    // SAFETY: ctx was just retained.
+    check(unsafe { sys::cuCtxSetCurrent(ctx) }, "cuCtxSetCurrent")
+}

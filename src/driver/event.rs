@@ -1,0 +1,31 @@
+//! Events: creation, recording and destruction.
+
+use super::{check, ensure_context};
+use crate::error::Result;
+use crate::stream::CudaStreamView;
+use cudarc::driver::sys;
+
+/// Creates an event without timing (cheapest to record) in the current context; returns its
+/// handle.
+pub(crate) fn event_create() -> Result<usize> {
+    ensure_context()?;
+    let mut e: sys::CUevent = std::ptr::null_mut();
+    // SAFETY: a context is current; e is a valid out pointer.
+    check(
+        unsafe { sys::cuEventCreate(&mut e, sys::CUevent_flags_enum::CU_EVENT_DISABLE_TIMING as u32) },
+        "cuEventCreate",
+    )?;
+    Ok(e as usize)
+}
+
+/// Captures in `event` the work enqueued on `stream` so far.
+pub(crate) fn event_record(event: usize, stream: CudaStreamView) -> Result<()> {
+    // SAFETY: the caller's event is alive; the driver reports a bad stream handle as an error.
+    check(unsafe { sys::cuEventRecord(event as sys::CUevent, stream.as_raw()) }, "cuEventRecord")
+}
+
+/// Destroys `event`, made by [`event_create`], for a destructor: errors are ignored.
+pub(crate) fn event_destroy(event: usize) {
+    // SAFETY: the caller destroys an event it created, once.
+    let _ = unsafe { sys::cuEventDestroy_v2(event as sys::CUevent) };
+}

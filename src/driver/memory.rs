@@ -1,0 +1,73 @@
+//! Device, managed and pinned host memory, and the device's free and total memory.
+//!
+//! Device memory (`cuMemAlloc`) follows the context rule of [`with_context`]; managed and pinned
+//! host memory make sure of a context before every call with [`ensure_context`], which never lets
+//! a call fail for want of one.
+
+use super::{check, check_alloc, ensure_context, with_context};
+use crate::error::Result;
+use cudarc::driver::sys;
+
+/// `bytes` of device memory from `cuMemAlloc`.
+#[inline]
+pub(crate) fn mem_alloc(bytes: usize) -> Result<usize> {
+    let mut dptr: sys::CUdeviceptr = 0;
+    // SAFETY: the driver is loaded; dptr is a valid out pointer.
+    let status = with_context(|| unsafe { sys::cuMemAlloc_v2(&mut dptr, bytes) })?;
+    check_alloc(status, "cuMemAlloc", bytes)?;
+    Ok(dptr as usize)
+}
+
+/// Frees device memory from [`mem_alloc`] with `cuMemFree`.
+#[inline]
+pub(crate) fn mem_free(ptr: usize) -> Result<()> {
+    // SAFETY: the driver is loaded; it rejects pointers it did not hand out with an error code
+    // rather than undefined behaviour.
+    let status = with_context(|| unsafe { sys::cuMemFree_v2(ptr as sys::CUdeviceptr) })?;
+    check(status, "cuMemFree")
+}
+
+/// `bytes` of managed memory from `cuMemAllocManaged`, attached globally: any stream on any device
+/// may use it.
+pub(crate) fn mem_alloc_managed(bytes: usize) -> Result<usize> {
+    ensure_context()?;
+    let mut dptr: sys::CUdeviceptr = 0;
+    let flags = sys::CUmemAttach_flags_enum::CU_MEM_ATTACH_GLOBAL as u32;
+    // SAFETY: the driver is loaded and a context is current; dptr is a valid out pointer.
+    check_alloc(unsafe { sys::cuMemAllocManaged(&mut dptr, bytes, flags) }, "cuMemAllocManaged", bytes)?;
+    Ok(dptr as usize)
+}
+
+/// Frees managed memory from [`mem_alloc_managed`] with `cuMemFree`, under the context rule of its
+/// allocation.
+pub(crate) fn mem_free_managed(ptr: usize) -> Result<()> {
+    ensure_context()?;
+    // SAFETY: a context is current; the driver reports foreign pointers as an error code.
+    check(unsafe { sys::cuMemFree_v2(ptr as sys::CUdeviceptr) }, "cuMemFree")
+}
+
+/// `bytes` of page-locked host memory from `cuMemHostAlloc`, portable: every context, not only the
+/// current one, treats it as pinned.
+pub(crate) fn mem_host_alloc(bytes: usize) -> Result<*mut u8> {
+    ensure_context()?;
+    let mut p: *mut std::ffi::c_void = std::ptr::null_mut();
+    // SAFETY: the driver is loaded and a context is current; p is a valid out pointer.
+    check_alloc(unsafe { sys::cuMemHostAlloc(&mut p, bytes, sys::CU_MEMHOSTALLOC_PORTABLE) }, "cuMemHostAlloc", bytes)?;
+    Ok(p.cast())
+}
+
+/// Frees pinned host memory from [`mem_host_alloc`] with `cuMemFreeHost`.
+pub(crate) fn mem_free_host(ptr: *mut u8) -> Result<()> {
+    ensure_context()?;
+    // SAFETY: a context is current; the driver reports pointers it did not pin as an error code.
+    check(unsafe { sys::cuMemFreeHost(ptr.cast()) }, "cuMemFreeHost")
+}
+
+/// `(free, total)` bytes of the current context's device.
+pub(crate) fn mem_get_info() -> Result<(usize, usize)> {
+    ensure_context()?;
+    let (mut free, mut total) = (0usize, 0usize);
+    // SAFETY: a context is current; the out pointers are valid.
+    check(unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) }, "cuMemGetInfo")?;
+    Ok((free, total))
+}

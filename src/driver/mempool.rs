@@ -1,0 +1,97 @@
+//! Memory pools of the driver's stream-ordered allocator, and allocation from them.
+
+use super::{check, check_alloc, with_context};
+use crate::error::Result;
+use crate::stream::CudaStreamView;
+use cudarc::driver::sys;
+
+/// Creates a pool of pinned memory on device `device`, not exportable. A context must be current.
+pub(crate) fn mem_pool_create(device: i32) -> Result<usize> {
+    // SAFETY: CUmemPoolProps is plain C data whose all-zero pattern is valid (every enum field has a
+    // 0 variant, the pointer is null); zeroing also clears the reserved bytes as the driver requires.
+    let mut props: sys::CUmemPoolProps = unsafe { std::mem::zeroed() };
+    props.allocType = sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.handleTypes = sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE;
+    props.location.type_ = sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = device;
+    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+    // SAFETY: a context is current; props is fully initialised and pool a valid out pointer.
+    check(unsafe { sys::cuMemPoolCreate(&mut pool, &props) }, "cuMemPoolCreate")?;
+    Ok(pool as usize)
+}
+
+/// Destroys `pool`, made by [`mem_pool_create`], for a destructor: errors are ignored. Allocations
+/// still outstanding keep the driver's pool alive until they are freed.
+pub(crate) fn mem_pool_destroy(pool: usize) {
+    // SAFETY: the caller destroys a pool it created, once.
+    let _ = unsafe { sys::cuMemPoolDestroy(pool as sys::CUmemoryPool) };
+}
+
+/// Sets whether `pool` may reuse memory freed on one stream for another without an ordering
+/// between them (`CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC`).
+pub(crate) fn mem_pool_set_reuse_allow_opportunistic(pool: usize, allow: bool) -> Result<()> {
+    let mut value = i32::from(allow);
+    // SAFETY: the pool is alive; the attribute's value is an int.
+    let status = unsafe {
+        sys::cuMemPoolSetAttribute(
+            pool as sys::CUmemoryPool,
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC,
+            (&mut value as *mut i32).cast(),
+        )
+    };
+    check(status, "cuMemPoolSetAttribute")
+}
+
+/// Sets the bytes `pool` keeps cached across synchronisations (`CU_MEMPOOL_ATTR_RELEASE_THRESHOLD`).
+pub(crate) fn mem_pool_set_release_threshold(pool: usize, bytes: u64) -> Result<()> {
+    let mut value = bytes;
+    // SAFETY: the pool is alive; the attribute's value is a cuuint64_t.
+    let status = unsafe {
+        sys::cuMemPoolSetAttribute(
+            pool as sys::CUmemoryPool,
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            (&mut value as *mut u64).cast(),
+        )
+    };
+    check(status, "cuMemPoolSetAttribute")
+}
+
+/// The most memory `pool` has reserved from the device at once (`CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH`).
+pub(crate) fn mem_pool_reserved_mem_high(pool: usize) -> Result<u64> {
+    let mut value: u64 = 0;
+    // SAFETY: the pool is alive; the attribute's value is a cuuint64_t.
+    let status = unsafe {
+        sys::cuMemPoolGetAttribute(
+            pool as sys::CUmemoryPool,
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH,
+            (&mut value as *mut u64).cast(),
+        )
+    };
+    check(status, "cuMemPoolGetAttribute")?;
+    Ok(value)
+}
+
+/// `bytes` from `pool`, usable by work on `stream` enqueued after the call
+/// (`cuMemAllocFromPoolAsync`). The legacy default stream needs a current context, hence the
+/// context rule.
+#[inline]
+pub(crate) fn mem_alloc_from_pool_async(pool: usize, bytes: usize, stream: CudaStreamView) -> Result<usize> {
+    let mut dptr: sys::CUdeviceptr = 0;
+    let status = with_context(|| {
+        // SAFETY: the driver is loaded and the pool alive; dptr is a valid out pointer. A bad
+        // stream handle is the caller's contract (as for every stream-ordered call).
+        unsafe { sys::cuMemAllocFromPoolAsync(&mut dptr, bytes, pool as sys::CUmemoryPool, stream.as_raw()) }
+    })?;
+    check_alloc(status, "cuMemAllocFromPoolAsync", bytes)?;
+    Ok(dptr as usize)
+}
+
+/// Frees `ptr` in stream order on `stream` (`cuMemFreeAsync`).
+#[inline]
+pub(crate) fn mem_free_async(ptr: usize, stream: CudaStreamView) -> Result<()> {
+    let status = with_context(|| {
+        // SAFETY: the driver is loaded; it reports pointers it did not hand out as an error.
+        unsafe { sys::cuMemFreeAsync(ptr as sys::CUdeviceptr, stream.as_raw()) }
+    })?;
+    check(status, "cuMemFreeAsync")
+}

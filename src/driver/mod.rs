@@ -1,0 +1,72 @@
+//! The one door to the CUDA driver API.
+//!
+//! Every driver call of the library goes through a typed function here (cudarc's `sys` layer
+//! below, the resources above). Each function takes and returns Rust values (handles and device
+//! pointers as `usize`, streams as [`CudaStreamView`](crate::stream::CudaStreamView)), turns the
+//! status into the crate's [`Result`] and applies the context rule its call needs, so callers never
+//! touch `unsafe` or a `CUresult`.
+//!
+//! cudarc loads `libcuda.so.1` lazily and panics when it is missing, so every path into the driver
+//! first calls [`ensure_driver`], which turns a missing library into [`Error::NoDriver`]. The driver
+//! API (not the runtime) is used throughout so that Rust and a C++ program linked against a static
+//! cudart share one notion of the current context.
+//!
+//! Functions called from destructors return nothing: a destructor has nowhere to send an error,
+//! and naming one would cost another driver call.
+
+use crate::error::{Error, Result};
+use cudarc::driver::sys;
+use std::sync::OnceLock;
+
+mod context;
+mod event;
+mod memory;
+mod mempool;
+mod status;
+mod stream;
+
+pub(crate) use context::{
+    current_context, current_context_or_null, current_device, device_count, ensure_context, make_primary_current,
+    synchronize_context, synchronize_context_in_drop,
+};
+pub(crate) use event::{event_create, event_destroy, event_record};
+pub(crate) use memory::{
+    mem_alloc, mem_alloc_managed, mem_free, mem_free_host, mem_free_managed, mem_get_info, mem_host_alloc,
+};
+pub(crate) use mempool::{
+    mem_alloc_from_pool_async, mem_free_async, mem_pool_create, mem_pool_destroy, mem_pool_reserved_mem_high,
+    mem_pool_set_release_threshold, mem_pool_set_reuse_allow_opportunistic,
+};
+pub(crate) use stream::{stream_create, stream_destroy, stream_id, stream_synchronize, stream_wait_event};
+
+use context::with_context;
+use status::{check, check_alloc};
+
+/// Loads and initialises the driver once; later calls return the cached outcome.
+pub(crate) fn ensure_driver() -> Result<()> {
+    static STATE: OnceLock<std::result::Result<(), Error>> = OnceLock::new();
+    STATE
+        .get_or_init(|| {
+            // SAFETY: only probes whether the shared library can be opened.
+            if !unsafe { sys::is_culib_present() } {
+                return Err(Error::NoDriver(
+                    "libcuda.so could not be loaded; install the NVIDIA driver or add it to LD_LIBRARY_PATH".into(),
+                ));
+            }
+            // SAFETY: the library is present; cuInit has no preconditions.
+            check(unsafe { sys::cuInit(0) }, "cuInit").map_err(|e| match e {
+                Error::Cuda { name, .. } => Error::NoDriver(format!("cuInit failed with {name}")),
+                other => other,
+            })
+        })
+        .clone()
+}
+
+/// The driver's version, as `1000 * major + 10 * minor` (12040 for 12.4). The driver must be
+/// initialised.
+pub(crate) fn driver_version() -> Result<i32> {
+    let mut version = 0;
+    // SAFETY: the driver is initialised; version is a valid out pointer.
+    check(unsafe { sys::cuDriverGetVersion(&mut version) }, "cuDriverGetVersion")?;
+    Ok(version)
+}

@@ -1,0 +1,50 @@
+//! Streams: creation, destruction, synchronisation, identity and waiting on events.
+
+use super::{check, ensure_context, ensure_driver};
+use crate::error::Result;
+use crate::stream::CudaStreamView;
+use cudarc::driver::sys;
+
+/// Creates a non-blocking stream (it does not synchronise with the legacy default stream) in the
+/// current context; returns its handle.
+pub(crate) fn stream_create() -> Result<usize> {
+    ensure_context()?;
+    let mut s: sys::CUstream = std::ptr::null_mut();
+    // SAFETY: a context is current; s is a valid out pointer.
+    check(
+        unsafe { sys::cuStreamCreate(&mut s, sys::CUstream_flags_enum::CU_STREAM_NON_BLOCKING as u32) },
+        "cuStreamCreate",
+    )?;
+    Ok(s as usize)
+}
+
+/// Destroys the stream `handle`, made by [`stream_create`], for a destructor: errors are ignored.
+/// Pending work still completes; the driver releases the stream afterwards.
+pub(crate) fn stream_destroy(handle: usize) {
+    // SAFETY: the caller destroys a stream it created, once.
+    let _ = unsafe { sys::cuStreamDestroy_v2(handle as sys::CUstream) };
+}
+
+/// Blocks until all work on `stream` has finished.
+pub(crate) fn stream_synchronize(stream: CudaStreamView) -> Result<()> {
+    ensure_context()?;
+    // SAFETY: the driver is loaded and a context is current; an invalid handle is reported by the
+    // driver as an error, not undefined behaviour, for handles that once were valid.
+    check(unsafe { sys::cuStreamSynchronize(stream.as_raw()) }, "cuStreamSynchronize")
+}
+
+/// The driver's unique id of the stream `handle` (never the same for two streams of a process,
+/// unlike handles, which the driver reuses). `handle` must name a live stream.
+pub(crate) fn stream_id(handle: usize) -> Result<u64> {
+    ensure_driver()?;
+    let mut id: std::ffi::c_ulonglong = 0;
+    // SAFETY: the driver is initialised; the caller names a live stream; id is a valid out pointer.
+    check(unsafe { sys::cuStreamGetId(handle as sys::CUstream, &mut id) }, "cuStreamGetId")?;
+    Ok(id)
+}
+
+/// Makes work enqueued on `stream` from now on wait for the work `event` captured.
+pub(crate) fn stream_wait_event(stream: CudaStreamView, event: usize) -> Result<()> {
+    // SAFETY: the caller's event is alive; the driver reports a bad stream handle as an error.
+    check(unsafe { sys::cuStreamWaitEvent(stream.as_raw(), event as sys::CUevent, 0) }, "cuStreamWaitEvent")
+}
