@@ -5,7 +5,11 @@
 fn main() {
     #[cfg(feature = "cxx-bridge")]
     {
-        cxx_build::bridge("src/bridge.rs").file("cpp/bridge.cpp").include("include").std("c++17").compile("rmm-cxxbridge");
+        cxx_build::bridge("src/bridge.rs")
+            .file("cpp/bridge.cpp")
+            .include("include")
+            .std("c++17")
+            .compile("rmm-cxxbridge");
         for path in ["src/bridge.rs", "cpp/bridge.cpp", "include/rmm/detail/rust_bridge.hpp", "include/rmm/error.hpp"] {
             println!("cargo:rerun-if-changed={path}");
         }
