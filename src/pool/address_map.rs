@@ -156,7 +156,7 @@ impl AddressMap {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pool::block::{Block, ALLOCATED};
+    use crate::pool::block::{Block, Owner};
     use std::collections::HashMap;
 
     #[test]
@@ -164,19 +164,8 @@ mod tests {
         let mut m = AddressMap::default();
         let mut blocks = BlockTable::default();
         // One record per possible address, so an id names its address for the whole test.
-        let ids: Vec<BlockId> = (1..=3000usize)
-            .map(|a| {
-                blocks.insert(Block {
-                    addr: a << 8,
-                    units: 1,
-                    prev_phys: NIL,
-                    next_phys: NIL,
-                    prev_free: NIL,
-                    next_free: NIL,
-                    stream: ALLOCATED,
-                })
-            })
-            .collect();
+        let ids: Vec<BlockId> =
+            (1..=3000usize).map(|a| blocks.insert(Block::new(a << 8, 1, Owner::HandedOut))).collect();
         let mut model: HashMap<usize, BlockId> = HashMap::new();
         let mut x = 12345u64;
         for _ in 0..200_000u32 {

@@ -23,22 +23,72 @@ pub(crate) struct Block {
     /// `prev_free` holds its slack instead (see [`Block::slack`]).
     pub prev_free: BlockId,
     pub next_free: BlockId,
-    /// The stream slot whose free lists hold this block, or `ALLOCATED`, or `CACHED`.
-    pub stream: u32,
+    /// Who holds the block ([`Owner`], packed into 4 bytes: see [`Block::owner`]).
+    owner: u32,
 }
 
-/// `stream` of a block that is handed out.
-pub(crate) const ALLOCATED: u32 = u32::MAX;
-/// `stream` of a free block kept whole in a stream's cache (free, but in no free list).
-pub(crate) const CACHED: u32 = u32::MAX - 1;
+/// Who holds a block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Owner {
+    /// Free in the free lists of the stream set with this slot.
+    Set(usize),
+    /// Handed out to a caller.
+    HandedOut,
+    /// Free, kept whole in a stream's exact-size cache, in no free list.
+    Cached,
+}
+
+/// The packed `owner` of a block handed out.
+const HANDED_OUT: u32 = u32::MAX;
+/// The packed `owner` of a cached block.
+const CACHED: u32 = u32::MAX - 1;
 
 /// The largest block, and so the largest chunk, a pool keeps: 1 TiB less one granule.
 pub const MAX_BLOCK_BYTES: usize = (u32::MAX as usize) << 8;
 
 impl Block {
+    /// A block of `units` granules at `addr`, in no list and linked to no neighbour.
+    #[inline]
+    pub fn new(addr: usize, units: u32, owner: Owner) -> Self {
+        let mut b = Block { addr, units, prev_phys: NIL, next_phys: NIL, prev_free: NIL, next_free: NIL, owner: 0 };
+        b.set_owner(owner);
+        b
+    }
+    /// Who holds the block.
+    #[inline]
+    pub fn owner(&self) -> Owner {
+        match self.owner {
+            HANDED_OUT => Owner::HandedOut,
+            CACHED => Owner::Cached,
+            slot => Owner::Set(slot as usize),
+        }
+    }
+    #[inline(always)]
+    pub fn set_owner(&mut self, owner: Owner) {
+        self.owner = match owner {
+            Owner::Set(slot) => {
+                debug_assert!(slot < CACHED as usize, "set slot {slot} out of range");
+                slot as u32
+            }
+            Owner::HandedOut => HANDED_OUT,
+            Owner::Cached => CACHED,
+        };
+    }
+    /// True when the block is free in the free lists of set `slot` (the hot form of
+    /// `owner() == Owner::Set(slot)`: slots never reach the packed markers).
+    #[inline(always)]
+    pub fn is_free_in(&self, slot: usize) -> bool {
+        self.owner as usize == slot
+    }
+    /// The set whose free lists hold the block; only for a block known to be in a free list.
+    #[inline(always)]
+    pub fn set_slot(&self) -> usize {
+        debug_assert!(matches!(self.owner(), Owner::Set(_)), "block {:#x} is in no set", self.addr);
+        self.owner as usize
+    }
     #[inline]
     pub fn is_free(&self) -> bool {
-        self.stream != ALLOCATED
+        self.owner != HANDED_OUT
     }
     #[inline]
     pub fn size(&self) -> usize {
@@ -79,7 +129,7 @@ impl Default for BlockTable {
             next_phys: NIL,
             prev_free: NIL,
             next_free: NIL,
-            stream: ALLOCATED,
+            owner: HANDED_OUT,
         };
         BlockTable { blocks: vec![sentinel], vacant: Vec::new() }
     }

@@ -19,7 +19,7 @@
 //! or growth sees the memory as if it had never been cached.
 
 use super::address_map::AddressMap;
-use super::block::{Block, BlockId, BlockTable, ALLOCATED, CACHED, MAX_BLOCK_BYTES, NIL};
+use super::block::{Block, BlockId, BlockTable, Owner, MAX_BLOCK_BYTES, NIL};
 use super::free_list::{absorb_next, split, FreeLists};
 use super::size_class::{map_ceil, map_floor, Class};
 use super::stream_order::{StreamKey, IDENTITY_UNKNOWN};
@@ -45,9 +45,9 @@ struct StreamSet {
     /// Bytes of the blocks in `free` and in `cache`.
     free_bytes: usize,
     /// For a published set: the slot of its private set.
-    publisher: Option<usize>,
+    published_by: Option<usize>,
     /// For a private set: the slot of its published set, once it has one.
-    published: Option<usize>,
+    publishes_to: Option<usize>,
     /// Another stream asked for this private set's blocks; the owner's next call publishes them.
     wanted: bool,
     /// Cached blocks of each size in granules (`1..CACHE_CLASSES`), linked by `next_free`; their
@@ -63,15 +63,15 @@ struct StreamSet {
 }
 
 impl StreamSet {
-    fn new(key: StreamKey, publisher: Option<usize>) -> Self {
+    fn new(key: StreamKey, published_by: Option<usize>) -> Self {
         StreamSet {
             identity: IDENTITY_UNKNOWN,
             sealed_from: None,
             key,
             free: FreeLists::new(),
             free_bytes: 0,
-            publisher,
-            published: None,
+            published_by,
+            publishes_to: None,
             wanted: false,
             cache: [NIL; CACHE_CLASSES],
             cache_len: [0; CACHE_CLASSES],
@@ -158,7 +158,7 @@ impl CoalescingPool {
 
     #[cold]
     fn slot_of_slow(&mut self, key: StreamKey) -> usize {
-        let slot = match self.sets.iter().position(|s| s.key == key && s.publisher.is_none()) {
+        let slot = match self.sets.iter().position(|s| s.key == key && s.published_by.is_none()) {
             Some(i) => i,
             None => {
                 if key != StreamKey::FRESH {
@@ -176,10 +176,10 @@ impl CoalescingPool {
 
     /// A new set of free lists for `key`, in the slot of a set no stream uses any more if there
     /// is one (streams come and go; their slots do not pile up).
-    fn new_set(&mut self, key: StreamKey, publisher: Option<usize>) -> usize {
+    fn new_set(&mut self, key: StreamKey, published_by: Option<usize>) -> usize {
         // The slot reused may be the cached one.
         self.last = LastSet::default();
-        let lists = StreamSet::new(key, publisher);
+        let lists = StreamSet::new(key, published_by);
         let reusable = |s: &StreamSet| s.key == StreamKey::UNUSED || (s.key.is_retired() && s.free_bytes == 0);
         // (A sealed set is never reused: its synchronisation will look for it.)
         match self.sets.iter().position(reusable) {
@@ -206,7 +206,7 @@ impl CoalescingPool {
         if self.last.slot == slot {
             self.last.identity = identity;
         }
-        if let Some(p) = self.sets[slot].published {
+        if let Some(p) = self.sets[slot].publishes_to {
             self.sets[p].identity = identity;
         }
     }
@@ -232,15 +232,7 @@ impl CoalescingPool {
         debug_assert!(addr % GRANULE == 0 && size % GRANULE == 0 && size > 0 && size <= MAX_BLOCK_BYTES);
         self.chunks.push((addr, size));
         self.pool_size += size;
-        let id = self.blocks.insert(Block {
-            addr,
-            units: (size >> GRANULE_SHIFT) as u32,
-            prev_phys: NIL,
-            next_phys: NIL,
-            prev_free: NIL,
-            next_free: NIL,
-            stream: slot as u32,
-        });
+        let id = self.blocks.insert(Block::new(addr, (size >> GRANULE_SHIFT) as u32, Owner::Set(slot)));
         self.link_free(slot, id);
     }
 
@@ -315,7 +307,7 @@ impl CoalescingPool {
     #[inline(always)]
     fn hand_out(&mut self, id: BlockId, requested: usize, size: usize) -> usize {
         let b = self.blocks.get_mut(id);
-        b.stream = ALLOCATED;
+        b.set_owner(Owner::HandedOut);
         b.set_slack((size - requested) as u32);
         let addr = b.addr;
         self.allocated.insert(id, &self.blocks);
@@ -351,7 +343,7 @@ impl CoalescingPool {
         let lists = &mut self.sets[slot];
         if units < CACHE_CLASSES && lists.cache_len[units] < CACHE_DEPTH && alone {
             let b = self.blocks.get_mut(id);
-            b.stream = CACHED;
+            b.set_owner(Owner::Cached);
             b.next_free = lists.cache[units];
             lists.cache[units] = id;
             lists.cache_len[units] += 1;
@@ -398,13 +390,13 @@ impl CoalescingPool {
     /// the stream's work (`StreamOrder::record`), which covers every one of them.
     pub fn publish(&mut self, slot: usize) {
         self.flush_caches();
-        let target = match self.sets[slot].published {
+        let target = match self.sets[slot].publishes_to {
             Some(p) => p,
             None => {
                 let key = self.sets[slot].key;
                 let p = self.new_set(key, Some(slot));
                 self.sets[p].identity = self.sets[slot].identity;
-                self.sets[slot].published = Some(p);
+                self.sets[slot].publishes_to = Some(p);
                 p
             }
         };
@@ -416,7 +408,7 @@ impl CoalescingPool {
     /// fresh memory, a published set, or the set of a retired stream.
     pub fn is_published(&self, slot: usize) -> bool {
         let s = &self.sets[slot];
-        s.key == StreamKey::FRESH || s.publisher.is_some() || s.key.is_retired()
+        s.key == StreamKey::FRESH || s.published_by.is_some() || s.key.is_retired()
     }
 
     /// True while some stream has been asked to publish and has not yet: free memory that will
@@ -453,7 +445,7 @@ impl CoalescingPool {
     #[inline(always)]
     fn free_on(&self, id: BlockId, slot: usize) -> bool {
         let b = self.blocks.get(id);
-        b.is_free() && b.stream as usize == slot
+        b.is_free_in(slot)
     }
 
     #[inline(always)]
@@ -461,7 +453,7 @@ impl CoalescingPool {
         let set = &mut self.sets[slot];
         set.free.push(&mut self.blocks, id);
         let b = self.blocks.get_mut(id);
-        b.stream = slot as u32;
+        b.set_owner(Owner::Set(slot));
         set.free_bytes += b.size();
     }
 
@@ -469,7 +461,7 @@ impl CoalescingPool {
     fn unlink_free(&mut self, id: BlockId) {
         let (slot, size) = {
             let b = self.blocks.get(id);
-            (b.stream as usize, b.size())
+            (b.set_slot(), b.size())
         };
         let set = &mut self.sets[slot];
         set.free_bytes -= size;
@@ -519,14 +511,14 @@ impl CoalescingPool {
             if Some(i) == skip || s.free.class_at_or_above(c).is_none() {
                 continue;
             }
-            if !ordered || s.key == StreamKey::FRESH || (s.publisher.is_some() && s.key == key) {
+            if !ordered || s.key == StreamKey::FRESH || (s.published_by.is_some() && s.key == key) {
                 return Some(i);
             }
             // A set waiting for a synchronisation can go to no stream before it.
             if s.key.is_sealed() {
                 continue;
             }
-            if s.publisher.is_some() || (s.key.is_retired() && !s.key.waits_for_sync()) {
+            if s.published_by.is_some() || (s.key.is_retired() && !s.key.waits_for_sync()) {
                 found.get_or_insert(i);
             } else if s.key.is_stream() {
                 s.wanted = true;
@@ -572,7 +564,7 @@ impl CoalescingPool {
         let whole: Vec<BlockId> = self
             .blocks
             .iter_live()
-            .filter(|(_, b)| b.prev_phys == NIL && b.next_phys == NIL && b.stream as usize == slot)
+            .filter(|(_, b)| b.prev_phys == NIL && b.next_phys == NIL && b.owner() == Owner::Set(slot))
             .map(|(id, _)| id)
             .collect();
         let mut ranges = Vec::with_capacity(whole.len());
@@ -670,12 +662,12 @@ impl CoalescingPool {
                 if b.addr != at || b.prev_phys != prev {
                     return Err(format!("broken physical chain at {at:#x}"));
                 }
-                if b.stream == CACHED {
+                if b.owner() == Owner::Cached {
                     free_total += b.size();
                     cached += 1;
                 } else if b.is_free() {
                     free_total += b.size();
-                    if b.next_phys != NIL && self.free_on(b.next_phys, b.stream as usize) {
+                    if b.next_phys != NIL && self.blocks.get(b.next_phys).owner() == b.owner() {
                         return Err(format!("adjacent free blocks at {:#x} not merged", b.addr));
                     }
                 } else if self.allocated.get(b.addr, &self.blocks) != Some(id) {
@@ -703,7 +695,7 @@ impl CoalescingPool {
                 let mut n = 0;
                 while id != NIL {
                     let b = self.blocks.get(id);
-                    if b.stream != CACHED || b.units as usize != units {
+                    if b.owner() != Owner::Cached || b.units as usize != units {
                         return Err(format!("block {:#x} in the {units}-granule cache is not cached there", b.addr));
                     }
                     n += 1;
@@ -721,7 +713,7 @@ impl CoalescingPool {
         if in_caches != cached || cached != self.cached_blocks {
             return Err(format!("{cached} cached blocks, {in_caches} in caches, count {}", self.cached_blocks));
         }
-        let private_sets = self.sets.iter().filter(|s| s.key.is_stream() && s.publisher.is_none()).count();
+        let private_sets = self.sets.iter().filter(|s| s.key.is_stream() && s.published_by.is_none()).count();
         if private_sets != self.stream_count {
             return Err(format!("{private_sets} private sets of streams, count {}", self.stream_count));
         }

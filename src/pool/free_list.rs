@@ -20,7 +20,7 @@
 //!  +----------+---------------------+--------+------------------+----------+
 //!
 //!  block records: a host-side table indexed by BlockId {addr, units, prev/next_phys,
-//!  prev/next_free, stream: the owning set, ALLOCATED or CACHED}; record 0 is the sentinel NIL,
+//!  prev/next_free, owner: a set, handed out or cached}; record 0 is the sentinel NIL,
 //!  so links are written without tests.
 //! ```
 //!
@@ -29,7 +29,7 @@
 //! fitting block without walking a list. Freeing looks at the two physical neighbours and merges
 //! with each that is free in the same set.
 
-use super::block::{Block, BlockId, BlockTable, NIL};
+use super::block::{BlockId, BlockTable, NIL};
 use super::size_class::{map_floor, Class, ClassBitmap, FL_COUNT, SL_COUNT};
 
 /// How many blocks of the one class that may hold a fitting block are looked at before the pool
@@ -143,15 +143,13 @@ impl FreeLists {
 pub(super) fn split(blocks: &mut BlockTable, id: BlockId, at: usize) -> BlockId {
     let b = *blocks.get(id);
     let at_units = (at >> 8) as u32;
-    let back = blocks.insert(Block {
-        addr: b.addr + at,
-        units: b.units - at_units,
-        prev_phys: id,
-        next_phys: b.next_phys,
-        prev_free: NIL,
-        next_free: NIL,
-        stream: b.stream,
-    });
+    let mut back_block = b;
+    back_block.addr = b.addr + at;
+    back_block.units = b.units - at_units;
+    back_block.prev_phys = id;
+    back_block.prev_free = NIL;
+    back_block.next_free = NIL;
+    let back = blocks.insert(back_block);
     blocks.get_mut(b.next_phys).prev_phys = back;
     let front = blocks.get_mut(id);
     front.units = at_units;
@@ -177,10 +175,10 @@ pub(super) fn absorb_next(blocks: &mut BlockTable, id: BlockId) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pool::block::ALLOCATED;
+    use crate::pool::block::{Block, Owner};
 
     fn block(addr: usize, units: u32) -> Block {
-        Block { addr, units, prev_phys: NIL, next_phys: NIL, prev_free: NIL, next_free: NIL, stream: 0 }
+        Block::new(addr, units, Owner::Set(0))
     }
 
     #[test]
@@ -207,9 +205,7 @@ mod tests {
     #[test]
     fn split_then_absorb_restores_the_block() {
         let mut blocks = BlockTable::default();
-        let mut first = block(0x10000, 16);
-        first.stream = ALLOCATED;
-        let id = blocks.insert(first);
+        let id = blocks.insert(Block::new(0x10000, 16, Owner::HandedOut));
         let back = split(&mut blocks, id, 4 << 8);
         assert_eq!((blocks.get(id).units, blocks.get(back).units), (4, 12));
         assert_eq!(blocks.get(back).addr, 0x10000 + (4 << 8));

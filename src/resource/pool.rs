@@ -24,6 +24,26 @@ pub const DEFAULT_SHARDS: usize = 32;
 /// The smallest range a shard takes from another shard's free memory at once.
 const MIN_SEGMENT: usize = 1 << 20;
 
+/// What step 3 of the slow path (a range of another shard's free memory) came back with.
+enum FromOtherShards {
+    /// An allocation at this address.
+    Allocated(usize),
+    /// Nothing usable now, but some stream was asked to publish blocks that would fit: they come
+    /// with its next call.
+    AskedToPublish,
+    /// Nothing usable.
+    Nothing,
+}
+
+impl FromOtherShards {
+    /// The address allocated, if any.
+    fn allocated(self) -> Option<usize> {
+        match self {
+            FromOtherShards::Allocated(a) => Some(a),
+            _ => None,
+        }
+    }
+}
 /// Without a maximum, a shard grows by at least the smaller of the pool size and this. With one
 /// shard in use this changes nothing: the pool doubles, as RMM's does.
 const SHARD_START: usize = 4 << 20;
@@ -356,8 +376,9 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         let mut pending = self.shards[home].0.lock().has_wanted();
         // 3. A range of another shard's free memory.
         match self.allocate_from_other_shards(home, key, bytes, size, align, needed) {
-            Ok(a) => return Ok(a as *mut u8),
-            Err(asked) => pending |= asked,
+            FromOtherShards::Allocated(a) => return Ok(a as *mut u8),
+            FromOtherShards::AskedToPublish => pending = true,
+            FromOtherShards::Nothing => {}
         }
         // 4. Free memory of replaced streams, which waits for a synchronisation: before growing.
         if self.ordered && self.free_bytes_waiting_for_sync() >= needed {
@@ -400,8 +421,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     }
 
     /// Takes a range of free memory that `key` may use from some other shard, adopts it in `home`
-    /// and allocates from it. Never holds two shard locks at once. On failure, whether some stream
-    /// was asked to publish memory that would have fitted.
+    /// and allocates from it. Never holds two shard locks at once.
     fn allocate_from_other_shards(
         &self,
         home: usize,
@@ -410,11 +430,11 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         size: usize,
         align: usize,
         needed: usize,
-    ) -> std::result::Result<usize, bool> {
+    ) -> FromOtherShards {
         let n = self.shards.len();
         let mut asked = false;
         if n == 1 {
-            return Err(asked);
+            return FromOtherShards::Nothing;
         }
         let home_size = self.shards[home].0.lock().pool_size();
         let want = needed.max(home_size).max(MIN_SEGMENT);
@@ -448,13 +468,17 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             self.adopt(home, &mut core, addr, len, owner);
             let slot = if key == StreamKey::FRESH { core.slot_of(key) } else { self.own_slot(&mut core, key) };
             if let Some(a) = core.allocate(slot, bytes, size, align) {
-                return Ok(a);
+                return FromOtherShards::Allocated(a);
             }
             if let Some(a) = self.allocate_within(&mut core, slot, bytes, size, align) {
-                return Ok(a);
+                return FromOtherShards::Allocated(a);
             }
         }
-        Err(asked)
+        if asked {
+            FromOtherShards::AskedToPublish
+        } else {
+            FromOtherShards::Nothing
+        }
     }
 
     /// Takes a chunk of at least `needed` bytes from the upstream for shard `home`, sized as RMM's

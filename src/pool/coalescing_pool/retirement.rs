@@ -24,7 +24,7 @@ impl CoalescingPool {
     }
 
     fn private_slot(&self, key: StreamKey) -> Option<usize> {
-        self.sets.iter().position(|s| s.key == key && s.publisher.is_none())
+        self.sets.iter().position(|s| s.key == key && s.published_by.is_none())
     }
 
     /// Moves every free block of `key`'s sets (private, cached and published) to one set of key
@@ -40,7 +40,7 @@ impl CoalescingPool {
         // The cached set may be among those that change hands.
         self.last = super::LastSet::default();
         self.flush_caches();
-        if let Some(published) = self.sets[private].published.take() {
+        if let Some(published) = self.sets[private].publishes_to.take() {
             self.merge_into(published, private);
             self.sets[published] = StreamSet::new(StreamKey::UNUSED, None);
         }
@@ -159,7 +159,7 @@ impl CoalescingPool {
         for (i, s) in self.sets.iter().enumerate() {
             let describe = || format!("set {i} ({:#x})", s.key.0);
             if s.key == StreamKey::UNUSED || s.key.is_retired() || s.key.is_sealed() {
-                if s.publisher.is_some() || s.published.is_some() || s.wanted {
+                if s.published_by.is_some() || s.publishes_to.is_some() || s.wanted {
                     return Err(format!("{} is unused or retired but linked or wanted", describe()));
                 }
                 if s.key == StreamKey::UNUSED && s.free_bytes != 0 {
@@ -172,8 +172,8 @@ impl CoalescingPool {
                     return Err(format!("{} is unused or retired but caches blocks", describe()));
                 }
             }
-            if let Some(p) = s.published {
-                let back = self.sets.get(p).and_then(|q| q.publisher);
+            if let Some(p) = s.publishes_to {
+                let back = self.sets.get(p).and_then(|q| q.published_by);
                 if back != Some(i) || self.sets[p].key != s.key {
                     return Err(format!(
                         "{} names set {p} as its published set, which does not name it back",
@@ -181,8 +181,8 @@ impl CoalescingPool {
                     ));
                 }
             }
-            if let Some(p) = s.publisher {
-                if self.sets.get(p).and_then(|q| q.published) != Some(i) {
+            if let Some(p) = s.published_by {
+                if self.sets.get(p).and_then(|q| q.publishes_to) != Some(i) {
                     return Err(format!(
                         "{} names set {p} as its private set, which does not name it back",
                         describe()

@@ -77,7 +77,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
                     return Some(a);
                 }
             }
-            if let Ok(a) = self.allocate_from_other_shards(home, key, bytes, size, align, needed) {
+            if let Some(a) = self.allocate_from_other_shards(home, key, bytes, size, align, needed).allocated() {
                 return Some(a);
             }
         }
@@ -93,7 +93,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
                 return Some(a);
             }
         }
-        self.allocate_from_other_shards(home, StreamKey::FRESH, bytes, size, align, needed).ok()
+        self.allocate_from_other_shards(home, StreamKey::FRESH, bytes, size, align, needed).allocated()
     }
 
     /// Takes back every range that is wholly free in any shard, rejoins those that touch (never
