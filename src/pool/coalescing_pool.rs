@@ -19,12 +19,14 @@
 //! or growth sees the memory as if it had never been cached.
 
 use super::address_map::AddressMap;
-use super::block::{Block, BlockId, BlockTable, Owner, MAX_BLOCK_BYTES, NIL};
+use super::block::{BlockId, BlockTable, Owner, MAX_BLOCK_BYTES, NIL};
 use super::free_list::{absorb_next, split, FreeLists};
 use super::size_class::{map_ceil, map_floor, Class};
 use super::stream_order::{StreamKey, IDENTITY_UNKNOWN};
 use crate::error::{Misuse, PoolState};
 
+mod chunks;
+mod invariants;
 mod retirement;
 
 /// Granularity of every block size and address.
@@ -223,22 +225,6 @@ impl CoalescingPool {
     /// The stream key of a slot (a published set has its owner's key).
     pub fn key_of(&self, slot: usize) -> StreamKey {
         self.sets[slot].key
-    }
-
-    /// Adds a range taken from the upstream as one free block on `slot`. `addr` and `size` must be
-    /// multiples of 256, `size` at most [`MAX_BLOCK_BYTES`], and the range must not overlap any
-    /// chunk already added.
-    pub fn add_chunk(&mut self, addr: usize, size: usize, slot: usize) {
-        debug_assert!(addr % GRANULE == 0 && size % GRANULE == 0 && size > 0 && size <= MAX_BLOCK_BYTES);
-        self.chunks.push((addr, size));
-        self.pool_size += size;
-        let id = self.blocks.insert(Block::new(addr, (size >> GRANULE_SHIFT) as u32, Owner::Set(slot)));
-        self.link_free(slot, id);
-    }
-
-    /// The chunks taken from the upstream, to give back when the pool goes away.
-    pub fn chunks(&self) -> &[(usize, usize)] {
-        &self.chunks
     }
 
     /// Takes `size` bytes (rounded, see [`rounded_size`]) aligned to `align` (a power of two ≥ 256)
@@ -527,77 +513,6 @@ impl CoalescingPool {
         found
     }
 
-    /// Takes a free block of at least `min` bytes from set `d` out of this pool altogether: up to
-    /// `want` bytes of the largest class's first block (the rest stays free in `d`), cut out of
-    /// its chunk. Another pool adopts the range with [`add_chunk`](Self::add_chunk); blocks never
-    /// span the cut again (until [`detach_whole_free_chunks`](Self::detach_whole_free_chunks)).
-    pub fn detach(&mut self, d: usize, min: usize, want: usize) -> Option<(usize, usize)> {
-        debug_assert!(min % GRANULE == 0 && want % GRANULE == 0 && min <= want);
-        self.flush_caches();
-        let free = &self.sets[d].free;
-        free.class_at_or_above(map_ceil(min >> GRANULE_SHIFT))?;
-        let top = free.largest_class()?;
-        let id = self.pop_head(d, top);
-        let size = self.blocks.get(id).size();
-        // Leave no sliver behind: a remainder under a granule cannot exist, and a small one is
-        // worth more to the taker than to this pool.
-        let take = if size >= want + want / 4 { want } else { size };
-        if take < size {
-            let rest = split(&mut self.blocks, id, take);
-            self.link_free(d, rest);
-        }
-        let b = *self.blocks.get(id);
-        if b.prev_phys != NIL {
-            self.blocks.get_mut(b.prev_phys).next_phys = NIL;
-        }
-        if b.next_phys != NIL {
-            self.blocks.get_mut(b.next_phys).prev_phys = NIL;
-        }
-        self.blocks.remove(id);
-        self.cut_chunk(b.addr, take);
-        Some((b.addr, take))
-    }
-
-    /// Removes every chunk that is a single free block of `slot` and returns the ranges.
-    pub fn detach_whole_free_chunks(&mut self, slot: usize) -> Vec<(usize, usize)> {
-        self.flush_caches();
-        let whole: Vec<BlockId> = self
-            .blocks
-            .iter_live()
-            .filter(|(_, b)| b.prev_phys == NIL && b.next_phys == NIL && b.owner() == Owner::Set(slot))
-            .map(|(id, _)| id)
-            .collect();
-        let mut ranges = Vec::with_capacity(whole.len());
-        for id in whole {
-            let (addr, size) = {
-                let b = self.blocks.get(id);
-                (b.addr, b.size())
-            };
-            self.unlink_free(id);
-            self.blocks.remove(id);
-            self.cut_chunk(addr, size);
-            ranges.push((addr, size));
-        }
-        ranges
-    }
-
-    /// Removes `[addr, addr + len)` from the chunk that holds it, leaving the parts before and
-    /// after it as chunks of their own.
-    fn cut_chunk(&mut self, addr: usize, len: usize) {
-        let Some(i) = self.chunks.iter().position(|&(a, s)| a <= addr && addr + len <= a + s) else {
-            debug_assert!(false, "range {addr:#x}+{len} is in no chunk");
-            return;
-        };
-        let (a, s) = self.chunks.swap_remove(i);
-        if addr > a {
-            self.chunks.push((a, addr - a));
-        }
-        if addr + len < a + s {
-            self.chunks.push((addr + len, a + s - addr - len));
-        }
-        self.pool_size -= len;
-    }
-
     /// The other streams that hold any free memory.
     pub fn streams_with_free_memory(&mut self, slot: usize) -> Vec<usize> {
         self.flush_caches();
@@ -643,80 +558,5 @@ impl CoalescingPool {
     /// Number of blocks handed out and not yet freed.
     pub fn allocated_count(&self) -> usize {
         self.allocated.len()
-    }
-
-    /// Checks every invariant listed at the top of this file; for tests. Returns a description of
-    /// the first violation.
-    pub fn check_invariants(&self) -> Result<(), String> {
-        let mut free_total = 0;
-        let mut cached = 0;
-        for &(addr, size) in &self.chunks {
-            let first = self.blocks.iter_live().find(|(_, b)| b.addr == addr && b.prev_phys == NIL);
-            let Some((mut id, _)) = first else {
-                return Err(format!("chunk {addr:#x} has no first block"));
-            };
-            let mut at = addr;
-            let mut prev = NIL;
-            loop {
-                let b = self.blocks.get(id);
-                if b.addr != at || b.prev_phys != prev {
-                    return Err(format!("broken physical chain at {at:#x}"));
-                }
-                if b.owner() == Owner::Cached {
-                    free_total += b.size();
-                    cached += 1;
-                } else if b.is_free() {
-                    free_total += b.size();
-                    if b.next_phys != NIL && self.blocks.get(b.next_phys).owner() == b.owner() {
-                        return Err(format!("adjacent free blocks at {:#x} not merged", b.addr));
-                    }
-                } else if self.allocated.get(b.addr, &self.blocks) != Some(id) {
-                    return Err(format!("allocated block {:#x} missing from the address map", b.addr));
-                }
-                at = b.end();
-                prev = id;
-                if b.next_phys == NIL {
-                    break;
-                }
-                id = b.next_phys;
-            }
-            if at != addr + size {
-                return Err(format!("chunk {addr:#x} not tiled: ends at {at:#x}"));
-            }
-        }
-        let listed: usize = self.sets.iter().map(|s| s.free_bytes).sum();
-        if listed != free_total {
-            return Err(format!("free lists hold {listed} bytes, blocks say {free_total}"));
-        }
-        let mut in_caches = 0;
-        for s in &self.sets {
-            for units in 1..CACHE_CLASSES {
-                let mut id = s.cache[units];
-                let mut n = 0;
-                while id != NIL {
-                    let b = self.blocks.get(id);
-                    if b.owner() != Owner::Cached || b.units as usize != units {
-                        return Err(format!("block {:#x} in the {units}-granule cache is not cached there", b.addr));
-                    }
-                    n += 1;
-                    id = b.next_free;
-                }
-                if n != usize::from(s.cache_len[units]) {
-                    return Err(format!(
-                        "{units}-granule cache holds {n} blocks, its count says {}",
-                        s.cache_len[units]
-                    ));
-                }
-                in_caches += n;
-            }
-        }
-        if in_caches != cached || cached != self.cached_blocks {
-            return Err(format!("{cached} cached blocks, {in_caches} in caches, count {}", self.cached_blocks));
-        }
-        let private_sets = self.sets.iter().filter(|s| s.key.is_stream() && s.published_by.is_none()).count();
-        if private_sets != self.stream_count {
-            return Err(format!("{private_sets} private sets of streams, count {}", self.stream_count));
-        }
-        self.check_set_links()
     }
 }

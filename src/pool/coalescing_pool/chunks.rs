@@ -1,0 +1,96 @@
+//! The chunks of a pool: ranges added from the upstream, and ranges cut out of this pool for
+//! another (a shard short of memory adopts them with `add_chunk`).
+
+use super::{CoalescingPool, GRANULE, GRANULE_SHIFT};
+use crate::pool::block::{Block, BlockId, Owner, MAX_BLOCK_BYTES, NIL};
+use crate::pool::free_list::split;
+use crate::pool::size_class::map_ceil;
+
+impl CoalescingPool {
+    /// Adds a range taken from the upstream as one free block on `slot`. `addr` and `size` must be
+    /// multiples of 256, `size` at most [`MAX_BLOCK_BYTES`], and the range must not overlap any
+    /// chunk already added.
+    pub fn add_chunk(&mut self, addr: usize, size: usize, slot: usize) {
+        debug_assert!(addr % GRANULE == 0 && size % GRANULE == 0 && size > 0 && size <= MAX_BLOCK_BYTES);
+        self.chunks.push((addr, size));
+        self.pool_size += size;
+        let id = self.blocks.insert(Block::new(addr, (size >> GRANULE_SHIFT) as u32, Owner::Set(slot)));
+        self.link_free(slot, id);
+    }
+
+    /// The chunks taken from the upstream, to give back when the pool goes away.
+    pub fn chunks(&self) -> &[(usize, usize)] {
+        &self.chunks
+    }
+
+    /// Takes a free block of at least `min` bytes from set `d` out of this pool altogether: up to
+    /// `want` bytes of the largest class's first block (the rest stays free in `d`), cut out of
+    /// its chunk. Another pool adopts the range with [`add_chunk`](Self::add_chunk); blocks never
+    /// span the cut again (until [`detach_whole_free_chunks`](Self::detach_whole_free_chunks)).
+    pub fn detach(&mut self, d: usize, min: usize, want: usize) -> Option<(usize, usize)> {
+        debug_assert!(min % GRANULE == 0 && want % GRANULE == 0 && min <= want);
+        self.flush_caches();
+        let free = &self.sets[d].free;
+        free.class_at_or_above(map_ceil(min >> GRANULE_SHIFT))?;
+        let top = free.largest_class()?;
+        let id = self.pop_head(d, top);
+        let size = self.blocks.get(id).size();
+        // Leave no sliver behind: a remainder under a granule cannot exist, and a small one is
+        // worth more to the taker than to this pool.
+        let take = if size >= want + want / 4 { want } else { size };
+        if take < size {
+            let rest = split(&mut self.blocks, id, take);
+            self.link_free(d, rest);
+        }
+        let b = *self.blocks.get(id);
+        if b.prev_phys != NIL {
+            self.blocks.get_mut(b.prev_phys).next_phys = NIL;
+        }
+        if b.next_phys != NIL {
+            self.blocks.get_mut(b.next_phys).prev_phys = NIL;
+        }
+        self.blocks.remove(id);
+        self.cut_chunk(b.addr, take);
+        Some((b.addr, take))
+    }
+
+    /// Removes every chunk that is a single free block of `slot` and returns the ranges.
+    pub fn detach_whole_free_chunks(&mut self, slot: usize) -> Vec<(usize, usize)> {
+        self.flush_caches();
+        let whole: Vec<BlockId> = self
+            .blocks
+            .iter_live()
+            .filter(|(_, b)| b.prev_phys == NIL && b.next_phys == NIL && b.owner() == Owner::Set(slot))
+            .map(|(id, _)| id)
+            .collect();
+        let mut ranges = Vec::with_capacity(whole.len());
+        for id in whole {
+            let (addr, size) = {
+                let b = self.blocks.get(id);
+                (b.addr, b.size())
+            };
+            self.unlink_free(id);
+            self.blocks.remove(id);
+            self.cut_chunk(addr, size);
+            ranges.push((addr, size));
+        }
+        ranges
+    }
+
+    /// Removes `[addr, addr + len)` from the chunk that holds it, leaving the parts before and
+    /// after it as chunks of their own.
+    fn cut_chunk(&mut self, addr: usize, len: usize) {
+        let Some(i) = self.chunks.iter().position(|&(a, s)| a <= addr && addr + len <= a + s) else {
+            debug_assert!(false, "range {addr:#x}+{len} is in no chunk");
+            return;
+        };
+        let (a, s) = self.chunks.swap_remove(i);
+        if addr > a {
+            self.chunks.push((a, addr - a));
+        }
+        if addr + len < a + s {
+            self.chunks.push((addr + len, a + s - addr - len));
+        }
+        self.pool_size -= len;
+    }
+}

@@ -1,0 +1,238 @@
+//! The slow path of an allocation, in numbered steps, each a function named after what it
+//! tries: 1–2 within the home shard (`allocate_within`), 3 a range of another shard's free memory
+//! (`allocate_from_other_shards`), 4 and 6 a synchronisation of everything
+//! (`allocate_after_sync`, in `synchronisation.rs`), 5 growth (`allocate_after_growth`), 7 the
+//! blocks of streams just asked to publish (`allocate_once_published`). The fast path, one lock
+//! of the home shard and a fitting block of the stream's own set, is in `pool.rs`.
+
+use super::PoolMemoryResource;
+use crate::error::{Error, Result};
+use crate::pool::{CoalescingPool, StreamKey, GRANULE};
+use crate::resource::MemoryResource;
+use crate::stream::CudaStreamView;
+
+/// The smallest range a shard takes from another shard's free memory at once.
+const MIN_SEGMENT: usize = 1 << 20;
+
+/// What step 3 of the slow path (a range of another shard's free memory) came back with.
+pub(super) enum FromOtherShards {
+    /// An allocation at this address.
+    Allocated(usize),
+    /// Nothing usable now, but some stream was asked to publish blocks that would fit: they come
+    /// with its next call.
+    AskedToPublish,
+    /// Nothing usable.
+    Nothing,
+}
+
+impl FromOtherShards {
+    /// The address allocated, if any.
+    pub(super) fn allocated(self) -> Option<usize> {
+        match self {
+            FromOtherShards::Allocated(a) => Some(a),
+            _ => None,
+        }
+    }
+}
+
+impl<U: MemoryResource> PoolMemoryResource<U> {
+    /// Whether work on stream `key` may use the free blocks of set `d` from now on: fresh memory
+    /// and this stream's own published set at once, another stream's published set once `key`
+    /// waits for that stream's last capture, private sets of other streams never.
+    pub(super) fn usable_now(&self, core: &CoalescingPool, d: usize, key: StreamKey) -> bool {
+        let owner = core.key_of(d);
+        if !self.ordered || owner == StreamKey::FRESH {
+            return true;
+        }
+        // No capture covers a replaced stream's work, nor sealed blocks: only a synchronisation.
+        if owner.waits_for_sync() || owner.is_sealed() {
+            return false;
+        }
+        core.is_published(d) && (owner == key || self.order.wait(owner, core.identity(d), key).is_ok())
+    }
+
+    /// Steps 1 and 2 of the slow path, inside one shard: a fitting block of fresh memory or of a
+    /// published set, else all usable sets coalesced with this stream's blocks.
+    #[inline(never)]
+    pub(super) fn allocate_within(
+        &self,
+        core: &mut CoalescingPool,
+        slot: usize,
+        bytes: usize,
+        size: usize,
+        align: usize,
+    ) -> Option<usize> {
+        let key = core.key_of(slot);
+        // Only the fitting block is taken: the rest of the set stays where every stream can reach it.
+        if let Some(d) = core.find_donor(slot, size, align, self.ordered) {
+            if self.usable_now(core, d, key) {
+                // A retired stream will not come back for the rest: this stream takes it all.
+                let from = if core.key_of(d).is_retired() {
+                    core.merge_into(d, slot);
+                    slot
+                } else {
+                    d
+                };
+                if let Some(a) = core.allocate(from, bytes, size, align) {
+                    return Some(a);
+                }
+            }
+        }
+        // This stream's cached blocks, merged, may fit: before other streams' memory or growth.
+        if core.flush_caches() {
+            if let Some(a) = core.allocate(slot, bytes, size, align) {
+                return Some(a);
+            }
+        }
+        // Reuse before growth, as RMM does, so free memory split across streams is not stranded.
+        let mut merged = false;
+        for d in core.streams_with_free_memory(slot) {
+            if self.usable_now(core, d, key) {
+                core.merge_into(d, slot);
+                merged = true;
+            }
+        }
+        if merged {
+            return core.allocate(slot, bytes, size, align);
+        }
+        None
+    }
+
+    #[cold]
+    #[inline(never)]
+    pub(super) fn allocate_slow(
+        &self,
+        home: usize,
+        key: StreamKey,
+        stream: CudaStreamView,
+        bytes: usize,
+        size: usize,
+        align: usize,
+    ) -> Result<*mut u8> {
+        let needed = size + (align - GRANULE);
+        // 1-2 (within the home shard) failed in `allocate`.
+        let mut pending = self.shards[home].0.lock().has_wanted();
+        // 3. A range of another shard's free memory.
+        match self.allocate_from_other_shards(home, key, bytes, size, align, needed) {
+            FromOtherShards::Allocated(a) => return Ok(a as *mut u8),
+            FromOtherShards::AskedToPublish => pending = true,
+            FromOtherShards::Nothing => {}
+        }
+        // 4. Free memory of replaced streams, which waits for a synchronisation: before growing.
+        if self.ordered && self.free_bytes_waiting_for_sync() >= needed {
+            if let Some(a) = self.allocate_after_sync(home, bytes, size, align, needed) {
+                return Ok(a as *mut u8);
+            }
+        }
+        // 5. More memory from the upstream.
+        if let Some(a) = self.allocate_after_growth(home, key, stream, bytes, size, align, needed, pending)? {
+            return Ok(a as *mut u8);
+        }
+        // 6. Once no stream (destroyed ones included) has work pending, every free block is fresh:
+        //    coalesce them all, rejoin ranges split between shards, and look again.
+        if let Some(a) = self.allocate_after_sync(home, bytes, size, align, needed) {
+            return Ok(a as *mut u8);
+        }
+        // 7. Blocks freed while the synchronisation ran stay with their streams until asked for;
+        //    the streams just asked publish them at their next call, which other threads make soon.
+        if let Some(a) = self.allocate_once_published(home, key, bytes, size, align, needed) {
+            return Ok(a as *mut u8);
+        }
+        let pool_size = self.pool_size();
+        let reason = match self.maximum_size {
+            Some(max) if pool_size + size > max => format!("maximum pool size {max} reached"),
+            _ => "the upstream has no more memory and no free block is large enough".to_string(),
+        };
+        Err(Error::OutOfMemory { requested: bytes, pool: Some(self.state()), reason })
+    }
+
+    /// Step 5 of the slow path: a new chunk from the upstream for shard `home` (see `grow`), and
+    /// the allocation from it. `Ok(None)` when no chunk could be had.
+    #[allow(clippy::too_many_arguments)]
+    fn allocate_after_growth(
+        &self,
+        home: usize,
+        key: StreamKey,
+        stream: CudaStreamView,
+        bytes: usize,
+        size: usize,
+        align: usize,
+        needed: usize,
+        pending: bool,
+    ) -> Result<Option<usize>> {
+        let mut core = self.shards[home].0.lock();
+        if !self.grow(home, &mut core, key, stream, needed, pending)? {
+            return Ok(None);
+        }
+        let slot = self.own_slot(&mut core, key);
+        let allocated = core.allocate(slot, bytes, size, align);
+        if allocated.is_some() && self.ordered && core.shared_by_streams() {
+            // The rest of the new chunk is of no use to this stream's queued work: while streams
+            // take turns, offer it to them at once (as RMM's free lists are), so the next stream
+            // short of memory waits for this one instead of growing again.
+            self.publish(&mut core, slot);
+        }
+        Ok(allocated)
+    }
+
+    /// Takes a range of free memory that `key` may use from some other shard, adopts it in `home`
+    /// and allocates from it. Never holds two shard locks at once.
+    pub(super) fn allocate_from_other_shards(
+        &self,
+        home: usize,
+        key: StreamKey,
+        bytes: usize,
+        size: usize,
+        align: usize,
+        needed: usize,
+    ) -> FromOtherShards {
+        let n = self.shards.len();
+        let mut asked = false;
+        if n == 1 {
+            return FromOtherShards::Nothing;
+        }
+        let home_size = self.shards[home].0.lock().pool_size();
+        let want = needed.max(home_size).max(MIN_SEGMENT);
+        for i in 1..n {
+            let from = (home + i) % n;
+            let taken = {
+                let mut core = self.shards[from].0.lock();
+                let found = core.find_shared_set(key, needed, self.ordered);
+                asked |= core.has_wanted();
+                let Some(d) = found else { continue };
+                let owner = core.key_of(d);
+                // This stream's own published set here, filled perhaps by a destroyed stream that
+                // had the same handle.
+                if owner == key && key != StreamKey::FRESH && !self.identity_holds(&mut core, d) {
+                    continue;
+                }
+                if self.ordered && owner != StreamKey::FRESH && owner != key {
+                    // FRESH names no stream that could wait (the search after a synchronisation).
+                    if key == StreamKey::FRESH || self.order.wait(owner, core.identity(d), key).is_err() {
+                        continue;
+                    }
+                }
+                core.detach(d, needed, want).map(|(addr, len)| (addr, len, owner))
+            };
+            let Some((addr, len, owner)) = taken else {
+                continue;
+            };
+            let mut core = self.shards[home].0.lock();
+            // Fresh memory stays fresh; anything else now belongs to `key`, which waited for it.
+            let owner = if owner == StreamKey::FRESH || !self.ordered { StreamKey::FRESH } else { key };
+            self.adopt(home, &mut core, addr, len, owner);
+            let slot = if key == StreamKey::FRESH { core.slot_of(key) } else { self.own_slot(&mut core, key) };
+            if let Some(a) = core.allocate(slot, bytes, size, align) {
+                return FromOtherShards::Allocated(a);
+            }
+            if let Some(a) = self.allocate_within(&mut core, slot, bytes, size, align) {
+                return FromOtherShards::Allocated(a);
+            }
+        }
+        if asked {
+            FromOtherShards::AskedToPublish
+        } else {
+            FromOtherShards::Nothing
+        }
+    }
+}
