@@ -1,12 +1,14 @@
 //! The `rmm_replay` binary (issue 4, item 3) on the committed logs under `tests/data/logs/`, on logs
-//! it generates, on an RMM-written-style log, and on malformed logs. Host only: the pool replays
-//! over host memory; the CUDA resources are checked to skip cleanly without a GPU.
+//! it generates, on an RMM-written-style log, and on malformed logs; its command line, its memory
+//! maps, and a closed standard output. Host only: the pool replays over host memory; without a GPU
+//! the CUDA resources are checked to exit with status 3.
 //!
 //! Peak live bytes are recomputed here by a reader of its own, independent of the binary's.
 
 use std::collections::{HashMap, HashSet};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 
 const BIN: &str = env!("CARGO_BIN_EXE_rmm_replay");
 
@@ -167,7 +169,12 @@ fn generated_logs_replay() {
     }
     let out = run(&["generate", "nonsense", scratch("x.csv").to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("unknown pattern 'nonsense'"));
+    assert!(text(&out.stderr).contains("invalid value 'nonsense' for '<PATTERN>'"), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("[possible values: thrust, multi_stream, random]"));
+    // A log that cannot be written is no usage error.
+    let out = run(&["generate", "thrust", logs_dir().join("no/such/dir/x.csv").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).starts_with("rmm_replay generate: "), "{}", text(&out.stderr));
 }
 
 #[test]
@@ -282,20 +289,58 @@ fn malformed_logs_name_the_line() {
     assert!(text(&out.stdout).contains(",thrust,"), "{}", text(&out.stdout));
 }
 
+/// Usage errors exit 2 with clap's message: what is wrong, and where to read more.
 #[test]
 fn usage_errors_exit_2() {
-    for args in [
-        &[][..],
-        &["--resource", "arena", "x.csv"][..],
-        &["--upstream", "disk", "x.csv"][..],
-        &["--runs"][..],
-        &["--frobnicate", "x.csv"][..],
+    for (args, want) in [
+        (&[][..], "the following required arguments were not provided:\n  <LOG>..."),
+        (&["--resource", "arena", "x.csv"][..], "invalid value 'arena' for '--resource <RESOURCE>'"),
+        (&["--upstream", "disk", "x.csv"][..], "invalid value 'disk' for '--upstream <UPSTREAM>'"),
+        (&["--runs"][..], "a value is required for '--runs <N>'"),
+        (&["--frobnicate", "x.csv"][..], "unexpected argument '--frobnicate'"),
+        (&["--initial-pool", "lots", "x.csv"][..], "'lots' is not a byte count"),
+        (&["--shards=0", "x.csv"][..], "invalid value '0' for '--shards <N>'"),
+        (&["--check", "--map", "maps", "x.csv"][..], "'--check' cannot be used with '--map <DIR>'"),
+        (&["generate", "thrust"][..], "<OUT>"),
+        (&["generate", "random", "x.csv", "--ops", "many"][..], "invalid value 'many' for '--ops <N>'"),
     ] {
         let out = run(args);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out.stderr));
-        assert!(text(&out.stderr).contains("usage: rmm_replay"), "{args:?}");
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.starts_with("error: ") && stderr.contains(want), "{args:?}: expected {want:?} in\n{stderr}");
+        assert!(stderr.contains("For more information, try '--help'."), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?}");
     }
-    assert!(run(&["--help"]).status.success());
+    let out = run(&[]);
+    assert!(text(&out.stderr).contains("Usage: rmm_replay [--resource pool|cuda|cuda_async]"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn help_and_version() {
+    let out = run(&["--help"]);
+    let help = text(&out.stdout);
+    assert!(out.status.success());
+    // The defaults shown are the code's: the pool's shards come from the library.
+    let shards = help.split("--shards <N>").nth(1).and_then(|rest| rest.split("--runs").next()).unwrap_or("");
+    assert!(shards.contains(&format!("[default: {}]", rmm::resource::pool::DEFAULT_SHARDS)), "{help}");
+    for want in ["--map <DIR>", "[default: 5]", "3 no CUDA device", "generate", "KiB"] {
+        assert!(help.contains(want), "{want:?} not in\n{help}");
+    }
+    let out = run(&["--version"]);
+    assert!(out.status.success());
+    assert_eq!(text(&out.stdout).trim(), format!("rmm_replay {}", env!("CARGO_PKG_VERSION")));
+    assert!(run(&["generate", "--help"]).status.success());
+}
+
+/// `--opt=value` works as `--opt value`; BYTES take K, M, G and KiB, MiB, GiB.
+#[test]
+fn options_take_equals_signs() {
+    let log = logs_dir().join("thrust.csv");
+    let out = run(&["--runs=0", "--initial-pool=64MiB", "--shards=1", "--upstream=host", log.to_str().unwrap()]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(value(&stdout, "thrust", "peak_upstream_bytes") as usize, 64 << 20);
+    assert!(stdout.contains("1 cold + 0 warm replays"), "{stdout}");
 }
 
 #[test]
@@ -318,22 +363,177 @@ fn initial_pool_is_taken_at_once() {
     assert_eq!(value(&stdout, "thrust", "peak_upstream_bytes") as usize, 256 << 20);
 }
 
+/// Asked for CUDA where there is none, the binary says what needed it and exits 3: a script
+/// cannot mistake a skipped replay for a result. `--check` reads logs only and needs no GPU.
 #[test]
-fn cuda_resources_skip_without_a_gpu() {
+fn cuda_resources_exit_3_without_a_gpu() {
     if rmm::cuda_available() {
         println!("a GPU is present: the CUDA resources are exercised by the lead's GPU run");
         return;
     }
     let log = logs_dir().join("thrust.csv");
-    for args in [
-        ["--resource", "pool", "--upstream", "cuda"],
-        ["--resource", "cuda", "--upstream", "host"],
-        ["--resource", "cuda_async", "--runs", "1"],
+    for (args, what) in [
+        (["--resource", "pool", "--upstream", "cuda"], "--upstream cuda (the pool's upstream)"),
+        (["--resource", "cuda", "--upstream", "host"], "--resource cuda"),
+        (["--resource", "cuda_async", "--runs", "1"], "--resource cuda_async"),
     ] {
         let mut all: Vec<&str> = args.to_vec();
         all.push(log.to_str().unwrap());
         let out = run(&all);
-        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
-        assert_eq!(text(&out.stdout).trim(), "skipped: no CUDA device");
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim(), format!("rmm_replay: {what} needs a CUDA device, and there is none here"));
+        assert!(out.stdout.is_empty(), "{args:?}: {}", text(&out.stdout));
     }
+    let out = run(&["--check", "--resource", "cuda", log.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+/// `rmm_replay ... | head -1`: the reader goes away and the binary ends without a panic. The
+/// replay writes far more than a pipe holds, so it is still writing when the pipe closes.
+#[test]
+fn a_closed_stdout_ends_the_program_quietly() {
+    let mut child =
+        Command::new(BIN).arg("--help").stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("rmm_replay runs");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert!(!text(&out.stderr).contains("panicked"), "{}", text(&out.stderr));
+
+    let log = scratch("tiny.csv");
+    std::fs::write(&log, "Thread,Time,Action,Pointer,Size,Stream\n1,t,allocate,0x100,10,0\n1,t,free,0x100,10,0\n")
+        .unwrap();
+    let logs = vec![log.to_str().unwrap(); 1000];
+    let mut child = Command::new(BIN)
+        .args(["--runs", "0"])
+        .args(&logs)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("rmm_replay runs");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    assert!(first.starts_with("# rmm-rs-native"), "{first}");
+    let out = child.wait_with_output().unwrap();
+    let stderr = text(&out.stderr);
+    assert!(!stderr.contains("panicked") && !stderr.contains("Broken pipe"), "{stderr}");
+    assert!(!out.status.success(), "1000 logs' rows fit in the pipe?");
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(out.status.signal(), Some(13), "ended by SIGPIPE: {:?}", out.status);
+    }
+}
+
+/// A memory map as `rmm_replay --map` writes it, read back: per address segment (top to bottom),
+/// which cells of its grid a shaded rect covers.
+struct Map {
+    cols: usize,
+    /// Per segment, rows x cols.
+    segments: Vec<Vec<Vec<bool>>>,
+}
+
+fn attribute(tag: &str, name: &str) -> Option<usize> {
+    let start = tag.find(&format!(" {name}=\""))? + name.len() + 3;
+    tag[start..].split('"').next()?.parse().ok()
+}
+
+fn read_map(svg: &str) -> Map {
+    assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""), "{}", &svg[..svg.len().min(200)]);
+    assert!(svg.ends_with("</svg>\n"));
+    assert_eq!(svg.matches("<g").count(), svg.matches("</g>").count(), "groups balance");
+    let mut map = Map { cols: 0, segments: Vec::new() };
+    let mut in_segment = false;
+    for line in svg.lines() {
+        if line.starts_with("<g transform=") {
+            in_segment = true;
+        } else if line.starts_with("<text") || line.starts_with("<path") {
+            in_segment = false;
+        } else if in_segment && line.starts_with("<rect") {
+            let (w, h) = (attribute(line, "width").unwrap(), attribute(line, "height").unwrap());
+            if line.contains("class=\"f\"") {
+                // The segment's background: its grid.
+                map.cols = w;
+                map.segments.push(vec![vec![false; w]; h]);
+            } else {
+                let (x, y) = (attribute(line, "x").unwrap(), attribute(line, "y").unwrap());
+                let grid = map.segments.last_mut().unwrap();
+                for row in &mut grid[y..y + h] {
+                    row[x..x + w].iter_mut().for_each(|c| *c = true);
+                }
+            }
+        }
+    }
+    map
+}
+
+/// `--map` writes one SVG per log, of bounded size, whose rects cover the grid where blocks lived.
+#[test]
+fn maps_of_the_committed_logs() {
+    let dir = scratch("maps");
+    let _ = std::fs::remove_dir_all(&dir);
+    let logs = committed_logs();
+    let mut args = vec!["--runs", "0", "--map", dir.to_str().unwrap()];
+    args.extend(logs.iter().map(|p| p.to_str().unwrap()));
+    let out = run(&args);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for log in &logs {
+        let name = log.file_stem().unwrap().to_str().unwrap();
+        let path = dir.join(format!("{name}.svg"));
+        assert!(text(&out.stdout).contains(&format!("# {name}: memory map {}", path.display())));
+        let svg = std::fs::read_to_string(&path).unwrap();
+        assert!(svg.len() < 200 * 1024, "{}: {} bytes", path.display(), svg.len());
+        assert!(svg.contains(&format!("{name}: memory map of the cold replay (pool_host)")));
+        assert!(svg.contains("peak live ") && svg.contains("peak upstream "));
+        let map = read_map(&svg);
+        assert!(!map.segments.is_empty() && map.cols == 1000, "{name}");
+        let shaded: usize = map.segments.iter().flatten().map(|r| r.iter().filter(|&&c| c).count()).sum();
+        assert!(shaded > 1000, "{name}: {shaded} shaded cells");
+    }
+}
+
+/// The whole fixed trace (200k operations) still gives a picture of a bounded size.
+#[test]
+fn map_of_a_200k_operation_log_stays_small() {
+    let log = scratch("map_random_200k.csv");
+    assert!(run(&["generate", "random", log.to_str().unwrap(), "--ops", "200000"]).status.success());
+    let dir = scratch("maps_200k");
+    let out = run(&["--runs", "0", "--map", dir.to_str().unwrap(), log.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let svg = std::fs::read_to_string(dir.join("map_random_200k.svg")).unwrap();
+    println!("map of 200k operations: {} bytes, {} rects", svg.len(), svg.matches("<rect").count());
+    assert!(svg.len() < 3 << 20, "{} bytes", svg.len());
+    assert!(!read_map(&svg).segments.is_empty());
+}
+
+/// Three 1 MiB blocks side by side in one 8 MiB chunk, the middle one freed at operation 3, then a
+/// 3 MiB block that cannot use the hole, allocated and freed 98 times: 200 operations, one column
+/// each. The middle block's rows are shaded up to its free and never after.
+#[test]
+fn map_shows_a_hole() {
+    const MIB: usize = 1 << 20;
+    let mut content = String::from("Thread,Time,Action,Pointer,Size,Stream\n");
+    for (action, ptr, size) in [("allocate", 0x1000, MIB), ("allocate", 0x2000, MIB), ("allocate", 0x3000, MIB)]
+        .into_iter()
+        .chain([("free", 0x2000, MIB)])
+        .chain((0..98).flat_map(|_| [("allocate", 0x4000, 3 * MIB), ("free", 0x4000, 3 * MIB)]))
+    {
+        content.push_str(&format!("1,t,{action},{ptr:#x},{size},0x0\n"));
+    }
+    let log = scratch("hole.csv");
+    std::fs::write(&log, content).unwrap();
+    let dir = scratch("maps_hole");
+    let out = run(&["--runs", "0", "--initial-pool", "8M", "--map", dir.to_str().unwrap(), log.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let map = read_map(&std::fs::read_to_string(dir.join("hole.svg")).unwrap());
+    assert_eq!(map.cols, 200);
+    let rows: Vec<&Vec<bool>> = map.segments.iter().flatten().collect();
+    // Live at operation 2 (all three small blocks), then never from operation 10 on: the hole.
+    let hole = rows.iter().filter(|r| r[2] && !r[10..].iter().any(|&c| c)).count();
+    // Live at operation 2 and at every one after: the outer blocks.
+    let kept = rows.iter().filter(|r| r[2..].iter().all(|&c| c)).count();
+    let total = rows.len();
+    println!("{total} rows: {hole} of the hole, {kept} of the blocks kept");
+    // The used ranges are the three blocks and the 3 MiB one: 6 MiB in all.
+    assert!((total * 12 / 100..=total * 22 / 100).contains(&hole), "{hole} hole rows of {total}");
+    assert!((total * 28 / 100..=total * 40 / 100).contains(&kept), "{kept} rows kept of {total}");
 }

@@ -5,7 +5,9 @@
 //! Accepted leniently, because logs come from different writers:
 //! - columns in any order, names matched without regard to case or surrounding spaces; `Action`,
 //!   `Pointer`, `Size` and `Stream` are required, `Thread` and `Time` are optional;
-//! - spaces around every field, blank lines, a trailing `\r`;
+//! - CSV quoting (read by the `csv` crate): quoted names and fields (`"Thread","Time",...`), also
+//!   with spaces before the opening quote; a quoted field may hold commas or line breaks;
+//! - spaces around every field, blank lines, `\r\n` line ends, a UTF-8 byte order mark;
 //! - **Pointer** and **Stream** in hexadecimal with or without `0x` (RMM prints the default stream
 //!   as `0`), and a null pointer as `(nil)`, `nil`, `null` or `nullptr` (glibc's `%p` prints
 //!   `(nil)`);
@@ -19,12 +21,15 @@
 //! an allocation returning a pointer that is still live, a free whose size differs from the
 //! allocation's, an allocation of bytes returning a null pointer.
 //!
+//! Line numbers count the file's lines (blank ones and those inside quoted fields included); a
+//! row's line is the one it starts on.
+//!
 //! Each logged pointer is mapped to a *slot* (an index into the replay's pointer table), so the
 //! replay does no hashing.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
-use std::io::BufRead;
+use std::io::Read;
 
 /// What an operation does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,8 +122,9 @@ struct Columns {
 const HEADER: &str = "Thread,Time,Action,Pointer,Size,Stream";
 
 impl Columns {
-    fn from_header(line: usize, text: &str) -> Result<Self, LogError> {
-        let names: Vec<String> = text.split(',').map(|f| f.trim().to_ascii_lowercase()).collect();
+    fn from_header(line: usize, fields: &[&str]) -> Result<Self, LogError> {
+        let text = fields.join(",");
+        let names: Vec<String> = fields.iter().map(|f| f.to_ascii_lowercase()).collect();
         let find = |name: &str| names.iter().position(|n| n == name);
         let need = |name: &str, shown: &str| {
             find(name).map_or_else(
@@ -150,6 +156,77 @@ pub fn parse_handle(field: &str) -> Option<usize> {
     usize::from_str_radix(digits, 16).ok()
 }
 
+/// A field without its quotes where spaces came before the opening quote (`Thread, "Time"`): the
+/// CSV reader keeps such quotes as text.
+fn unquote(field: &str) -> &str {
+    field.strip_prefix('"').and_then(|f| f.strip_suffix('"')).map_or(field, str::trim)
+}
+
+/// Hands the log's bytes to the CSV reader and notes where its line ends lie, so that a row gets
+/// the line it starts on: the reader's own line count leaves out blank lines before a row and
+/// counts `\r\n` wrongly.
+struct LineCounter<R> {
+    inner: R,
+    /// Bytes read so far.
+    offset: u64,
+    /// Offsets of the `\n` and `\r` bytes not yet passed, with the byte.
+    ends: VecDeque<(u64, u8)>,
+    /// `\n` bytes passed.
+    newlines: usize,
+}
+
+impl<R: Read> Read for LineCounter<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        for (i, &b) in buf[..n].iter().enumerate() {
+            if b == b'\n' || b == b'\r' {
+                self.ends.push_back((self.offset + i as u64, b));
+            }
+        }
+        self.offset += n as u64;
+        Ok(n)
+    }
+}
+
+impl<R> LineCounter<R> {
+    fn new(inner: R) -> Self {
+        LineCounter { inner, offset: 0, ends: VecDeque::new(), newlines: 0 }
+    }
+
+    /// The line (1-based) of the first byte at or after `byte` that ends no line: the CSV reader
+    /// places a record after the previous record's end, before any line ends it skips. Calls
+    /// come with `byte` never decreasing.
+    fn line_at(&mut self, byte: u64) -> usize {
+        while let Some(&(at, b)) = self.ends.front() {
+            if at >= byte {
+                break;
+            }
+            self.newlines += usize::from(b == b'\n');
+            self.ends.pop_front();
+        }
+        let mut line = self.newlines + 1;
+        for (expected, &(at, b)) in (byte..).zip(&self.ends) {
+            if at != expected {
+                break;
+            }
+            line += usize::from(b == b'\n');
+        }
+        line
+    }
+}
+
+/// Why the CSV reader stopped.
+fn read_error<R>(e: &csv::Error, lines: &mut LineCounter<R>, at: u64) -> LogError {
+    match e.kind() {
+        csv::ErrorKind::Utf8 { pos, err } => LogError {
+            line: lines.line_at(pos.as_ref().map_or(at, |p| p.byte())),
+            message: format!("field {} is not UTF-8 text", err.field() + 1),
+        },
+        csv::ErrorKind::Io(io) => LogError { line: lines.line_at(at), message: format!("cannot read: {io}") },
+        _ => LogError { line: lines.line_at(at), message: format!("cannot read: {e}") },
+    }
+}
+
 /// A live block of the log.
 struct Live {
     slot: u32,
@@ -159,7 +236,7 @@ struct Live {
 }
 
 /// Reads a whole log. `reader` yields the file's bytes; errors name the line.
-pub fn parse(reader: impl BufRead) -> Result<Log, LogError> {
+pub fn parse(reader: impl Read) -> Result<Log, LogError> {
     let mut log = Log::default();
     let mut columns: Option<Columns> = None;
     let mut live: HashMap<usize, Live> = HashMap::new();
@@ -168,26 +245,41 @@ pub fn parse(reader: impl BufRead) -> Result<Log, LogError> {
     let mut threads: HashSet<String> = HashSet::new();
     let mut live_bytes = 0usize;
 
-    for (i, text) in reader.lines().enumerate() {
-        let line = i + 1;
-        let text = match text {
-            Ok(t) => t,
-            Err(e) => return err(line, format!("cannot read: {e}")),
-        };
-        let text = text.trim();
-        if text.is_empty() {
+    // Headerless and flexible: the header is matched leniently here, and rows of the wrong length
+    // get an error naming the header.
+    let mut csv = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .trim(csv::Trim::All)
+        .from_reader(LineCounter::new(reader));
+    let mut record = csv::StringRecord::new();
+    loop {
+        let at = csv.position().byte();
+        match csv.read_record(&mut record) {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(e) => return Err(read_error(&e, csv.get_mut(), at)),
+        }
+        let line = csv.get_mut().line_at(record.position().map_or(at, |p| p.byte()));
+        let fields: Vec<&str> = record.iter().map(unquote).collect();
+        if fields.len() == 1 && fields[0].is_empty() {
+            // A line of spaces.
             continue;
         }
         let Some(cols) = &columns else {
-            columns = Some(Columns::from_header(line, text)?);
+            columns = Some(Columns::from_header(line, &fields)?);
             continue;
         };
         log.rows += 1;
-        let fields: Vec<&str> = text.split(',').map(str::trim).collect();
         if fields.len() != cols.count {
             return err(
                 line,
-                format!("expected {} fields as in the header, found {}: '{text}'", cols.count, fields.len()),
+                format!(
+                    "expected {} fields as in the header, found {}: '{}'",
+                    cols.count,
+                    fields.len(),
+                    fields.join(",")
+                ),
             );
         }
         if let Some(t) = cols.thread {
@@ -346,5 +438,57 @@ mod tests {
         let e = parse_str("Thread,Time,Action,Pointer,Size\n").unwrap_err();
         assert_eq!(e.line, 1);
         assert!(e.message.contains("lacks the column Stream"), "{e}");
+    }
+
+    #[test]
+    fn quoted_header_and_fields() {
+        let log = parse_str(
+            "\"Thread\",\"Time\",\"Action\",\"Pointer\",\"Size\",\"Stream\"\n\
+             \"1\",\"00:00:00.000001\",\"allocate\",\"0x100\",\"10\",\"0x0\"\n\
+             2,\"t, with a comma\", \"free\", \"0x100\" ,10,\" 0x0 \"\n",
+        )
+        .unwrap();
+        assert_eq!((log.ops.len(), log.threads, log.peak_live_bytes), (2, 2, 10));
+        assert_eq!(log.ops[1].kind, Kind::Free);
+        let e = parse_str("\"Thread\",\"Action\",\"Pointer\",\"Size\"\n").unwrap_err();
+        assert_eq!(e.to_string(), "line 1: the header 'Thread,Action,Pointer,Size' lacks the column Stream (expected Thread,Time,Action,Pointer,Size,Stream)");
+    }
+
+    #[test]
+    fn crlf_files() {
+        let log = parse_str(
+            "Thread,Time,Action,Pointer,Size,Stream\r\n1,t,allocate,0x100,10,0x0\r\n\r\n1,t,free,0x100,10,0x0\r\n",
+        )
+        .unwrap();
+        assert_eq!(log.lines, vec![2, 4]);
+        let e = parse_str("Thread,Time,Action,Pointer,Size,Stream\r\n\r\n1,t,allocate,0x100,ten,0x0\r\n").unwrap_err();
+        assert_eq!(e.to_string(), "line 3: bad Size 'ten' (expected a decimal number of bytes)");
+        // As some Windows programs write it: a byte order mark first.
+        let log = parse_str("\u{feff}Thread,Time,Action,Pointer,Size,Stream\r\n1,t,allocate,0x100,10,0x0\r\n").unwrap();
+        assert_eq!((log.lines.clone(), log.threads), (vec![2], 1));
+    }
+
+    #[test]
+    fn line_numbers_count_blank_lines_and_quoted_line_breaks() {
+        let text = "\n  \nThread,Time,Action,Pointer,Size,Stream\n\n\
+                    1,\"a time\nover two lines\",allocate,0x100,10,0x0\n   \n\
+                    1,t,allocate,0x200,10,0x0\n\
+                    1,\"\n\",free,0x300,10,0x0\n";
+        let e = parse_str(text).unwrap_err();
+        assert_eq!(e.line, 9, "{e}");
+        assert!(e.message.contains("unknown pointer 0x300"), "{e}");
+        let log = parse_str(&text.replace("0x300", "0x200")).unwrap();
+        assert_eq!(log.lines, vec![5, 8, 9]);
+        assert_eq!(log.rows, 3);
+        let e = parse_str("Thread,Time,Action,Pointer,Size,Stream\n\n\"1\",t,allocate,0x100,10\n").unwrap_err();
+        assert_eq!(e.to_string(), "line 3: expected 6 fields as in the header, found 5: '1,t,allocate,0x100,10'");
+    }
+
+    #[test]
+    fn bytes_that_are_not_text_name_the_line() {
+        let e =
+            parse(&b"Thread,Time,Action,Pointer,Size,Stream\n1,t,allocate,0x100,10,0\n1,\xff,free,0x100,10,0\n"[..])
+                .unwrap_err();
+        assert_eq!(e.to_string(), "line 3: field 2 is not UTF-8 text");
     }
 }

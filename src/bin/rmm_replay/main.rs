@@ -3,9 +3,11 @@
 //!
 //! ```text
 //! rmm_replay [--resource pool|cuda|cuda_async] [--upstream host|host-ordered|cuda] [--initial-pool BYTES]
-//!            [--maximum-pool BYTES] [--shards N] [--runs N] [--check] LOG...
-//! rmm_replay generate PATTERN OUT [--ops N] [--seed S]
+//!            [--maximum-pool BYTES] [--shards N] [--runs N] [--check] [--map DIR] LOG...
+//! rmm_replay generate thrust|multi_stream|random OUT [--ops N] [--seed S]
 //! ```
+//!
+//! `--help` describes every option and its default (`cli.rs`); `--version` prints the version.
 //!
 //! A log is what `LoggingResourceAdaptor` (ours) or RMM's `logging_resource_adaptor` writes (see
 //! `log.rs` for what is accepted). Each logged pointer is mapped to the pointer the resource
@@ -34,54 +36,38 @@
 //! Resources: `pool` (our `PoolMemoryResource`) over `--upstream host` (host memory, no GPU; the
 //! resource column says `pool_host`), `--upstream host-ordered` (host memory, but streams handed
 //! blocks over as on a GPU: publish, then wait; `pool_host_ordered`, so the device pool's
-//! fragmentation can be studied without one) or `--upstream cuda` (`pool`); `cuda`; `cuda_async`. Without a
-//! GPU the CUDA ones print `skipped: no CUDA device` and exit 0. `--check` only reads the logs.
+//! fragmentation can be studied without one) or `--upstream cuda` (`pool`); `cuda`; `cuda_async`.
+//! `--check` only reads the logs.
 //!
-//! Exit status: 0 on success, 1 when a log is malformed or its replay failed (the message names
-//! the file and line), 2 for a usage error.
+//! `--map DIR` also writes `DIR/<log name>.svg`, the memory map of each cold replay: address against
+//! operation, each block from its allocation to its free, the address ranges used (spread over the
+//! upstream's chunks) stacked (`memory_map.rs`). Recording the addresses is part of the timed cold
+//! replay.
+//!
+//! Exit status: 0 on success; 1 when a log is malformed or its replay failed (the message names
+//! the file and line), or a map could not be written; 2 for a usage error; 3 when a CUDA resource
+//! or upstream is asked for and there is no CUDA device (the message names what needed one).
+//! A closed standard output (`| head`) ends the program quietly.
 
+mod cli;
 mod generate;
 mod log;
+mod memory_map;
 
+use clap::Parser;
+use cli::{Cli, Command, Resource, Upstream};
 use log::{Kind, Log};
 use rmm::adaptor::StatisticsResourceAdaptor;
 use rmm::pool::{StreamKey, StreamOrder};
 use rmm::resource::{CudaAsyncMemoryResource, CudaMemoryResource, HostMemoryResource, PoolMemoryResource};
 use rmm::{CudaStream, CudaStreamView, MemoryResource};
 use std::fs::File;
-use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 const IMPL: &str = "rmm-rs-native";
 const ALIGN: usize = 256;
-
-const USAGE: &str = "\
-usage: rmm_replay [--resource pool|cuda|cuda_async] [--upstream host|host-ordered|cuda] [--initial-pool BYTES]
-                  [--maximum-pool BYTES] [--shards N] [--runs N] [--check] LOG...
-       rmm_replay generate thrust|multi_stream|random OUT [--ops N] [--seed S]
-
-  --resource      what to replay against (default pool)
-  --upstream      the pool's upstream: host memory (default; no GPU), host-ordered (host memory,
-                  streams ordered as on a GPU) or cuda
-  --initial-pool  bytes the pool takes at construction (default 0: it grows on demand);
-                  BYTES may end in K, M or G (powers of 1024)
-  --maximum-pool  the most the pool may hold (default unlimited)
-  --shards        the pool's shards (default 16; 1: one lock, every stream's blocks coalesce)
-  --runs          warm replays after the cold one (default 5)
-  --check         only read the logs: print ops and peak_live_bytes
-  generate        writes a log through our LoggingResourceAdaptor over a pool on host memory;
-                  --ops: steps (thrust, default 120), iterations per thread (multi_stream, 120),
-                  operations (random, 3000; 200000 is the whole fixed trace)
-Logs are replayed in file order on one thread. Exit status 0 ok, 1 bad log or failed replay, 2 usage.";
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Upstream {
-    Host,
-    HostOrdered,
-    Cuda,
-}
 
 /// Orders streams as a device pool must (publish, then wait), with nothing to wait for: host code
 /// runs in program order. The pool then moves blocks between streams as it would on a GPU.
@@ -99,100 +85,15 @@ impl StreamOrder for SimulatedDeviceOrder {
     }
 }
 
-#[derive(Debug)]
-struct Options {
-    resource: String,
-    upstream: Upstream,
-    initial_pool: usize,
-    maximum_pool: Option<usize>,
-    shards: usize,
-    runs: usize,
-    check: bool,
-    logs: Vec<PathBuf>,
-}
-
-/// `1024`, `64K`, `16M`, `2G`, also with `iB` or `B` after the letter.
-fn parse_bytes(s: &str) -> Option<usize> {
-    let t = s.trim();
-    let t = t.strip_suffix("iB").or_else(|| t.strip_suffix('B')).unwrap_or(t);
-    let (digits, shift) = match t.chars().last()? {
-        'K' | 'k' => (&t[..t.len() - 1], 10),
-        'M' | 'm' => (&t[..t.len() - 1], 20),
-        'G' | 'g' => (&t[..t.len() - 1], 30),
-        _ => (t, 0),
-    };
-    digits.parse::<usize>().ok()?.checked_mul(1usize << shift)
-}
-
-fn parse_options(args: &[String]) -> Result<Options, String> {
-    let mut o = Options {
-        resource: "pool".into(),
-        upstream: Upstream::Host,
-        initial_pool: 0,
-        maximum_pool: None,
-        shards: rmm::resource::pool::DEFAULT_SHARDS,
-        runs: 5,
-        check: false,
-        logs: Vec::new(),
-    };
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let mut value = || it.next().ok_or_else(|| format!("{a} needs a value"));
-        match a.as_str() {
-            "--resource" => {
-                o.resource = value()?.clone();
-                if !matches!(o.resource.as_str(), "pool" | "cuda" | "cuda_async") {
-                    return Err(format!("unknown resource '{}' (pool, cuda, cuda_async)", o.resource));
-                }
-            }
-            "--upstream" => {
-                o.upstream = match value()?.as_str() {
-                    "host" => Upstream::Host,
-                    "host-ordered" => Upstream::HostOrdered,
-                    "cuda" => Upstream::Cuda,
-                    u => return Err(format!("unknown upstream '{u}' (host, host-ordered, cuda)")),
-                }
-            }
-            "--initial-pool" => {
-                let v = value()?;
-                o.initial_pool = parse_bytes(v).ok_or_else(|| format!("bad --initial-pool '{v}'"))?;
-            }
-            "--maximum-pool" => {
-                let v = value()?;
-                o.maximum_pool = Some(parse_bytes(v).ok_or_else(|| format!("bad --maximum-pool '{v}'"))?);
-            }
-            "--shards" => {
-                let v = value()?;
-                o.shards = v.parse().map_err(|_| format!("bad --shards '{v}'"))?;
-            }
-            "--runs" => {
-                let v = value()?;
-                o.runs = v.parse().map_err(|_| format!("bad --runs '{v}'"))?;
-            }
-            "--check" => o.check = true,
-            s if s.starts_with("--") => return Err(format!("unknown option {s}")),
-            log => o.logs.push(PathBuf::from(log)),
-        }
-    }
-    if o.logs.is_empty() {
-        return Err("no log given".into());
-    }
-    Ok(o)
-}
-
 /// The resource column of the output.
-fn resource_name(o: &Options) -> &'static str {
-    match (o.resource.as_str(), o.upstream) {
-        ("pool", Upstream::Host) => "pool_host",
-        ("pool", Upstream::HostOrdered) => "pool_host_ordered",
-        ("pool", Upstream::Cuda) => "pool",
-        ("cuda", _) => "cuda",
-        _ => "cuda_async",
+fn resource_name(o: &Cli) -> &'static str {
+    match (o.resource, o.upstream) {
+        (Resource::Pool, Upstream::Host) => "pool_host",
+        (Resource::Pool, Upstream::HostOrdered) => "pool_host_ordered",
+        (Resource::Pool, Upstream::Cuda) => "pool",
+        (Resource::Cuda, _) => "cuda",
+        (Resource::CudaAsync, _) => "cuda_async",
     }
-}
-
-fn needs_gpu(o: &Options) -> bool {
-    !(o.resource == "pool" && matches!(o.upstream, Upstream::Host | Upstream::HostOrdered))
 }
 
 /// The logged streams, mapped to streams of this process.
@@ -238,6 +139,8 @@ struct Measured {
     cold: Duration,
     warm: Vec<Duration>,
     peak_upstream: usize,
+    /// What each allocation of the cold replay returned, in order (only for `--map`).
+    addresses: Vec<usize>,
 }
 
 fn op_error(log: &Log, i: usize, streams: &[usize], e: rmm::Error) -> String {
@@ -250,12 +153,14 @@ fn op_error(log: &Log, i: usize, streams: &[usize], e: rmm::Error) -> String {
 }
 
 /// Replays the log once; returns the time of the logged operations (streams synchronised).
-/// Blocks the log leaves live are freed afterwards, untimed.
+/// Blocks the log leaves live are freed afterwards, untimed. `addresses`, when given, receives what
+/// each allocation returned.
 fn replay_once<R: MemoryResource>(
     mr: &R,
     log: &Log,
     streams: &Streams,
     table: &mut [*mut u8],
+    mut addresses: Option<&mut Vec<usize>>,
 ) -> Result<Duration, String> {
     let sync = |e: rmm::Error| format!("synchronising the streams failed: {e}");
     let t0 = Instant::now();
@@ -264,7 +169,12 @@ fn replay_once<R: MemoryResource>(
         let slot = op.slot as usize;
         match op.kind {
             Kind::Allocate => match mr.allocate(op.size, ALIGN, s) {
-                Ok(p) => table[slot] = p,
+                Ok(p) => {
+                    table[slot] = p;
+                    if let Some(a) = addresses.as_deref_mut() {
+                        a.push(p as usize);
+                    }
+                }
                 Err(e) => return Err(op_error(log, i, &log.streams, e)),
             },
             Kind::Free => {
@@ -285,22 +195,25 @@ fn replay_once<R: MemoryResource>(
     Ok(elapsed)
 }
 
-/// The cold replay, the peak upstream bytes after it, then `runs` warm replays.
+/// The cold replay (its addresses recorded for `--map`), the peak upstream bytes after it, then
+/// `--runs` warm replays.
 fn measure<R: MemoryResource>(
     mr: &R,
     peak_upstream: impl Fn(&R) -> usize,
     log: &Log,
     streams: &Streams,
-    runs: usize,
+    o: &Cli,
 ) -> Result<Measured, String> {
     let mut table = vec![std::ptr::null_mut(); log.slots];
-    let cold = replay_once(mr, log, streams, &mut table)?;
+    let mut addresses = Vec::with_capacity(if o.map.is_some() { log.allocations() } else { 0 });
+    let record = o.map.is_some().then_some(&mut addresses);
+    let cold = replay_once(mr, log, streams, &mut table, record)?;
     let peak_upstream = peak_upstream(mr);
-    let mut warm = Vec::with_capacity(runs);
-    for _ in 0..runs {
-        warm.push(replay_once(mr, log, streams, &mut table)?);
+    let mut warm = Vec::with_capacity(o.runs);
+    for _ in 0..o.runs {
+        warm.push(replay_once(mr, log, streams, &mut table, None)?);
     }
-    Ok(Measured { cold, warm, peak_upstream })
+    Ok(Measured { cold, warm, peak_upstream, addresses })
 }
 
 /// The driver pool's reserved-memory high-water mark.
@@ -318,32 +231,27 @@ fn reserved_high(mr: &CudaAsyncMemoryResource) -> Option<usize> {
     (r == sys::CUresult::CUDA_SUCCESS).then_some(value as usize)
 }
 
-fn replay(o: &Options, log: &Log) -> Result<Measured, String> {
+fn replay(o: &Cli, log: &Log) -> Result<Measured, String> {
     let e = |e: rmm::Error| format!("creating the resource failed: {e}");
-    let streams = Streams::new(&log.streams, needs_gpu(o)).map_err(|e| format!("creating streams failed: {e}"))?;
-    match (o.resource.as_str(), o.upstream) {
-        ("pool", Upstream::Host) => {
+    let gpu = o.needs_cuda().is_some();
+    let streams = Streams::new(&log.streams, gpu).map_err(|e| format!("creating streams failed: {e}"))?;
+    match (o.resource, o.upstream) {
+        (Resource::Pool, Upstream::Host) => {
             replay_pool(o, HostMemoryResource::new(), Box::new(rmm::pool::HostOrder), log, &streams)
         }
-        ("pool", Upstream::HostOrdered) => {
+        (Resource::Pool, Upstream::HostOrdered) => {
             replay_pool(o, HostMemoryResource::new(), Box::new(SimulatedDeviceOrder), log, &streams)
         }
-        ("pool", Upstream::Cuda) => {
+        (Resource::Pool, Upstream::Cuda) => {
             replay_pool(o, CudaMemoryResource::new(), Box::new(rmm::resource::CudaEventOrder::new()), log, &streams)
         }
-        ("cuda", _) => {
+        (Resource::Cuda, _) => {
             let mr = StatisticsResourceAdaptor::new(CudaMemoryResource::new());
-            measure(&mr, |m| m.bytes_counter().peak as usize, log, &streams, o.runs)
+            measure(&mr, |m| m.bytes_counter().peak as usize, log, &streams, o)
         }
-        _ => {
+        (Resource::CudaAsync, _) => {
             let mr = StatisticsResourceAdaptor::new(CudaAsyncMemoryResource::new(None, None).map_err(e)?);
-            measure(
-                &mr,
-                |m| reserved_high(m.upstream()).unwrap_or(m.bytes_counter().peak as usize),
-                log,
-                &streams,
-                o.runs,
-            )
+            measure(&mr, |m| reserved_high(m.upstream()).unwrap_or(m.bytes_counter().peak as usize), log, &streams, o)
         }
     }
 }
@@ -351,7 +259,7 @@ fn replay(o: &Options, log: &Log) -> Result<Measured, String> {
 /// A pool over `upstream` (counted by a statistics adaptor, whose peak is the pool's peak upstream
 /// bytes), ordered by `order`, sized and sharded as the options say.
 fn replay_pool<U: MemoryResource>(
-    o: &Options,
+    o: &Cli,
     upstream: U,
     order: Box<dyn StreamOrder>,
     log: &Log,
@@ -360,15 +268,16 @@ fn replay_pool<U: MemoryResource>(
     let upstream = StatisticsResourceAdaptor::new(upstream);
     let mr = PoolMemoryResource::with_shards(upstream, o.initial_pool, o.maximum_pool, order, o.shards)
         .map_err(|e| format!("creating the resource failed: {e}"))?;
-    measure(&mr, |p| p.upstream().bytes_counter().peak as usize, log, streams, o.runs)
+    measure(&mr, |p| p.upstream().bytes_counter().peak as usize, log, streams, o)
 }
 
 fn read_log(path: &Path) -> Result<Log, String> {
     let file = File::open(path).map_err(|e| format!("cannot open: {e}"))?;
-    log::parse(BufReader::new(file)).map_err(|e| e.to_string())
+    log::parse(file).map_err(|e| e.to_string())
 }
 
-fn median(mut v: Vec<Duration>) -> Duration {
+fn median(v: &[Duration]) -> Duration {
+    let mut v = v.to_vec();
     v.sort();
     let n = v.len();
     if n % 2 == 1 {
@@ -382,10 +291,23 @@ fn mib(bytes: usize) -> f64 {
     bytes as f64 / (1 << 20) as f64
 }
 
-fn run(o: &Options) -> ExitCode {
-    if !o.check && needs_gpu(o) && !rmm::cuda_available() {
-        println!("skipped: no CUDA device");
-        return ExitCode::SUCCESS;
+/// Writes `DIR/<name>.svg`, the memory map of the cold replay; returns its path.
+fn write_map(dir: &Path, name: &str, resource: &str, log: &Log, m: &Measured) -> Result<PathBuf, String> {
+    let path = dir.join(format!("{name}.svg"));
+    let blocks = memory_map::blocks(log, &m.addresses);
+    let grid = memory_map::Grid::new(&blocks, log.ops.len());
+    let caption =
+        memory_map::Caption { name, resource, peak_live: log.peak_live_bytes, peak_upstream: m.peak_upstream };
+    std::fs::create_dir_all(dir)
+        .and_then(|()| std::fs::write(&path, memory_map::render(&grid, &caption)))
+        .map_err(|e| format!("cannot write the memory map {}: {e}", path.display()))?;
+    Ok(path)
+}
+
+fn run(o: &Cli) -> ExitCode {
+    if let Some(what) = o.needs_cuda().filter(|_| !o.check && !rmm::cuda_available()) {
+        eprintln!("rmm_replay: {what} needs a CUDA device, and there is none here");
+        return ExitCode::from(cli::EXIT_NO_CUDA);
     }
     let resource = if o.check { "none" } else { resource_name(o) };
     if o.check {
@@ -437,7 +359,7 @@ fn run(o: &Options) -> ExitCode {
         };
         let per_op = |d: Duration| d.as_nanos() as f64 / log.ops.len().max(1) as f64;
         let cold = per_op(m.cold);
-        let warm = if m.warm.is_empty() { cold } else { per_op(median(m.warm)) };
+        let warm = if m.warm.is_empty() { cold } else { per_op(median(&m.warm)) };
         let fragmentation = m.peak_upstream as f64 / log.peak_live_bytes.max(1) as f64;
         row(format!("{warm:.1}"), "ns_per_op");
         row(format!("{cold:.1}"), "cold_ns_per_op");
@@ -449,68 +371,41 @@ fn run(o: &Options) -> ExitCode {
             mib(m.peak_upstream),
             mib(log.peak_live_bytes)
         );
+        if let Some(dir) = &o.map {
+            match write_map(dir, &name, resource, &log, &m) {
+                Ok(svg) => println!("# {name}: memory map {}", svg.display()),
+                Err(e) => {
+                    eprintln!("rmm_replay: {}: {e}", path.display());
+                    failed = true;
+                }
+            }
+        }
     }
     if failed {
-        ExitCode::FAILURE
+        ExitCode::from(cli::EXIT_BAD_LOG)
     } else {
         ExitCode::SUCCESS
     }
 }
 
-fn run_generate(args: &[String]) -> ExitCode {
-    let mut positional = Vec::new();
-    let mut ops = None;
-    let mut seed = None;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let parsed = match a.as_str() {
-            "--ops" => it.next().and_then(|v| v.parse().ok()).map(|v| ops = Some(v)),
-            "--seed" => it.next().and_then(|v| v.parse().ok()).map(|v| seed = Some(v)),
-            s if s.starts_with("--") => None,
-            p => {
-                positional.push(p);
-                Some(())
-            }
-        };
-        if parsed.is_none() {
-            eprintln!("rmm_replay generate: bad option {a}\n{USAGE}");
-            return ExitCode::from(2);
-        }
-    }
-    let [pattern, out] = positional[..] else {
-        eprintln!("rmm_replay generate: needs PATTERN and OUT\n{USAGE}");
-        return ExitCode::from(2);
-    };
-    match generate::generate(pattern, Path::new(out), ops, seed) {
+fn run_generate(pattern: &str, out: &Path, ops: Option<usize>, seed: Option<u64>) -> ExitCode {
+    match generate::generate(pattern, out, ops, seed) {
         Ok(summary) => {
-            println!("{out}: {pattern}, {summary}");
+            println!("{}: {pattern}, {summary}", out.display());
             ExitCode::SUCCESS
         }
         Err(e) => {
             eprintln!("rmm_replay generate: {e}");
-            if generate::PATTERNS.contains(&pattern) {
-                ExitCode::FAILURE
-            } else {
-                ExitCode::from(2)
-            }
+            ExitCode::from(cli::EXIT_BAD_LOG)
         }
     }
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.iter().any(|a| a == "--help" || a == "-h") {
-        println!("{USAGE}");
-        return ExitCode::SUCCESS;
-    }
-    if args.first().map(String::as_str) == Some("generate") {
-        return run_generate(&args[1..]);
-    }
-    match parse_options(&args) {
-        Ok(o) => run(&o),
-        Err(e) => {
-            eprintln!("rmm_replay: {e}\n{USAGE}");
-            ExitCode::from(2)
-        }
+    cli::restore_sigpipe();
+    let o = Cli::parse();
+    match &o.command {
+        Some(Command::Generate { pattern, out, ops, seed }) => run_generate(pattern, out, *ops, *seed),
+        None => run(&o),
     }
 }
