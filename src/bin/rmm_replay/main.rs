@@ -216,21 +216,6 @@ fn measure<R: MemoryResource>(
     Ok(Measured { cold, warm, peak_upstream, addresses })
 }
 
-/// The driver pool's reserved-memory high-water mark.
-fn reserved_high(mr: &CudaAsyncMemoryResource) -> Option<usize> {
-    use cudarc::driver::sys;
-    let mut value: u64 = 0;
-    // SAFETY: the pool is alive while `mr` is; the attribute's value is a cuuint64_t.
-    let r = unsafe {
-        sys::cuMemPoolGetAttribute(
-            mr.pool_handle(),
-            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH,
-            (&mut value as *mut u64).cast(),
-        )
-    };
-    (r == sys::CUresult::CUDA_SUCCESS).then_some(value as usize)
-}
-
 fn replay(o: &Cli, log: &Log) -> Result<Measured, String> {
     let e = |e: rmm::Error| format!("creating the resource failed: {e}");
     let gpu = o.needs_cuda().is_some();
@@ -251,7 +236,13 @@ fn replay(o: &Cli, log: &Log) -> Result<Measured, String> {
         }
         (Resource::CudaAsync, _) => {
             let mr = StatisticsResourceAdaptor::new(CudaAsyncMemoryResource::new(None, None).map_err(e)?);
-            measure(&mr, |m| reserved_high(m.upstream()).unwrap_or(m.bytes_counter().peak as usize), log, &streams, o)
+            measure(
+                &mr,
+                |m| m.upstream().reserved_memory_high().ok().unwrap_or(m.bytes_counter().peak as usize),
+                log,
+                &streams,
+                o,
+            )
         }
     }
 }
