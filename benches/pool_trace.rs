@@ -6,6 +6,7 @@
 //! Each row: median and minimum of 31 replays after a 300 ms warm-up.
 
 use rmm::resource::{CudaAsyncMemoryResource, CudaMemoryResource, HostMemoryResource, PoolMemoryResource};
+use rmm::testing::SplitMix64;
 use rmm::{CudaStreamView, MemoryResource};
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -22,25 +23,10 @@ enum Op {
     Free { slot: usize },
 }
 
-/// SplitMix64, seeded: the trace is the same on every machine.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
 /// `ops` operations (allocations, frees, and the final frees of what is still live), each allocation
 /// naming the slot its pointer is kept in.
 fn make_trace(ops: usize, max_live: usize, seed: u64) -> Vec<Op> {
-    let mut rng = Rng(seed);
+    let mut rng = SplitMix64::new(seed);
     let (lo, hi) = ((8f64).ln(), ((1 << 20) as f64).ln());
     let mut free_slots: Vec<usize> = (0..max_live).rev().collect();
     let mut live: Vec<usize> = Vec::new();
@@ -53,7 +39,7 @@ fn make_trace(ops: usize, max_live: usize, seed: u64) -> Vec<Op> {
             live.push(slot);
             trace.push(Op::Alloc { slot, bytes });
         } else {
-            let i = (rng.next() % live.len() as u64) as usize;
+            let i = (rng.next_u64() % live.len() as u64) as usize;
             let slot = live.swap_remove(i);
             free_slots.push(slot);
             trace.push(Op::Free { slot });

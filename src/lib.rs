@@ -69,6 +69,8 @@ pub mod resource;
 pub mod stream;
 pub mod stream_pool;
 pub mod stream_registry;
+#[doc(hidden)]
+pub mod testing;
 
 pub use device::{available_device_memory, percent_of_free_device_memory, DeviceId};
 pub use error::{Error, Misuse, PoolState, Result};

@@ -26,32 +26,8 @@ pub fn device_keeps_working(r: &dyn MemoryResource) {
 }
 use std::collections::BTreeMap;
 
-/// SplitMix64: small, fast, and reproducible from a printed seed.
-#[derive(Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Rng(seed)
-    }
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// Uniform in `0..n` (n > 0).
-    pub fn below(&mut self, n: usize) -> usize {
-        ((self.next_u64() as u128 * n as u128) >> 64) as usize
-    }
-    /// Log-uniform in `lo..=hi`.
-    pub fn log_uniform(&mut self, lo: usize, hi: usize) -> usize {
-        let (a, b) = ((lo as f64).ln(), (hi as f64).ln());
-        let u = (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-        ((a + (b - a) * u).exp() as usize).clamp(lo, hi)
-    }
-}
+/// The generator every test draws from (SplitMix64, reproducible from a printed seed).
+pub use rmm::testing::SplitMix64 as Rng;
 
 /// The seed for a randomized test: `RMM_TEST_SEED` if set, else a fixed default. Printed so that a
 /// failure can be replayed.

@@ -28,29 +28,7 @@ pub const PATTERNS: &[&str] = &["thrust", "multi_stream", "random"];
 const ALIGN: usize = 256;
 
 /// SplitMix64, as in `alloc_bench.cu`: the same numbers on every machine.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    /// Uniform in [0, 1) with 53 random bits.
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
-    }
-    /// Log-uniform in [lo, hi].
-    fn log_uniform(&mut self, lo: usize, hi: usize) -> usize {
-        let (a, b) = ((lo as f64).log2(), (hi as f64).log2());
-        ((a + (b - a) * self.unit()).exp2() as usize).clamp(lo, hi)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
+use rmm::testing::SplitMix64 as Rng;
 
 type Resource = LoggingResourceAdaptor<PoolMemoryResource<HostMemoryResource>>;
 
@@ -79,7 +57,7 @@ fn free(mr: &Resource, b: (*mut u8, usize), s: CudaStreamView) -> rmm::Result<()
 
 /// `steps` pipeline steps; the element count grows 6 % a step from 1024, with ±25 % jitter.
 fn thrust(mr: &Resource, seed: u64, steps: usize) -> rmm::Result<String> {
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let s = CudaStreamView::DEFAULT;
     let mut kept: VecDeque<[(*mut u8, usize); 2]> = VecDeque::new();
     for step in 0..steps {
@@ -128,7 +106,7 @@ fn multi_stream(mr: &Resource, seed: u64, iterations: usize) -> rmm::Result<Stri
                 scope.spawn(move || {
                     // Stream handles that look like the driver's.
                     let s = CudaStreamView::from_handle(0x7f3a_1c00_0000 + 0x10_0000 * t);
-                    let mut rng = Rng(seed + t as u64);
+                    let mut rng = Rng::new(seed + t as u64);
                     let mut live: Vec<(*mut u8, usize)> = Vec::new();
                     start.wait();
                     for _ in 0..iterations {
@@ -162,7 +140,7 @@ fn multi_stream(mr: &Resource, seed: u64, iterations: usize) -> rmm::Result<Stri
 /// `ops` operations of the fixed trace, exactly as `alloc_bench.cu`'s `make_trace` draws them.
 fn random(mr: &Resource, seed: u64, ops: usize) -> rmm::Result<String> {
     const MAX_LIVE: usize = 1000;
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let s = CudaStreamView::DEFAULT;
     let (lo, hi) = (8f64.log2(), ((1usize << 20) as f64).log2());
     let mut live: Vec<(*mut u8, usize)> = Vec::new();
@@ -172,7 +150,7 @@ fn random(mr: &Resource, seed: u64, ops: usize) -> rmm::Result<String> {
             let size = ((lo + (hi - lo) * rng.unit()).exp2() as u32).clamp(8, 1 << 20) as usize;
             live.push(alloc(mr, size, s)?);
         } else {
-            let slot = (rng.next() % live.len() as u64) as usize;
+            let slot = (rng.next_u64() % live.len() as u64) as usize;
             let b = live.swap_remove(slot);
             free(mr, b, s)?;
         }
