@@ -93,19 +93,6 @@ impl StreamKey {
             None
         }
     }
-
-    /// The key of a stream as seen from the calling thread: the legacy default stream (0 or
-    /// `cudaStreamLegacy`) is 0, the per-thread default stream is this thread's own key.
-    #[inline]
-    pub fn from_view(stream: crate::stream::CudaStreamView) -> Self {
-        if stream.is_default() {
-            StreamKey(0)
-        } else if stream.is_per_thread_default() {
-            StreamKey::per_thread(current_thread_number())
-        } else {
-            StreamKey(stream.handle())
-        }
-    }
 }
 
 /// A small number unique to the calling thread, counting from 1 in order of first use: tells

@@ -2,8 +2,8 @@
 
 use crate::error::{Error, Result};
 use crate::pool::{
-    rounded_size, CoalescingPool, HostOrder, SegmentMap, ShardMap, SpinMutex, StreamKey, StreamOrder, GRANULE,
-    MAX_BLOCK_BYTES,
+    current_thread_number, rounded_size, CoalescingPool, HostOrder, SegmentMap, ShardMap, SpinMutex, StreamKey,
+    StreamOrder, GRANULE, MAX_BLOCK_BYTES,
 };
 use crate::resource::cuda_event_order::CudaEventOrder;
 use crate::resource::{effective_alignment, MemoryResource};
@@ -16,6 +16,19 @@ use std::sync::Arc;
 mod slow_path;
 mod stream_identity;
 mod synchronisation;
+
+/// The pool's key of a stream as seen from the calling thread: the legacy default stream (0 or
+/// `cudaStreamLegacy`) is 0, the per-thread default stream is this thread's own key.
+#[inline]
+fn stream_key(stream: CudaStreamView) -> StreamKey {
+    if stream.is_default() {
+        StreamKey(0)
+    } else if stream.is_per_thread_default() {
+        StreamKey::per_thread(current_thread_number())
+    } else {
+        StreamKey(stream.handle())
+    }
+}
 
 /// Default number of shards: shard 0 plus 31 for streams spread off it, so up to 32 threads that
 /// each use their own stream never meet on a lock. Two streams meeting on one shard cost more
@@ -223,7 +236,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// thread in the shared shard. For a stream that one thread will use heavily while others use
     /// the pool too; without effect on a pool of one shard and on a stream moved before.
     pub fn spread_stream(&self, stream: CudaStreamView) {
-        self.shard_map.spread(StreamKey::from_view(stream));
+        self.shard_map.spread(stream_key(stream));
     }
 
     /// Locks the home shard of `key`; a stream that finds the shared shard 0 busy gets a shard of
@@ -361,7 +374,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         }
         let align = effective_alignment(alignment).ok()?;
         let size = rounded_size(bytes)?;
-        let key = StreamKey::from_view(stream);
+        let key = stream_key(stream);
         let mut core = self.lock_home(self.shard_map.shard(key), key);
         let slot = self.own_slot(&mut core, key);
         if core.is_wanted(slot) {
@@ -392,7 +405,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
                 reason: "larger than any pool can hold".into(),
             });
         };
-        let key = StreamKey::from_view(stream);
+        let key = stream_key(stream);
         self.allocate_slow(self.shard_map.shard(key), key, stream, bytes, size, align)
     }
 
@@ -402,7 +415,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// the misuse.
     #[inline]
     fn deallocate_at_home(&self, ptr: *mut u8, bytes: usize, stream: CudaStreamView) -> bool {
-        let key = StreamKey::from_view(stream);
+        let key = stream_key(stream);
         let mut core = self.lock_home(self.shard_map.shard(key), key);
         let slot = self.slot_for_free(&mut core, key);
         if !matches!(core.try_deallocate(ptr as usize, bytes, slot), Some(Ok(()))) {
@@ -431,7 +444,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         if ptr.is_null() {
             return Ok(());
         }
-        let key = StreamKey::from_view(stream);
+        let key = stream_key(stream);
         let home = self.shard_map.shard(key);
         {
             let mut core = self.shards[home].0.lock();
