@@ -14,6 +14,20 @@ use crate::stream::CudaStreamView;
 /// The smallest range a shard takes from another shard's free memory at once.
 const MIN_SEGMENT: usize = 1 << 20;
 
+/// One allocation on its way through the slow path.
+#[derive(Clone, Copy)]
+pub(super) struct Request {
+    /// What the caller asked for.
+    pub bytes: usize,
+    /// What the block occupies: `bytes` rounded up to the granule.
+    pub size: usize,
+    /// The alignment, a power of two of at least the granule.
+    pub align: usize,
+    /// Free bytes that surely hold it, whatever the address of the free range: `size` plus the
+    /// most that aligning can skip.
+    pub needed: usize,
+}
+
 /// What step 3 of the slow path (a range of another shard's free memory) came back with.
 pub(super) enum FromOtherShards {
     /// An allocation at this address.
@@ -109,33 +123,33 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         size: usize,
         align: usize,
     ) -> Result<*mut u8> {
-        let needed = size + (align - GRANULE);
+        let req = Request { bytes, size, align, needed: size + (align - GRANULE) };
         // 1-2 (within the home shard) failed in `allocate`.
         let mut pending = self.shards[home].0.lock().has_wanted();
         // 3. A range of another shard's free memory.
-        match self.allocate_from_other_shards(home, key, bytes, size, align, needed) {
+        match self.allocate_from_other_shards(home, key, req) {
             FromOtherShards::Allocated(a) => return Ok(a as *mut u8),
             FromOtherShards::AskedToPublish => pending = true,
             FromOtherShards::Nothing => {}
         }
         // 4. Free memory of replaced streams, which waits for a synchronisation: before growing.
-        if self.ordered && self.free_bytes_waiting_for_sync() >= needed {
-            if let Some(a) = self.allocate_after_sync(home, bytes, size, align, needed) {
+        if self.ordered && self.free_bytes_waiting_for_sync() >= req.needed {
+            if let Some(a) = self.allocate_after_sync(home, req) {
                 return Ok(a as *mut u8);
             }
         }
         // 5. More memory from the upstream.
-        if let Some(a) = self.allocate_after_growth(home, key, stream, bytes, size, align, needed, pending)? {
+        if let Some(a) = self.allocate_after_growth(home, key, stream, req, pending)? {
             return Ok(a as *mut u8);
         }
         // 6. Once no stream (destroyed ones included) has work pending, every free block is fresh:
         //    coalesce them all, rejoin ranges split between shards, and look again.
-        if let Some(a) = self.allocate_after_sync(home, bytes, size, align, needed) {
+        if let Some(a) = self.allocate_after_sync(home, req) {
             return Ok(a as *mut u8);
         }
         // 7. Blocks freed while the synchronisation ran stay with their streams until asked for;
         //    the streams just asked publish them at their next call, which other threads make soon.
-        if let Some(a) = self.allocate_once_published(home, key, bytes, size, align, needed) {
+        if let Some(a) = self.allocate_once_published(home, key, req) {
             return Ok(a as *mut u8);
         }
         let pool_size = self.pool_size();
@@ -148,24 +162,20 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
 
     /// Step 5 of the slow path: a new chunk from the upstream for shard `home` (see `grow`), and
     /// the allocation from it. `Ok(None)` when no chunk could be had.
-    #[allow(clippy::too_many_arguments)]
     fn allocate_after_growth(
         &self,
         home: usize,
         key: StreamKey,
         stream: CudaStreamView,
-        bytes: usize,
-        size: usize,
-        align: usize,
-        needed: usize,
+        req: Request,
         pending: bool,
     ) -> Result<Option<usize>> {
         let mut core = self.shards[home].0.lock();
-        if !self.grow(home, &mut core, key, stream, needed, pending)? {
+        if !self.grow(home, &mut core, key, stream, req.needed, pending)? {
             return Ok(None);
         }
         let slot = self.own_slot(&mut core, key);
-        let allocated = core.allocate(slot, bytes, size, align);
+        let allocated = core.allocate(slot, req.bytes, req.size, req.align);
         if allocated.is_some() && self.ordered && core.shared_by_streams() {
             // The rest of the new chunk is of no use to this stream's queued work: while streams
             // take turns, offer it to them at once (as RMM's free lists are), so the next stream
@@ -177,27 +187,19 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
 
     /// Takes a range of free memory that `key` may use from some other shard, adopts it in `home`
     /// and allocates from it. Never holds two shard locks at once.
-    pub(super) fn allocate_from_other_shards(
-        &self,
-        home: usize,
-        key: StreamKey,
-        bytes: usize,
-        size: usize,
-        align: usize,
-        needed: usize,
-    ) -> FromOtherShards {
+    pub(super) fn allocate_from_other_shards(&self, home: usize, key: StreamKey, req: Request) -> FromOtherShards {
         let n = self.shards.len();
         let mut asked = false;
         if n == 1 {
             return FromOtherShards::Nothing;
         }
         let home_size = self.shards[home].0.lock().pool_size();
-        let want = needed.max(home_size).max(MIN_SEGMENT);
+        let want = req.needed.max(home_size).max(MIN_SEGMENT);
         for i in 1..n {
             let from = (home + i) % n;
             let taken = {
                 let mut core = self.shards[from].0.lock();
-                let found = core.find_shared_set(key, needed, self.ordered);
+                let found = core.find_shared_set(key, req.needed, self.ordered);
                 asked |= core.has_wanted();
                 let Some(d) = found else { continue };
                 let owner = core.key_of(d);
@@ -212,7 +214,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
                         continue;
                     }
                 }
-                core.detach(d, needed, want).map(|(addr, len)| (addr, len, owner))
+                core.detach(d, req.needed, want).map(|(addr, len)| (addr, len, owner))
             };
             let Some((addr, len, owner)) = taken else {
                 continue;
@@ -222,10 +224,10 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             let owner = if owner == StreamKey::FRESH || !self.ordered { StreamKey::FRESH } else { key };
             self.adopt(home, &mut core, addr, len, owner);
             let slot = if key == StreamKey::FRESH { core.slot_of(key) } else { self.own_slot(&mut core, key) };
-            if let Some(a) = core.allocate(slot, bytes, size, align) {
+            if let Some(a) = core.allocate(slot, req.bytes, req.size, req.align) {
                 return FromOtherShards::Allocated(a);
             }
-            if let Some(a) = self.allocate_within(&mut core, slot, bytes, size, align) {
+            if let Some(a) = self.allocate_within(&mut core, slot, req.bytes, req.size, req.align) {
                 return FromOtherShards::Allocated(a);
             }
         }

@@ -8,6 +8,7 @@
 //! synchronisation runs at a time: a thread that needs one while another runs waits for it, then
 //! first tries the memory it made fresh, instead of sealing the others' blocks away.
 
+use super::slow_path::Request;
 use super::PoolMemoryResource;
 use crate::pool::{next_retirement_number, StreamKey, MAX_BLOCK_BYTES};
 use crate::resource::MemoryResource;
@@ -19,17 +20,10 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// Steps 4 and 6 of the slow path: synchronise everything, then allocate from fresh memory:
     /// in the home shard, or a range of another shard's, or, as a last resort, every range that
     /// is wholly free in any shard, rejoined where they touch.
-    pub(super) fn allocate_after_sync(
-        &self,
-        home: usize,
-        bytes: usize,
-        size: usize,
-        align: usize,
-        needed: usize,
-    ) -> Option<usize> {
+    pub(super) fn allocate_after_sync(&self, home: usize, req: Request) -> Option<usize> {
         let _one_at_a_time = self.sync_lock.lock();
         // A synchronisation that ran while this call waited may have made enough memory fresh.
-        if let Some(a) = self.allocate_fresh(home, bytes, size, align, needed) {
+        if let Some(a) = self.allocate_fresh(home, req) {
             return Some(a);
         }
         let sealed = StreamKey::sealed(next_retirement_number());
@@ -43,24 +37,16 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         if !synced {
             return None;
         }
-        if let Some(a) = self.allocate_fresh(home, bytes, size, align, needed) {
+        if let Some(a) = self.allocate_fresh(home, req) {
             return Some(a);
         }
-        self.allocate_from_rejoined_chunks(home, bytes, size, align)
+        self.allocate_from_rejoined_chunks(home, req)
     }
 
     /// Step 7: while some stream has been asked for blocks that would fit and has not published
     /// them yet, lets other threads run (its next call publishes them) and looks again, a bounded
     /// number of times.
-    pub(super) fn allocate_once_published(
-        &self,
-        home: usize,
-        key: StreamKey,
-        bytes: usize,
-        size: usize,
-        align: usize,
-        needed: usize,
-    ) -> Option<usize> {
+    pub(super) fn allocate_once_published(&self, home: usize, key: StreamKey, req: Request) -> Option<usize> {
         if !self.ordered {
             return None;
         }
@@ -73,11 +59,11 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             {
                 let mut core = self.shards[home].0.lock();
                 let slot = self.own_slot(&mut core, key);
-                if let Some(a) = self.allocate_within(&mut core, slot, bytes, size, align) {
+                if let Some(a) = self.allocate_within(&mut core, slot, req.bytes, req.size, req.align) {
                     return Some(a);
                 }
             }
-            if let Some(a) = self.allocate_from_other_shards(home, key, bytes, size, align, needed).allocated() {
+            if let Some(a) = self.allocate_from_other_shards(home, key, req).allocated() {
                 return Some(a);
             }
         }
@@ -85,20 +71,20 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     }
 
     /// Fresh memory of the home shard, else a range of another shard's.
-    fn allocate_fresh(&self, home: usize, bytes: usize, size: usize, align: usize, needed: usize) -> Option<usize> {
+    fn allocate_fresh(&self, home: usize, req: Request) -> Option<usize> {
         {
             let mut core = self.shards[home].0.lock();
             let fresh = core.slot_of(StreamKey::FRESH);
-            if let Some(a) = core.allocate(fresh, bytes, size, align) {
+            if let Some(a) = core.allocate(fresh, req.bytes, req.size, req.align) {
                 return Some(a);
             }
         }
-        self.allocate_from_other_shards(home, StreamKey::FRESH, bytes, size, align, needed).allocated()
+        self.allocate_from_other_shards(home, StreamKey::FRESH, req).allocated()
     }
 
     /// Takes back every range that is wholly free in any shard, rejoins those that touch (never
     /// across two upstream allocations: each goes back alone) and allocates from them.
-    fn allocate_from_rejoined_chunks(&self, home: usize, bytes: usize, size: usize, align: usize) -> Option<usize> {
+    fn allocate_from_rejoined_chunks(&self, home: usize, req: Request) -> Option<usize> {
         if self.shards.len() == 1 {
             return None;
         }
@@ -123,6 +109,6 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             self.adopt(home, core, addr, len, StreamKey::FRESH);
         }
         let fresh = core.slot_of(StreamKey::FRESH);
-        core.allocate(fresh, bytes, size, align)
+        core.allocate(fresh, req.bytes, req.size, req.align)
     }
 }
