@@ -150,3 +150,8 @@ pub fn run_trace<R: MemoryResource + ?Sized>(
     }
     ooms
 }
+
+/// A pool over host memory that grows on demand: the upstream of the adaptors' tests.
+pub fn host_pool() -> rmm::resource::PoolMemoryResource<rmm::resource::HostMemoryResource> {
+    rmm::resource::PoolMemoryResource::new(rmm::resource::HostMemoryResource::new(), 0, None).unwrap()
+}

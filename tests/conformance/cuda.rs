@@ -1,0 +1,2 @@
+//! `CudaMemoryResource`: cuMemAlloc / cuMemFree.
+conformance!(Spec::DRIVER, rmm::resource::CudaMemoryResource::new);

@@ -1,0 +1,2 @@
+//! `ManagedMemoryResource`: cuMemAllocManaged.
+conformance!(Spec::DRIVER.host_accessible(), rmm::resource::ManagedMemoryResource::new);
