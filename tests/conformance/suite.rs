@@ -128,7 +128,7 @@ pub fn accessibility_is_as_declared(r: &dyn MemoryResource, spec: Spec) {
     assert_eq!(r.is_host_accessible(), spec.host_accessible, "host accessible");
 }
 
-pub fn threads_allocate_and_free_at_once(r: &(dyn MemoryResource + Sync), seed: u64) {
+pub fn threads_allocate_and_free_at_once(r: &dyn MemoryResource, seed: u64) {
     std::thread::scope(|scope| {
         for t in 0..4u64 {
             scope.spawn(move || {
@@ -156,7 +156,7 @@ macro_rules! conformance {
         use $crate::suite::{self, Spec};
         const SPEC: Spec = $spec;
 
-        fn resource() -> impl rmm::MemoryResource + Sync {
+        fn resource() -> impl rmm::MemoryResource {
             ($make)()
         }
 
