@@ -23,24 +23,24 @@ impl CoalescingPool {
         &self.chunks
     }
 
-    /// Takes a free block of at least `min` bytes from set `d` out of this pool altogether: up to
-    /// `want` bytes of the largest class's first block (the rest stays free in `d`), cut out of
+    /// Takes a free block of at least `min` bytes from set `donor` out of this pool altogether: up to
+    /// `want` bytes of the largest class's first block (the rest stays free in `donor`), cut out of
     /// its chunk. Another pool adopts the range with [`add_chunk`](Self::add_chunk); blocks never
     /// span the cut again (until [`detach_whole_free_chunks`](Self::detach_whole_free_chunks)).
-    pub fn detach(&mut self, d: usize, min: usize, want: usize) -> Option<(usize, usize)> {
+    pub fn detach(&mut self, donor: usize, min: usize, want: usize) -> Option<(usize, usize)> {
         debug_assert!(min % GRANULE == 0 && want % GRANULE == 0 && min <= want);
         self.flush_caches();
-        let free = &self.sets[d].free;
+        let free = &self.sets[donor].free;
         free.class_at_or_above(map_ceil(min >> GRANULE_SHIFT))?;
         let top = free.largest_class()?;
-        let id = self.pop_head(d, top);
+        let id = self.pop_head(donor, top);
         let size = self.blocks.get(id).size();
         // Leave no sliver behind: a remainder under a granule cannot exist, and a small one is
         // worth more to the taker than to this pool.
         let take = if size >= want + want / 4 { want } else { size };
         if take < size {
             let rest = split(&mut self.blocks, id, take);
-            self.link_free(d, rest);
+            self.link_free(donor, rest);
         }
         let b = *self.blocks.get(id);
         if b.prev_phys != NIL {

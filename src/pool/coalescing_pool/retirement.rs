@@ -96,21 +96,21 @@ impl CoalescingPool {
         debug_assert!(sealed.is_sealed());
         self.last = super::LastSet::default();
         self.flush_caches();
-        for d in 0..self.sets.len() {
-            let key = self.sets[d].key;
+        for other in 0..self.sets.len() {
+            let key = self.sets[other].key;
             // Another synchronisation's sealed blocks stay its own.
             let movable = key != StreamKey::FRESH && key != StreamKey::UNUSED && !key.is_sealed();
-            if !movable || self.sets[d].free_bytes == 0 {
+            if !movable || self.sets[other].free_bytes == 0 {
                 continue;
             }
             // One sealed set per set, so that a failed synchronisation can give the blocks back.
             let target = self.new_set(sealed, None);
-            self.sets[target].sealed_from = Some((d, key));
-            self.merge_into(d, target);
+            self.sets[target].sealed_from = Some((other, key));
+            self.merge_into(other, target);
             if !key.is_stream() {
                 // A retired set now empty: left for reuse (its blocks go back to a set that waits
                 // for a synchronisation, should this one fail).
-                self.sets[d] = StreamSet::new(StreamKey::UNUSED, None);
+                self.sets[other] = StreamSet::new(StreamKey::UNUSED, None);
             }
         }
     }
@@ -127,7 +127,9 @@ impl CoalescingPool {
                 self.merge_into(slot, fresh);
             } else {
                 match from {
-                    Some((d, key)) if self.sets.get(d).is_some_and(|s| s.key == key) => self.merge_into(slot, d),
+                    Some((other, key)) if self.sets.get(other).is_some_and(|s| s.key == key) => {
+                        self.merge_into(slot, other)
+                    }
                     _ => {
                         self.sets[slot].key = StreamKey::retired_after_sync(next_retirement_number());
                         self.join_the_set_waiting_for_sync(slot);

@@ -50,11 +50,11 @@ impl FromOtherShards {
 }
 
 impl<U: MemoryResource> PoolMemoryResource<U> {
-    /// Whether work on stream `key` may use the free blocks of set `d` from now on: fresh memory
+    /// Whether work on stream `key` may use the free blocks of set `donor` from now on: fresh memory
     /// and this stream's own published set at once, another stream's published set once `key`
     /// waits for that stream's last capture, private sets of other streams never.
-    pub(super) fn usable_now(&self, core: &CoalescingPool, d: usize, key: StreamKey) -> bool {
-        let owner = core.key_of(d);
+    pub(super) fn usable_now(&self, core: &CoalescingPool, donor: usize, key: StreamKey) -> bool {
+        let owner = core.key_of(donor);
         if !self.ordered || owner == StreamKey::FRESH {
             return true;
         }
@@ -62,7 +62,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         if owner.waits_for_sync() || owner.is_sealed() {
             return false;
         }
-        core.is_published(d) && (owner == key || self.order.wait(owner, core.identity(d), key).is_ok())
+        core.is_published(donor) && (owner == key || self.order.wait(owner, core.identity(donor), key).is_ok())
     }
 
     /// Steps 1 and 2 of the slow path, inside one shard: a fitting block of fresh memory or of a
@@ -78,14 +78,14 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     ) -> Option<usize> {
         let key = core.key_of(slot);
         // Only the fitting block is taken: the rest of the set stays where every stream can reach it.
-        if let Some(d) = core.find_donor(slot, size, align, self.ordered) {
-            if self.usable_now(core, d, key) {
+        if let Some(donor) = core.find_donor(slot, size, align, self.ordered) {
+            if self.usable_now(core, donor, key) {
                 // A retired stream will not come back for the rest: this stream takes it all.
-                let from = if core.key_of(d).is_retired() {
-                    core.merge_into(d, slot);
+                let from = if core.key_of(donor).is_retired() {
+                    core.merge_into(donor, slot);
                     slot
                 } else {
-                    d
+                    donor
                 };
                 if let Some(a) = core.allocate(from, bytes, size, align) {
                     return Some(a);
@@ -100,9 +100,9 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         }
         // Reuse before growth, as RMM does, so free memory split across streams is not stranded.
         let mut merged = false;
-        for d in core.streams_with_free_memory(slot) {
-            if self.usable_now(core, d, key) {
-                core.merge_into(d, slot);
+        for donor in core.streams_with_free_memory(slot) {
+            if self.usable_now(core, donor, key) {
+                core.merge_into(donor, slot);
                 merged = true;
             }
         }
@@ -201,20 +201,20 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
                 let mut core = self.shards[from].0.lock();
                 let found = core.find_shared_set(key, req.needed, self.ordered);
                 asked |= core.has_wanted();
-                let Some(d) = found else { continue };
-                let owner = core.key_of(d);
+                let Some(donor) = found else { continue };
+                let owner = core.key_of(donor);
                 // This stream's own published set here, filled perhaps by a destroyed stream that
                 // had the same handle.
-                if owner == key && key != StreamKey::FRESH && !self.identity_holds(&mut core, d) {
+                if owner == key && key != StreamKey::FRESH && !self.identity_holds(&mut core, donor) {
                     continue;
                 }
                 if self.ordered && owner != StreamKey::FRESH && owner != key {
                     // FRESH names no stream that could wait (the search after a synchronisation).
-                    if key == StreamKey::FRESH || self.order.wait(owner, core.identity(d), key).is_err() {
+                    if key == StreamKey::FRESH || self.order.wait(owner, core.identity(donor), key).is_err() {
                         continue;
                     }
                 }
-                core.detach(d, req.needed, want).map(|(addr, len)| (addr, len, owner))
+                core.detach(donor, req.needed, want).map(|(addr, len)| (addr, len, owner))
             };
             let Some((addr, len, owner)) = taken else {
                 continue;
