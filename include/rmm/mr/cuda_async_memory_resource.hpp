@@ -18,7 +18,10 @@
 namespace rmm::mr {
 
 /// Device memory from a CUDA memory pool with stream-ordered allocation. Copies share the pool.
-class cuda_async_memory_resource final : public detail::rust_resource {
+class cuda_async_memory_resource final
+  : public detail::rust_resource<cuda_async_memory_resource,
+                                 detail::shared_rust_state,
+                                 cuda::mr::device_accessible> {
  public:
   /// How allocations may be exported to other processes. Only `none` is supported.
   enum class allocation_handle_type : std::int32_t {
@@ -54,17 +57,6 @@ class cuda_async_memory_resource final : public detail::rust_resource {
   {
     return reinterpret_cast<cudaMemPool_t>(handle().cuda_async_pool_handle());
   }
-
-  [[nodiscard]] bool operator==(cuda_async_memory_resource const& other) const noexcept
-  {
-    return equal_to(other);
-  }
-  [[nodiscard]] bool operator!=(cuda_async_memory_resource const& other) const noexcept
-  {
-    return !equal_to(other);
-  }
-
-  friend void get_property(cuda_async_memory_resource const&, cuda::mr::device_accessible) noexcept {}
 };
 
 static_assert(cuda::mr::resource_with<cuda_async_memory_resource, cuda::mr::device_accessible>,

@@ -13,15 +13,12 @@
 namespace rmm::mr {
 
 /// Device memory straight from the driver (no pooling); every instance is interchangeable.
-class cuda_memory_resource final : public detail::stateless_rust_resource<rmm_rs::new_cuda_memory_resource> {
+class cuda_memory_resource final
+  : public detail::rust_resource<cuda_memory_resource,
+                                 detail::stateless_rust_state<rmm_rs::new_cuda_memory_resource>,
+                                 cuda::mr::device_accessible> {
  public:
   cuda_memory_resource() = default;
-
-  /// Every instance is interchangeable: memory of one may be freed through another.
-  [[nodiscard]] bool operator==(cuda_memory_resource const&) const noexcept { return true; }
-  [[nodiscard]] bool operator!=(cuda_memory_resource const&) const noexcept { return false; }
-
-  friend void get_property(cuda_memory_resource const&, cuda::mr::device_accessible) noexcept {}
 };
 
 static_assert(cuda::mr::resource_with<cuda_memory_resource, cuda::mr::device_accessible>,

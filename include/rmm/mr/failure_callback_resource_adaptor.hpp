@@ -23,51 +23,32 @@ namespace rmm::mr {
  * is the one supported: the Rust adaptor calls back on out-of-memory errors only.
  */
 template <typename ExceptionType = rmm::out_of_memory>
-class failure_callback_resource_adaptor final : public detail::rust_resource {
+class failure_callback_resource_adaptor final
+  : public detail::rust_resource<failure_callback_resource_adaptor<ExceptionType>,
+                                 detail::shared_rust_state,
+                                 cuda::mr::device_accessible> {
   static_assert(std::is_base_of_v<rmm::out_of_memory, ExceptionType> ||
                   std::is_same_v<ExceptionType, rmm::bad_alloc>,
                 "the callback is called on out-of-memory failures");
+  // The base depends on ExceptionType, so its injected name `rust_resource` is not visible here.
+  using base = detail::rust_resource<failure_callback_resource_adaptor,
+                                     detail::shared_rust_state,
+                                     cuda::mr::device_accessible>;
 
  public:
   using exception_type = ExceptionType;  ///< The type of exception this object catches/throws
 
   template <class Upstream, std::enable_if_t<detail::is_upstream_for_v<Upstream, failure_callback_resource_adaptor>, int> = 0>
   failure_callback_resource_adaptor(Upstream&& upstream, failure_callback_t callback, void* callback_arg)
-    : failure_callback_resource_adaptor{detail::upstream_resource{std::forward<Upstream>(upstream)},
-                                        std::move(callback),
-                                        callback_arg,
-                                        0}
+    : base{detail::upstream_resource{std::forward<Upstream>(upstream)},
+           rmm_rs::new_failure_callback_adaptor,
+           std::make_unique<rmm_rs::CppCallback>(std::move(callback), callback_arg)}
   {
   }
 
   [[nodiscard]] device_async_resource_ref get_upstream_resource() const noexcept
   {
-    return upstream_ref();
-  }
-
-  [[nodiscard]] bool operator==(failure_callback_resource_adaptor const& other) const noexcept
-  {
-    return equal_to(other);
-  }
-  [[nodiscard]] bool operator!=(failure_callback_resource_adaptor const& other) const noexcept
-  {
-    return !equal_to(other);
-  }
-
-  friend void get_property(failure_callback_resource_adaptor const&, cuda::mr::device_accessible) noexcept
-  {
-  }
-
- private:
-  failure_callback_resource_adaptor(detail::upstream_resource upstream,
-                                    failure_callback_t callback,
-                                    void* callback_arg,
-                                    int)
-    : rust_resource{rmm_rs::new_failure_callback_adaptor(
-                      upstream.handle(),
-                      std::make_unique<rmm_rs::CppCallback>(std::move(callback), callback_arg)),
-                    upstream.resource()}
-  {
+    return this->upstream_ref();
   }
 };
 

@@ -16,7 +16,10 @@ namespace rmm::mr {
 
 /// Refuses allocations that would take the bytes outstanding through it above a limit, with
 /// rmm::out_of_memory. Copies share the count.
-class limiting_resource_adaptor final : public detail::rust_resource {
+class limiting_resource_adaptor final
+  : public detail::rust_resource<limiting_resource_adaptor,
+                                 detail::shared_rust_state,
+                                 cuda::mr::device_accessible> {
  public:
   /**
    * @param upstream where allocations go
@@ -27,8 +30,10 @@ class limiting_resource_adaptor final : public detail::rust_resource {
   limiting_resource_adaptor(Upstream&& upstream,
                             std::size_t allocation_limit,
                             std::size_t alignment = rmm::CUDA_ALLOCATION_ALIGNMENT)
-    : limiting_resource_adaptor{
-        detail::upstream_resource{std::forward<Upstream>(upstream)}, allocation_limit, alignment, 0}
+    : rust_resource{detail::upstream_resource{std::forward<Upstream>(upstream)},
+                    make,
+                    allocation_limit,
+                    alignment}
   {
   }
 
@@ -42,32 +47,13 @@ class limiting_resource_adaptor final : public detail::rust_resource {
   /// The limit given at construction.
   [[nodiscard]] std::size_t get_allocation_limit() const { return handle().allocation_limit(); }
 
-  [[nodiscard]] bool operator==(limiting_resource_adaptor const& other) const noexcept
-  {
-    return equal_to(other);
-  }
-  [[nodiscard]] bool operator!=(limiting_resource_adaptor const& other) const noexcept
-  {
-    return !equal_to(other);
-  }
-
-  friend void get_property(limiting_resource_adaptor const&, cuda::mr::device_accessible) noexcept {}
-
  private:
-  limiting_resource_adaptor(detail::upstream_resource upstream,
-                            std::size_t allocation_limit,
-                            std::size_t alignment,
-                            int)
-    : rust_resource{make(upstream, allocation_limit, alignment), upstream.resource()}
-  {
-  }
-
-  static rust::Box<rmm_rs::RustResource> make(detail::upstream_resource const& upstream,
+  static rust::Box<rmm_rs::RustResource> make(rmm_rs::RustResource const& upstream,
                                               std::size_t allocation_limit,
                                               std::size_t alignment)
   {
     RMM_EXPECTS(rmm::is_pow2(alignment), "Alignment must be a power of two");
-    return rmm_rs::new_limiting_adaptor(upstream.handle(), allocation_limit);
+    return rmm_rs::new_limiting_adaptor(upstream, allocation_limit);
   }
 };
 

@@ -16,7 +16,10 @@
 namespace rmm::mr {
 
 /// Logs every allocation and free to a CSV file. Copies share the log.
-class logging_resource_adaptor final : public detail::rust_resource {
+class logging_resource_adaptor final
+  : public detail::rust_resource<logging_resource_adaptor,
+                                 detail::shared_rust_state,
+                                 cuda::mr::device_accessible> {
  public:
   /**
    * @param upstream where allocations go
@@ -29,8 +32,10 @@ class logging_resource_adaptor final : public detail::rust_resource {
   logging_resource_adaptor(Upstream&& upstream,
                            std::string const& filename = get_default_filename(),
                            bool auto_flush             = false)
-    : logging_resource_adaptor{
-        detail::upstream_resource{std::forward<Upstream>(upstream)}, filename, auto_flush, 0}
+    : rust_resource{detail::upstream_resource{std::forward<Upstream>(upstream)},
+                    rmm_rs::new_logging_adaptor,
+                    rust::Str{filename},
+                    auto_flush}
   {
   }
 
@@ -52,27 +57,6 @@ class logging_resource_adaptor final : public detail::rust_resource {
     RMM_EXPECTS(filename != nullptr,
                 "RMM logging requested without an explicit file name, but RMM_LOG_FILE is unset");
     return std::string{filename};
-  }
-
-  [[nodiscard]] bool operator==(logging_resource_adaptor const& other) const noexcept
-  {
-    return equal_to(other);
-  }
-  [[nodiscard]] bool operator!=(logging_resource_adaptor const& other) const noexcept
-  {
-    return !equal_to(other);
-  }
-
-  friend void get_property(logging_resource_adaptor const&, cuda::mr::device_accessible) noexcept {}
-
- private:
-  logging_resource_adaptor(detail::upstream_resource upstream,
-                           std::string const& filename,
-                           bool auto_flush,
-                           int)
-    : rust_resource{rmm_rs::new_logging_adaptor(upstream.handle(), rust::Str{filename}, auto_flush),
-                    upstream.resource()}
-  {
   }
 };
 

@@ -13,16 +13,13 @@
 namespace rmm::mr {
 
 /// Page-locked host memory, accessible from host and device; every instance is interchangeable.
-class pinned_host_memory_resource final : public detail::stateless_rust_resource<rmm_rs::new_pinned_host_memory_resource> {
+class pinned_host_memory_resource final
+  : public detail::rust_resource<pinned_host_memory_resource,
+                                 detail::stateless_rust_state<rmm_rs::new_pinned_host_memory_resource>,
+                                 cuda::mr::device_accessible,
+                                 cuda::mr::host_accessible> {
  public:
   pinned_host_memory_resource() = default;
-
-  /// Every instance is interchangeable: memory of one may be freed through another.
-  [[nodiscard]] bool operator==(pinned_host_memory_resource const&) const noexcept { return true; }
-  [[nodiscard]] bool operator!=(pinned_host_memory_resource const&) const noexcept { return false; }
-
-  friend void get_property(pinned_host_memory_resource const&, cuda::mr::device_accessible) noexcept {}
-  friend void get_property(pinned_host_memory_resource const&, cuda::mr::host_accessible) noexcept {}
 };
 
 static_assert(cuda::mr::resource_with<pinned_host_memory_resource, cuda::mr::device_accessible>,

@@ -25,7 +25,10 @@ namespace rmm::mr {
  * any_resource; a pointer is taken as a reference to a resource that must outlive the pool.
  * Copies of a pool share it; its memory returns to the upstream when the last copy goes.
  */
-class pool_memory_resource final : public detail::rust_resource {
+class pool_memory_resource final
+  : public detail::rust_resource<pool_memory_resource,
+                                 detail::shared_rust_state,
+                                 cuda::mr::device_accessible> {
  public:
   /**
    * @param upstream where the pool takes its chunks from
@@ -38,9 +41,10 @@ class pool_memory_resource final : public detail::rust_resource {
   explicit pool_memory_resource(Upstream&& upstream,
                                 std::size_t initial_pool_size,
                                 std::optional<std::size_t> maximum_pool_size = std::nullopt)
-    : pool_memory_resource{detail::upstream_resource{std::forward<Upstream>(upstream)},
-                           initial_pool_size,
-                           maximum_pool_size}
+    : rust_resource{detail::upstream_resource{std::forward<Upstream>(upstream)},
+                    make,
+                    initial_pool_size,
+                    maximum_pool_size}
   {
   }
 
@@ -53,26 +57,8 @@ class pool_memory_resource final : public detail::rust_resource {
   /// Bytes taken from the upstream (handed out and free).
   [[nodiscard]] std::size_t pool_size() const noexcept { return handle().pool_size(); }
 
-  [[nodiscard]] bool operator==(pool_memory_resource const& other) const noexcept
-  {
-    return equal_to(other);
-  }
-  [[nodiscard]] bool operator!=(pool_memory_resource const& other) const noexcept
-  {
-    return !equal_to(other);
-  }
-
-  friend void get_property(pool_memory_resource const&, cuda::mr::device_accessible) noexcept {}
-
  private:
-  pool_memory_resource(detail::upstream_resource upstream,
-                       std::size_t initial_pool_size,
-                       std::optional<std::size_t> maximum_pool_size)
-    : rust_resource{make(upstream, initial_pool_size, maximum_pool_size), upstream.resource()}
-  {
-  }
-
-  static rust::Box<rmm_rs::RustResource> make(detail::upstream_resource const& upstream,
+  static rust::Box<rmm_rs::RustResource> make(rmm_rs::RustResource const& upstream,
                                               std::size_t initial_pool_size,
                                               std::optional<std::size_t> maximum_pool_size)
   {
@@ -82,7 +68,7 @@ class pool_memory_resource final : public detail::rust_resource {
                 "Error, Maximum pool size required to be a multiple of 256 bytes");
     RMM_EXPECTS(initial_pool_size <= maximum_pool_size.value_or(~std::size_t{0}),
                 "Initial pool size exceeds the maximum pool size!");
-    return rmm_rs::new_pool_memory_resource(upstream.handle(),
+    return rmm_rs::new_pool_memory_resource(upstream,
                                             initial_pool_size,
                                             maximum_pool_size.value_or(0),
                                             maximum_pool_size.has_value());

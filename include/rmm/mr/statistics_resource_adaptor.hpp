@@ -19,7 +19,10 @@ namespace rmm::mr {
  * @brief Counts bytes and allocations (current, peak, total) of what passes through to the
  * upstream. Counters can be pushed and popped to measure a region of code. Copies share counters.
  */
-class statistics_resource_adaptor final : public detail::rust_resource {
+class statistics_resource_adaptor final
+  : public detail::rust_resource<statistics_resource_adaptor,
+                                 detail::shared_rust_state,
+                                 cuda::mr::device_accessible> {
  public:
   /// Current value, peak value and running total of a quantity.
   struct counter {
@@ -52,7 +55,8 @@ class statistics_resource_adaptor final : public detail::rust_resource {
 
   template <class Upstream, std::enable_if_t<detail::is_upstream_for_v<Upstream, statistics_resource_adaptor>, int> = 0>
   explicit statistics_resource_adaptor(Upstream&& upstream)
-    : statistics_resource_adaptor{detail::upstream_resource{std::forward<Upstream>(upstream)}}
+    : rust_resource{detail::upstream_resource{std::forward<Upstream>(upstream)},
+                    rmm_rs::new_statistics_adaptor}
   {
   }
 
@@ -82,25 +86,7 @@ class statistics_resource_adaptor final : public detail::rust_resource {
     return convert(popped);
   }
 
-  [[nodiscard]] bool operator==(statistics_resource_adaptor const& other) const noexcept
-  {
-    return equal_to(other);
-  }
-  [[nodiscard]] bool operator!=(statistics_resource_adaptor const& other) const noexcept
-  {
-    return !equal_to(other);
-  }
-
-  friend void get_property(statistics_resource_adaptor const&, cuda::mr::device_accessible) noexcept
-  {
-  }
-
  private:
-  explicit statistics_resource_adaptor(detail::upstream_resource upstream)
-    : rust_resource{rmm_rs::new_statistics_adaptor(upstream.handle()), upstream.resource()}
-  {
-  }
-
   static counter convert(rmm_rs::Counter const& c) noexcept { return counter{c.value, c.peak, c.total}; }
   static std::pair<counter, counter> convert(rmm_rs::CounterPair const& p) noexcept
   {

@@ -17,13 +17,16 @@ namespace rmm::mr {
 
 /// Records every outstanding allocation (optionally with the stack that made it), to find leaks.
 /// Copies share the record.
-class tracking_resource_adaptor final : public detail::rust_resource {
+class tracking_resource_adaptor final
+  : public detail::rust_resource<tracking_resource_adaptor,
+                                 detail::shared_rust_state,
+                                 cuda::mr::device_accessible> {
  public:
   template <class Upstream, std::enable_if_t<detail::is_upstream_for_v<Upstream, tracking_resource_adaptor>, int> = 0>
   tracking_resource_adaptor(Upstream&& upstream, bool capture_stacks = false)
-    : tracking_resource_adaptor{detail::upstream_resource{std::forward<Upstream>(upstream)},
-                                capture_stacks,
-                                0}
+    : rust_resource{detail::upstream_resource{std::forward<Upstream>(upstream)},
+                    rmm_rs::new_tracking_adaptor,
+                    capture_stacks}
   {
   }
 
@@ -46,24 +49,6 @@ class tracking_resource_adaptor final : public detail::rust_resource {
 
   /// Writes get_outstanding_allocations_str() to stderr.
   void log_outstanding_allocations() const { std::cerr << get_outstanding_allocations_str(); }
-
-  [[nodiscard]] bool operator==(tracking_resource_adaptor const& other) const noexcept
-  {
-    return equal_to(other);
-  }
-  [[nodiscard]] bool operator!=(tracking_resource_adaptor const& other) const noexcept
-  {
-    return !equal_to(other);
-  }
-
-  friend void get_property(tracking_resource_adaptor const&, cuda::mr::device_accessible) noexcept {}
-
- private:
-  tracking_resource_adaptor(detail::upstream_resource upstream, bool capture_stacks, int)
-    : rust_resource{rmm_rs::new_tracking_adaptor(upstream.handle(), capture_stacks),
-                    upstream.resource()}
-  {
-  }
 };
 
 static_assert(cuda::mr::resource_with<tracking_resource_adaptor, cuda::mr::device_accessible>,

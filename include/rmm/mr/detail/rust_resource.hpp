@@ -97,109 +97,14 @@ class cpp_resource final : public rmm_rs::CppResource {
   bool host_accessible_;
 };
 
-class rust_resource;
-class stateless_rust_resource_base;
+using shared_handle = std::shared_ptr<rust::Box<rmm_rs::RustResource>>;
+
+/// Marks the Rust-backed resource classes: every rust_resource (below) derives from it.
+class rust_resource_tag {};
 
 /// True for the Rust-backed resource types of rmm::mr.
 template <class R>
-inline constexpr bool is_rust_resource_v =
-  std::is_base_of_v<rust_resource, std::decay_t<R>> ||
-  std::is_base_of_v<stateless_rust_resource_base, std::decay_t<R>>;
-
-using shared_handle = std::shared_ptr<rust::Box<rmm_rs::RustResource>>;
-
-/// Allocates through a Rust handle: the hot path of every Rust-backed resource.
-[[nodiscard]] inline void* allocate_through(rmm_rs::RustResource const& handle,
-                                            cuda::stream_ref stream,
-                                            std::size_t bytes,
-                                            std::size_t alignment)
-{
-  auto const ptr = handle.allocate_or_null(bytes, alignment, stream_handle(stream));
-  if (ptr == 0) {
-    // A failure, or a 0-byte request (null, no error).
-    auto const out = rmm_rs::take_allocate_error();
-    if (out.kind != rmm_rs::ErrorKind::Ok) { throw_outcome(out); }
-  }
-  return reinterpret_cast<void*>(ptr);
-}
-
-/// Frees through a Rust handle. Never throws; a refused free (double free, wrong size, foreign
-/// pointer) is reported on stderr naming pointer and size, and the resource is left unchanged.
-inline void deallocate_through(rmm_rs::RustResource const& handle,
-                               cuda::stream_ref stream,
-                               void* ptr,
-                               std::size_t bytes,
-                               std::size_t alignment) noexcept
-{
-  handle.deallocate(reinterpret_cast<std::uintptr_t>(ptr), bytes, alignment, stream_handle(stream));
-}
-
-/**
- * @brief The allocation members every Rust-backed resource has: stream-ordered and synchronous
- * allocate and deallocate through `Derived::handle()`.
- */
-template <class Derived>
-class rust_allocation_calls {
- public:
-  [[nodiscard]] void* allocate(cuda::stream_ref stream,
-                               std::size_t bytes,
-                               std::size_t alignment = rmm::CUDA_ALLOCATION_ALIGNMENT)
-  {
-    return allocate_through(self().handle(), stream, bytes, alignment);
-  }
-
-  /// Never throws; a refused free (double free, wrong size, foreign pointer) is reported on stderr
-  /// naming pointer and size, and the resource is left unchanged.
-  void deallocate(cuda::stream_ref stream,
-                  void* ptr,
-                  std::size_t bytes,
-                  std::size_t alignment = rmm::CUDA_ALLOCATION_ALIGNMENT) noexcept
-  {
-    deallocate_through(self().handle(), stream, ptr, bytes, alignment);
-  }
-
-  [[nodiscard]] void* allocate_sync(std::size_t bytes,
-                                    std::size_t alignment = rmm::CUDA_ALLOCATION_ALIGNMENT)
-  {
-    return allocate(default_stream, bytes, alignment);
-  }
-
-  void deallocate_sync(void* ptr,
-                       std::size_t bytes,
-                       std::size_t alignment = rmm::CUDA_ALLOCATION_ALIGNMENT) noexcept
-  {
-    deallocate(default_stream, ptr, bytes, alignment);
-  }
-
- private:
-  [[nodiscard]] Derived const& self() const noexcept { return static_cast<Derived const&>(*this); }
-};
-
-/**
- * @brief Base of the Rust-backed resources that hold no state, as RMM's `cuda_memory_resource`,
- * `managed_memory_resource` and `pinned_host_memory_resource` hold none.
- *
- * The object is empty: every instance calls one Rust resource made on first use and kept for the
- * whole program. So copying or calling an instance that was already destroyed (a
- * `device_async_resource_ref` to the per-device table's copy of the initial resource, kept across
- * `set_current_device_resource`, as RMM programs do) is as harmless as it is with RMM.
- */
-class stateless_rust_resource_base {};
-
-template <rust::Box<rmm_rs::RustResource> (*Make)()>
-class stateless_rust_resource : public stateless_rust_resource_base,
-                                public rust_allocation_calls<stateless_rust_resource<Make>> {
- public:
-  /// The one Rust handle of this type, made on first use and never destroyed (so that it
-  /// outlives every static that may still free through it during exit).
-  [[nodiscard]] static shared_handle const& shared()
-  {
-    static shared_handle const* const handle =
-      new shared_handle{std::make_shared<rust::Box<rmm_rs::RustResource>>(Make())};  // NOLINT
-    return *handle;
-  }
-  [[nodiscard]] static rmm_rs::RustResource const& handle() noexcept { return **shared(); }
-};
+inline constexpr bool is_rust_resource_v = std::is_base_of_v<rust_resource_tag, std::decay_t<R>>;
 
 /// True for what a Rust-backed resource accepts as its upstream: any device-accessible
 /// cuda::mr resource (ours, a user's, a resource_ref, an any_resource), or a pointer to one.
@@ -255,7 +160,11 @@ class upstream_resource {
 
  private:
   template <class R>
-  void init_rust(R const& r);
+  void init_rust(R const& r)
+  {
+    resource_ = std::make_shared<any_device_resource>(r);
+    handle_   = r.shared();
+  }
   void init_cpp(any_device_resource r, bool host_accessible)
   {
     resource_ = std::make_shared<any_device_resource>(std::move(r));
@@ -270,34 +179,36 @@ class upstream_resource {
 };
 
 /**
- * @brief Base of the Rust-backed resources: allocate/deallocate (stream-ordered and synchronous)
- * forward to Rust. Each derived class adds `operator==`, `operator!=` and its `get_property`
- * friends, so that it satisfies cuda::mr::resource_with<R, device_accessible>.
+ * @brief The state of a pool, an adaptor or cuda_async_memory_resource: one Rust resource that
+ * every copy shares, and the upstream it was made over.
  */
-class rust_resource : public rust_allocation_calls<rust_resource> {
+class shared_rust_state {
  public:
-  // Copies share the Rust resource. CCCL's type erasure copies resources from __host__ __device__
-  // functions, so nvcc infers the derived classes' implicit copies __host__ __device__; these are
-  // declared so too, with the device check off (they only ever run on the host), and forward to
-  // `state`, whose host-only members end the inference before it reaches std::shared_ptr.
+  // CCCL's type erasure copies resources from __host__ __device__ functions, so nvcc infers the
+  // resource classes' implicit copies __host__ __device__; these are declared so too, with the
+  // device check off (they only ever run on the host), and forward to `state`, whose host-only
+  // members end the inference before it reaches std::shared_ptr.
   RMM_EXEC_CHECK_DISABLE
-  RMM_HOST_DEVICE rust_resource(rust_resource const& other) noexcept : state_{other.state_} {}
+  RMM_HOST_DEVICE shared_rust_state(shared_rust_state const& other) noexcept : state_{other.state_} {}
   RMM_EXEC_CHECK_DISABLE
-  RMM_HOST_DEVICE rust_resource(rust_resource&& other) noexcept : state_{std::move(other.state_)} {}
+  RMM_HOST_DEVICE shared_rust_state(shared_rust_state&& other) noexcept
+    : state_{std::move(other.state_)}
+  {
+  }
   RMM_EXEC_CHECK_DISABLE
-  RMM_HOST_DEVICE rust_resource& operator=(rust_resource const& other) noexcept
+  RMM_HOST_DEVICE shared_rust_state& operator=(shared_rust_state const& other) noexcept
   {
     state_ = other.state_;
     return *this;
   }
   RMM_EXEC_CHECK_DISABLE
-  RMM_HOST_DEVICE rust_resource& operator=(rust_resource&& other) noexcept
+  RMM_HOST_DEVICE shared_rust_state& operator=(shared_rust_state&& other) noexcept
   {
     state_ = std::move(other.state_);
     return *this;
   }
   RMM_EXEC_CHECK_DISABLE
-  RMM_HOST_DEVICE ~rust_resource() {}
+  RMM_HOST_DEVICE ~shared_rust_state() {}
 
   /// The Rust handle, for passing this resource across the bridge.
   [[nodiscard]] rmm_rs::RustResource const& handle() const noexcept { return **state_.box; }
@@ -306,17 +217,25 @@ class rust_resource : public rust_allocation_calls<rust_resource> {
 
  protected:
   /// Takes a freshly made handle; throws the RMM exception if its construction failed.
-  explicit rust_resource(rust::Box<rmm_rs::RustResource> box,
-                         std::shared_ptr<any_device_resource> upstream = {})
-    : state_{std::make_shared<rust::Box<rmm_rs::RustResource>>(std::move(box)), std::move(upstream)}
+  explicit shared_rust_state(rust::Box<rmm_rs::RustResource> box)
+    : shared_rust_state{std::move(box), nullptr}
   {
-    check(handle().status());
   }
 
-  /// True for copies of one resource, and for resources Rust deems interchangeable.
-  [[nodiscard]] bool equal_to(rust_resource const& other) const noexcept
+  /// Makes the Rust resource over `upstream` with `make(upstream's handle, args...)`: the upstream
+  /// must exist, in both worlds, before the Rust constructor can be called.
+  template <class Make, class... Args>
+  shared_rust_state(upstream_resource upstream, Make make, Args&&... args)
+    : shared_rust_state{make(upstream.handle(), std::forward<Args>(args)...), upstream.resource()}
   {
-    return state_.box == other.state_.box || handle().is_equal(other.handle());
+  }
+
+  /// True for copies of one resource, and for resources Rust deems interchangeable. A moved-from
+  /// object equals only another moved-from one.
+  [[nodiscard]] bool equal_to(shared_rust_state const& other) const noexcept
+  {
+    if (state_.box == other.state_.box) { return true; }
+    return state_.box && other.state_.box && handle().is_equal(other.handle());
   }
 
   /// The upstream given at construction (adaptors and pools only).
@@ -326,6 +245,12 @@ class rust_resource : public rust_allocation_calls<rust_resource> {
   }
 
  private:
+  shared_rust_state(rust::Box<rmm_rs::RustResource> box, std::shared_ptr<any_device_resource> upstream)
+    : state_{std::make_shared<rust::Box<rmm_rs::RustResource>>(std::move(box)), std::move(upstream)}
+  {
+    check(handle().status());
+  }
+
   /// The shared handles, with host-only copy, move and destruction (see the copy constructor).
   struct state {
     state(shared_handle b, std::shared_ptr<any_device_resource> u) noexcept
@@ -354,11 +279,98 @@ class rust_resource : public rust_allocation_calls<rust_resource> {
   state state_;
 };
 
-template <class R>
-void upstream_resource::init_rust(R const& r)
-{
-  resource_ = std::make_shared<any_device_resource>(r);
-  handle_   = r.shared();
-}
+/**
+ * @brief The state of cuda_memory_resource, managed_memory_resource and
+ * pinned_host_memory_resource: none, as in RMM.
+ *
+ * Every instance calls one Rust resource, made by `Make` on first use and kept for the whole
+ * program. So copying or calling an instance that was already destroyed (a
+ * `device_async_resource_ref` to the per-device table's copy of the initial resource, kept across
+ * `set_current_device_resource`, as RMM programs do) is as harmless as it is with RMM.
+ */
+template <rust::Box<rmm_rs::RustResource> (*Make)()>
+class stateless_rust_state {
+ public:
+  /// The one Rust handle of this type, never destroyed (so that it outlives every static that may
+  /// still free through it during exit).
+  [[nodiscard]] static shared_handle const& shared()
+  {
+    static shared_handle const* const handle =
+      new shared_handle{std::make_shared<rust::Box<rmm_rs::RustResource>>(Make())};  // NOLINT
+    return *handle;
+  }
+  [[nodiscard]] static rmm_rs::RustResource const& handle() noexcept { return **shared(); }
+
+ protected:
+  /// Every instance is interchangeable: memory of one may be freed through another.
+  [[nodiscard]] static constexpr bool equal_to(stateless_rust_state const&) noexcept { return true; }
+};
+
+/**
+ * @brief The base of every Rust-backed resource class `Derived`: what makes it a
+ * cuda::mr::resource_with<Derived, Properties...>.
+ *
+ * It holds `State` (shared_rust_state or stateless_rust_state) and adds the members every such
+ * class has: allocate and deallocate, stream-ordered and synchronous, through the Rust handle;
+ * `==` and `!=` between two `Derived` (never between two different resource types); and
+ * `get_property` for each of `Properties`.
+ */
+template <class Derived, class State, class... Properties>
+class rust_resource : public rust_resource_tag, public State {
+ public:
+  [[nodiscard]] void* allocate(cuda::stream_ref stream,
+                               std::size_t bytes,
+                               std::size_t alignment = rmm::CUDA_ALLOCATION_ALIGNMENT)
+  {
+    auto const ptr = this->handle().allocate_or_null(bytes, alignment, stream_handle(stream));
+    if (ptr == 0) {
+      // A failure, or a 0-byte request (null, no error).
+      auto const out = rmm_rs::take_allocate_error();
+      if (out.kind != rmm_rs::ErrorKind::Ok) { throw_outcome(out); }
+    }
+    return reinterpret_cast<void*>(ptr);
+  }
+
+  /// Never throws; a refused free (double free, wrong size, foreign pointer) is reported on stderr
+  /// naming pointer and size, and the resource is left unchanged.
+  void deallocate(cuda::stream_ref stream,
+                  void* ptr,
+                  std::size_t bytes,
+                  std::size_t alignment = rmm::CUDA_ALLOCATION_ALIGNMENT) noexcept
+  {
+    this->handle().deallocate(
+      reinterpret_cast<std::uintptr_t>(ptr), bytes, alignment, stream_handle(stream));
+  }
+
+  [[nodiscard]] void* allocate_sync(std::size_t bytes,
+                                    std::size_t alignment = rmm::CUDA_ALLOCATION_ALIGNMENT)
+  {
+    return allocate(default_stream, bytes, alignment);
+  }
+
+  void deallocate_sync(void* ptr,
+                       std::size_t bytes,
+                       std::size_t alignment = rmm::CUDA_ALLOCATION_ALIGNMENT) noexcept
+  {
+    deallocate(default_stream, ptr, bytes, alignment);
+  }
+
+  [[nodiscard]] bool operator==(Derived const& other) const noexcept
+  {
+    return this->equal_to(other);
+  }
+  [[nodiscard]] bool operator!=(Derived const& other) const noexcept
+  {
+    return !this->equal_to(other);
+  }
+
+  template <class Property, std::enable_if_t<(std::is_same_v<Property, Properties> || ...), int> = 0>
+  friend void get_property(Derived const&, Property) noexcept
+  {
+  }
+
+ protected:
+  using State::State;
+};
 
 }  // namespace rmm::mr::detail
