@@ -160,7 +160,7 @@ impl CoalescingPool {
 
     #[cold]
     fn slot_of_slow(&mut self, key: StreamKey) -> usize {
-        let slot = match self.sets.iter().position(|s| s.key == key && s.published_by.is_none()) {
+        let slot = match self.private_slot(key) {
             Some(i) => i,
             None => {
                 if key != StreamKey::FRESH {
@@ -174,6 +174,11 @@ impl CoalescingPool {
             self.last = LastSet { key, slot, identity: self.sets[slot].identity };
         }
         slot
+    }
+
+    /// The slot of `key`'s private set, if it has one.
+    fn private_slot(&self, key: StreamKey) -> Option<usize> {
+        self.sets.iter().position(|s| s.key == key && s.published_by.is_none())
     }
 
     /// A new set of free lists for `key`, in the slot of a set no stream uses any more if there

@@ -23,10 +23,6 @@ impl CoalescingPool {
         self.private_slot(key).map(|slot| self.sets[slot].identity)
     }
 
-    fn private_slot(&self, key: StreamKey) -> Option<usize> {
-        self.sets.iter().position(|s| s.key == key && s.published_by.is_none())
-    }
-
     /// Moves every free block of `key`'s sets (private, cached and published) to one set of key
     /// `retired`, which no stream has (see [`StreamKey::retired_after_capture`]); the emptied sets
     /// are left for reuse. True when the retired set holds free memory (false also when `key` had
