@@ -31,29 +31,15 @@ pub(crate) fn mem_pool_destroy(pool: usize) {
 /// between them (`CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC`).
 pub(crate) fn mem_pool_set_reuse_allow_opportunistic(pool: usize, allow: bool) -> Result<()> {
     let mut value = i32::from(allow);
-    // SAFETY: the pool is alive; the attribute's value is an int.
-    let status = unsafe {
-        sys::cuMemPoolSetAttribute(
-            pool as sys::CUmemoryPool,
-            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC,
-            (&mut value as *mut i32).cast(),
-        )
-    };
-    check(status, "cuMemPoolSetAttribute")
+    // SAFETY: the attribute's value is an int.
+    unsafe { set_attribute(pool, sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC, &mut value) }
 }
 
 /// Sets the bytes `pool` keeps cached across synchronisations (`CU_MEMPOOL_ATTR_RELEASE_THRESHOLD`).
 pub(crate) fn mem_pool_set_release_threshold(pool: usize, bytes: u64) -> Result<()> {
     let mut value = bytes;
-    // SAFETY: the pool is alive; the attribute's value is a cuuint64_t.
-    let status = unsafe {
-        sys::cuMemPoolSetAttribute(
-            pool as sys::CUmemoryPool,
-            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
-            (&mut value as *mut u64).cast(),
-        )
-    };
-    check(status, "cuMemPoolSetAttribute")
+    // SAFETY: the attribute's value is a cuuint64_t.
+    unsafe { set_attribute(pool, sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &mut value) }
 }
 
 /// The most memory `pool` has reserved from the device at once (`CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH`).
@@ -69,6 +55,16 @@ pub(crate) fn mem_pool_reserved_mem_high(pool: usize) -> Result<u64> {
     };
     check(status, "cuMemPoolGetAttribute")?;
     Ok(value)
+}
+
+/// Sets `attribute` of the live `pool` to `value`.
+///
+/// # Safety
+/// `T` must be the type the driver documents for `attribute` (an int or a cuuint64_t).
+unsafe fn set_attribute<T>(pool: usize, attribute: sys::CUmemPool_attribute, value: &mut T) -> Result<()> {
+    // SAFETY: the pool is alive (the callers own it) and the caller passes the attribute's type.
+    let status = unsafe { sys::cuMemPoolSetAttribute(pool as sys::CUmemoryPool, attribute, (value as *mut T).cast()) };
+    check(status, "cuMemPoolSetAttribute")
 }
 
 /// `bytes` from `pool`, usable by work on `stream` enqueued after the call
