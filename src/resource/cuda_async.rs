@@ -42,7 +42,7 @@ impl CudaAsyncMemoryResource {
     ///
     /// Devices without memory-pool support make `cuMemPoolCreate` fail with a CUDA error.
     pub fn new(initial_pool_size: Option<usize>, release_threshold: Option<usize>) -> Result<Self> {
-        driver::ensure_context()?;
+        // Makes a context current first if none is.
         let device = DeviceId::current()?;
         let context = driver::current_context_or_null()?;
         let pool = driver::mem_pool_create(device.0)?;
