@@ -1,3 +1,2 @@
 //! `PoolMemoryResource` over host memory: the pool algorithm without a GPU.
-conformance!(Spec::HOST, || rmm::resource::PoolMemoryResource::new(rmm::resource::HostMemoryResource::new(), 0, None)
-    .unwrap());
+conformance!(Spec::HOST, crate::common::host_pool);
