@@ -8,7 +8,7 @@
 
 use libfuzzer_sys::arbitrary::{self, Arbitrary};
 use libfuzzer_sys::fuzz_target;
-use rmm::pool::{rounded_size, CoalescingPool, StreamKey, GRANULE, MAX_BLOCK_BYTES};
+use rmm::pool::{rounded_size, CoalescingPool, SetId, StreamKey, GRANULE, MAX_BLOCK_BYTES};
 use rmm::Misuse;
 use std::collections::BTreeMap;
 
@@ -87,23 +87,23 @@ fn bytes_of(mantissa: u16, shift: u8) -> usize {
 }
 
 /// What the test knows: live blocks by address (requested bytes, rounded size), the chunks, and
-/// the slots created so far (a private set per stream, and a published set once it publishes).
+/// the sets created so far (a private set per stream, and a published set once it publishes).
 #[derive(Default)]
 struct Model {
     live: BTreeMap<usize, (usize, usize)>,
     order: Vec<usize>,
     chunks: Vec<(usize, usize)>,
     end: usize,
-    slots: usize,
-    published: BTreeMap<usize, usize>,
+    sets: usize,
+    published: BTreeMap<SetId, SetId>,
     used: usize,
 }
 
 impl Model {
-    fn slot(&mut self, pool: &mut CoalescingPool, stream: u8) -> usize {
-        let slot = pool.slot_of(key(stream));
-        self.slots = self.slots.max(slot + 1);
-        slot
+    fn set(&mut self, pool: &mut CoalescingPool, stream: u8) -> SetId {
+        let set = pool.set_of(key(stream));
+        self.sets = self.sets.max(set.index() + 1);
+        set
     }
 
     fn insert(&mut self, addr: usize, requested: usize, size: usize, align: usize) {
@@ -136,10 +136,10 @@ impl Model {
     }
 }
 
-fn allocate(pool: &mut CoalescingPool, m: &mut Model, slot: usize, requested: usize, align_shift: u8) {
+fn allocate(pool: &mut CoalescingPool, m: &mut Model, set: SetId, requested: usize, align_shift: u8) {
     let Some(size) = rounded_size(requested) else { return };
     let align = GRANULE << (align_shift % 16);
-    if let Some(addr) = pool.allocate(slot, requested, size, align) {
+    if let Some(addr) = pool.allocate(set, requested, size, align) {
         m.insert(addr, requested, size, align);
     }
 }
@@ -165,22 +165,22 @@ fuzz_target!(|ops: Vec<Op>| {
                 let units = ((mantissa as usize % 4096) + 1) << (shift % 21);
                 let size = (units * GRANULE).min(MAX_BLOCK_BYTES);
                 let addr = m.end + gap as usize * GRANULE;
-                let slot = m.slot(&mut pool, stream);
-                pool.add_chunk(addr, size, slot);
+                let set = m.set(&mut pool, stream);
+                pool.add_chunk(addr, size, set);
                 m.chunks.push((addr, size));
                 m.end = addr + size;
             }
             Op::Allocate { stream, mantissa, shift, align_shift } => {
-                let slot = m.slot(&mut pool, stream);
-                allocate(&mut pool, &mut m, slot, bytes_of(mantissa, shift), align_shift);
+                let set = m.set(&mut pool, stream);
+                allocate(&mut pool, &mut m, set, bytes_of(mantissa, shift), align_shift);
             }
             Op::AllocateFromDonor { stream, mantissa, shift, align_shift, ordered } => {
-                let slot = m.slot(&mut pool, stream);
+                let set = m.set(&mut pool, stream);
                 let requested = bytes_of(mantissa, shift);
                 let (Some(size), align) = (rounded_size(requested), GRANULE << (align_shift % 16)) else { continue };
-                if let Some(d) = pool.find_donor(slot, size, align, ordered) {
-                    assert_ne!(d, slot, "a stream is not its own donor");
-                    assert!(d < m.slots);
+                if let Some(d) = pool.find_donor(set, size, align, ordered) {
+                    assert_ne!(d, set, "a stream is not its own donor");
+                    assert!(d.index() < m.sets);
                     // A donor has a block in a class that always fits: allocating must succeed.
                     let addr = pool.allocate(d, requested, size, align).expect("the donor's block fits");
                     m.insert(addr, requested, size, align);
@@ -193,8 +193,8 @@ fuzz_target!(|ops: Vec<Op>| {
                 let addr = m.order.swap_remove(which as usize % m.order.len());
                 let (requested, size) = m.live.remove(&addr).expect("live");
                 m.used -= size;
-                let slot = m.slot(&mut pool, stream);
-                assert_eq!(pool.deallocate(addr, requested, slot), Ok(()));
+                let set = m.set(&mut pool, stream);
+                assert_eq!(pool.deallocate(addr, requested, set), Ok(()));
             }
             Op::FreeWrongSize { which, delta, stream } => {
                 if m.order.is_empty() {
@@ -207,9 +207,9 @@ fuzz_target!(|ops: Vec<Op>| {
                 } else {
                     requested.saturating_sub(1 + delta as usize)
                 };
-                let slot = m.slot(&mut pool, stream);
+                let set = m.set(&mut pool, stream);
                 let want = Misuse::WrongSize { ptr: addr, allocated: requested, given };
-                assert_eq!(pool.deallocate(addr, given, slot), Err(want));
+                assert_eq!(pool.deallocate(addr, given, set), Err(want));
             }
             Op::FreeAddress { chunk, offset, raw, bytes, stream } => {
                 let addr = match (raw, m.chunks.get(chunk as usize % m.chunks.len().max(1))) {
@@ -220,29 +220,29 @@ fuzz_target!(|ops: Vec<Op>| {
                 if addr == 0 || m.live.contains_key(&addr) {
                     continue;
                 }
-                let slot = m.slot(&mut pool, stream);
-                assert_eq!(pool.deallocate(addr, bytes as usize, slot), Err(m.misuse_at(addr)));
+                let set = m.set(&mut pool, stream);
+                assert_eq!(pool.deallocate(addr, bytes as usize, set), Err(m.misuse_at(addr)));
             }
             Op::Publish { stream } => {
-                let slot = m.slot(&mut pool, stream);
-                if !m.published.contains_key(&slot) {
-                    m.published.insert(slot, m.slots);
-                    m.slots += 1;
+                let set = m.set(&mut pool, stream);
+                if !m.published.contains_key(&set) {
+                    m.published.insert(set, SetId::at(m.sets));
+                    m.sets += 1;
                 }
-                pool.publish(slot);
-                assert!(!pool.is_wanted(slot));
-                assert!(pool.is_published(m.published[&slot]));
+                pool.publish(set);
+                assert!(!pool.is_wanted(set));
+                assert!(pool.is_published(m.published[&set]));
             }
             Op::ClearWanted { stream } => {
-                let slot = m.slot(&mut pool, stream);
-                pool.clear_wanted(slot);
-                assert!(!pool.is_wanted(slot));
+                let set = m.set(&mut pool, stream);
+                pool.clear_wanted(set);
+                assert!(!pool.is_wanted(set));
             }
             Op::Merge { from, to } => {
-                if m.slots < 2 {
+                if m.sets < 2 {
                     continue;
                 }
-                let (from, to) = (from as usize % m.slots, to as usize % m.slots);
+                let (from, to) = (SetId::at(from as usize % m.sets), SetId::at(to as usize % m.sets));
                 if from == to {
                     continue;
                 }
@@ -258,7 +258,7 @@ fuzz_target!(|ops: Vec<Op>| {
     for addr in std::mem::take(&mut m.order) {
         let (requested, size) = m.live.remove(&addr).expect("live");
         m.used -= size;
-        assert_eq!(pool.deallocate(addr, requested, 0), Ok(()));
+        assert_eq!(pool.deallocate(addr, requested, SetId::at(0)), Ok(()));
     }
     check(&pool, &m);
 });

@@ -27,11 +27,36 @@ pub(crate) struct Block {
     owner: u32,
 }
 
+/// Which stream set (a stream's private or published free lists, or fresh memory) a free block is
+/// in: an index into the pool's sets, stable while the set lives and reused after.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct SetId(u32);
+
+impl SetId {
+    /// The id of the set at `index` in the pool's table of sets.
+    #[inline(always)]
+    pub fn at(index: usize) -> Self {
+        debug_assert!(index < CACHED as usize, "set index {index} out of range");
+        SetId(index as u32)
+    }
+    /// The position of the set in the pool's table of sets.
+    #[inline(always)]
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl std::fmt::Display for SetId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
 /// Who holds a block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Owner {
-    /// Free in the free lists of the stream set with this slot.
-    Set(usize),
+    /// Free in the free lists of this stream set.
+    Set(SetId),
     /// Handed out to a caller.
     HandedOut,
     /// Free, kept whole in a stream's exact-size cache, in no free list.
@@ -60,31 +85,28 @@ impl Block {
         match self.owner {
             HANDED_OUT => Owner::HandedOut,
             CACHED => Owner::Cached,
-            slot => Owner::Set(slot as usize),
+            set => Owner::Set(SetId(set)),
         }
     }
     #[inline(always)]
     pub fn set_owner(&mut self, owner: Owner) {
         self.owner = match owner {
-            Owner::Set(slot) => {
-                debug_assert!(slot < CACHED as usize, "set slot {slot} out of range");
-                slot as u32
-            }
+            Owner::Set(set) => set.0,
             Owner::HandedOut => HANDED_OUT,
             Owner::Cached => CACHED,
         };
     }
-    /// True when the block is free in the free lists of set `slot` (the hot form of
-    /// `owner() == Owner::Set(slot)`: slots never reach the packed markers).
+    /// True when the block is free in the free lists of `set` (the hot form of
+    /// `owner() == Owner::Set(set)`: set ids never reach the packed markers).
     #[inline(always)]
-    pub fn is_free_in(&self, slot: usize) -> bool {
-        self.owner as usize == slot
+    pub fn is_free_in(&self, set: SetId) -> bool {
+        self.owner == set.0
     }
     /// The set whose free lists hold the block; only for a block known to be in a free list.
     #[inline(always)]
-    pub fn set_slot(&self) -> usize {
+    pub fn set_id(&self) -> SetId {
         debug_assert!(matches!(self.owner(), Owner::Set(_)), "block {:#x} is in no set", self.addr);
-        self.owner as usize
+        SetId(self.owner)
     }
     #[inline]
     pub fn is_free(&self) -> bool {

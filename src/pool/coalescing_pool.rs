@@ -19,11 +19,13 @@
 //! or growth sees the memory as if it had never been cached.
 
 use super::address_map::AddressMap;
+pub use super::block::SetId;
 use super::block::{BlockId, BlockTable, Owner, MAX_BLOCK_BYTES, NIL};
 use super::free_list::{absorb_next, split, FreeLists};
 use super::size_class::{map_ceil, map_floor, Class};
 use super::stream_order::{StreamKey, IDENTITY_UNKNOWN};
 use crate::error::{Misuse, PoolState};
+use std::ops::{Index, IndexMut};
 
 mod chunks;
 mod invariants;
@@ -46,10 +48,10 @@ struct StreamSet {
     free: FreeLists,
     /// Bytes of the blocks in `free` and in `cache`.
     free_bytes: usize,
-    /// For a published set: the slot of its private set.
-    published_by: Option<usize>,
-    /// For a private set: the slot of its published set, once it has one.
-    publishes_to: Option<usize>,
+    /// For a published set: its stream's private set.
+    published_by: Option<SetId>,
+    /// For a private set: its published set, once it has one.
+    publishes_to: Option<SetId>,
     /// Another stream asked for this private set's blocks; the owner's next call publishes them.
     wanted: bool,
     /// Cached blocks of each size in granules (`1..CACHE_CLASSES`), linked by `next_free`; their
@@ -61,11 +63,11 @@ struct StreamSet {
     identity: u64,
     /// For blocks sealed for a synchronisation: the set they came from and its key, where they go
     /// back should the synchronisation fail.
-    sealed_from: Option<(usize, StreamKey)>,
+    sealed_from: Option<(SetId, StreamKey)>,
 }
 
 impl StreamSet {
-    fn new(key: StreamKey, published_by: Option<usize>) -> Self {
+    fn new(key: StreamKey, published_by: Option<SetId>) -> Self {
         StreamSet {
             identity: IDENTITY_UNKNOWN,
             sealed_from: None,
@@ -81,6 +83,21 @@ impl StreamSet {
     }
 }
 
+impl Index<SetId> for Vec<StreamSet> {
+    type Output = StreamSet;
+    #[inline(always)]
+    fn index(&self, set: SetId) -> &StreamSet {
+        &self[set.index()]
+    }
+}
+
+impl IndexMut<SetId> for Vec<StreamSet> {
+    #[inline(always)]
+    fn index_mut(&mut self, set: SetId) -> &mut StreamSet {
+        &mut self[set.index()]
+    }
+}
+
 /// The allocator state of a pool, independent of where its memory comes from.
 #[derive(Default)]
 pub struct CoalescingPool {
@@ -93,7 +110,7 @@ pub struct CoalescingPool {
     last: LastSet,
     /// Private free-list sets of real streams (not FRESH, not published sets).
     stream_count: usize,
-    /// Calls (through `slot_of`) since the stream changed.
+    /// Calls (through `set_of`) since the stream changed.
     calls_since_switch: u32,
     /// Blocks in all streams' caches: 0 makes a flush free.
     cached_blocks: usize,
@@ -104,13 +121,13 @@ pub struct CoalescingPool {
 #[derive(Clone, Copy)]
 struct LastSet {
     key: StreamKey,
-    slot: usize,
+    set: SetId,
     identity: u64,
 }
 
 impl Default for LastSet {
     fn default() -> Self {
-        LastSet { key: StreamKey::UNUSED, slot: 0, identity: IDENTITY_UNKNOWN }
+        LastSet { key: StreamKey::UNUSED, set: SetId::default(), identity: IDENTITY_UNKNOWN }
     }
 }
 
@@ -137,30 +154,35 @@ impl CoalescingPool {
         Self::default()
     }
 
-    /// The slot of the free lists of `key`, created on first use.
-    #[inline]
-    pub fn slot_of(&mut self, key: StreamKey) -> usize {
-        self.slot_and_identity_of(key).0
+    /// The ids of every set in the table, in table order.
+    fn set_ids(&self) -> impl Iterator<Item = SetId> {
+        (0..self.sets.len()).map(SetId::at)
     }
 
-    /// The slot of `key`'s free lists, as [`slot_of`](Self::slot_of), and their identity (see
+    /// The set of free lists of `key`, created on first use.
+    #[inline]
+    pub fn set_of(&mut self, key: StreamKey) -> SetId {
+        self.set_and_identity_of(key).0
+    }
+
+    /// `key`'s set of free lists, as [`set_of`](Self::set_of), and its identity (see
     /// `StreamOrder::identity`), read beside the key on the fast path.
     #[inline]
-    pub fn slot_and_identity_of(&mut self, key: StreamKey) -> (usize, u64) {
+    pub fn set_and_identity_of(&mut self, key: StreamKey) -> (SetId, u64) {
         if self.last.key == key {
             self.calls_since_switch = self.calls_since_switch.saturating_add(1);
-            return (self.last.slot, self.last.identity);
+            return (self.last.set, self.last.identity);
         }
         if key != StreamKey::FRESH {
             self.calls_since_switch = 0;
         }
-        let slot = self.slot_of_slow(key);
-        (slot, self.sets[slot].identity)
+        let set = self.set_of_slow(key);
+        (set, self.sets[set].identity)
     }
 
     #[cold]
-    fn slot_of_slow(&mut self, key: StreamKey) -> usize {
-        let slot = match self.private_slot(key) {
+    fn set_of_slow(&mut self, key: StreamKey) -> SetId {
+        let set = match self.private_set(key) {
             Some(i) => i,
             None => {
                 if key != StreamKey::FRESH {
@@ -171,20 +193,20 @@ impl CoalescingPool {
         };
         // Fresh memory is no stream: looking it up must not count as another stream's call.
         if key != StreamKey::FRESH {
-            self.last = LastSet { key, slot, identity: self.sets[slot].identity };
+            self.last = LastSet { key, set, identity: self.sets[set].identity };
         }
-        slot
+        set
     }
 
-    /// The slot of `key`'s private set, if it has one.
-    fn private_slot(&self, key: StreamKey) -> Option<usize> {
-        self.sets.iter().position(|s| s.key == key && s.published_by.is_none())
+    /// `key`'s private set, if it has one.
+    fn private_set(&self, key: StreamKey) -> Option<SetId> {
+        self.sets.iter().position(|s| s.key == key && s.published_by.is_none()).map(SetId::at)
     }
 
-    /// A new set of free lists for `key`, in the slot of a set no stream uses any more if there
-    /// is one (streams come and go; their slots do not pile up).
-    fn new_set(&mut self, key: StreamKey, published_by: Option<usize>) -> usize {
-        // The slot reused may be the cached one.
+    /// A new set of free lists for `key`, in the place of a set no stream uses any more if there
+    /// is one (streams come and go; their ids do not pile up).
+    fn new_set(&mut self, key: StreamKey, published_by: Option<SetId>) -> SetId {
+        // The set reused may be the cached one.
         self.last = LastSet::default();
         let lists = StreamSet::new(key, published_by);
         let reusable = |s: &StreamSet| s.key == StreamKey::UNUSED || (s.key.is_retired() && s.free_bytes == 0);
@@ -192,28 +214,28 @@ impl CoalescingPool {
         match self.sets.iter().position(reusable) {
             Some(i) => {
                 self.sets[i] = lists;
-                i
+                SetId::at(i)
             }
             None => {
                 self.sets.push(lists);
-                self.sets.len() - 1
+                SetId::at(self.sets.len() - 1)
             }
         }
     }
 
-    /// Which stream filled the sets of `slot` (see `StreamOrder::identity`).
+    /// Which stream filled `set` (see `StreamOrder::identity`).
     #[inline(always)]
-    pub fn identity(&self, slot: usize) -> u64 {
-        self.sets[slot].identity
+    pub fn identity(&self, set: SetId) -> u64 {
+        self.sets[set].identity
     }
 
-    /// Records which stream the sets of `slot` belong to, once the first call on it has asked.
-    pub fn set_identity(&mut self, slot: usize, identity: u64) {
-        self.sets[slot].identity = identity;
-        if self.last.slot == slot {
+    /// Records which stream `set` belongs to, once the first call on it has asked.
+    pub fn set_identity(&mut self, set: SetId, identity: u64) {
+        self.sets[set].identity = identity;
+        if self.last.set == set {
             self.last.identity = identity;
         }
-        if let Some(p) = self.sets[slot].publishes_to {
+        if let Some(p) = self.sets[set].publishes_to {
             self.sets[p].identity = identity;
         }
     }
@@ -227,19 +249,19 @@ impl CoalescingPool {
         self.stream_count > 1 && self.calls_since_switch < RECENT_CALLS
     }
 
-    /// The stream key of a slot (a published set has its owner's key).
-    pub fn key_of(&self, slot: usize) -> StreamKey {
-        self.sets[slot].key
+    /// The stream key of a set (a published set has its owner's key).
+    pub fn key_of(&self, set: SetId) -> StreamKey {
+        self.sets[set].key
     }
 
     /// Takes `size` bytes (rounded, see [`rounded_size`]) aligned to `align` (a power of two ≥ 256)
-    /// from the free lists of `slot`, recording `requested` for the misuse check on free. `None` when
+    /// from the free lists of `set`, recording `requested` for the misuse check on free. `None` when
     /// this stream has no fitting block.
     #[inline]
-    pub fn allocate(&mut self, slot: usize, requested: usize, size: usize, align: usize) -> Option<usize> {
+    pub fn allocate(&mut self, set: SetId, requested: usize, size: usize, align: usize) -> Option<usize> {
         let units = size >> GRANULE_SHIFT;
         if units < CACHE_CLASSES && align == GRANULE {
-            let lists = &mut self.sets[slot];
+            let lists = &mut self.sets[set];
             let id = lists.cache[units];
             if id != NIL {
                 let b = self.blocks.get_mut(id);
@@ -251,31 +273,31 @@ impl CoalescingPool {
             }
         }
         let search = search_size(size, align);
-        let id = match self.sets[slot].free.class_at_or_above(map_ceil(search >> GRANULE_SHIFT)) {
-            Some(c) => self.pop_head(slot, c),
+        let id = match self.sets[set].free.class_at_or_above(map_ceil(search >> GRANULE_SHIFT)) {
+            Some(c) => self.pop_head(set, c),
             None => {
                 let floor = map_floor(search >> GRANULE_SHIFT);
-                let id = self.sets[slot].free.scan_class(&self.blocks, floor, search)?;
+                let id = self.sets[set].free.scan_class(&self.blocks, floor, search)?;
                 self.unlink_free(id);
                 id
             }
         };
-        Some(self.take(slot, id, requested, size, align))
+        Some(self.take(set, id, requested, size, align))
     }
 
-    /// Removes and returns the first block of class `c` (which must be non-empty) of `slot`.
+    /// Removes and returns the first block of class `c` (which must be non-empty) of `set`.
     #[inline(always)]
-    fn pop_head(&mut self, slot: usize, c: Class) -> BlockId {
-        let set = &mut self.sets[slot];
-        let id = set.free.pop(&mut self.blocks, c);
-        set.free_bytes -= self.blocks.get(id).size();
+    fn pop_head(&mut self, set: SetId, c: Class) -> BlockId {
+        let lists = &mut self.sets[set];
+        let id = lists.free.pop(&mut self.blocks, c);
+        lists.free_bytes -= self.blocks.get(id).size();
         id
     }
 
     /// Cuts an aligned block of `size` out of free block `id` (already unlinked from the free lists
-    /// of `slot`) and marks it allocated.
+    /// of `set`) and marks it allocated.
     #[inline(always)]
-    fn take(&mut self, slot: usize, id: BlockId, requested: usize, size: usize, align: usize) -> usize {
+    fn take(&mut self, set: SetId, id: BlockId, requested: usize, size: usize, align: usize) -> usize {
         let mut id = id;
         let addr = self.blocks.get(id).addr;
         let aligned = (addr + align - 1) & !(align - 1);
@@ -284,11 +306,11 @@ impl CoalescingPool {
             // block was coalesced), so it needs no merge.
             let front = id;
             id = split(&mut self.blocks, front, aligned - addr);
-            self.link_free(slot, front);
+            self.link_free(set, front);
         }
         if self.blocks.get(id).size() - size >= GRANULE {
             let rest = split(&mut self.blocks, id, size);
-            self.link_free(slot, rest);
+            self.link_free(set, rest);
         }
         self.hand_out(id, requested, size)
     }
@@ -305,10 +327,10 @@ impl CoalescingPool {
         addr
     }
 
-    /// Returns the block at `addr` to the free lists of `slot`. On misuse nothing changes.
+    /// Returns the block at `addr` to the free lists of `set`. On misuse nothing changes.
     #[inline]
-    pub fn deallocate(&mut self, addr: usize, bytes: usize, slot: usize) -> Result<(), Misuse> {
-        match self.try_deallocate(addr, bytes, slot) {
+    pub fn deallocate(&mut self, addr: usize, bytes: usize, set: SetId) -> Result<(), Misuse> {
+        match self.try_deallocate(addr, bytes, set) {
             Some(result) => result,
             None => Err(self.classify(addr)),
         }
@@ -318,7 +340,7 @@ impl CoalescingPool {
     /// the start of a block handed out here: a sharded pool then asks the shard that owns `addr`,
     /// without paying for the misuse diagnosis.
     #[inline]
-    pub fn try_deallocate(&mut self, addr: usize, bytes: usize, slot: usize) -> Option<Result<(), Misuse>> {
+    pub fn try_deallocate(&mut self, addr: usize, bytes: usize, set: SetId) -> Option<Result<(), Misuse>> {
         let found = self.allocated.find(addr, &self.blocks)?;
         let id = self.allocated.id_at(found);
         let b = self.blocks.get(id);
@@ -331,7 +353,7 @@ impl CoalescingPool {
         // Only while one stream has the pool: a shared pool hands its free blocks to other
         // streams, which then want them merged.
         let alone = !self.shared_by_streams();
-        let lists = &mut self.sets[slot];
+        let lists = &mut self.sets[set];
         if units < CACHE_CLASSES && lists.cache_len[units] < CACHE_DEPTH && alone {
             let b = self.blocks.get_mut(id);
             b.set_owner(Owner::Cached);
@@ -341,7 +363,7 @@ impl CoalescingPool {
             lists.free_bytes += units << GRANULE_SHIFT;
             self.cached_blocks += 1;
         } else {
-            self.release(slot, id);
+            self.release(set, id);
         }
         Some(Ok(()))
     }
@@ -354,15 +376,15 @@ impl CoalescingPool {
         if self.cached_blocks == 0 {
             return false;
         }
-        for slot in 0..self.sets.len() {
+        for set in (0..self.sets.len()).map(SetId::at) {
             for units in 1..CACHE_CLASSES {
-                let mut id = std::mem::replace(&mut self.sets[slot].cache[units], NIL);
-                self.sets[slot].cache_len[units] = 0;
+                let mut id = std::mem::replace(&mut self.sets[set].cache[units], NIL);
+                self.sets[set].cache_len[units] = 0;
                 while id != NIL {
                     let next = self.blocks.get(id).next_free;
                     // `release` counts the bytes in again as it links the (merged) block.
-                    self.sets[slot].free_bytes -= units << GRANULE_SHIFT;
-                    self.release(slot, id);
+                    self.sets[set].free_bytes -= units << GRANULE_SHIFT;
+                    self.release(set, id);
                     id = next;
                 }
             }
@@ -373,32 +395,32 @@ impl CoalescingPool {
 
     /// True when another stream asked for this stream's blocks (checked on every call: one flag).
     #[inline]
-    pub fn is_wanted(&self, slot: usize) -> bool {
-        self.sets[slot].wanted
+    pub fn is_wanted(&self, set: SetId) -> bool {
+        self.sets[set].wanted
     }
 
-    /// Moves the private free blocks of `slot` to its published set: the caller has just captured
+    /// Moves the private free blocks of `set` to its published set: the caller has just captured
     /// the stream's work (`StreamOrder::record`), which covers every one of them.
-    pub fn publish(&mut self, slot: usize) {
+    pub fn publish(&mut self, set: SetId) {
         self.flush_caches();
-        let target = match self.sets[slot].publishes_to {
+        let target = match self.sets[set].publishes_to {
             Some(p) => p,
             None => {
-                let key = self.sets[slot].key;
-                let p = self.new_set(key, Some(slot));
-                self.sets[p].identity = self.sets[slot].identity;
-                self.sets[slot].publishes_to = Some(p);
+                let key = self.sets[set].key;
+                let p = self.new_set(key, Some(set));
+                self.sets[p].identity = self.sets[set].identity;
+                self.sets[set].publishes_to = Some(p);
                 p
             }
         };
-        self.merge_into(slot, target);
-        self.sets[slot].wanted = false;
+        self.merge_into(set, target);
+        self.sets[set].wanted = false;
     }
 
-    /// True when `slot`'s free blocks may go to another stream after a wait (or at once, if fresh):
+    /// True when `set`'s free blocks may go to another stream after a wait (or at once, if fresh):
     /// fresh memory, a published set, or the set of a retired stream.
-    pub fn is_published(&self, slot: usize) -> bool {
-        let s = &self.sets[slot];
+    pub fn is_published(&self, set: SetId) -> bool {
+        let s = &self.sets[set];
         s.key == StreamKey::FRESH || s.published_by.is_some() || s.key.is_retired()
     }
 
@@ -408,55 +430,55 @@ impl CoalescingPool {
         self.sets.iter().any(|s| s.wanted)
     }
 
-    /// Stops asking `slot`'s stream to publish (its capture failed; it will be asked again).
-    pub fn clear_wanted(&mut self, slot: usize) {
-        self.sets[slot].wanted = false;
+    /// Stops asking `set`'s stream to publish (its capture failed; it will be asked again).
+    pub fn clear_wanted(&mut self, set: SetId) {
+        self.sets[set].wanted = false;
     }
 
-    /// Makes `id` (not in any free list) free on `slot`, merging with free neighbours of that slot.
+    /// Makes `id` (not in any free list) free on `set`, merging with free neighbours of that set.
     #[inline(always)]
-    fn release(&mut self, slot: usize, mut id: BlockId) {
+    fn release(&mut self, set: SetId, mut id: BlockId) {
         let (prev, next) = {
             let b = self.blocks.get(id);
             (b.prev_phys, b.next_phys)
         };
         // The sentinel at NIL is never free: no test for NIL needed.
-        if self.free_on(next, slot) {
+        if self.free_on(next, set) {
             self.unlink_free(next);
             absorb_next(&mut self.blocks, id);
         }
-        if self.free_on(prev, slot) {
+        if self.free_on(prev, set) {
             self.unlink_free(prev);
             absorb_next(&mut self.blocks, prev);
             id = prev;
         }
-        self.link_free(slot, id);
+        self.link_free(set, id);
     }
 
     #[inline(always)]
-    fn free_on(&self, id: BlockId, slot: usize) -> bool {
+    fn free_on(&self, id: BlockId, set: SetId) -> bool {
         let b = self.blocks.get(id);
-        b.is_free_in(slot)
+        b.is_free_in(set)
     }
 
     #[inline(always)]
-    fn link_free(&mut self, slot: usize, id: BlockId) {
-        let set = &mut self.sets[slot];
-        set.free.push(&mut self.blocks, id);
+    fn link_free(&mut self, set: SetId, id: BlockId) {
+        let lists = &mut self.sets[set];
+        lists.free.push(&mut self.blocks, id);
         let b = self.blocks.get_mut(id);
-        b.set_owner(Owner::Set(slot));
-        set.free_bytes += b.size();
+        b.set_owner(Owner::Set(set));
+        lists.free_bytes += b.size();
     }
 
     #[inline(always)]
     fn unlink_free(&mut self, id: BlockId) {
-        let (slot, size) = {
+        let (set, size) = {
             let b = self.blocks.get(id);
-            (b.set_slot(), b.size())
+            (b.set_id(), b.size())
         };
-        let set = &mut self.sets[slot];
-        set.free_bytes -= size;
-        set.free.unlink(&mut self.blocks, id);
+        let lists = &mut self.sets[set];
+        lists.free_bytes -= size;
+        lists.free.unlink(&mut self.blocks, id);
     }
 
     /// Why `addr` is not an allocated block start (cold: scans the records).
@@ -474,21 +496,21 @@ impl CoalescingPool {
         Misuse::UnknownPointer { ptr: addr }
     }
 
-    /// A set of free lists other than `slot`'s private ones that holds a fitting block and may hand
-    /// it over: fresh memory or `slot`'s own published set first, else another stream's published
+    /// A set of free lists other than `set`'s private ones that holds a fitting block and may hand
+    /// it over: fresh memory or `set`'s own published set first, else another stream's published
     /// set (the caller must then wait for that stream's capture). Other streams' private sets with
     /// a fitting block are asked to publish (`wanted`), so a later request finds them ready. With
     /// `ordered == false` (memory no device uses) every set qualifies.
-    pub fn find_donor(&mut self, slot: usize, size: usize, align: usize, ordered: bool) -> Option<usize> {
-        let key = self.sets[slot].key;
-        self.find_set(Some(slot), key, map_ceil(search_size(size, align) >> GRANULE_SHIFT), ordered)
+    pub fn find_donor(&mut self, set: SetId, size: usize, align: usize, ordered: bool) -> Option<SetId> {
+        let key = self.sets[set].key;
+        self.find_set(Some(set), key, map_ceil(search_size(size, align) >> GRANULE_SHIFT), ordered)
     }
 
     /// Like [`find_donor`](Self::find_donor) for a stream that may have no free lists here (a
     /// request from another shard): fresh memory or `key`'s own published set first, else another
     /// stream's published set, holding a block of at least `min` bytes. Private sets with such a
     /// block are asked to publish.
-    pub fn find_shared_set(&mut self, key: StreamKey, min: usize, ordered: bool) -> Option<usize> {
+    pub fn find_shared_set(&mut self, key: StreamKey, min: usize, ordered: bool) -> Option<SetId> {
         self.flush_caches();
         self.find_set(None, key, map_ceil(min >> GRANULE_SHIFT), ordered)
     }
@@ -496,9 +518,10 @@ impl CoalescingPool {
     /// The search behind both: a set other than `skip` with a block of class `c` or above; fresh
     /// memory, `key`'s published set or (unordered) any set at once, else the first published set
     /// of another stream, asking private sets on the way to publish.
-    fn find_set(&mut self, skip: Option<usize>, key: StreamKey, c: Class, ordered: bool) -> Option<usize> {
+    fn find_set(&mut self, skip: Option<SetId>, key: StreamKey, c: Class, ordered: bool) -> Option<SetId> {
         let mut found = None;
         for (i, s) in self.sets.iter_mut().enumerate() {
+            let i = SetId::at(i);
             if Some(i) == skip || s.free.class_at_or_above(c).is_none() {
                 continue;
             }
@@ -519,14 +542,14 @@ impl CoalescingPool {
     }
 
     /// The other streams that hold any free memory.
-    pub fn streams_with_free_memory(&mut self, slot: usize) -> Vec<usize> {
+    pub fn streams_with_free_memory(&mut self, set: SetId) -> Vec<SetId> {
         self.flush_caches();
-        (0..self.sets.len()).filter(|&s| s != slot && self.sets[s].free_bytes > 0).collect()
+        (0..self.sets.len()).map(SetId::at).filter(|&s| s != set && self.sets[s].free_bytes > 0).collect()
     }
 
     /// Moves every free block of `from` to `to`, coalescing where blocks meet. The caller must
     /// first have ordered `to` after `from` (see `StreamOrder`).
-    pub fn merge_into(&mut self, from: usize, to: usize) {
+    pub fn merge_into(&mut self, from: SetId, to: SetId) {
         self.flush_caches();
         while let Some(c) = self.sets[from].free.largest_class() {
             let id = self.sets[from].free.first(c);

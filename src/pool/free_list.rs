@@ -175,10 +175,10 @@ pub(super) fn absorb_next(blocks: &mut BlockTable, id: BlockId) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pool::block::{Block, Owner};
+    use crate::pool::block::{Block, Owner, SetId};
 
     fn block(addr: usize, units: u32) -> Block {
-        Block::new(addr, units, Owner::Set(0))
+        Block::new(addr, units, Owner::Set(SetId::default()))
     }
 
     #[test]

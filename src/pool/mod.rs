@@ -25,7 +25,7 @@ mod size_class;
 mod spin_lock;
 pub mod stream_order;
 
-pub use coalescing_pool::{rounded_size, CoalescingPool, GRANULE};
+pub use coalescing_pool::{rounded_size, CoalescingPool, SetId, GRANULE};
 pub(crate) use segment_map::SegmentMap;
 pub(crate) use shard_map::ShardMap;
 pub(crate) use spin_lock::{RawSpinLock, SpinMutex};

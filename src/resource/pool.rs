@@ -2,7 +2,7 @@
 
 use crate::error::{Error, Result};
 use crate::pool::{
-    current_thread_number, rounded_size, CoalescingPool, HostOrder, SegmentMap, ShardMap, SpinMutex, StreamKey,
+    current_thread_number, rounded_size, CoalescingPool, HostOrder, SegmentMap, SetId, ShardMap, SpinMutex, StreamKey,
     StreamOrder, GRANULE, MAX_BLOCK_BYTES,
 };
 use crate::resource::cuda_event_order::CudaEventOrder;
@@ -269,23 +269,23 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// Makes `[addr, addr + len)` part of `shard` (whose lock the caller holds as `core`), free
     /// on `owner`'s set.
     fn adopt(&self, shard: usize, core: &mut CoalescingPool, addr: usize, len: usize, owner: StreamKey) {
-        let slot = core.slot_of(owner);
-        core.add_chunk(addr, len, slot);
+        let set = core.set_of(owner);
+        core.add_chunk(addr, len, set);
         self.segments.write().assign(addr, len, shard);
     }
 
-    /// Captures the work of `slot`'s stream for the streams waiting for its blocks. Called only
+    /// Captures the work of `set`'s stream for the streams waiting for its blocks. Called only
     /// from a call on that stream, so the stream is alive.
     #[cold]
     #[inline(never)]
-    fn publish(&self, core: &mut CoalescingPool, slot: usize) {
+    fn publish(&self, core: &mut CoalescingPool, set: SetId) {
         // A capture on the handle would not cover a destroyed stream that had it before.
-        if !self.identity_holds(core, slot) {
+        if !self.identity_holds(core, set) {
             return;
         }
-        match self.order.record(core.key_of(slot), core.identity(slot)) {
-            Ok(()) => core.publish(slot),
-            Err(_) => core.clear_wanted(slot),
+        match self.order.record(core.key_of(set), core.identity(set)) {
+            Ok(()) => core.publish(set),
+            Err(_) => core.clear_wanted(set),
         }
     }
 
@@ -376,15 +376,15 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         let size = rounded_size(bytes)?;
         let key = stream_key(stream);
         let mut core = self.lock_home(self.shard_map.shard(key), key);
-        let slot = self.own_slot(&mut core, key);
-        if core.is_wanted(slot) {
-            self.publish(&mut core, slot);
+        let set = self.own_set(&mut core, key);
+        if core.is_wanted(set) {
+            self.publish(&mut core, set);
         }
-        let a = match core.allocate(slot, bytes, size, align) {
+        let a = match core.allocate(set, bytes, size, align) {
             Some(a) => a,
             // Steps 1-2 of the slow path under the same lock: with a large initial pool, most
             // requests a stream's own blocks cannot serve come from fresh memory right here.
-            None => self.allocate_within(&mut core, slot, bytes, size, align)?,
+            None => self.allocate_within(&mut core, set, bytes, size, align)?,
         };
         Some(a as *mut u8)
     }
@@ -417,11 +417,11 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     fn deallocate_at_home(&self, ptr: *mut u8, bytes: usize, stream: CudaStreamView) -> bool {
         let key = stream_key(stream);
         let mut core = self.lock_home(self.shard_map.shard(key), key);
-        let slot = self.slot_for_free(&mut core, key);
-        if !matches!(core.try_deallocate(ptr as usize, bytes, slot), Some(Ok(()))) {
+        let set = self.set_for_free(&mut core, key);
+        if !matches!(core.try_deallocate(ptr as usize, bytes, set), Some(Ok(()))) {
             return false;
         }
-        self.publish_after_free(&mut core, slot);
+        self.publish_after_free(&mut core, set);
         true
     }
 
@@ -430,9 +430,9 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// waits for this stream's next call. A shard of one stream (the common case for a thread on
     /// its own stream) makes no CUDA call per free.
     #[inline(always)]
-    fn publish_after_free(&self, core: &mut CoalescingPool, slot: usize) {
-        if core.is_wanted(slot) || (self.ordered && core.shared_by_streams()) {
-            self.publish(core, slot);
+    fn publish_after_free(&self, core: &mut CoalescingPool, set: SetId) {
+        if core.is_wanted(set) || (self.ordered && core.shared_by_streams()) {
+            self.publish(core, set);
         }
     }
 
@@ -448,10 +448,10 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         let home = self.shard_map.shard(key);
         {
             let mut core = self.shards[home].0.lock();
-            let slot = self.slot_for_free(&mut core, key);
-            if let Some(freed) = core.try_deallocate(ptr as usize, bytes, slot) {
+            let set = self.set_for_free(&mut core, key);
+            if let Some(freed) = core.try_deallocate(ptr as usize, bytes, set) {
                 if freed.is_ok() {
-                    self.publish_after_free(&mut core, slot);
+                    self.publish_after_free(&mut core, set);
                 }
                 return freed.map_err(Error::Misuse);
             }
@@ -470,10 +470,10 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             return Err(Error::Misuse(crate::error::Misuse::UnknownPointer { ptr }));
         };
         let mut core = self.shards[shard].0.lock();
-        let slot = self.slot_for_free(&mut core, key);
-        core.deallocate(ptr, bytes, slot).map_err(Error::Misuse)?;
+        let set = self.set_for_free(&mut core, key);
+        core.deallocate(ptr, bytes, set).map_err(Error::Misuse)?;
         if shard != home && self.ordered {
-            self.publish(&mut core, slot);
+            self.publish(&mut core, set);
         }
         Ok(())
     }

@@ -1,21 +1,21 @@
 //! The chunks of a pool: ranges added from the upstream, and ranges cut out of this pool for
 //! another (a shard short of memory adopts them with `add_chunk`).
 
-use super::{CoalescingPool, GRANULE, GRANULE_SHIFT};
+use super::{CoalescingPool, SetId, GRANULE, GRANULE_SHIFT};
 use crate::pool::block::{Block, BlockId, Owner, MAX_BLOCK_BYTES, NIL};
 use crate::pool::free_list::split;
 use crate::pool::size_class::map_ceil;
 
 impl CoalescingPool {
-    /// Adds a range taken from the upstream as one free block on `slot`. `addr` and `size` must be
+    /// Adds a range taken from the upstream as one free block on `set`. `addr` and `size` must be
     /// multiples of 256, `size` at most [`MAX_BLOCK_BYTES`], and the range must not overlap any
     /// chunk already added.
-    pub fn add_chunk(&mut self, addr: usize, size: usize, slot: usize) {
+    pub fn add_chunk(&mut self, addr: usize, size: usize, set: SetId) {
         debug_assert!(addr % GRANULE == 0 && size % GRANULE == 0 && size > 0 && size <= MAX_BLOCK_BYTES);
         self.chunks.push((addr, size));
         self.pool_size += size;
-        let id = self.blocks.insert(Block::new(addr, (size >> GRANULE_SHIFT) as u32, Owner::Set(slot)));
-        self.link_free(slot, id);
+        let id = self.blocks.insert(Block::new(addr, (size >> GRANULE_SHIFT) as u32, Owner::Set(set)));
+        self.link_free(set, id);
     }
 
     /// The chunks taken from the upstream, to give back when the pool goes away.
@@ -27,7 +27,7 @@ impl CoalescingPool {
     /// `want` bytes of the largest class's first block (the rest stays free in `donor`), cut out of
     /// its chunk. Another pool adopts the range with [`add_chunk`](Self::add_chunk); blocks never
     /// span the cut again (until [`detach_whole_free_chunks`](Self::detach_whole_free_chunks)).
-    pub fn detach(&mut self, donor: usize, min: usize, want: usize) -> Option<(usize, usize)> {
+    pub fn detach(&mut self, donor: SetId, min: usize, want: usize) -> Option<(usize, usize)> {
         debug_assert!(min % GRANULE == 0 && want % GRANULE == 0 && min <= want);
         self.flush_caches();
         let free = &self.sets[donor].free;
@@ -54,13 +54,13 @@ impl CoalescingPool {
         Some((b.addr, take))
     }
 
-    /// Removes every chunk that is a single free block of `slot` and returns the ranges.
-    pub fn detach_whole_free_chunks(&mut self, slot: usize) -> Vec<(usize, usize)> {
+    /// Removes every chunk that is a single free block of `set` and returns the ranges.
+    pub fn detach_whole_free_chunks(&mut self, set: SetId) -> Vec<(usize, usize)> {
         self.flush_caches();
         let whole: Vec<BlockId> = self
             .blocks
             .iter_live()
-            .filter(|(_, b)| b.prev_phys == NIL && b.next_phys == NIL && b.owner() == Owner::Set(slot))
+            .filter(|(_, b)| b.prev_phys == NIL && b.next_phys == NIL && b.owner() == Owner::Set(set))
             .map(|(id, _)| id)
             .collect();
         let mut ranges = Vec::with_capacity(whole.len());

@@ -7,9 +7,9 @@
 //! under a retired key that no stream has. Other streams take them like a published set: after
 //! waiting for the capture of the retired stream's work, or, when no capture could be made, only
 //! after a synchronisation of everything. The emptied sets are reused by the streams that come
-//! next, so slots do not pile up as streams come and go.
+//! next, so set ids do not pile up as streams come and go.
 
-use super::{CoalescingPool, StreamSet};
+use super::{CoalescingPool, SetId, StreamSet};
 use crate::pool::stream_order::{next_retirement_number, StreamKey, IDENTITY_TRUSTED};
 
 /// Sets of retired streams whose work a capture covers, at most, per pool: beyond it the oldest
@@ -20,7 +20,7 @@ const MAX_CAPTURED_SETS: usize = 8;
 impl CoalescingPool {
     /// The identity of `key`'s sets here (see `StreamOrder::identity`), if it has any.
     pub fn identity_of_key(&self, key: StreamKey) -> Option<u64> {
-        self.private_slot(key).map(|slot| self.sets[slot].identity)
+        self.private_set(key).map(|set| self.sets[set].identity)
     }
 
     /// Moves every free block of `key`'s sets (private, cached and published) to one set of key
@@ -30,7 +30,7 @@ impl CoalescingPool {
     /// `retired` must wait for a synchronisation.
     pub fn retire_key(&mut self, key: StreamKey, retired: StreamKey) -> bool {
         debug_assert!(key.is_stream() && key != StreamKey(0) && retired.is_retired());
-        let Some(private) = self.private_slot(key) else {
+        let Some(private) = self.private_set(key) else {
             return false;
         };
         // The cached set may be among those that change hands.
@@ -58,11 +58,11 @@ impl CoalescingPool {
     }
 
     /// All sets that wait for a synchronisation are alike: one per pool holds them.
-    fn join_the_set_waiting_for_sync(&mut self, slot: usize) {
-        let other = self.sets.iter().enumerate().position(|(i, s)| i != slot && s.key.waits_for_sync());
+    fn join_the_set_waiting_for_sync(&mut self, set: SetId) {
+        let other = self.set_ids().find(|&i| i != set && self.sets[i].key.waits_for_sync());
         if let Some(target) = other {
-            self.merge_into(slot, target);
-            self.sets[slot] = StreamSet::new(StreamKey::UNUSED, None);
+            self.merge_into(set, target);
+            self.sets[set] = StreamSet::new(StreamKey::UNUSED, None);
         }
     }
 
@@ -71,8 +71,7 @@ impl CoalescingPool {
     fn limit_captured_sets(&mut self) {
         let captured = |s: &StreamSet| s.key.is_retired() && !s.key.waits_for_sync() && s.free_bytes > 0;
         while self.sets.iter().filter(|s| captured(s)).count() > MAX_CAPTURED_SETS {
-            let Some(oldest) =
-                (0..self.sets.len()).filter(|&i| captured(&self.sets[i])).min_by_key(|&i| self.sets[i].key.0)
+            let Some(oldest) = self.set_ids().filter(|&i| captured(&self.sets[i])).min_by_key(|&i| self.sets[i].key.0)
             else {
                 return;
             };
@@ -92,7 +91,7 @@ impl CoalescingPool {
         debug_assert!(sealed.is_sealed());
         self.last = super::LastSet::default();
         self.flush_caches();
-        for other in 0..self.sets.len() {
+        for other in self.set_ids() {
             let key = self.sets[other].key;
             // Another synchronisation's sealed blocks stay its own.
             let movable = key != StreamKey::FRESH && key != StreamKey::UNUSED && !key.is_sealed();
@@ -116,27 +115,25 @@ impl CoalescingPool {
     /// synchronisation, where their set was retired or left for reuse meanwhile).
     pub fn unseal(&mut self, sealed: StreamKey, synced: bool) {
         self.last = super::LastSet::default();
-        while let Some(slot) = self.sets.iter().position(|s| s.key == sealed) {
-            let from = self.sets[slot].sealed_from.take();
+        while let Some(set) = self.set_ids().find(|&i| self.sets[i].key == sealed) {
+            let from = self.sets[set].sealed_from.take();
             if synced {
-                let fresh = self.slot_of(StreamKey::FRESH);
-                self.merge_into(slot, fresh);
+                let fresh = self.set_of(StreamKey::FRESH);
+                self.merge_into(set, fresh);
             } else {
                 match from {
-                    Some((other, key)) if self.sets.get(other).is_some_and(|s| s.key == key) => {
-                        self.merge_into(slot, other)
-                    }
+                    Some((other, key)) if self.sets[other].key == key => self.merge_into(set, other),
                     _ => {
-                        self.sets[slot].key = StreamKey::retired_after_sync(next_retirement_number());
-                        self.join_the_set_waiting_for_sync(slot);
-                        if self.sets[slot].key.waits_for_sync() {
+                        self.sets[set].key = StreamKey::retired_after_sync(next_retirement_number());
+                        self.join_the_set_waiting_for_sync(set);
+                        if self.sets[set].key.waits_for_sync() {
                             // It is the set that waits now.
                             continue;
                         }
                     }
                 }
             }
-            self.sets[slot] = StreamSet::new(StreamKey::UNUSED, None);
+            self.sets[set] = StreamSet::new(StreamKey::UNUSED, None);
         }
     }
 
@@ -154,7 +151,7 @@ impl CoalescingPool {
 
     /// A set's place among the others, for `check_invariants`.
     pub(super) fn check_set_links(&self) -> Result<(), String> {
-        for (i, s) in self.sets.iter().enumerate() {
+        for (i, s) in self.set_ids().zip(&self.sets) {
             let describe = || format!("set {i} ({:#x})", s.key.0);
             if s.key == StreamKey::UNUSED || s.key.is_retired() || s.key.is_sealed() {
                 if s.published_by.is_some() || s.publishes_to.is_some() || s.wanted {
@@ -171,7 +168,7 @@ impl CoalescingPool {
                 }
             }
             if let Some(p) = s.publishes_to {
-                let back = self.sets.get(p).and_then(|q| q.published_by);
+                let back = self.sets[p].published_by;
                 if back != Some(i) || self.sets[p].key != s.key {
                     return Err(format!(
                         "{} names set {p} as its published set, which does not name it back",
@@ -180,7 +177,7 @@ impl CoalescingPool {
                 }
             }
             if let Some(p) = s.published_by {
-                if self.sets.get(p).and_then(|q| q.publishes_to) != Some(i) {
+                if self.sets[p].publishes_to != Some(i) {
                     return Err(format!(
                         "{} names set {p} as its private set, which does not name it back",
                         describe()

@@ -7,7 +7,7 @@
 
 use super::PoolMemoryResource;
 use crate::error::{Error, Result};
-use crate::pool::{CoalescingPool, StreamKey, GRANULE};
+use crate::pool::{CoalescingPool, SetId, StreamKey, GRANULE};
 use crate::resource::MemoryResource;
 use crate::stream::CudaStreamView;
 
@@ -53,7 +53,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// Whether work on stream `key` may use the free blocks of set `donor` from now on: fresh memory
     /// and this stream's own published set at once, another stream's published set once `key`
     /// waits for that stream's last capture, private sets of other streams never.
-    pub(super) fn usable_now(&self, core: &CoalescingPool, donor: usize, key: StreamKey) -> bool {
+    pub(super) fn usable_now(&self, core: &CoalescingPool, donor: SetId, key: StreamKey) -> bool {
         let owner = core.key_of(donor);
         if !self.ordered || owner == StreamKey::FRESH {
             return true;
@@ -71,19 +71,19 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     pub(super) fn allocate_within(
         &self,
         core: &mut CoalescingPool,
-        slot: usize,
+        set: SetId,
         bytes: usize,
         size: usize,
         align: usize,
     ) -> Option<usize> {
-        let key = core.key_of(slot);
+        let key = core.key_of(set);
         // Only the fitting block is taken: the rest of the set stays where every stream can reach it.
-        if let Some(donor) = core.find_donor(slot, size, align, self.ordered) {
+        if let Some(donor) = core.find_donor(set, size, align, self.ordered) {
             if self.usable_now(core, donor, key) {
                 // A retired stream will not come back for the rest: this stream takes it all.
                 let from = if core.key_of(donor).is_retired() {
-                    core.merge_into(donor, slot);
-                    slot
+                    core.merge_into(donor, set);
+                    set
                 } else {
                     donor
                 };
@@ -94,20 +94,20 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         }
         // This stream's cached blocks, merged, may fit: before other streams' memory or growth.
         if core.flush_caches() {
-            if let Some(a) = core.allocate(slot, bytes, size, align) {
+            if let Some(a) = core.allocate(set, bytes, size, align) {
                 return Some(a);
             }
         }
         // Reuse before growth, as RMM does, so free memory split across streams is not stranded.
         let mut merged = false;
-        for donor in core.streams_with_free_memory(slot) {
+        for donor in core.streams_with_free_memory(set) {
             if self.usable_now(core, donor, key) {
-                core.merge_into(donor, slot);
+                core.merge_into(donor, set);
                 merged = true;
             }
         }
         if merged {
-            return core.allocate(slot, bytes, size, align);
+            return core.allocate(set, bytes, size, align);
         }
         None
     }
@@ -174,13 +174,13 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         if !self.grow(home, &mut core, key, stream, req.needed, pending)? {
             return Ok(None);
         }
-        let slot = self.own_slot(&mut core, key);
-        let allocated = core.allocate(slot, req.bytes, req.size, req.align);
+        let set = self.own_set(&mut core, key);
+        let allocated = core.allocate(set, req.bytes, req.size, req.align);
         if allocated.is_some() && self.ordered && core.shared_by_streams() {
             // The rest of the new chunk is of no use to this stream's queued work: while streams
             // take turns, offer it to them at once (as RMM's free lists are), so the next stream
             // short of memory waits for this one instead of growing again.
-            self.publish(&mut core, slot);
+            self.publish(&mut core, set);
         }
         Ok(allocated)
     }
@@ -223,11 +223,11 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             // Fresh memory stays fresh; anything else now belongs to `key`, which waited for it.
             let owner = if owner == StreamKey::FRESH || !self.ordered { StreamKey::FRESH } else { key };
             self.adopt(home, &mut core, addr, len, owner);
-            let slot = if key == StreamKey::FRESH { core.slot_of(key) } else { self.own_slot(&mut core, key) };
-            if let Some(a) = core.allocate(slot, req.bytes, req.size, req.align) {
+            let set = if key == StreamKey::FRESH { core.set_of(key) } else { self.own_set(&mut core, key) };
+            if let Some(a) = core.allocate(set, req.bytes, req.size, req.align) {
                 return FromOtherShards::Allocated(a);
             }
-            if let Some(a) = self.allocate_within(&mut core, slot, req.bytes, req.size, req.align) {
+            if let Some(a) = self.allocate_within(&mut core, set, req.bytes, req.size, req.align) {
                 return FromOtherShards::Allocated(a);
             }
         }

@@ -16,72 +16,74 @@
 //!    everything, which the pool makes before it would grow by as much.
 
 use super::{PoolMemoryResource, Shard};
-use crate::pool::{next_retirement_number, CoalescingPool, StreamKey, StreamOrder, IDENTITY_TRUSTED, IDENTITY_UNKNOWN};
+use crate::pool::{
+    next_retirement_number, CoalescingPool, SetId, StreamKey, StreamOrder, IDENTITY_TRUSTED, IDENTITY_UNKNOWN,
+};
 use crate::resource::MemoryResource;
 use crate::stream_registry::{add_tenant, StreamTenant, Tenancy};
 use std::sync::{Arc, Weak};
 
 impl<U: MemoryResource> PoolMemoryResource<U> {
-    /// The slot of `key`'s own free lists in `core`, for a call on `key` that takes from them
+    /// The set of `key`'s own free lists in `core`, for a call on `key` that takes from them
     /// without waiting: checked to belong to the stream that `key` names now.
     #[inline(always)]
-    pub(super) fn own_slot(&self, core: &mut CoalescingPool, key: StreamKey) -> usize {
-        let (slot, identity) = core.slot_and_identity_of(key);
+    pub(super) fn own_set(&self, core: &mut CoalescingPool, key: StreamKey) -> SetId {
+        let (set, identity) = core.set_and_identity_of(key);
         if identity == IDENTITY_TRUSTED {
-            return slot;
+            return set;
         }
-        self.own_slot_checked(core, key, slot)
+        self.own_set_checked(core, key, set)
     }
 
     #[cold]
     #[inline(never)]
-    fn own_slot_checked(&self, core: &mut CoalescingPool, key: StreamKey, slot: usize) -> usize {
-        if self.identity_holds(core, slot) {
-            return slot;
+    fn own_set_checked(&self, core: &mut CoalescingPool, key: StreamKey, set: SetId) -> SetId {
+        if self.identity_holds(core, set) {
+            return set;
         }
         // The old stream's sets are retired: a new set for the stream the handle names now.
-        let slot = core.slot_of(key);
+        let set = core.set_of(key);
         let identity = self.order.identity(key, IDENTITY_UNKNOWN);
-        core.set_identity(slot, identity);
-        slot
+        core.set_identity(set, identity);
+        set
     }
 
-    /// The slot of `key`'s own free lists for a free on `key`. Frees do not check the identity of
+    /// The set of `key`'s own free lists for a free on `key`. Frees do not check the identity of
     /// an established set (a block freed into a replaced stream's set only waits longer); a new
     /// set learns whose it is.
     #[inline(always)]
-    pub(super) fn slot_for_free(&self, core: &mut CoalescingPool, key: StreamKey) -> usize {
-        let (slot, identity) = core.slot_and_identity_of(key);
+    pub(super) fn set_for_free(&self, core: &mut CoalescingPool, key: StreamKey) -> SetId {
+        let (set, identity) = core.set_and_identity_of(key);
         if identity == IDENTITY_UNKNOWN {
-            self.learn_identity(core, slot);
+            self.learn_identity(core, set);
         }
-        slot
+        set
     }
 
     #[cold]
     #[inline(never)]
-    fn learn_identity(&self, core: &mut CoalescingPool, slot: usize) {
-        let identity = self.order.identity(core.key_of(slot), IDENTITY_UNKNOWN);
-        core.set_identity(slot, identity);
+    fn learn_identity(&self, core: &mut CoalescingPool, set: SetId) {
+        let identity = self.order.identity(core.key_of(set), IDENTITY_UNKNOWN);
+        core.set_identity(set, identity);
     }
 
-    /// True when the sets of `slot` (private, or the published set of the calling stream) were
+    /// True when `set` (private, or the published set of the calling stream) was
     /// filled by the stream its key names now. Otherwise that stream was destroyed and its handle
     /// reused: its sets in `core` are retired, to wait for a synchronisation of everything, and
-    /// `slot` no longer belongs to the key.
+    /// `set` no longer belongs to the key.
     #[inline(always)]
-    pub(super) fn identity_holds(&self, core: &mut CoalescingPool, slot: usize) -> bool {
-        core.identity(slot) == IDENTITY_TRUSTED || self.check_identity(core, slot)
+    pub(super) fn identity_holds(&self, core: &mut CoalescingPool, set: SetId) -> bool {
+        core.identity(set) == IDENTITY_TRUSTED || self.check_identity(core, set)
     }
 
     #[cold]
     #[inline(never)]
-    fn check_identity(&self, core: &mut CoalescingPool, slot: usize) -> bool {
-        let key = core.key_of(slot);
-        let known = core.identity(slot);
+    fn check_identity(&self, core: &mut CoalescingPool, set: SetId) -> bool {
+        let key = core.key_of(set);
+        let known = core.identity(set);
         let now = self.order.identity(key, known);
         if known == IDENTITY_UNKNOWN || known == now {
-            core.set_identity(slot, now);
+            core.set_identity(set, now);
             return true;
         }
         core.retire_key(key, StreamKey::retired_after_sync(next_retirement_number()));

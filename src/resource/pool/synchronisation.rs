@@ -58,8 +58,8 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             std::thread::yield_now();
             {
                 let mut core = self.shards[home].0.lock();
-                let slot = self.own_slot(&mut core, key);
-                if let Some(a) = self.allocate_within(&mut core, slot, req.bytes, req.size, req.align) {
+                let set = self.own_set(&mut core, key);
+                if let Some(a) = self.allocate_within(&mut core, set, req.bytes, req.size, req.align) {
                     return Some(a);
                 }
             }
@@ -74,7 +74,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     fn allocate_fresh(&self, home: usize, req: Request) -> Option<usize> {
         {
             let mut core = self.shards[home].0.lock();
-            let fresh = core.slot_of(StreamKey::FRESH);
+            let fresh = core.set_of(StreamKey::FRESH);
             if let Some(a) = core.allocate(fresh, req.bytes, req.size, req.align) {
                 return Some(a);
             }
@@ -92,7 +92,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         let mut guards: Vec<_> = self.shards.iter().map(|s| s.0.lock()).collect();
         let mut ranges = Vec::new();
         for core in guards.iter_mut() {
-            let fresh = core.slot_of(StreamKey::FRESH);
+            let fresh = core.set_of(StreamKey::FRESH);
             ranges.extend(core.detach_whole_free_chunks(fresh));
         }
         ranges.sort_unstable();
@@ -108,7 +108,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         for (addr, len) in joined {
             self.adopt(home, core, addr, len, StreamKey::FRESH);
         }
-        let fresh = core.slot_of(StreamKey::FRESH);
+        let fresh = core.set_of(StreamKey::FRESH);
         core.allocate(fresh, req.bytes, req.size, req.align)
     }
 }
