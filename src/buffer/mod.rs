@@ -16,7 +16,7 @@
 //! [`cudarc`](https://docs.rs/cudarc/0.19) is the Rust crate for the rest of CUDA (kernel launch,
 //! cuBLAS, NVRTC). The two meet in these places (see [`cudarc_interop`]):
 //! - streams: `CudaStreamView::from(&cudarc_stream)` views a cudarc stream; the other way,
-//!   [`CudaStreamView::as_cudarc_stream`] wraps one of ours as a cudarc stream that cudarc will not
+//!   [`CudaStreamView::as_cudarc_stream`](crate::CudaStreamView::as_cudarc_stream) wraps one of ours as a cudarc stream that cudarc will not
 //!   destroy (`unsafe`: the wrapper must not outlive the stream);
 //! - memory: [`DeviceBuffer::cudarc_view`] and [`DeviceBuffer::cudarc_view_mut`] (and the same on
 //!   [`DeviceUvector`]) lend a buffer to cudarc as a slice that implements cudarc's `DevicePtr` /
