@@ -102,6 +102,16 @@ fn zero_length_buffers_allocate_nothing() {
     let z = DeviceBuffer::<[u32; 0]>::new_in(1 << 40, S1, r.clone()).unwrap();
     assert_eq!((z.len(), z.size_bytes()), (1 << 40, 0));
     assert_eq!(stats.allocations_counter().total, 0, "nothing reached the resource");
+    // Empty buffers of a device resource make no driver call either, so this runs without a GPU.
+    let cuda: SharedResource = Arc::new(CudaMemoryResource::new());
+    let mut e = DeviceBuffer::<u32>::new_in(0, S1, cuda.clone()).unwrap();
+    e.copy_from_host(&[]).unwrap();
+    assert_eq!(e.to_vec().unwrap(), Vec::<u32>::new());
+    e.set_stream(S2).unwrap();
+    e.free().unwrap();
+    let mut u = DeviceUvector::<u32>::new_in(0, S1, cuda).unwrap();
+    u.shrink_to_fit(S2).unwrap();
+    assert_eq!(u.to_vec(S2).unwrap(), Vec::<u32>::new());
     drop((b, c, v, z));
     assert_eq!(live(&stats), (0, 0));
 }

@@ -170,9 +170,10 @@ impl RawBuffer {
         driver::memset_d8_async(self.ptr + at, value, n, stream)
     }
 
-    /// Blocks until `stream` has run the work enqueued on it (nothing to wait for on host memory).
+    /// Blocks until `stream` has run the work enqueued on it (nothing to wait for on host memory
+    /// or when nothing is allocated: no copy was enqueued).
     pub(crate) fn wait(&self, stream: CudaStreamView) -> Result<()> {
-        if self.host_only {
+        if self.host_only || self.bytes == 0 {
             Ok(())
         } else {
             stream.synchronize()
