@@ -76,6 +76,13 @@ pub enum Error {
     },
     /// An argument is out of range; the message names it.
     InvalidArgument(String),
+    /// `len` elements of `element_size` bytes each are more bytes than `usize` can count.
+    SizeOverflow {
+        /// Elements asked for.
+        len: usize,
+        /// Bytes per element.
+        element_size: usize,
+    },
     /// A CUDA driver call failed.
     Cuda {
         /// The driver function that failed.
@@ -153,6 +160,10 @@ impl fmt::Display for Error {
                 "bad alignment {alignment}: must be a power of two no larger than {max}"
             ),
             Error::InvalidArgument(msg) => write!(f, "invalid argument: {msg}"),
+            Error::SizeOverflow { len, element_size } => write!(
+                f,
+                "size overflow: {len} elements of {element_size} bytes do not fit in the address space"
+            ),
             Error::Cuda { call, code, name } => write!(f, "CUDA error in {call}: {name} ({code})"),
             Error::NoDriver(msg) => write!(f, "no CUDA driver: {msg}"),
             Error::Misuse(m) => write!(f, "misuse: {m}"),

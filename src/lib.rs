@@ -58,6 +58,7 @@
 pub mod adaptor;
 #[cfg(feature = "cxx-bridge")]
 mod bridge;
+pub mod buffer;
 pub mod device;
 mod driver;
 pub mod error;
@@ -72,6 +73,7 @@ pub mod stream_registry;
 #[doc(hidden)]
 pub mod testing;
 
+pub use buffer::{DeviceBuffer, DeviceUvector};
 pub use device::{available_device_memory, percent_of_free_device_memory, DeviceId};
 pub use error::{Error, Misuse, PoolState, Result};
 pub use process_exit::process_is_exiting;

@@ -43,10 +43,12 @@ pub(crate) fn kind_of(e: &Error, ctx: Context) -> ErrorKind {
             Context::Allocate => ErrorKind::BadAlloc,
             Context::Construct => ErrorKind::Cuda,
         },
-        Error::BadAlignment { .. } | Error::InvalidArgument(_) | Error::Io { .. } => match ctx {
-            Context::Allocate => ErrorKind::BadAlloc,
-            Context::Construct => ErrorKind::Logic,
-        },
+        Error::BadAlignment { .. } | Error::InvalidArgument(_) | Error::SizeOverflow { .. } | Error::Io { .. } => {
+            match ctx {
+                Context::Allocate => ErrorKind::BadAlloc,
+                Context::Construct => ErrorKind::Logic,
+            }
+        }
     }
 }
 

@@ -19,6 +19,7 @@ use cudarc::driver::sys;
 use std::sync::OnceLock;
 
 mod context;
+mod copy;
 mod event;
 mod memory;
 mod mempool;
@@ -29,6 +30,7 @@ pub(crate) use context::{
     current_context, current_context_or_null, current_device, device_count, ensure_context, make_primary_current,
     synchronize_context, synchronize_context_in_drop,
 };
+pub(crate) use copy::{memcpy_async, memset_d8_async};
 pub(crate) use event::{event_create, event_destroy, event_record};
 pub(crate) use memory::{
     mem_alloc, mem_alloc_managed, mem_free, mem_free_host, mem_free_managed, mem_get_info, mem_host_alloc,

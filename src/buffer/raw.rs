@@ -1,0 +1,211 @@
+//! Untyped storage shared by the typed buffers: one allocation from a resource, the stream it is
+//! ordered on, and the byte-level copies and fills the typed buffers are made of.
+
+use crate::driver;
+use crate::error::Result;
+use crate::event::CudaEvent;
+use crate::resource::SharedResource;
+use crate::stream::CudaStreamView;
+
+/// `bytes` bytes from `resource`, freed on `stream` when dropped. Zero bytes allocate nothing.
+///
+/// Memory of a resource that kernels cannot reach (a host resource) is copied and filled by the
+/// CPU, synchronously; everything else goes through the driver, ordered on a stream.
+pub(crate) struct RawBuffer {
+    resource: SharedResource,
+    ptr: usize,
+    bytes: usize,
+    alignment: usize,
+    stream: CudaStreamView,
+    host_only: bool,
+}
+
+impl RawBuffer {
+    /// Allocates `bytes` from `resource` for use on `stream`.
+    pub(crate) fn allocate(
+        resource: SharedResource,
+        bytes: usize,
+        alignment: usize,
+        stream: CudaStreamView,
+    ) -> Result<Self> {
+        let host_only = !resource.is_device_accessible();
+        let ptr = if bytes == 0 { 0 } else { resource.allocate(bytes, alignment, stream)? as usize };
+        if host_only && bytes > 0 {
+            // Host memory fresh from an allocator is uninitialised to Rust; reading it back into a
+            // value would be undefined, so it starts zeroed (device memory is written by the driver).
+            // SAFETY: `ptr` is a host allocation of `bytes` bytes that nothing else references yet.
+            unsafe { std::ptr::write_bytes(ptr as *mut u8, 0, bytes) };
+        }
+        Ok(RawBuffer { resource, ptr, bytes, alignment, stream, host_only })
+    }
+
+    /// The start of the allocation; 0 when it is empty.
+    pub(crate) fn ptr(&self) -> usize {
+        self.ptr
+    }
+
+    /// Bytes allocated.
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// The resource the memory came from.
+    pub(crate) fn resource(&self) -> &SharedResource {
+        &self.resource
+    }
+
+    /// The alignment the memory was allocated with.
+    pub(crate) fn alignment(&self) -> usize {
+        self.alignment
+    }
+
+    /// The stream the memory is freed on.
+    pub(crate) fn stream(&self) -> CudaStreamView {
+        self.stream
+    }
+
+    /// True when the CPU copies and fills this memory (its resource is not device-accessible).
+    pub(crate) fn host_only(&self) -> bool {
+        self.host_only
+    }
+
+    /// Makes `stream` the stream the memory is used and freed on. Work later enqueued on `stream`
+    /// first waits for the work already enqueued on the old one, so that a free on the new stream
+    /// never lets the memory be reused while the old stream may still touch it.
+    pub(crate) fn set_stream(&mut self, stream: CudaStreamView) -> Result<()> {
+        if !self.host_only && self.bytes > 0 {
+            order_after(stream, self.stream)?;
+        }
+        self.stream = stream;
+        Ok(())
+    }
+
+    /// Makes work enqueued on `stream` from now on see the work enqueued on the buffer's stream
+    /// so far, for a read on another stream that the caller waits for.
+    pub(crate) fn order_use_on(&self, stream: CudaStreamView) -> Result<()> {
+        if !self.host_only && self.bytes > 0 {
+            order_after(stream, self.stream)?;
+        }
+        Ok(())
+    }
+
+    /// Copies `n` bytes from host memory at `src` to offset `at`, on `stream`.
+    ///
+    /// # Safety
+    /// `src` must be readable for `n` bytes until `stream` has run the copy (for pageable host
+    /// memory the copy has read it when this returns), and `at + n <= self.bytes()`.
+    pub(crate) unsafe fn write_from_host(
+        &self,
+        at: usize,
+        src: *const u8,
+        n: usize,
+        stream: CudaStreamView,
+    ) -> Result<()> {
+        debug_assert!(at + n <= self.bytes);
+        if n == 0 {
+            return Ok(());
+        }
+        if self.host_only {
+            // SAFETY: the caller keeps `src` readable for `n` bytes; `at + n` is inside this
+            // host allocation, which `src` cannot overlap (it is borrowed mutably by the caller).
+            unsafe { std::ptr::copy_nonoverlapping(src, (self.ptr + at) as *mut u8, n) };
+            return Ok(());
+        }
+        driver::memcpy_async(self.ptr + at, src as usize, n, stream)
+    }
+
+    /// Copies `n` bytes at offset `at` to host memory at `dst`, on `stream`.
+    ///
+    /// # Safety
+    /// `dst` must be writable for `n` bytes, and neither read nor written by anything else, until
+    /// `stream` has run the copy; `at + n <= self.bytes()`.
+    pub(crate) unsafe fn read_to_host(&self, at: usize, dst: *mut u8, n: usize, stream: CudaStreamView) -> Result<()> {
+        debug_assert!(at + n <= self.bytes);
+        if n == 0 {
+            return Ok(());
+        }
+        if self.host_only {
+            // SAFETY: the caller owns `dst` for `n` bytes; the source range is inside this
+            // allocation, which `dst` cannot overlap.
+            unsafe { std::ptr::copy_nonoverlapping((self.ptr + at) as *const u8, dst, n) };
+            return Ok(());
+        }
+        driver::memcpy_async(dst as usize, self.ptr + at, n, stream)
+    }
+
+    /// Copies `n` bytes from offset `from` of `src` to offset `at` of `self`, on `stream`. The two
+    /// must be different allocations.
+    pub(crate) fn copy_from(
+        &self,
+        at: usize,
+        src: &RawBuffer,
+        from: usize,
+        n: usize,
+        stream: CudaStreamView,
+    ) -> Result<()> {
+        assert!(at + n <= self.bytes && from + n <= src.bytes, "copy range outside the buffers");
+        if n == 0 {
+            return Ok(());
+        }
+        if self.host_only && src.host_only {
+            // SAFETY: both ranges lie inside live host allocations, and two live allocations
+            // never overlap.
+            unsafe { std::ptr::copy_nonoverlapping((src.ptr + from) as *const u8, (self.ptr + at) as *mut u8, n) };
+            return Ok(());
+        }
+        driver::memcpy_async(self.ptr + at, src.ptr + from, n, stream)
+    }
+
+    /// Sets `n` bytes at offset `at` to `value`, on `stream`.
+    pub(crate) fn fill(&self, at: usize, n: usize, value: u8, stream: CudaStreamView) -> Result<()> {
+        assert!(at + n <= self.bytes, "fill range outside the buffer");
+        if n == 0 {
+            return Ok(());
+        }
+        if self.host_only {
+            // SAFETY: the range lies inside this live host allocation.
+            unsafe { std::ptr::write_bytes((self.ptr + at) as *mut u8, value, n) };
+            return Ok(());
+        }
+        driver::memset_d8_async(self.ptr + at, value, n, stream)
+    }
+
+    /// Blocks until `stream` has run the work enqueued on it (nothing to wait for on host memory
+    /// or when nothing is allocated: no copy was enqueued).
+    pub(crate) fn wait(&self, stream: CudaStreamView) -> Result<()> {
+        if self.host_only || self.bytes == 0 {
+            Ok(())
+        } else {
+            stream.synchronize()
+        }
+    }
+
+    /// Frees the memory now, on its stream, and reports the outcome; afterwards the buffer is
+    /// empty. A failed free leaks rather than risking a second free.
+    pub(crate) fn free(&mut self) -> Result<()> {
+        if self.bytes == 0 {
+            return Ok(());
+        }
+        let (ptr, bytes) = (std::mem::take(&mut self.ptr), std::mem::take(&mut self.bytes));
+        self.resource.deallocate(ptr as *mut u8, bytes, self.alignment, self.stream)
+    }
+}
+
+impl Drop for RawBuffer {
+    fn drop(&mut self) {
+        if let Err(e) = self.free() {
+            super::record_drop_error(e);
+        }
+    }
+}
+
+/// Makes work enqueued on `later` from now on wait for the work enqueued on `earlier` so far.
+pub(crate) fn order_after(later: CudaStreamView, earlier: CudaStreamView) -> Result<()> {
+    if later == earlier {
+        return Ok(());
+    }
+    let event = CudaEvent::new()?;
+    event.record(earlier)?;
+    event.wait_on(later)
+    // The event may be destroyed at once: the driver keeps what a pending wait needs.
+}
