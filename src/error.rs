@@ -76,6 +76,9 @@ pub enum Error {
     },
     /// An argument is out of range; the message names it.
     InvalidArgument(String),
+    /// This machine (device, driver or operating system) lacks what the resource needs; the
+    /// message names what is missing. RMM throws `rmm::logic_error` for it.
+    Unsupported(String),
     /// A CUDA driver call failed.
     Cuda {
         /// The driver function that failed.
@@ -153,6 +156,7 @@ impl fmt::Display for Error {
                 "bad alignment {alignment}: must be a power of two no larger than {max}"
             ),
             Error::InvalidArgument(msg) => write!(f, "invalid argument: {msg}"),
+            Error::Unsupported(msg) => write!(f, "not supported: {msg}"),
             Error::Cuda { call, code, name } => write!(f, "CUDA error in {call}: {name} ({code})"),
             Error::NoDriver(msg) => write!(f, "no CUDA driver: {msg}"),
             Error::Misuse(m) => write!(f, "misuse: {m}"),

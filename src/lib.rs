@@ -58,6 +58,7 @@
 pub mod adaptor;
 #[cfg(feature = "cxx-bridge")]
 mod bridge;
+pub mod capabilities;
 pub mod device;
 mod driver;
 pub mod error;
