@@ -15,7 +15,7 @@ use std::any::Any;
 /// own: dropping it leaves the pool alone. Two views are equal when they view the same pool, and a
 /// view equals the owning [`CudaAsyncMemoryResource`] of its pool (memory of one may be freed
 /// through the other).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CudaAsyncViewMemoryResource {
     pool: usize,
 }
