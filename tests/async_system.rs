@@ -84,22 +84,24 @@ fn a_view_does_not_destroy_the_pool_it_views() {
         other.deallocate(p, 1 << 20, 256, S).unwrap();
         S.synchronize().unwrap();
     }
-    // SAFETY: the views are gone; the pool is still ours and alive, so this must succeed.
-    let view = unsafe { CudaAsyncViewMemoryResource::new(pool) }.unwrap();
-    device_keeps_working(&view);
-    S.synchronize().unwrap();
-    drop(view);
+    {
+        // SAFETY: the views are gone; the pool is still ours and alive, so this must succeed.
+        let view = unsafe { CudaAsyncViewMemoryResource::new(pool) }.unwrap();
+        device_keeps_working(&view);
+        S.synchronize().unwrap();
+    }
     // SAFETY: the pool was made above and nothing of it is outstanding.
     assert_eq!(unsafe { sys::cuMemPoolDestroy(pool) }, CU_OK, "a view destroyed the pool");
 
     // A view of an owning resource's pool is equal to it, both ways.
     let owner = CudaAsyncMemoryResource::new(None, None).unwrap();
-    // SAFETY: owner outlives the view.
-    let view = unsafe { CudaAsyncViewMemoryResource::new(owner.pool_handle()) }.unwrap();
-    assert!(view.is_equal(&owner) && owner.is_equal(&view));
-    let p = owner.allocate(4096, 256, S).unwrap();
-    view.deallocate(p, 4096, 256, S).unwrap();
-    drop(view);
+    {
+        // SAFETY: owner outlives the view.
+        let view = unsafe { CudaAsyncViewMemoryResource::new(owner.pool_handle()) }.unwrap();
+        assert!(view.is_equal(&owner) && owner.is_equal(&view));
+        let p = owner.allocate(4096, 256, S).unwrap();
+        view.deallocate(p, 4096, 256, S).unwrap();
+    }
     device_keeps_working(&owner);
 }
 

@@ -12,8 +12,8 @@ use crate::error::{Error, Result};
 use crate::per_device_resource;
 use crate::resource::cuda_async_view::async_pool_of;
 use crate::resource::{
-    CudaMemoryResource, HostMemoryResource, ManagedMemoryResource, MemoryResource,
-    PinnedHostMemoryResource, PoolMemoryResource, SharedResource,
+    CudaMemoryResource, HostMemoryResource, ManagedMemoryResource, MemoryResource, PinnedHostMemoryResource,
+    PoolMemoryResource, SharedResource,
 };
 use crate::stream::CudaStreamView;
 use std::any::Any;
@@ -204,11 +204,7 @@ impl RustResource {
     }
 
     pub(crate) fn cuda_async_pool_handle(&self) -> usize {
-        guard(
-            "cuda_async_pool_handle",
-            |_| 0,
-            || self.shared().ok().and_then(|r| async_pool_of(&**r)).unwrap_or(0),
-        )
+        guard("cuda_async_pool_handle", |_| 0, || self.shared().ok().and_then(|r| async_pool_of(&**r)).unwrap_or(0))
     }
 
     pub(crate) fn flush_log(&self) -> Outcome {

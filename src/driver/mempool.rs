@@ -58,7 +58,8 @@ pub(crate) fn mem_pool_release_threshold(pool: usize) -> Result<u64> {
 fn get_u64_attribute(pool: usize, attribute: sys::CUmemPool_attribute) -> Result<u64> {
     let mut value: u64 = 0;
     // SAFETY: the pool is alive (callers hold it); the attribute's value is a cuuint64_t.
-    let status = unsafe { sys::cuMemPoolGetAttribute(pool as sys::CUmemoryPool, attribute, (&mut value as *mut u64).cast()) };
+    let status =
+        unsafe { sys::cuMemPoolGetAttribute(pool as sys::CUmemoryPool, attribute, (&mut value as *mut u64).cast()) };
     check(status, "cuMemPoolGetAttribute")?;
     Ok(value)
 }
@@ -67,8 +68,7 @@ fn get_u64_attribute(pool: usize, attribute: sys::CUmemPool_attribute) -> Result
 /// `CU_MEM_ALLOCATION_TYPE_MANAGED`). The driver owns it: it is never destroyed. Needs a 13.0
 /// driver (the symbol does not exist before), which the caller checks first.
 pub(crate) fn mem_get_default_managed_pool(device: i32) -> Result<usize> {
-    let mut location =
-        sys::CUmemLocation { type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE, id: device };
+    let mut location = sys::CUmemLocation { type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE, id: device };
     let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
     let managed = sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_MANAGED;
     let status = with_context(|| {

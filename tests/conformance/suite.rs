@@ -27,8 +27,13 @@ impl Spec {
     pub const DRIVER: Spec =
         Spec { gpu: true, max_alignment: 256, device_accessible: true, host_accessible: false, supported_here: always };
     /// Host memory for tests, no GPU.
-    pub const HOST: Spec =
-        Spec { gpu: false, max_alignment: 4096, device_accessible: false, host_accessible: true, supported_here: always };
+    pub const HOST: Spec = Spec {
+        gpu: false,
+        max_alignment: 4096,
+        device_accessible: false,
+        host_accessible: true,
+        supported_here: always,
+    };
 
     pub const fn host_accessible(self) -> Spec {
         Spec { host_accessible: true, ..self }
