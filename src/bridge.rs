@@ -25,6 +25,7 @@
 //! for it. The other way, a C++ exception from a `CppResource` allocation comes back in the
 //! `Outcome` passed to it, and one from a `CppCallback` counts as "do not retry".
 
+mod async_system;
 mod cpp_upstream;
 mod outcome;
 mod resources;
@@ -33,6 +34,7 @@ mod streams;
 pub use resources::RustResource;
 
 use crate::process_exit::mark_process_exiting;
+use async_system::*;
 use resources::*;
 use streams::{register_stream, retire_stream};
 
@@ -82,6 +84,25 @@ pub(crate) mod ffi {
         allocations: Counter,
     }
 
+    /// What `rmm/detail/runtime_capabilities.hpp` asks of the device and driver.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum Capability {
+        /// Memory pools (`cudaMallocAsync`).
+        AsyncAlloc,
+        /// Pools exporting allocations as the given handle types.
+        ExportHandleType,
+        /// Hardware decompression (a 12.8 driver).
+        HwDecompress,
+        /// Concurrent managed access.
+        ConcurrentManagedAccess,
+        /// Pools of managed memory (a 13.0 driver and concurrent managed access).
+        AsyncManagedAlloc,
+        /// An integrated GPU.
+        DeviceIntegratedMemory,
+        /// Access to system-allocated memory (HMM or ATS).
+        SystemMemory,
+    }
+
     // ---------------------------------------------------------------------------------------------
     // extern "Rust": what the C++ headers call
     // ---------------------------------------------------------------------------------------------
@@ -118,7 +139,7 @@ pub(crate) mod ffi {
         fn allocation_limit(self: &RustResource) -> usize;
         fn outstanding_allocations(self: &RustResource) -> String;
         fn flush_log(self: &RustResource) -> Outcome;
-        /// The `CUmemoryPool` of a cuda_async_memory_resource (0 for other resources).
+        /// The `CUmemoryPool` of a resource of the cuda_async family (0 for other resources).
         fn cuda_async_pool_handle(self: &RustResource) -> usize;
 
         // Constructors. They never fail outright: a failure is kept in the handle (`status`).
@@ -144,6 +165,16 @@ pub(crate) mod ffi {
         fn new_logging_adaptor(upstream: &RustResource, path: &str, auto_flush: bool) -> Box<RustResource>;
         fn new_failure_callback_adaptor(upstream: &RustResource, callback: UniquePtr<CppCallback>)
             -> Box<RustResource>;
+        // The cuda_async family, system and SAM-headroom resources, capability checks
+        // (src/bridge/async_system.rs).
+        /// A view of the `cudaMemPool_t` `pool` (0: an empty view); the pool stays the caller's.
+        fn new_cuda_async_view_memory_resource(pool: usize) -> Box<RustResource>;
+        fn new_cuda_async_managed_memory_resource() -> Box<RustResource>;
+        fn new_system_memory_resource() -> Box<RustResource>;
+        fn new_sam_headroom_memory_resource(headroom: usize) -> Box<RustResource>;
+        /// Whether device `device` has `capability` (`ptr` 1 or 0), or the driver's error.
+        fn runtime_capability(capability: Capability, device: i32, handle_types: u32) -> Outcome;
+
         /// Host memory from the global allocator: lets the bridge be tested without a GPU.
         fn new_host_memory_resource() -> Box<RustResource>;
         /// A C++ resource that is not ours, seen as a Rust resource (for example a pool's upstream).

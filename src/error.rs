@@ -83,6 +83,9 @@ pub enum Error {
         /// Bytes per element.
         element_size: usize,
     },
+    /// This machine (device, driver or operating system) lacks what the resource needs; the
+    /// message names what is missing. RMM throws `rmm::logic_error` for it.
+    Unsupported(String),
     /// A CUDA driver call failed.
     Cuda {
         /// The driver function that failed.
@@ -164,6 +167,7 @@ impl fmt::Display for Error {
                 f,
                 "size overflow: {len} elements of {element_size} bytes do not fit in the address space"
             ),
+            Error::Unsupported(msg) => write!(f, "not supported: {msg}"),
             Error::Cuda { call, code, name } => write!(f, "CUDA error in {call}: {name} ({code})"),
             Error::NoDriver(msg) => write!(f, "no CUDA driver: {msg}"),
             Error::Misuse(m) => write!(f, "misuse: {m}"),

@@ -59,6 +59,7 @@ pub mod adaptor;
 #[cfg(feature = "cxx-bridge")]
 mod bridge;
 pub mod buffer;
+pub mod capabilities;
 pub mod device;
 mod driver;
 pub mod error;

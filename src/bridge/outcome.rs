@@ -38,7 +38,7 @@ impl Outcome {
 pub(crate) fn kind_of(e: &Error, ctx: Context) -> ErrorKind {
     match e {
         Error::OutOfMemory { .. } => ErrorKind::OutOfMemory,
-        Error::Misuse(_) => ErrorKind::Logic,
+        Error::Misuse(_) | Error::Unsupported(_) => ErrorKind::Logic,
         Error::Cuda { .. } | Error::NoDriver(_) => match ctx {
             Context::Allocate => ErrorKind::BadAlloc,
             Context::Construct => ErrorKind::Cuda,

@@ -10,9 +10,10 @@ use crate::adaptor::{
 use crate::device::DeviceId;
 use crate::error::{Error, Result};
 use crate::per_device_resource;
+use crate::resource::cuda_async_view::async_pool_of;
 use crate::resource::{
-    CudaAsyncMemoryResource, CudaMemoryResource, HostMemoryResource, ManagedMemoryResource, MemoryResource,
-    PinnedHostMemoryResource, PoolMemoryResource, SharedResource,
+    CudaMemoryResource, HostMemoryResource, ManagedMemoryResource, MemoryResource, PinnedHostMemoryResource,
+    PoolMemoryResource, SharedResource,
 };
 use crate::stream::CudaStreamView;
 use std::any::Any;
@@ -58,7 +59,7 @@ pub struct RustResource {
 }
 
 impl RustResource {
-    fn make(name: &'static str, f: impl FnOnce() -> Result<SharedResource>) -> Box<RustResource> {
+    pub(super) fn make(name: &'static str, f: impl FnOnce() -> Result<SharedResource>) -> Box<RustResource> {
         let made = guard(name, |m| Err(Error::InvalidArgument(m)), f);
         Box::new(RustResource { made, pool: None, name })
     }
@@ -203,11 +204,7 @@ impl RustResource {
     }
 
     pub(crate) fn cuda_async_pool_handle(&self) -> usize {
-        guard(
-            "cuda_async_pool_handle",
-            |_| 0,
-            || self.downcast::<CudaAsyncMemoryResource>().map_or(0, |r| r.pool_handle() as usize),
-        )
+        guard("cuda_async_pool_handle", |_| 0, || self.shared().ok().and_then(|r| async_pool_of(&**r)).unwrap_or(0))
     }
 
     pub(crate) fn flush_log(&self) -> Outcome {
@@ -247,27 +244,6 @@ pub(crate) fn new_pinned_host_memory_resource() -> Box<RustResource> {
         "pinned_host_memory_resource",
         || Ok(Arc::new(PinnedHostMemoryResource::new()) as SharedResource),
     )
-}
-
-/// A size whose `has_` flag is false was not given (the driver's or RMM's default applies).
-/// `export_handle_type` is RMM's `allocation_handle_type`; only none (0) is supported.
-pub(crate) fn new_cuda_async_memory_resource(
-    initial_pool_size: usize,
-    has_initial_pool_size: bool,
-    release_threshold: usize,
-    has_release_threshold: bool,
-    export_handle_type: u32,
-) -> Box<RustResource> {
-    RustResource::make("cuda_async_memory_resource", || {
-        if export_handle_type != 0 {
-            return Err(Error::InvalidArgument(format!(
-                "export handle type {export_handle_type} is not supported; only none (0)"
-            )));
-        }
-        let initial = has_initial_pool_size.then_some(initial_pool_size);
-        Ok(Arc::new(CudaAsyncMemoryResource::new(initial, has_release_threshold.then_some(release_threshold))?)
-            as SharedResource)
-    })
 }
 
 pub(crate) fn new_pool_memory_resource(

@@ -5,13 +5,15 @@ use crate::error::Result;
 use crate::stream::CudaStreamView;
 use cudarc::driver::sys;
 
-/// Creates a pool of pinned memory on device `device`, not exportable. A context must be current.
-pub(crate) fn mem_pool_create(device: i32) -> Result<usize> {
+/// Creates a pool of pinned memory on device `device` whose allocations may be exported as
+/// `handle_types` (a `CUmemAllocationHandleType` bit mask, 0 for none; the caller checks that the
+/// device supports them). A context must be current.
+pub(crate) fn mem_pool_create(device: i32, handle_types: u32) -> Result<usize> {
     // SAFETY: CUmemPoolProps is plain C data whose all-zero pattern is valid (every enum field has a
     // 0 variant, the pointer is null); zeroing also clears the reserved bytes as the driver requires.
     let mut props: sys::CUmemPoolProps = unsafe { std::mem::zeroed() };
     props.allocType = sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED;
-    props.handleTypes = sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE;
+    props.handleTypes = sys::CUmemAllocationHandleType(handle_types);
     props.location.type_ = sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE;
     props.location.id = device;
     let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
@@ -44,17 +46,38 @@ pub(crate) fn mem_pool_set_release_threshold(pool: usize, bytes: u64) -> Result<
 
 /// The most memory `pool` has reserved from the device at once (`CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH`).
 pub(crate) fn mem_pool_reserved_mem_high(pool: usize) -> Result<u64> {
+    get_u64_attribute(pool, sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH)
+}
+
+/// The bytes `pool` keeps cached across synchronisations (`CU_MEMPOOL_ATTR_RELEASE_THRESHOLD`).
+pub(crate) fn mem_pool_release_threshold(pool: usize) -> Result<u64> {
+    get_u64_attribute(pool, sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD)
+}
+
+/// The value of a cuuint64_t `attribute` of the live `pool`.
+fn get_u64_attribute(pool: usize, attribute: sys::CUmemPool_attribute) -> Result<u64> {
     let mut value: u64 = 0;
-    // SAFETY: the pool is alive; the attribute's value is a cuuint64_t.
-    let status = unsafe {
-        sys::cuMemPoolGetAttribute(
-            pool as sys::CUmemoryPool,
-            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH,
-            (&mut value as *mut u64).cast(),
-        )
-    };
+    // SAFETY: the pool is alive (callers hold it); the attribute's value is a cuuint64_t.
+    let status =
+        unsafe { sys::cuMemPoolGetAttribute(pool as sys::CUmemoryPool, attribute, (&mut value as *mut u64).cast()) };
     check(status, "cuMemPoolGetAttribute")?;
     Ok(value)
+}
+
+/// The default pool of managed memory of device `device` (`cuMemGetDefaultMemPool` with
+/// `CU_MEM_ALLOCATION_TYPE_MANAGED`). The driver owns it: it is never destroyed. Needs a 13.0
+/// driver (the symbol does not exist before), which the caller checks first.
+pub(crate) fn mem_get_default_managed_pool(device: i32) -> Result<usize> {
+    let mut location = sys::CUmemLocation { type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE, id: device };
+    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+    let managed = sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_MANAGED;
+    let status = with_context(|| {
+        // SAFETY: the driver is loaded and is 13.0 or newer (the caller's check); both pointers
+        // are valid for the call.
+        unsafe { sys::cuMemGetDefaultMemPool(&mut pool, &mut location, managed) }
+    })?;
+    check(status, "cuMemGetDefaultMemPool")?;
+    Ok(pool as usize)
 }
 
 /// Sets `attribute` of the live `pool` to `value`.

@@ -18,6 +18,8 @@ use crate::error::{Error, Result};
 use cudarc::driver::sys;
 use std::sync::OnceLock;
 
+mod advise;
+mod attribute;
 mod context;
 mod copy;
 mod event;
@@ -26,6 +28,8 @@ mod mempool;
 mod status;
 mod stream;
 
+pub(crate) use advise::{mem_advise_preferred_location, PreferredLocation};
+pub(crate) use attribute::device_attribute;
 pub(crate) use context::{
     current_context, current_context_or_null, current_device, device_count, ensure_context, make_primary_current,
     synchronize_context, synchronize_context_in_drop,
@@ -36,8 +40,9 @@ pub(crate) use memory::{
     mem_alloc, mem_alloc_managed, mem_free, mem_free_host, mem_free_managed, mem_get_info, mem_host_alloc,
 };
 pub(crate) use mempool::{
-    mem_alloc_from_pool_async, mem_free_async, mem_pool_create, mem_pool_destroy, mem_pool_reserved_mem_high,
-    mem_pool_set_release_threshold, mem_pool_set_reuse_allow_opportunistic,
+    mem_alloc_from_pool_async, mem_free_async, mem_get_default_managed_pool, mem_pool_create, mem_pool_destroy,
+    mem_pool_release_threshold, mem_pool_reserved_mem_high, mem_pool_set_release_threshold,
+    mem_pool_set_reuse_allow_opportunistic,
 };
 pub(crate) use stream::{stream_create, stream_destroy, stream_id, stream_synchronize, stream_wait_event};
 

@@ -1,14 +1,14 @@
 //! The driver's stream-ordered allocator on a pool of our own: `cuMemAllocFromPoolAsync` /
 //! `cuMemFreeAsync` (RMM's `cuda_async_memory_resource`).
 
-use crate::device::{available_device_memory, DeviceId};
+use crate::capabilities::{async_alloc_supported, export_handle_type_supported, AllocationHandleType};
+use crate::device::DeviceId;
 use crate::driver;
-use crate::error::Result;
-use crate::resource::driver_backed::cuda_alignment;
+use crate::error::{Error, Result};
+use crate::resource::cuda_async_view::{async_pool_of, pool_allocate, pool_deallocate};
 use crate::resource::MemoryResource;
 use crate::stream::CudaStreamView;
 use cudarc::driver::sys;
-use std::any::Any;
 
 /// Device memory from a `CUmemoryPool` this resource creates and owns. Allocation and free are
 /// stream-ordered and cheap; the driver caches freed memory in the pool up to the release threshold
@@ -32,20 +32,42 @@ pub struct CudaAsyncMemoryResource {
 const MIN_OPPORTUNISTIC_DRIVER: i32 = 11050;
 
 impl CudaAsyncMemoryResource {
-    /// Creates a pool on the current device.
-    ///
-    /// - `initial_pool_size`: when given, that many bytes are allocated and freed once so the pool
-    ///   starts out holding them (then the default stream is synchronised). RMM primes half the
-    ///   free memory when none is given; this crate does not prime unless asked.
-    /// - `release_threshold`: bytes the pool keeps cached across synchronisations; defaults, as in
-    ///   RMM, to the device's total memory, so freed memory is never handed back on its own.
-    ///
-    /// Devices without memory-pool support make `cuMemPoolCreate` fail with a CUDA error.
+    /// Creates a pool on the current device whose allocations cannot be exported; see
+    /// [`with_export_handle_type`](Self::with_export_handle_type).
     pub fn new(initial_pool_size: Option<usize>, release_threshold: Option<usize>) -> Result<Self> {
+        Self::with_export_handle_type(initial_pool_size, release_threshold, AllocationHandleType::None)
+    }
+
+    /// Creates a pool on the current device, as RMM's constructor does.
+    ///
+    /// - `initial_pool_size`: when given, that many bytes are allocated and freed once on the
+    ///   default stream so the pool starts out holding them (then that stream is synchronised).
+    /// - `release_threshold`: bytes the pool keeps cached across synchronisations; defaults, as in
+    ///   RMM 26.10, to `u64::MAX`, so freed memory is never handed back on its own.
+    /// - `export_handle_type`: how allocations may be exported to other processes.
+    ///
+    /// A device without memory pools, or an export type the device does not support (asked of the
+    /// driver first, so no call fails), is [`Error::Unsupported`].
+    pub fn with_export_handle_type(
+        initial_pool_size: Option<usize>,
+        release_threshold: Option<usize>,
+        export_handle_type: AllocationHandleType,
+    ) -> Result<Self> {
         // Makes a context current first if none is.
         let device = DeviceId::current()?;
+        if !async_alloc_supported(device)? {
+            return Err(Error::Unsupported(
+                "cudaMallocAsync not supported with this CUDA driver/runtime version".into(),
+            ));
+        }
+        if !export_handle_type_supported(device, export_handle_type as u32)? {
+            return Err(Error::Unsupported(format!(
+                "Requested IPC memory handle type not supported: {export_handle_type:?} on device {}",
+                device.0
+            )));
+        }
         let context = driver::current_context_or_null()?;
-        let pool = driver::mem_pool_create(device.0)?;
+        let pool = driver::mem_pool_create(device.0, export_handle_type as u32)?;
         // From here on `this` owns the pool: an early return below destroys it in Drop.
         let this = CudaAsyncMemoryResource { pool, context, device };
 
@@ -53,10 +75,7 @@ impl CudaAsyncMemoryResource {
             driver::mem_pool_set_reuse_allow_opportunistic(pool, false)?;
         }
 
-        let threshold = match release_threshold {
-            Some(t) => t as u64,
-            None => available_device_memory()?.1 as u64,
-        };
+        let threshold = release_threshold.map_or(u64::MAX, |t| t as u64);
         driver::mem_pool_set_release_threshold(pool, threshold)?;
 
         if let Some(bytes) = initial_pool_size.filter(|&b| b > 0) {
@@ -79,6 +98,11 @@ impl CudaAsyncMemoryResource {
         self.device
     }
 
+    /// The bytes the pool keeps cached across synchronisations (`CU_MEMPOOL_ATTR_RELEASE_THRESHOLD`).
+    pub fn release_threshold(&self) -> Result<u64> {
+        driver::mem_pool_release_threshold(self.pool)
+    }
+
     /// The most memory the pool has reserved from the device at once, in bytes (the driver's
     /// `CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH`).
     pub fn reserved_memory_high(&self) -> Result<usize> {
@@ -91,26 +115,16 @@ const CUDA_POOL_ALIGNMENT: usize = crate::resource::DEFAULT_ALIGNMENT;
 
 impl MemoryResource for CudaAsyncMemoryResource {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
-        cuda_alignment(alignment)?;
-        if bytes == 0 {
-            return Ok(std::ptr::null_mut());
-        }
-        Ok(driver::mem_alloc_from_pool_async(self.pool, bytes, stream)? as *mut u8)
+        pool_allocate(self.pool, bytes, alignment, stream)
     }
 
     fn deallocate(&self, ptr: *mut u8, _bytes: usize, _alignment: usize, stream: CudaStreamView) -> Result<()> {
-        if ptr.is_null() {
-            return Ok(());
-        }
-        // While the process exits the driver may be gone: the memory goes with the process.
-        if crate::process_exit::process_is_exiting() {
-            return Ok(());
-        }
-        driver::mem_free_async(ptr as usize, stream)
+        pool_deallocate(ptr, stream)
     }
 
+    /// Equal to every resource over the same pool (a view of it included).
     fn is_equal(&self, other: &dyn MemoryResource) -> bool {
-        (other as &dyn Any).downcast_ref::<Self>().is_some_and(|o| o.pool == self.pool)
+        async_pool_of(other) == Some(self.pool)
     }
 
     fn is_device_accessible(&self) -> bool {
@@ -140,7 +154,6 @@ impl Drop for CudaAsyncMemoryResource {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::Error;
     use crate::resource::CudaMemoryResource;
 
     /// A value with a fake pool handle: exercises the paths that must not reach the driver.

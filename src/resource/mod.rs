@@ -11,21 +11,29 @@ use std::sync::Arc;
 
 pub mod cuda;
 pub mod cuda_async;
+pub mod cuda_async_managed;
+pub mod cuda_async_view;
 mod cuda_event_order;
 mod driver_backed;
 pub mod host;
 pub mod managed;
 pub mod pinned_host;
 pub mod pool;
+pub mod sam_headroom;
+pub mod system;
 
 pub use cuda::CudaMemoryResource;
 pub use cuda_async::CudaAsyncMemoryResource;
+pub use cuda_async_managed::CudaAsyncManagedMemoryResource;
+pub use cuda_async_view::CudaAsyncViewMemoryResource;
 pub use cuda_event_order::CudaEventOrder;
 pub use driver_backed::{DriverAllocation, DriverBackedResource};
 pub use host::HostMemoryResource;
 pub use managed::ManagedMemoryResource;
 pub use pinned_host::PinnedHostMemoryResource;
 pub use pool::PoolMemoryResource;
+pub use sam_headroom::SamHeadroomMemoryResource;
+pub use system::SystemMemoryResource;
 
 /// Alignment every resource guarantees when asked for less (RMM's `CUDA_ALLOCATION_ALIGNMENT`).
 pub const DEFAULT_ALIGNMENT: usize = 256;

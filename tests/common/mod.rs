@@ -155,3 +155,15 @@ pub fn run_trace<R: MemoryResource + ?Sized>(
 pub fn host_pool() -> rmm::resource::PoolMemoryResource<rmm::resource::HostMemoryResource> {
     rmm::resource::PoolMemoryResource::new(rmm::resource::HostMemoryResource::new(), 0, None).unwrap()
 }
+
+/// On a GPU: whether the current device has `what` (`check` says), printing the skip reason when
+/// it has not. For tests of resources that need more than a GPU.
+pub fn device_supports(what: &str, check: fn(rmm::DeviceId) -> rmm::Result<bool>) -> bool {
+    let device = rmm::DeviceId::current().unwrap();
+    if check(device).unwrap() {
+        true
+    } else {
+        println!("skipped: device {} does not support {what}", device.0);
+        false
+    }
+}

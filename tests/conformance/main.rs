@@ -13,6 +13,8 @@ mod suite;
 
 mod cuda;
 mod cuda_async;
+mod cuda_async_managed;
+mod cuda_async_view;
 mod failure_callback;
 mod host;
 mod limiting;
@@ -21,5 +23,7 @@ mod managed;
 mod pinned_host;
 mod pool_cuda;
 mod pool_host;
+mod sam_headroom;
 mod statistics;
+mod system;
 mod tracking;

@@ -13,13 +13,27 @@ pub struct Spec {
     pub max_alignment: usize,
     pub device_accessible: bool,
     pub host_accessible: bool,
+    /// On a GPU, whether this machine has what the resource needs; prints why not when it lacks it.
+    pub supported_here: fn() -> bool,
+}
+
+/// For resources that need nothing beyond a GPU.
+fn always() -> bool {
+    true
 }
 
 impl Spec {
     /// Memory from the driver: a GPU, alignments up to 256.
-    pub const DRIVER: Spec = Spec { gpu: true, max_alignment: 256, device_accessible: true, host_accessible: false };
+    pub const DRIVER: Spec =
+        Spec { gpu: true, max_alignment: 256, device_accessible: true, host_accessible: false, supported_here: always };
     /// Host memory for tests, no GPU.
-    pub const HOST: Spec = Spec { gpu: false, max_alignment: 4096, device_accessible: false, host_accessible: true };
+    pub const HOST: Spec = Spec {
+        gpu: false,
+        max_alignment: 4096,
+        device_accessible: false,
+        host_accessible: true,
+        supported_here: always,
+    };
 
     pub const fn host_accessible(self) -> Spec {
         Spec { host_accessible: true, ..self }
@@ -27,9 +41,14 @@ impl Spec {
     pub const fn max_alignment(self, max_alignment: usize) -> Spec {
         Spec { max_alignment, ..self }
     }
-    /// False (and says why) where the resource needs a GPU and there is none.
+    /// Runs the tests only where `supported` (called on a GPU) says the machine can.
+    pub const fn supported_when(self, supported: fn() -> bool) -> Spec {
+        Spec { supported_here: supported, ..self }
+    }
+    /// False (and says why) where the resource needs a GPU and there is none, or a capability the
+    /// machine lacks.
     pub fn runs_here(&self) -> bool {
-        !self.gpu || crate::common::gpu()
+        !self.gpu || (crate::common::gpu() && (self.supported_here)())
     }
 }
 

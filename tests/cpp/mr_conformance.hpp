@@ -3,6 +3,9 @@
 // named after it (mr_<name>_test.cu) with a factory:
 //
 //   struct Factory { static constexpr bool needs_gpu = ...; static auto make(); };
+//
+// A factory whose resource needs more than a GPU also has `static char const* unsupported();`:
+// null where the machine can make the resource, else why not (the tests then skip with it).
 //   INSTANTIATE_TYPED_TEST_SUITE_P(Name, MrConformance, Factory);
 //
 // The tests touch only addresses, never the memory, so a pool or adaptor over a host resource
@@ -19,6 +22,7 @@
 #include <cstdint>
 #include <random>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -31,6 +35,12 @@ inline rmm::mr::pool_memory_resource host_pool()
   return rmm::mr::pool_memory_resource{new_delete_resource{}, 0};
 }
 
+/// Whether `Factory` says when the machine cannot make its resource.
+template <class Factory, class = void>
+struct has_unsupported : std::false_type {};
+template <class Factory>
+struct has_unsupported<Factory, std::void_t<decltype(Factory::unsupported())>> : std::true_type {};
+
 template <class Factory>
 class MrConformance : public ::testing::Test {
  protected:
@@ -38,6 +48,11 @@ class MrConformance : public ::testing::Test {
   {
     if (Factory::needs_gpu && rmm::get_num_cuda_devices() == 0) {
       GTEST_SKIP() << "skipped: no CUDA device";
+    }
+    if constexpr (has_unsupported<Factory>::value) {
+      if (char const* why = Factory::unsupported(); why != nullptr) {
+        GTEST_SKIP() << "skipped: " << why;
+      }
     }
   }
 };

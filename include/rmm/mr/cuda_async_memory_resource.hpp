@@ -23,7 +23,8 @@ class cuda_async_memory_resource final
                                  detail::shared_rust_state,
                                  cuda::mr::device_accessible> {
  public:
-  /// How allocations may be exported to other processes. Only `none` is supported.
+  /// How allocations may be exported to other processes (the values of
+  /// `cudaMemAllocationHandleType`). Types the device does not support are refused.
   enum class allocation_handle_type : std::int32_t {
     none                  = cudaMemHandleTypeNone,
     posix_file_descriptor = cudaMemHandleTypePosixFileDescriptor,
@@ -33,11 +34,14 @@ class cuda_async_memory_resource final
   };
 
   /**
-   * @param initial_pool_size bytes to reserve up front (default: the driver's)
+   * @param initial_pool_size when given, the pool is primed by allocating and freeing this many
+   * bytes on the default stream
    * @param release_threshold bytes the pool keeps reserved when synchronizing (default: the
-   * device's total memory, so freed memory stays in the pool)
-   * @param export_handle_type must be none when given
-   * @throws rmm::logic_error for an unsupported export handle type
+   * maximum of std::uint64_t, so freed memory stays in the pool)
+   * @param export_handle_type how allocations may be exported (default: none); the device's
+   * supported types are asked first, so no driver call fails
+   * @throws rmm::logic_error when the device has no memory pools or does not support the export
+   * handle type
    * @throws rmm::cuda_error when there is no CUDA driver or the pool cannot be created
    */
   cuda_async_memory_resource(std::optional<std::size_t> initial_pool_size             = {},

@@ -1,0 +1,130 @@
+//! Allocation from a driver memory pool someone else owns (RMM's `cuda_async_view_memory_resource`),
+//! and the pool allocation the whole `cuda_async` family shares.
+
+use crate::capabilities::async_alloc_supported;
+use crate::device::DeviceId;
+use crate::driver;
+use crate::error::{Error, Result};
+use crate::resource::driver_backed::cuda_alignment;
+use crate::resource::{CudaAsyncManagedMemoryResource, CudaAsyncMemoryResource, MemoryResource};
+use crate::stream::CudaStreamView;
+use cudarc::driver::sys;
+use std::any::Any;
+
+/// Device memory from an existing `CUmemoryPool` (`cudaMemPool_t`) that this resource does not
+/// own: dropping it leaves the pool alone. Two views are equal when they view the same pool, and a
+/// view equals the owning [`CudaAsyncMemoryResource`] of its pool (memory of one may be freed
+/// through the other).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CudaAsyncViewMemoryResource {
+    pool: usize,
+}
+
+impl CudaAsyncViewMemoryResource {
+    /// A view of `pool`. A null pool makes an empty view (RMM's default-constructed one), which
+    /// refuses every allocation; any other pool must support the stream-ordered allocator.
+    ///
+    /// # Safety
+    /// A non-null `pool` must be a live memory pool that outlives every use of this resource and
+    /// of the memory it hands out.
+    pub unsafe fn new(pool: sys::CUmemoryPool) -> Result<Self> {
+        if !pool.is_null() && !async_alloc_supported(DeviceId::current()?)? {
+            return Err(Error::Unsupported(
+                "cudaMallocAsync not supported with this CUDA driver/runtime version".into(),
+            ));
+        }
+        Ok(CudaAsyncViewMemoryResource { pool: pool as usize })
+    }
+
+    /// The pool viewed (null for an empty view).
+    pub fn pool_handle(&self) -> sys::CUmemoryPool {
+        self.pool as sys::CUmemoryPool
+    }
+}
+
+impl MemoryResource for CudaAsyncViewMemoryResource {
+    fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
+        if self.pool == 0 && bytes > 0 {
+            cuda_alignment(alignment)?;
+            return Err(Error::InvalidArgument(
+                "this cuda_async_view_memory_resource views no pool (it was made without one)".into(),
+            ));
+        }
+        pool_allocate(self.pool, bytes, alignment, stream)
+    }
+
+    fn deallocate(&self, ptr: *mut u8, _bytes: usize, _alignment: usize, stream: CudaStreamView) -> Result<()> {
+        pool_deallocate(ptr, stream)
+    }
+
+    fn is_equal(&self, other: &dyn MemoryResource) -> bool {
+        async_pool_of(other) == Some(self.pool)
+    }
+
+    fn is_device_accessible(&self) -> bool {
+        true
+    }
+
+    fn is_host_accessible(&self) -> bool {
+        false
+    }
+}
+
+/// The pool of a resource of the `cuda_async` family, for equality across the family: memory from
+/// a pool may be freed through any resource over the same pool.
+pub(crate) fn async_pool_of(r: &dyn MemoryResource) -> Option<usize> {
+    let any = r as &dyn Any;
+    if let Some(v) = any.downcast_ref::<CudaAsyncViewMemoryResource>() {
+        return Some(v.pool);
+    }
+    if let Some(a) = any.downcast_ref::<CudaAsyncMemoryResource>() {
+        return Some(a.pool_handle() as usize);
+    }
+    any.downcast_ref::<CudaAsyncManagedMemoryResource>().map(|m| m.pool_handle() as usize)
+}
+
+/// `bytes` from `pool` on `stream` (`cuMemAllocFromPoolAsync`); null for 0 bytes, with no driver
+/// call for it or for a bad alignment.
+#[inline]
+pub(crate) fn pool_allocate(pool: usize, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
+    cuda_alignment(alignment)?;
+    if bytes == 0 {
+        return Ok(std::ptr::null_mut());
+    }
+    Ok(driver::mem_alloc_from_pool_async(pool, bytes, stream)? as *mut u8)
+}
+
+/// Frees `ptr` from a pool in stream order on `stream` (`cuMemFreeAsync`); nothing for null, or
+/// while the process exits (the driver may be gone; the memory goes with the process).
+#[inline]
+pub(crate) fn pool_deallocate(ptr: *mut u8, stream: CudaStreamView) -> Result<()> {
+    if ptr.is_null() || crate::process_exit::process_is_exiting() {
+        return Ok(());
+    }
+    driver::mem_free_async(ptr as usize, stream)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_view_refuses_allocations_without_a_driver_call() {
+        // SAFETY: a null pool is never used.
+        let v = unsafe { CudaAsyncViewMemoryResource::new(std::ptr::null_mut()) }.unwrap();
+        assert!(v.allocate(0, 256, CudaStreamView::DEFAULT).unwrap().is_null());
+        assert!(matches!(v.allocate(64, 256, CudaStreamView::DEFAULT), Err(Error::InvalidArgument(_))));
+        assert!(matches!(v.allocate(64, 3, CudaStreamView::DEFAULT), Err(Error::BadAlignment { .. })));
+        v.deallocate(std::ptr::null_mut(), 0, 256, CudaStreamView::DEFAULT).unwrap();
+    }
+
+    #[test]
+    fn views_of_one_pool_are_equal() {
+        let a = CudaAsyncViewMemoryResource { pool: 0x10 };
+        let b = CudaAsyncViewMemoryResource { pool: 0x10 };
+        let c = CudaAsyncViewMemoryResource { pool: 0x20 };
+        assert!(a.is_equal(&b));
+        assert!(!a.is_equal(&c));
+        assert!(!a.is_equal(&crate::resource::CudaMemoryResource::new()));
+    }
+}

@@ -1,0 +1,9 @@
+//! `SamHeadroomMemoryResource` keeping 1 GiB of device memory free (skipped with the reason where
+//! the device has no pageable memory access).
+fn supported() -> bool {
+    crate::common::device_supports("system-allocated memory", rmm::capabilities::system_memory_supported)
+}
+
+conformance!(Spec::DRIVER.host_accessible().max_alignment(4096).supported_when(supported), || {
+    rmm::resource::SamHeadroomMemoryResource::new(1 << 30).unwrap()
+});
