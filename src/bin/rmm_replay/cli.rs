@@ -57,7 +57,7 @@ pub struct Cli {
     /// Only read the logs: print ops and peak_live_bytes
     #[arg(long)]
     pub check: bool,
-    /// Write DIR/<log name>.svg for each log: a memory map over time of the cold replay (address
+    /// Write DIR/NAME.svg for each log NAME.csv: a memory map over time of the cold replay (address
     /// against operation; holes between live blocks are fragmentation)
     #[arg(long, value_name = "DIR", conflicts_with = "check")]
     pub map: Option<PathBuf>,
