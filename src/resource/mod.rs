@@ -9,6 +9,7 @@ use crate::stream::CudaStreamView;
 use std::any::Any;
 use std::sync::Arc;
 
+pub mod arena;
 pub mod cuda;
 pub mod cuda_async;
 mod cuda_event_order;
@@ -18,6 +19,7 @@ pub mod managed;
 pub mod pinned_host;
 pub mod pool;
 
+pub use arena::ArenaMemoryResource;
 pub use cuda::CudaMemoryResource;
 pub use cuda_async::CudaAsyncMemoryResource;
 pub use cuda_event_order::CudaEventOrder;
