@@ -25,6 +25,7 @@
 //! for it. The other way, a C++ exception from a `CppResource` allocation comes back in the
 //! `Outcome` passed to it, and one from a `CppCallback` counts as "do not retry".
 
+mod arena;
 mod cpp_upstream;
 mod outcome;
 mod resources;
@@ -33,6 +34,7 @@ mod streams;
 pub use resources::RustResource;
 
 use crate::process_exit::mark_process_exiting;
+use arena::new_arena_memory_resource;
 use resources::*;
 use streams::{register_stream, retire_stream};
 
@@ -144,6 +146,14 @@ pub(crate) mod ffi {
         fn new_logging_adaptor(upstream: &RustResource, path: &str, auto_flush: bool) -> Box<RustResource>;
         fn new_failure_callback_adaptor(upstream: &RustResource, callback: UniquePtr<CppCallback>)
             -> Box<RustResource>;
+        // arena_memory_resource (src/bridge/arena.rs)
+        fn new_arena_memory_resource(
+            upstream: &RustResource,
+            arena_size: usize,
+            has_arena_size: bool,
+            dump_log_on_failure: bool,
+        ) -> Box<RustResource>;
+
         /// Host memory from the global allocator: lets the bridge be tested without a GPU.
         fn new_host_memory_resource() -> Box<RustResource>;
         /// A C++ resource that is not ours, seen as a Rust resource (for example a pool's upstream).

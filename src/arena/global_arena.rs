@@ -125,7 +125,10 @@ impl GlobalArena {
         let held: usize = self.held.values().map(|&(size, _)| size).sum();
         let state = self.core.state();
         if held > state.pool_size - state.free_bytes {
-            return Err(format!("superblocks hold {held} bytes, more than the {} in use", state.pool_size - state.free_bytes));
+            return Err(format!(
+                "superblocks hold {held} bytes, more than the {} in use",
+                state.pool_size - state.free_bytes
+            ));
         }
         Ok(())
     }

@@ -164,6 +164,11 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
         self.size
     }
 
+    /// The global arena's first byte and size: every block lies in this range.
+    pub fn arena_range(&self) -> (usize, usize) {
+        (self.base, self.size)
+    }
+
     /// Whether a failed allocation dumps the arenas' state to the log file.
     pub fn dump_log_on_failure(&self) -> bool {
         self.dump_log_on_failure
@@ -240,7 +245,14 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
     /// Takes a superblock for `arena` (locked as `state`) and serves the request from it.
     #[cold]
     #[inline(never)]
-    fn grow(&self, arena: &Arena, state: &mut ArenaState, requested: usize, size: usize, align: usize) -> Option<usize> {
+    fn grow(
+        &self,
+        arena: &Arena,
+        state: &mut ArenaState,
+        requested: usize,
+        size: usize,
+        align: usize,
+    ) -> Option<usize> {
         let search = search_size(size, align)?;
         let superblock = self.shared.global.lock().acquire(search, state.arena.held_bytes(), arena.number)?;
         state.arena.adopt(superblock);

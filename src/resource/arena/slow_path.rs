@@ -151,7 +151,11 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
         drop(global);
         let _ = writeln!(out, "  Arena size: {} bytes", self.size);
         let _ = writeln!(out, "  # superblocks: {}", held.len());
-        let _ = writeln!(out, "  Global free memory: {} bytes, largest free range {} bytes", state.free_bytes, state.largest_free_block);
+        let _ = writeln!(
+            out,
+            "  Global free memory: {} bytes, largest free range {} bytes",
+            state.free_bytes, state.largest_free_block
+        );
         let arenas: Vec<Arc<Arena>> = self.shared.registry.lock().by_key.values().cloned().collect();
         let (mut free, mut largest) = (0usize, 0usize);
         for arena in &arenas {
@@ -178,7 +182,10 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
     /// Appends the arenas' state after a failed request of `bytes` to [`DUMP_FILE`].
     fn dump_memory_log(&self, bytes: usize) {
         use std::io::Write;
-        let text = format!("**************************************************\nFailed to allocate {bytes} bytes\n{}", self.memory_log());
+        let text = format!(
+            "**************************************************\nFailed to allocate {bytes} bytes\n{}",
+            self.memory_log()
+        );
         if let Ok(mut file) = std::fs::OpenOptions::new().create(true).append(true).open(DUMP_FILE) {
             let _ = file.write_all(text.as_bytes());
         }
