@@ -1,7 +1,7 @@
 //! The arena resource's rare paths: large requests, frees through another stream's arena,
 //! defragmentation before out-of-memory, the dump of the arenas' state, and retiring streams.
 
-use super::{Arena, ArenaMemoryResource, Shared, IDENTITY_STALE};
+use super::{without_driver_ok, Arena, ArenaMemoryResource, Shared, IDENTITY_STALE};
 use crate::arena::{is_large, Lookup};
 use crate::error::{Error, Misuse, Result};
 use crate::pool::StreamKey;
@@ -66,7 +66,7 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
     /// thread caches. False (nothing moved) when the synchronisation failed.
     pub(super) fn defragment(&self) -> bool {
         let _one_at_a_time = self.defrag_lock.lock();
-        if self.order.synchronize_all().is_err() {
+        if without_driver_ok(self.order.synchronize_all()).is_err() {
             return false;
         }
         let arenas: Vec<Arc<Arena>> = self.shared.registry.lock().by_key.values().cloned().collect();
@@ -135,7 +135,7 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
     /// Waits for the work queued on `stream` (named in the current call, so alive).
     fn synchronize(&self, stream: CudaStreamView) -> Result<()> {
         if self.ordered {
-            stream.synchronize()
+            without_driver_ok(stream.synchronize())
         } else {
             Ok(())
         }
@@ -233,7 +233,7 @@ impl StreamTenant for ArenaTenant {
         };
         let arenas: Vec<Arc<Arena>> =
             shared.registry.lock().by_key.iter().filter(|((_, k), _)| *k == key).map(|(_, a)| a.clone()).collect();
-        if arenas.is_empty() || CudaStreamView::from_handle(key.0).synchronize().is_ok() {
+        if arenas.is_empty() || without_driver_ok(CudaStreamView::from_handle(key.0).synchronize()).is_ok() {
             return;
         }
         for arena in arenas {
