@@ -26,6 +26,7 @@
 //! `Outcome` passed to it, and one from a `CppCallback` counts as "do not retry".
 
 mod async_system;
+mod arena;
 mod cpp_upstream;
 mod outcome;
 mod resources;
@@ -35,6 +36,7 @@ pub use resources::RustResource;
 
 use crate::process_exit::mark_process_exiting;
 use async_system::*;
+use arena::new_arena_memory_resource;
 use resources::*;
 use streams::{register_stream, retire_stream};
 
@@ -174,6 +176,13 @@ pub(crate) mod ffi {
         fn new_sam_headroom_memory_resource(headroom: usize) -> Box<RustResource>;
         /// Whether device `device` has `capability` (`ptr` 1 or 0), or the driver's error.
         fn runtime_capability(capability: Capability, device: i32, handle_types: u32) -> Outcome;
+        // arena_memory_resource (src/bridge/arena.rs)
+        fn new_arena_memory_resource(
+            upstream: &RustResource,
+            arena_size: usize,
+            has_arena_size: bool,
+            dump_log_on_failure: bool,
+        ) -> Box<RustResource>;
 
         /// Host memory from the global allocator: lets the bridge be tested without a GPU.
         fn new_host_memory_resource() -> Box<RustResource>;

@@ -56,6 +56,7 @@
 #![warn(missing_docs)]
 
 pub mod adaptor;
+pub mod arena;
 #[cfg(feature = "cxx-bridge")]
 mod bridge;
 pub mod buffer;

@@ -9,6 +9,7 @@ use crate::stream::CudaStreamView;
 use std::any::Any;
 use std::sync::Arc;
 
+pub mod arena;
 pub mod cuda;
 pub mod cuda_async;
 pub mod cuda_async_managed;
@@ -22,6 +23,7 @@ pub mod pool;
 pub mod sam_headroom;
 pub mod system;
 
+pub use arena::ArenaMemoryResource;
 pub use cuda::CudaMemoryResource;
 pub use cuda_async::CudaAsyncMemoryResource;
 pub use cuda_async_managed::CudaAsyncManagedMemoryResource;

@@ -11,6 +11,8 @@ mod common;
 #[macro_use]
 mod suite;
 
+mod arena_cuda;
+mod arena_host;
 mod cuda;
 mod cuda_async;
 mod cuda_async_managed;

@@ -1,0 +1,243 @@
+//! The arena resource's rare paths: large requests, frees through another stream's arena,
+//! defragmentation before out-of-memory, the dump of the arenas' state, and retiring streams.
+
+use super::{without_driver_ok, Arena, ArenaMemoryResource, Shared, IDENTITY_STALE};
+use crate::arena::{is_large, Lookup};
+use crate::error::{Error, Misuse, Result};
+use crate::pool::StreamKey;
+use crate::resource::MemoryResource;
+use crate::stream::CudaStreamView;
+use crate::stream_registry::{add_tenant, StreamTenant, Tenancy};
+use std::sync::{Arc, Weak};
+
+/// Where a failed allocation's dump goes (RMM's file name).
+pub const DUMP_FILE: &str = "rmm_arena_memory_dump.log";
+
+impl<U: MemoryResource> ArenaMemoryResource<U> {
+    /// An allocation the calling thread's arena could not serve (or a large one): from the global
+    /// arena, then once more after a defragmentation, else out-of-memory.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn allocate_slow(
+        &self,
+        requested: usize,
+        size: usize,
+        align: usize,
+        search: usize,
+        stream: CudaStreamView,
+    ) -> Result<*mut u8> {
+        let key = super::stream_key(stream);
+        let large = is_large(search);
+        let attempt = |this: &Self| -> Result<Option<usize>> {
+            if large {
+                Ok(this.shared.global.lock().allocate_large(requested, size, align))
+            } else {
+                this.allocate_small(key, requested, size, align)
+            }
+        };
+        // A small request was just tried (its arena's blocks, then a superblock).
+        if large {
+            if let Some(addr) = attempt(self)? {
+                return Ok(addr as *mut u8);
+            }
+        }
+        if self.defragment() {
+            if let Some(addr) = attempt(self)? {
+                return Ok(addr as *mut u8);
+            }
+        }
+        if self.dump_log_on_failure {
+            self.dump_memory_log(requested);
+        }
+        Err(self.out_of_memory(requested, "No room in arena"))
+    }
+
+    /// RMM's out-of-memory error, with the arena's sizes.
+    pub(super) fn out_of_memory(&self, requested: usize, reason: &str) -> Error {
+        Error::OutOfMemory {
+            requested,
+            pool: Some(self.state()),
+            reason: format!("Maximum pool size exceeded (failed to allocate {requested} bytes): {reason}"),
+        }
+    }
+
+    /// After a synchronisation of everything, gives every arena's empty superblocks back to the
+    /// global arena, where neighbours merge, and forgets arenas that hold nothing and that no
+    /// thread caches. False (nothing moved) when the synchronisation failed.
+    pub(super) fn defragment(&self) -> bool {
+        let _one_at_a_time = self.defrag_lock.lock();
+        if without_driver_ok(self.order.synchronize_all()).is_err() {
+            return false;
+        }
+        let arenas: Vec<Arc<Arena>> = self.shared.registry.lock().by_key.values().cloned().collect();
+        for arena in &arenas {
+            let empty = arena.state.lock().arena.release_empty();
+            if !empty.is_empty() {
+                let mut global = self.shared.global.lock();
+                for superblock in empty {
+                    let released = global.release(superblock);
+                    debug_assert!(released.is_ok(), "an arena held a superblock the global arena did not give it");
+                }
+            }
+        }
+        drop(arenas);
+        let mut registry = self.shared.registry.lock();
+        let idle: Vec<(usize, StreamKey)> = registry
+            .by_key
+            .iter()
+            .filter(|(_, a)| Arc::strong_count(a) == 1 && a.state.lock().arena.held_bytes() == 0)
+            .map(|(&k, _)| k)
+            .collect();
+        for k in idle {
+            if let Some(arena) = registry.by_key.remove(&k) {
+                registry.by_number.remove(&arena.number);
+            }
+        }
+        true
+    }
+
+    /// Frees a block the calling thread's arena for `key` did not hand out: a large block, or a
+    /// block of another arena. Unless that arena serves the same stream, `stream` is synchronised
+    /// first (RMM does the same): the block then serves another stream at once.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn deallocate_elsewhere(
+        &self,
+        ptr: usize,
+        bytes: usize,
+        key: StreamKey,
+        stream: CudaStreamView,
+    ) -> Result<()> {
+        let lookup = self.shared.global.lock().lookup(ptr);
+        match lookup {
+            Lookup::Outside => Err(Error::Misuse(Misuse::UnknownPointer { ptr })),
+            Lookup::Global => {
+                self.synchronize(stream)?;
+                self.shared.global.lock().deallocate_large(ptr, bytes).map_err(Error::Misuse)
+            }
+            Lookup::Held { owner } => {
+                let arena = {
+                    let registry = self.shared.registry.lock();
+                    registry.by_number.get(&owner).and_then(|k| registry.by_key.get(k)).cloned()
+                };
+                let Some(arena) = arena else {
+                    return Err(Error::Misuse(Misuse::UnknownPointer { ptr }));
+                };
+                if arena.key != key {
+                    self.synchronize(stream)?;
+                }
+                let freed = arena.state.lock().arena.deallocate(ptr, bytes);
+                freed.map_err(Error::Misuse)
+            }
+        }
+    }
+
+    /// Waits for the work queued on `stream` (named in the current call, so alive).
+    fn synchronize(&self, stream: CudaStreamView) -> Result<()> {
+        if self.ordered {
+            without_driver_ok(stream.synchronize())
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The arenas' state, as RMM's dump lists it.
+    pub fn memory_log(&self) -> String {
+        use std::fmt::Write;
+        let mut out = String::new();
+        let global = self.shared.global.lock();
+        let state = global.state();
+        let held: Vec<_> = global.held().collect();
+        drop(global);
+        let _ = writeln!(out, "  Arena size: {} bytes", self.size);
+        let _ = writeln!(out, "  # superblocks: {}", held.len());
+        let _ = writeln!(
+            out,
+            "  Global free memory: {} bytes, largest free range {} bytes",
+            state.free_bytes, state.largest_free_block
+        );
+        let arenas: Vec<Arc<Arena>> = self.shared.registry.lock().by_key.values().cloned().collect();
+        let (mut free, mut largest) = (0usize, 0usize);
+        for arena in &arenas {
+            let s = arena.state.lock().arena.state();
+            free += s.free_bytes;
+            largest = largest.max(s.largest_free_block);
+        }
+        let fragmentation = if free == 0 { 0.0 } else { (1.0 - largest as f64 / free as f64) * 100.0 };
+        let _ = writeln!(out, "  Total free memory in superblocks: {free} bytes");
+        let _ = writeln!(out, "  Largest block of free memory in superblocks: {largest} bytes");
+        let _ = writeln!(out, "  Fragmentation: {fragmentation:.2}");
+        for (i, (superblock, owner)) in held.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "    Superblock {i}: start={:#x}, end={:#x}, size={} bytes, arena={owner}",
+                superblock.addr,
+                superblock.end(),
+                superblock.size
+            );
+        }
+        out
+    }
+
+    /// Appends the arenas' state after a failed request of `bytes` to [`DUMP_FILE`].
+    fn dump_memory_log(&self, bytes: usize) {
+        use std::io::Write;
+        let text = format!(
+            "**************************************************\nFailed to allocate {bytes} bytes\n{}",
+            self.memory_log()
+        );
+        if let Ok(mut file) = std::fs::OpenOptions::new().create(true).append(true).open(DUMP_FILE) {
+            let _ = file.write_all(text.as_bytes());
+        }
+    }
+
+    /// Checks the invariants of the global arena and of every arena, and that the superblocks the
+    /// arenas hold are those the global arena handed them; for tests.
+    pub fn check_invariants(&self) -> std::result::Result<(), String> {
+        let arenas: Vec<Arc<Arena>> = self.shared.registry.lock().by_key.values().cloned().collect();
+        let mut from_arenas = Vec::new();
+        for arena in &arenas {
+            let state = arena.state.lock();
+            state.arena.check_invariants().map_err(|e| format!("arena {}: {e}", arena.number))?;
+            from_arenas.extend(state.arena.superblocks().map(|s| (s.addr, s.size, arena.number)));
+        }
+        let global = self.shared.global.lock();
+        global.check_invariants().map_err(|e| format!("global arena: {e}"))?;
+        let mut from_global: Vec<_> = global.held().map(|(s, owner)| (s.addr, s.size, owner)).collect();
+        from_arenas.sort_unstable();
+        from_global.sort_unstable();
+        if from_arenas != from_global {
+            return Err(format!("arenas hold superblocks {from_arenas:x?}, the global arena gave {from_global:x?}"));
+        }
+        Ok(())
+    }
+}
+
+/// Registers the arenas to hear of streams of this library about to be destroyed.
+pub(super) fn announce_retiring_streams(shared: &Arc<Shared>) -> Tenancy {
+    add_tenant(Arc::new(ArenaTenant { shared: Arc::downgrade(shared) }))
+}
+
+/// What the stream registry holds of an arena resource: nothing that keeps it alive.
+struct ArenaTenant {
+    shared: Weak<Shared>,
+}
+
+impl StreamTenant for ArenaTenant {
+    /// The stream's arenas may hold blocks its queued work still uses, and the next stream with
+    /// its handle would take them: wait for that work now, while the stream is alive. Should that
+    /// fail, the arenas synchronise everything before they serve again.
+    fn stream_retiring(&self, key: StreamKey) {
+        let Some(shared) = self.shared.upgrade() else {
+            return;
+        };
+        let arenas: Vec<Arc<Arena>> =
+            shared.registry.lock().by_key.iter().filter(|((_, k), _)| *k == key).map(|(_, a)| a.clone()).collect();
+        if arenas.is_empty() || without_driver_ok(CudaStreamView::from_handle(key.0).synchronize()).is_ok() {
+            return;
+        }
+        for arena in arenas {
+            arena.state.lock().identity = IDENTITY_STALE;
+        }
+    }
+}

@@ -1,0 +1,240 @@
+//! `ArenaMemoryResource` on a host upstream: a shadow model over a million operations, threads
+//! hammering their own and each other's arenas, defragmentation before out-of-memory, bad input,
+//! and a microbenchmark (ignored; run with `--ignored --nocapture`).
+
+mod common;
+
+use common::{Model, Rng};
+use rmm::resource::{ArenaMemoryResource, HostMemoryResource, PoolMemoryResource};
+use rmm::{CudaStreamView, Error, MemoryResource, Misuse};
+use std::sync::{Arc, Mutex};
+
+type Arena = ArenaMemoryResource<HostMemoryResource>;
+
+fn arena(bytes: usize) -> Arena {
+    ArenaMemoryResource::new(HostMemoryResource::new(), Some(bytes), false).unwrap()
+}
+
+/// Host streams need no ordering: any handle names one.
+fn stream(i: usize) -> CudaStreamView {
+    if i == 0 {
+        CudaStreamView::DEFAULT
+    } else {
+        CudaStreamView::from_handle(i << 12)
+    }
+}
+
+fn rounded(bytes: usize) -> usize {
+    bytes.next_multiple_of(256)
+}
+
+#[test]
+fn a_million_operations_match_the_model() {
+    const SIZE: usize = 64 << 20;
+    let r = arena(SIZE);
+    let (base, size) = r.arena_range();
+    assert_eq!(size, SIZE);
+    let mut rng = Rng::new(common::seed("arena_model", 0xa7e4a));
+    let mut model = Model::default();
+    let mut live: Vec<(usize, usize, usize)> = Vec::new();
+    let mut ooms = 0;
+    for op in 0..1_000_000 {
+        if live.is_empty() || (rng.below(100) < 52 && live.len() < 1000) {
+            let bytes = match rng.below(100) {
+                0 => 1 + rng.below(3 << 20),
+                1..=9 => 1 + rng.below(256 << 10),
+                _ => 1 + rng.below(8 << 10),
+            };
+            let align = if rng.below(10) == 0 { 4096 } else { 256 };
+            let s = rng.below(4);
+            match r.allocate(bytes, align, stream(s)) {
+                Ok(p) => {
+                    let a = p as usize;
+                    assert!(base <= a && a + bytes <= base + size, "block {a:#x}+{bytes} outside the arena");
+                    model.insert(p, bytes, align);
+                    live.push((a, bytes, s));
+                }
+                Err(e) => {
+                    assert!(e.is_out_of_memory(), "{e}");
+                    ooms += 1;
+                }
+            }
+        } else {
+            let i = rng.below(live.len());
+            let (a, bytes, s) = live.swap_remove(i);
+            // One free in eight goes through another stream's arena.
+            let s = if rng.below(8) == 0 { (s + 1) % 4 } else { s };
+            r.deallocate(a as *mut u8, bytes, 256, stream(s)).unwrap();
+            model.remove(a as *mut u8);
+        }
+        if op % 50_000 == 0 {
+            r.check_invariants().unwrap();
+            let used: usize = live.iter().map(|&(_, b, _)| rounded(b)).sum();
+            assert_eq!(r.state().free_bytes, SIZE - used, "free bytes after {op} operations");
+        }
+    }
+    for (a, bytes, s) in live.drain(..) {
+        r.deallocate(a as *mut u8, bytes, 256, stream(s)).unwrap();
+    }
+    r.check_invariants().unwrap();
+    let state = r.state();
+    assert_eq!((state.pool_size, state.free_bytes), (SIZE, SIZE));
+    assert!(ooms < 20_000, "{ooms} allocations ran out of memory");
+}
+
+#[test]
+fn eight_threads_hammer_then_everything_is_free() {
+    const SIZE: usize = 256 << 20;
+    let r = Arc::new(arena(SIZE));
+    let handed: Arc<Mutex<Vec<(usize, usize)>>> = Arc::default();
+    let threads: Vec<_> = (0..8)
+        .map(|t| {
+            let (r, handed) = (r.clone(), handed.clone());
+            std::thread::spawn(move || {
+                let mut rng = Rng::new(0x5eed + t as u64);
+                let s = if t % 4 == 0 { CudaStreamView::DEFAULT } else { stream(t) };
+                let mut mine: Vec<(usize, usize)> = Vec::new();
+                for _ in 0..100_000 {
+                    if mine.is_empty() || rng.below(2) == 0 {
+                        let max = if rng.below(50) == 0 { 2 << 20 } else { 16 << 10 };
+                        let bytes = 1 + rng.below(max);
+                        let p = r.allocate(bytes, 256, s).unwrap();
+                        // SAFETY: host memory of `bytes` bytes, just handed out to this thread.
+                        unsafe { p.write_bytes(t as u8, bytes.min(64)) };
+                        mine.push((p as usize, bytes));
+                    } else {
+                        let (p, bytes) = mine.swap_remove(rng.below(mine.len()));
+                        // SAFETY: as above; the block is still live and only this thread wrote it.
+                        assert_eq!(unsafe { *(p as *const u8) }, t as u8, "another thread wrote into {p:#x}");
+                        if rng.below(10) == 0 {
+                            handed.lock().unwrap().push((p, bytes));
+                        } else {
+                            r.deallocate(p as *mut u8, bytes, 256, s).unwrap();
+                        }
+                    }
+                    if rng.below(1000) == 0 {
+                        // Free what other threads handed over, on this thread's stream.
+                        let taken: Vec<_> = std::mem::take(&mut *handed.lock().unwrap());
+                        for (p, bytes) in taken {
+                            r.deallocate(p as *mut u8, bytes, 256, s).unwrap();
+                        }
+                    }
+                }
+                for (p, bytes) in mine {
+                    r.deallocate(p as *mut u8, bytes, 256, s).unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    for (p, bytes) in std::mem::take(&mut *handed.lock().unwrap()) {
+        r.deallocate(p as *mut u8, bytes, 256, CudaStreamView::DEFAULT).unwrap();
+    }
+    r.check_invariants().unwrap();
+    assert_eq!(r.state().free_bytes, SIZE, "every byte is free again");
+    assert!(r.arena_count() >= 6, "threads on their own streams get arenas of their own");
+}
+
+#[test]
+fn an_exhausted_arena_defragments_before_reporting_out_of_memory() {
+    const SIZE: usize = 4 << 20;
+    let r = arena(SIZE);
+    // Stream 1 fills every superblock with small blocks, then frees them: its arena keeps them.
+    let blocks: Vec<_> = std::iter::from_fn(|| r.allocate(64 << 10, 256, stream(1)).ok()).take(1000).collect();
+    assert_eq!(blocks.len(), SIZE / (64 << 10), "small blocks use the whole arena");
+    let err = r.allocate(256, 256, stream(2)).unwrap_err();
+    assert!(matches!(err, Error::OutOfMemory { .. }), "{err}");
+    for &p in &blocks {
+        r.deallocate(p, 64 << 10, 256, stream(1)).unwrap();
+    }
+    // Another stream's large request gets the superblocks back through a defragmentation.
+    let big = r.allocate(3 << 20, 256, stream(2)).unwrap();
+    r.check_invariants().unwrap();
+    let err = r.allocate(2 << 20, 256, stream(3)).unwrap_err();
+    assert!(err.to_string().contains("No room in arena"), "{err}");
+    assert!(r.memory_log().contains("Arena size: 4194304"), "{}", r.memory_log());
+    r.deallocate(big, 3 << 20, 256, stream(3)).unwrap();
+    r.check_invariants().unwrap();
+    assert_eq!(r.state().free_bytes, SIZE);
+}
+
+#[test]
+fn bad_input_is_refused_and_changes_nothing() {
+    const SIZE: usize = 8 << 20;
+    let too_small = ArenaMemoryResource::new(HostMemoryResource::new(), Some((1 << 20) - 1), false);
+    assert!(matches!(too_small, Err(Error::InvalidArgument(_))));
+    let r = arena(SIZE);
+    assert!(matches!(r.allocate(256, 3, stream(1)), Err(Error::BadAlignment { .. })));
+    assert!(r.allocate(usize::MAX - 10, 256, stream(1)).unwrap_err().is_out_of_memory());
+    assert!(r.allocate(SIZE + 256, 256, stream(1)).unwrap_err().is_out_of_memory());
+    let small = r.allocate(1000, 256, stream(1)).unwrap();
+    let large = r.allocate(2 << 20, 256, stream(1)).unwrap();
+    let before = r.state();
+    let misuse = |e: Error| match e {
+        Error::Misuse(m) => m,
+        other => panic!("not a misuse: {other}"),
+    };
+    assert!(matches!(misuse(r.deallocate(small, 999, 256, stream(1)).unwrap_err()), Misuse::WrongSize { .. }));
+    assert!(matches!(misuse(r.deallocate(large, 1 << 20, 256, stream(1)).unwrap_err()), Misuse::WrongSize { .. }));
+    // SAFETY: only the address is used; the arena must refuse it.
+    let inside = unsafe { small.add(256) };
+    assert!(r.deallocate(inside, 256, 256, stream(1)).is_err());
+    assert!(r.deallocate(inside, 256, 256, stream(2)).is_err(), "through another stream's arena too");
+    let outside = 0x10usize as *mut u8;
+    assert!(matches!(misuse(r.deallocate(outside, 256, 256, stream(1)).unwrap_err()), Misuse::UnknownPointer { .. }));
+    assert_eq!(r.state(), before, "refused calls change nothing");
+    r.check_invariants().unwrap();
+    r.deallocate(small, 1000, 256, stream(1)).unwrap();
+    r.deallocate(large, 2 << 20, 256, stream(2)).unwrap();
+    assert!(r.deallocate(small, 1000, 256, stream(1)).is_err(), "double free");
+    assert!(r.deallocate(large, 2 << 20, 256, stream(1)).is_err(), "double free of a large block");
+    r.check_invariants().unwrap();
+    assert_eq!(r.state().free_bytes, SIZE);
+}
+
+/// Nanoseconds per allocate-or-free, all threads together (wall time over all operations), each
+/// thread cycling through a window of live blocks of 256 B to 64 KiB on its own stream or on
+/// the default stream.
+fn ns_per_op(r: &dyn MemoryResource, threads: usize, own_streams: bool) -> f64 {
+    const OPS: usize = 400_000;
+    let start = std::time::Instant::now();
+    std::thread::scope(|scope| {
+        for t in 0..threads {
+            scope.spawn(move || {
+                let s = if own_streams { stream(t + 1) } else { CudaStreamView::DEFAULT };
+                let mut rng = Rng::new(t as u64 + 1);
+                let mut live = vec![(std::ptr::null_mut::<u8>(), 0usize); 64];
+                for i in 0..OPS / 2 {
+                    let slot = &mut live[i % 64];
+                    if !slot.0.is_null() {
+                        r.deallocate(slot.0, slot.1, 256, s).unwrap();
+                    }
+                    let bytes = 256 << rng.below(9);
+                    *slot = (r.allocate(bytes, 256, s).unwrap(), bytes);
+                }
+                for (p, bytes) in live {
+                    r.deallocate(p, bytes, 256, s).unwrap();
+                }
+            });
+        }
+    });
+    start.elapsed().as_nanos() as f64 / (threads * OPS) as f64
+}
+
+#[test]
+#[ignore = "a benchmark: cargo test --release --test arena -- --ignored --nocapture"]
+fn microbenchmark_threads_on_their_own_streams() {
+    let arena = arena(1 << 30);
+    let pool = PoolMemoryResource::new(HostMemoryResource::new(), 1 << 30, None).unwrap();
+    for threads in [1, 8, 16] {
+        for own in [true, false] {
+            let a = ns_per_op(&arena, threads, own);
+            let p = ns_per_op(&pool, threads, own);
+            let streams = if own { "own streams" } else { "default stream" };
+            println!("{threads:2} threads, {streams:14}: arena {a:6.1} ns/op, pool {p:6.1} ns/op (aggregate)");
+        }
+    }
+    arena.check_invariants().unwrap();
+}
