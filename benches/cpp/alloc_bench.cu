@@ -58,6 +58,7 @@
 #include <rmm/device_uvector.hpp>
 #include <rmm/error.hpp>
 #include <rmm/exec_policy.hpp>
+#include <rmm/mr/arena_memory_resource.hpp>
 #include <rmm/mr/cuda_async_memory_resource.hpp>
 #include <rmm/mr/cuda_memory_resource.hpp>
 #include <rmm/mr/pool_memory_resource.hpp>
@@ -865,7 +866,7 @@ void print_usage()
   std::puts(
     "alloc_bench [--baselines] [--budget-s S] [--only w1,w2] [--resources r1,r2] [--quick]\n"
     "  workloads: random_allocations fixed_trace threads multi_stream thrust\n"
-    "  resources: pool cuda_async cuda; with --baselines also cudaMallocAsync cudaMalloc\n"
+    "  resources: pool arena cuda_async cuda; with --baselines also cudaMallocAsync cudaMalloc\n"
     "             thrust_default preallocated");
 }
 
@@ -943,6 +944,9 @@ int main(int argc, char** argv)
     std::string const impl = RMM_BENCH_IMPL;
     with_resource(impl, "pool", in, [] {
       return rmm::mr::pool_memory_resource{rmm::mr::cuda_memory_resource{}, rmm::percent_of_free_device_memory(50)};
+    });
+    with_resource(impl, "arena", in, [] {
+      return rmm::mr::arena_memory_resource{rmm::mr::cuda_memory_resource{}, rmm::percent_of_free_device_memory(50)};
     });
     with_resource(impl, "cuda_async", in, [] { return rmm::mr::cuda_async_memory_resource{}; });
     with_resource(impl, "cuda", in, [] { return rmm::mr::cuda_memory_resource{}; });
