@@ -9,19 +9,23 @@ use crate::stream::CudaStreamView;
 use std::any::Any;
 use std::sync::Arc;
 
+pub mod binning;
 pub mod cuda;
 pub mod cuda_async;
 mod cuda_event_order;
 mod driver_backed;
+pub mod fixed_size;
 pub mod host;
 pub mod managed;
 pub mod pinned_host;
 pub mod pool;
 
+pub use binning::BinningMemoryResource;
 pub use cuda::CudaMemoryResource;
 pub use cuda_async::CudaAsyncMemoryResource;
 pub use cuda_event_order::CudaEventOrder;
 pub use driver_backed::{DriverAllocation, DriverBackedResource};
+pub use fixed_size::FixedSizeMemoryResource;
 pub use host::HostMemoryResource;
 pub use managed::ManagedMemoryResource;
 pub use pinned_host::PinnedHostMemoryResource;

@@ -11,9 +11,13 @@ mod common;
 #[macro_use]
 mod suite;
 
+mod binning_cuda;
+mod binning_host;
 mod cuda;
 mod cuda_async;
 mod failure_callback;
+mod fixed_size_cuda;
+mod fixed_size_host;
 mod host;
 mod limiting;
 mod logging;
