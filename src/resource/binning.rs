@@ -118,3 +118,9 @@ impl<U: MemoryResource> MemoryResource for BinningMemoryResource<U> {
         self.upstream.is_host_accessible()
     }
 }
+
+impl<U: MemoryResource> std::fmt::Debug for BinningMemoryResource<U> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BinningMemoryResource").field("bin_sizes", &self.bin_sizes()).finish_non_exhaustive()
+    }
+}

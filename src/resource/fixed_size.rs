@@ -366,3 +366,13 @@ impl StreamTenant for FixedSizeTenant {
         self.order.forget_retired(&|k| st.sets.has_key(k));
     }
 }
+
+impl<U: MemoryResource> std::fmt::Debug for FixedSizeMemoryResource<U> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FixedSizeMemoryResource")
+            .field("block_size", &self.block_size)
+            .field("blocks_per_chunk", &self.blocks_per_chunk)
+            .field("pool_size", &self.pool_size())
+            .finish_non_exhaustive()
+    }
+}
