@@ -58,7 +58,7 @@ pub struct RustResource {
 }
 
 impl RustResource {
-    fn make(name: &'static str, f: impl FnOnce() -> Result<SharedResource>) -> Box<RustResource> {
+    pub(super) fn make(name: &'static str, f: impl FnOnce() -> Result<SharedResource>) -> Box<RustResource> {
         let made = guard(name, |m| Err(Error::InvalidArgument(m)), f);
         Box::new(RustResource { made, pool: None, name })
     }
@@ -69,7 +69,7 @@ impl RustResource {
     }
 
     /// The concrete resource when it is a `T`.
-    fn downcast<T: MemoryResource>(&self) -> Option<&T> {
+    pub(super) fn downcast<T: MemoryResource>(&self) -> Option<&T> {
         let r: &dyn MemoryResource = &**self.made.as_ref().ok()?;
         (r as &dyn Any).downcast_ref::<T>()
     }
