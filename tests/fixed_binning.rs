@@ -115,7 +115,8 @@ fn binning_routes_by_size_to_the_smallest_bin_that_fits() {
     b.add_bin(4096, Some(large.clone() as SharedResource)).unwrap();
     b.add_bin(1024, Some(large.clone() as SharedResource)).unwrap(); // 1000 rounds to 1024: exists
     assert_eq!(b.bin_sizes(), vec![1024, 4096]);
-    let count = || (small.allocations_counter().value, large.allocations_counter().value, up.allocations_counter().value);
+    let count =
+        || (small.allocations_counter().value, large.allocations_counter().value, up.allocations_counter().value);
     let p1 = b.allocate(1024, 256, S).unwrap();
     let p2 = b.allocate(1025, 256, S).unwrap();
     let p3 = b.allocate(4097, 256, S).unwrap();
@@ -185,7 +186,8 @@ impl ClockOrder {
         t
     }
     fn sees(&self, waiter: usize, owner: usize, t: u64) -> bool {
-        waiter == owner || self.0.lock().unwrap().clock.get(&waiter).and_then(|c| c.get(&owner)).is_some_and(|&s| s >= t)
+        waiter == owner
+            || self.0.lock().unwrap().clock.get(&waiter).and_then(|c| c.get(&owner)).is_some_and(|&s| s >= t)
     }
 }
 
@@ -230,8 +232,8 @@ fn fixed_size_model_trace_with_ordered_streams() {
     let upstream = Arc::new(LimitingResourceAdaptor::new(host.clone(), 16 * 32 * 4 * KIB));
     let streams: Vec<usize> = (1..=4).map(|i| 0x1000 * i).collect();
     {
-        let r = FixedSizeMemoryResource::with_stream_order(upstream.clone(), 4 * KIB, 32, Box::new(order.clone()))
-            .unwrap();
+        let r =
+            FixedSizeMemoryResource::with_stream_order(upstream.clone(), 4 * KIB, 32, Box::new(order.clone())).unwrap();
         let mut chunks = r.chunks();
         // Live blocks: address → (bytes, stream); free blocks: address → (stream, time of free).
         let mut live: Vec<(usize, usize)> = Vec::new();
@@ -246,7 +248,10 @@ fn fixed_size_model_trace_with_ordered_streams() {
                 let p = r.allocate(bytes, 256, view).unwrap_or_else(|e| panic!("step {step}: {e}")) as usize;
                 assert!(owner.insert(p, bytes).is_none(), "step {step}: {p:#x} handed out twice");
                 if let Some((from, at)) = freed.remove(&p) {
-                    assert!(order.sees(s, from, at), "step {step}: {p:#x} freed on {from:#x} at {at} given to {s:#x} unordered");
+                    assert!(
+                        order.sees(s, from, at),
+                        "step {step}: {p:#x} freed on {from:#x} at {at} given to {s:#x} unordered"
+                    );
                 }
                 if !chunks.iter().any(|&(c, n)| p >= c && p + 4 * KIB <= c + n) {
                     chunks = r.chunks();
@@ -283,7 +288,8 @@ fn binning_model_trace_on_host_memory() {
     {
         let b = BinningMemoryResource::with_bins(host.clone(), 8, 14).unwrap();
         let streams = (1..=3).map(|i| CudaStreamView::from_handle(0x1000 * i)).collect();
-        let t = Trace { ops: ops(), max_live: 500, max_size: 64 * KIB, streams, big_alignments: true, ..Trace::default() };
+        let t =
+            Trace { ops: ops(), max_live: 500, max_size: 64 * KIB, streams, big_alignments: true, ..Trace::default() };
         let preallocated = host.outstanding().0;
         run_trace(&b, &t, &mut rng, false, |_| {});
         // Requests above 16 KiB went to the host and came back; the bins keep their chunks.

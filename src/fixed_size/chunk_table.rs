@@ -111,10 +111,10 @@ mod tests {
         assert_eq!(t.chunks().collect::<Vec<_>>(), vec![(0x1000, 2048), (0x10_000, 51_200)]);
         t.mark_live(0x10_000 + 99 * 512);
         assert!(t.is_live(0x10_000 + 99 * 512));
-        assert_eq!(t.mark_free(0x10_000 + 99 * 512 + 256), Err(Misuse::InteriorPointer {
-            ptr: 0x10_000 + 99 * 512 + 256,
-            block_start: 0x10_000 + 99 * 512
-        }));
+        assert_eq!(
+            t.mark_free(0x10_000 + 99 * 512 + 256),
+            Err(Misuse::InteriorPointer { ptr: 0x10_000 + 99 * 512 + 256, block_start: 0x10_000 + 99 * 512 })
+        );
         assert_eq!(t.mark_free(0x10_000 + 100 * 512), Err(Misuse::UnknownPointer { ptr: 0x10_000 + 100 * 512 }));
         assert_eq!(t.mark_free(0x800), Err(Misuse::UnknownPointer { ptr: 0x800 }));
         assert_eq!(t.mark_free(0x1000), Err(Misuse::DoubleFree { ptr: 0x1000 }));

@@ -3,15 +3,14 @@
 
 use crate::error::{Error, Result};
 use crate::fixed_size::{FixedSizeFreeList, FRESH_SLOT};
-use crate::pool::{
-    next_retirement_number, HostOrder, StreamKey, StreamOrder, IDENTITY_TRUSTED, IDENTITY_UNKNOWN,
-};
+use crate::pool::{next_retirement_number, HostOrder, StreamKey, StreamOrder, IDENTITY_TRUSTED, IDENTITY_UNKNOWN};
+use crate::pool::{RawSpinLock, SpinMutex};
 use crate::resource::cuda_event_order::CudaEventOrder;
 use crate::resource::pool::stream_key;
 use crate::resource::{effective_alignment, MemoryResource, DEFAULT_ALIGNMENT};
 use crate::stream::CudaStreamView;
 use crate::stream_registry::{add_tenant, StreamTenant, Tenancy};
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::lock_api::MutexGuard;
 use std::sync::{Arc, Weak};
 
 /// RMM's default block size: 1 MiB.
@@ -37,7 +36,7 @@ pub const DEFAULT_BLOCKS_TO_PREALLOCATE: usize = 128;
 /// out-of-memory, the resource synchronises everything and makes every free block usable by all.
 /// Destroyed streams are handled as the pool handles them (see [`crate::stream_registry`]).
 pub struct FixedSizeMemoryResource<U: MemoryResource> {
-    state: Arc<Mutex<FixedSizeFreeList>>,
+    state: Arc<SpinMutex<FixedSizeFreeList>>,
     upstream: U,
     block_size: usize,
     blocks_per_chunk: usize,
@@ -80,10 +79,9 @@ impl<U: MemoryResource> FixedSizeMemoryResource<U> {
             })?;
         let ordered = order.is_needed();
         let order: Arc<dyn StreamOrder> = Arc::from(order);
-        let state = Arc::new(Mutex::new(FixedSizeFreeList::new(block_size)));
-        let tenancy = ordered.then(|| {
-            add_tenant(Arc::new(FixedSizeTenant { state: Arc::downgrade(&state), order: order.clone() }))
-        });
+        let state = Arc::new(SpinMutex::new(FixedSizeFreeList::new(block_size)));
+        let tenancy = ordered
+            .then(|| add_tenant(Arc::new(FixedSizeTenant { state: Arc::downgrade(&state), order: order.clone() })));
         let resource = FixedSizeMemoryResource {
             state,
             upstream,
@@ -272,7 +270,7 @@ impl<U: MemoryResource> FixedSizeMemoryResource<U> {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, FixedSizeFreeList> {
+    fn lock(&self) -> MutexGuard<'_, RawSpinLock, FixedSizeFreeList> {
         self.state.lock()
     }
 }
@@ -341,7 +339,7 @@ impl<U: MemoryResource> Drop for FixedSizeMemoryResource<U> {
 /// What the stream registry holds of a fixed-size resource: enough to retire a stream, and
 /// nothing that keeps the resource alive.
 struct FixedSizeTenant {
-    state: Weak<Mutex<FixedSizeFreeList>>,
+    state: Weak<SpinMutex<FixedSizeFreeList>>,
     order: Arc<dyn StreamOrder>,
 }
 
