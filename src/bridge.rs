@@ -28,6 +28,7 @@
 mod async_system;
 mod arena;
 mod cpp_upstream;
+mod fixed_binning;
 mod outcome;
 mod resources;
 mod streams;
@@ -37,6 +38,7 @@ pub use resources::RustResource;
 use crate::process_exit::mark_process_exiting;
 use async_system::*;
 use arena::new_arena_memory_resource;
+use fixed_binning::*;
 use resources::*;
 use streams::{register_stream, retire_stream};
 
@@ -202,6 +204,26 @@ pub(crate) mod ffi {
         /// `rmm::cuda_stream` is about to destroy the stream `handle` (still alive): pools capture
         /// its queued work and keep its free blocks from the next stream to get the handle.
         fn retire_stream(handle: usize);
+
+        // fixed_size_memory_resource and binning_memory_resource (src/bridge/fixed_binning.rs).
+        fn new_fixed_size_memory_resource(
+            upstream: &RustResource,
+            block_size: usize,
+            blocks_to_preallocate: usize,
+        ) -> Box<RustResource>;
+        /// The block size of a fixed-size resource (0 for other resources).
+        fn fixed_size_block_size(r: &RustResource) -> usize;
+        /// Without `has_range` no bins; with it fixed-size bins of 2^min to 2^max bytes.
+        fn new_binning_memory_resource(
+            upstream: &RustResource,
+            min_size_exponent: i8,
+            max_size_exponent: i8,
+            has_range: bool,
+        ) -> Box<RustResource>;
+        /// Adds a fixed-size bin over the binning resource's upstream.
+        fn binning_add_bin(r: &RustResource, allocation_size: usize) -> Outcome;
+        /// Adds a bin served by `bin`.
+        fn binning_add_bin_resource(r: &RustResource, allocation_size: usize, bin: &RustResource) -> Outcome;
 
         /// From an exit hook: from now on Rust destructors and frees leave the CUDA driver alone
         /// (see `crate::process_exit`). Cannot fail or panic (one atomic store).

@@ -65,6 +65,7 @@ pub mod device;
 mod driver;
 pub mod error;
 pub mod event;
+pub mod fixed_size;
 pub mod per_device_resource;
 pub mod pool;
 pub mod process_exit;

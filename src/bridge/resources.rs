@@ -70,7 +70,7 @@ impl RustResource {
     }
 
     /// The concrete resource when it is a `T`.
-    fn downcast<T: MemoryResource>(&self) -> Option<&T> {
+    pub(super) fn downcast<T: MemoryResource>(&self) -> Option<&T> {
         let r: &dyn MemoryResource = &**self.made.as_ref().ok()?;
         (r as &dyn Any).downcast_ref::<T>()
     }

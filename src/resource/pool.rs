@@ -20,7 +20,7 @@ mod synchronisation;
 /// The pool's key of a stream as seen from the calling thread: the legacy default stream (0 or
 /// `cudaStreamLegacy`) is 0, the per-thread default stream is this thread's own key.
 #[inline]
-fn stream_key(stream: CudaStreamView) -> StreamKey {
+pub(crate) fn stream_key(stream: CudaStreamView) -> StreamKey {
     if stream.is_default() {
         StreamKey(0)
     } else if stream.is_per_thread_default() {

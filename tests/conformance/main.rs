@@ -13,11 +13,15 @@ mod suite;
 
 mod arena_cuda;
 mod arena_host;
+mod binning_cuda;
+mod binning_host;
 mod cuda;
 mod cuda_async;
 mod cuda_async_managed;
 mod cuda_async_view;
 mod failure_callback;
+mod fixed_size_cuda;
+mod fixed_size_host;
 mod host;
 mod limiting;
 mod logging;

@@ -1,0 +1,126 @@
+//! A resource that sends each request to the smallest bin that holds it, as RMM's
+//! `binning_memory_resource`.
+
+use crate::error::{Error, Result};
+use crate::resource::fixed_size::{FixedSizeMemoryResource, DEFAULT_BLOCKS_TO_PREALLOCATE};
+use crate::resource::{align_up, effective_alignment, MemoryResource, SharedResource, DEFAULT_ALIGNMENT};
+use crate::stream::CudaStreamView;
+use parking_lot::RwLock;
+use std::sync::Arc;
+
+/// Bins of allocation sizes, each served by its own resource: a request of `bytes` goes to the bin
+/// of the smallest size of at least `bytes`, a larger one to the upstream. A free goes where its
+/// size sends it, so a block must be freed with the size it was allocated with, and bins should be
+/// added before the sizes they cover are allocated (as in RMM).
+///
+/// A bin added without a resource is a [`FixedSizeMemoryResource`] of its size over the upstream
+/// ([`DEFAULT_BLOCKS_TO_PREALLOCATE`] blocks at a time, as RMM). Requests for an alignment above
+/// 256 bytes, which fixed-size blocks do not promise, go to the upstream whatever their size (RMM
+/// ignores the alignment instead).
+pub struct BinningMemoryResource<U: MemoryResource> {
+    /// `(size, resource)` by increasing size.
+    bins: RwLock<Vec<(usize, SharedResource)>>,
+    upstream: Arc<U>,
+}
+
+impl<U: MemoryResource> BinningMemoryResource<U> {
+    /// No bins yet: every request goes to `upstream` until bins are added.
+    pub fn new(upstream: U) -> Self {
+        BinningMemoryResource { bins: RwLock::new(Vec::new()), upstream: Arc::new(upstream) }
+    }
+
+    /// Fixed-size bins of 2^i bytes for every i from `min_size_exponent` to `max_size_exponent`
+    /// (none when min > max); exponents below 8 give the 256-byte bin. Exponents must lie in
+    /// 0..=62.
+    pub fn with_bins(upstream: U, min_size_exponent: i8, max_size_exponent: i8) -> Result<Self> {
+        for e in [min_size_exponent, max_size_exponent] {
+            if !(0..=62).contains(&e) {
+                return Err(Error::InvalidArgument(format!("bin size exponent {e} is outside 0..=62")));
+            }
+        }
+        let binning = Self::new(upstream);
+        for e in min_size_exponent..=max_size_exponent {
+            binning.add_bin(1usize << e, None)?;
+        }
+        Ok(binning)
+    }
+
+    /// Adds a bin for requests of up to `allocation_size` bytes (rounded up to 256) and above the
+    /// next smaller bin, served by `bin_resource`, or by a new fixed-size resource over the
+    /// upstream when `None`. Nothing changes when a bin of that size exists already.
+    pub fn add_bin(&self, allocation_size: usize, bin_resource: Option<SharedResource>) -> Result<()> {
+        let size = align_up(allocation_size, DEFAULT_ALIGNMENT)
+            .filter(|&s| s > 0)
+            .ok_or_else(|| Error::InvalidArgument(format!("a bin of {allocation_size} bytes")))?;
+        if self.bins.read().iter().any(|&(s, _)| s == size) {
+            return Ok(());
+        }
+        let resource = match bin_resource {
+            Some(r) => r,
+            None => Arc::new(FixedSizeMemoryResource::new(self.upstream.clone(), size, DEFAULT_BLOCKS_TO_PREALLOCATE)?)
+                as SharedResource,
+        };
+        let mut bins = self.bins.write();
+        // Another thread may have added it meanwhile; the first one stays.
+        match bins.binary_search_by_key(&size, |&(s, _)| s) {
+            Ok(_) => {}
+            Err(at) => bins.insert(at, (size, resource)),
+        }
+        Ok(())
+    }
+
+    /// The upstream resource.
+    pub fn upstream(&self) -> &U {
+        &self.upstream
+    }
+
+    /// The sizes of the bins, increasing.
+    pub fn bin_sizes(&self) -> Vec<usize> {
+        self.bins.read().iter().map(|&(s, _)| s).collect()
+    }
+
+    /// Runs `f` on the resource that serves `bytes` at `alignment` (already checked).
+    #[inline]
+    fn with_resource<T>(&self, bytes: usize, alignment: usize, f: impl FnOnce(&dyn MemoryResource) -> T) -> T {
+        let bins = self.bins.read();
+        let at = bins.partition_point(|&(s, _)| s < bytes);
+        match bins.get(at) {
+            Some((_, r)) if alignment <= DEFAULT_ALIGNMENT => f(&**r),
+            _ => f(&*self.upstream),
+        }
+    }
+}
+
+impl<U: MemoryResource> MemoryResource for BinningMemoryResource<U> {
+    #[inline]
+    fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
+        let align = effective_alignment(alignment)?;
+        if bytes == 0 {
+            return Ok(std::ptr::null_mut());
+        }
+        self.with_resource(bytes, align, |r| r.allocate(bytes, alignment, stream))
+    }
+
+    #[inline]
+    fn deallocate(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<()> {
+        if ptr.is_null() {
+            return Ok(());
+        }
+        let align = effective_alignment(alignment)?;
+        self.with_resource(bytes, align, |r| r.deallocate(ptr, bytes, alignment, stream))
+    }
+
+    fn is_device_accessible(&self) -> bool {
+        self.upstream.is_device_accessible()
+    }
+
+    fn is_host_accessible(&self) -> bool {
+        self.upstream.is_host_accessible()
+    }
+}
+
+impl<U: MemoryResource> std::fmt::Debug for BinningMemoryResource<U> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BinningMemoryResource").field("bin_sizes", &self.bin_sizes()).finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,376 @@
+//! A resource that hands out blocks of one size from chunks of its upstream, stream-ordered as
+//! RMM's `fixed_size_memory_resource`.
+
+use crate::error::{Error, Result};
+use crate::fixed_size::{FixedSizeFreeList, FRESH_SLOT};
+use crate::pool::{next_retirement_number, HostOrder, StreamKey, StreamOrder, IDENTITY_TRUSTED, IDENTITY_UNKNOWN};
+use crate::pool::{RawSpinLock, SpinMutex};
+use crate::resource::cuda_event_order::CudaEventOrder;
+use crate::resource::pool::stream_key;
+use crate::resource::{effective_alignment, MemoryResource, DEFAULT_ALIGNMENT};
+use crate::stream::CudaStreamView;
+use crate::stream_registry::{add_tenant, StreamTenant, Tenancy};
+use parking_lot::lock_api::MutexGuard;
+use std::sync::{Arc, Weak};
+
+/// RMM's default block size: 1 MiB.
+pub const DEFAULT_BLOCK_SIZE: usize = 1 << 20;
+
+/// RMM's default number of blocks taken from the upstream at once.
+pub const DEFAULT_BLOCKS_TO_PREALLOCATE: usize = 128;
+
+/// Hands out blocks of `block_size` bytes (rounded up to 256), for any request of at most that
+/// many bytes; larger requests fail with [`Error::OutOfMemory`] (RMM's `rmm::out_of_memory`,
+/// "maximum allocation size exceeded"). Blocks are 256-byte aligned; larger alignments are
+/// refused with [`Error::BadAlignment`].
+///
+/// The resource takes `blocks_to_preallocate` blocks from the upstream in one chunk when it is
+/// made and again each time it runs out, and gives every chunk back when dropped. Frees are
+/// checked: a pointer that is not a live block of this resource is refused with a
+/// [`Misuse`](crate::Misuse) and changes nothing.
+///
+/// Streams as in RMM's `stream_ordered_memory_resource`: each stream has its own free blocks and
+/// reuses them at once; while several streams use the resource, every free captures the stream's
+/// work (an event), and a stream with no blocks of its own takes another stream's captured blocks
+/// after waiting for that capture. A stream alone makes no CUDA call. Before it reports
+/// out-of-memory, the resource synchronises everything and makes every free block usable by all.
+/// Destroyed streams are handled as the pool handles them (see [`crate::stream_registry`]).
+pub struct FixedSizeMemoryResource<U: MemoryResource> {
+    state: Arc<SpinMutex<FixedSizeFreeList>>,
+    upstream: U,
+    block_size: usize,
+    blocks_per_chunk: usize,
+    order: Arc<dyn StreamOrder>,
+    ordered: bool,
+    _tenancy: Option<Tenancy>,
+}
+
+impl<U: MemoryResource> FixedSizeMemoryResource<U> {
+    /// Blocks of `block_size` bytes from `upstream`, `blocks_to_preallocate` at a time (RMM's
+    /// defaults are [`DEFAULT_BLOCK_SIZE`] and [`DEFAULT_BLOCKS_TO_PREALLOCATE`]). Device memory
+    /// is ordered with CUDA events; host-only memory needs no ordering.
+    pub fn new(upstream: U, block_size: usize, blocks_to_preallocate: usize) -> Result<Self> {
+        let order: Box<dyn StreamOrder> =
+            if upstream.is_device_accessible() { Box::new(CudaEventOrder::new()) } else { Box::new(HostOrder) };
+        Self::with_stream_order(upstream, block_size, blocks_to_preallocate, order)
+    }
+
+    /// Like [`new`](Self::new) with an explicit way of ordering streams.
+    pub fn with_stream_order(
+        upstream: U,
+        block_size: usize,
+        blocks_to_preallocate: usize,
+        order: Box<dyn StreamOrder>,
+    ) -> Result<Self> {
+        if block_size == 0 {
+            return Err(Error::InvalidArgument("a fixed-size resource needs a block size above 0".into()));
+        }
+        if blocks_to_preallocate == 0 {
+            return Err(Error::InvalidArgument(
+                "a fixed-size resource needs at least 1 block to preallocate (its growth step)".into(),
+            ));
+        }
+        let block_size = crate::resource::align_up(block_size, DEFAULT_ALIGNMENT)
+            .filter(|b| b.checked_mul(blocks_to_preallocate).is_some())
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "{blocks_to_preallocate} blocks of {block_size} bytes overflow the address space"
+                ))
+            })?;
+        let ordered = order.is_needed();
+        let order: Arc<dyn StreamOrder> = Arc::from(order);
+        let state = Arc::new(SpinMutex::new(FixedSizeFreeList::new(block_size)));
+        let tenancy = ordered
+            .then(|| add_tenant(Arc::new(FixedSizeTenant { state: Arc::downgrade(&state), order: order.clone() })));
+        let resource = FixedSizeMemoryResource {
+            state,
+            upstream,
+            block_size,
+            blocks_per_chunk: blocks_to_preallocate,
+            order,
+            ordered,
+            _tenancy: tenancy,
+        };
+        let chunk = resource.chunk_bytes();
+        let ptr = resource.upstream.allocate(chunk, DEFAULT_ALIGNMENT, CudaStreamView::DEFAULT)?;
+        // As the pool's initial chunk: fresh once nothing is pending, else the default stream's.
+        let fresh = !resource.ordered || resource.order.synchronize_all().is_ok();
+        let mut st = resource.state.lock();
+        let slot = if fresh { FRESH_SLOT } else { st.sets.slot_of(StreamKey(0)) };
+        st.add_chunk(ptr as usize, blocks_to_preallocate, slot);
+        drop(st);
+        Ok(resource)
+    }
+
+    /// The upstream resource.
+    pub fn upstream(&self) -> &U {
+        &self.upstream
+    }
+
+    /// The size of every block (the block size asked for, rounded up to 256).
+    pub fn block_size(&self) -> usize {
+        self.block_size
+    }
+
+    /// How many blocks one chunk from the upstream holds.
+    pub fn blocks_per_chunk(&self) -> usize {
+        self.blocks_per_chunk
+    }
+
+    /// Bytes taken from the upstream.
+    pub fn pool_size(&self) -> usize {
+        self.state.lock().table.total_blocks() * self.block_size
+    }
+
+    /// Free blocks, on all streams.
+    pub fn free_blocks(&self) -> usize {
+        self.state.lock().sets.free_blocks()
+    }
+
+    /// `(start, bytes)` of every chunk taken from the upstream, by address.
+    pub fn chunks(&self) -> Vec<(usize, usize)> {
+        self.state.lock().table.chunks().collect()
+    }
+
+    /// Checks the internal invariants; for tests and debugging.
+    pub fn check_invariants(&self) -> std::result::Result<(), String> {
+        self.state.lock().check_invariants()
+    }
+
+    fn chunk_bytes(&self) -> usize {
+        self.block_size * self.blocks_per_chunk
+    }
+
+    /// Refuses what no block can hold.
+    #[inline]
+    fn check_request(&self, bytes: usize, alignment: usize) -> Result<()> {
+        if effective_alignment(alignment)? > DEFAULT_ALIGNMENT {
+            return Err(Error::BadAlignment { alignment, max: DEFAULT_ALIGNMENT });
+        }
+        if bytes > self.block_size {
+            return Err(Error::out_of_memory(
+                bytes,
+                format!("maximum allocation size exceeded: this resource's blocks are {} bytes", self.block_size),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Everything but the fast path: the stream's identity checked, its own blocks, fresh memory,
+    /// other streams' captured blocks, a new chunk, and last a synchronisation of everything.
+    #[cold]
+    #[inline(never)]
+    fn allocate_slow(
+        &self,
+        st: &mut FixedSizeFreeList,
+        slot: usize,
+        key: StreamKey,
+        stream: CudaStreamView,
+    ) -> Result<*mut u8> {
+        let slot = if self.ordered { self.own_slot_checked(st, slot, key) } else { slot };
+        if self.ordered && st.sets.is_wanted(slot) {
+            self.publish(st, slot);
+        }
+        if let Some(a) = st.allocate_own(slot).or_else(|| st.allocate_fresh()) {
+            return Ok(a as *mut u8);
+        }
+        for donor in st.sets.others_with_blocks(slot) {
+            if self.usable_now(st, donor, key) {
+                let all = !self.ordered || st.sets.key_of(donor) == StreamKey::FRESH;
+                st.sets.take(donor, slot, all);
+                if let Some(a) = st.allocate_own(slot) {
+                    return Ok(a as *mut u8);
+                }
+            } else if st.sets.key_of(donor).is_stream() && st.sets.has_private(donor) {
+                st.sets.want(donor);
+            }
+        }
+        match self.upstream.allocate(self.chunk_bytes(), DEFAULT_ALIGNMENT, stream) {
+            Ok(ptr) => {
+                st.add_chunk(ptr as usize, self.blocks_per_chunk, slot);
+                let a = st.allocate_own(slot).expect("a new chunk has a block");
+                if self.ordered && st.sets.shared_by_streams() {
+                    // Offer the rest of the chunk to the other streams at once, as RMM's lists do.
+                    self.publish(st, slot);
+                }
+                return Ok(a as *mut u8);
+            }
+            Err(e) if !e.is_out_of_memory() => return Err(e),
+            Err(_) => {}
+        }
+        // Once no stream has work pending, every free block is usable by all.
+        if self.ordered && st.sets.free_blocks() > 0 && self.order.synchronize_all().is_ok() {
+            st.sets.make_all_fresh();
+            if let Some(a) = st.allocate_fresh() {
+                return Ok(a as *mut u8);
+            }
+        }
+        Err(Error::out_of_memory(
+            self.block_size,
+            format!(
+                "the upstream has no room for another chunk of {} blocks of {} bytes, and no block is free",
+                self.blocks_per_chunk, self.block_size
+            ),
+        ))
+    }
+
+    /// Whether work on `key` may take the blocks of `donor` now: fresh memory and unordered
+    /// memory at once, another stream's (or a retired stream's) published blocks once `key`
+    /// waits for their capture, a replaced stream's blocks only after a synchronisation.
+    fn usable_now(&self, st: &FixedSizeFreeList, donor: usize, key: StreamKey) -> bool {
+        let owner = st.sets.key_of(donor);
+        if !self.ordered || owner == StreamKey::FRESH {
+            return true;
+        }
+        if owner.waits_for_sync() || owner.is_sealed() || !st.sets.has_published(donor) {
+            return false;
+        }
+        self.order.wait(owner, st.sets.identity(donor), key).is_ok()
+    }
+
+    /// The slot of `key`'s own set for a call that takes from it without waiting: checked to have
+    /// been filled by the stream `key` names now (see `StreamOrder::identity`).
+    fn own_slot_checked(&self, st: &mut FixedSizeFreeList, slot: usize, key: StreamKey) -> usize {
+        if self.identity_holds(st, slot) {
+            return slot;
+        }
+        let slot = st.sets.slot_of(key);
+        let identity = self.order.identity(key, IDENTITY_UNKNOWN);
+        st.sets.set_identity(slot, identity);
+        slot
+    }
+
+    /// True when the set in `slot` was filled by the stream its key names now; otherwise that
+    /// stream was destroyed and its handle reused, and its blocks move to a retired key that
+    /// waits for a synchronisation of everything.
+    fn identity_holds(&self, st: &mut FixedSizeFreeList, slot: usize) -> bool {
+        let known = st.sets.identity(slot);
+        if known == IDENTITY_TRUSTED {
+            return true;
+        }
+        let key = st.sets.key_of(slot);
+        let now = self.order.identity(key, known);
+        if known == IDENTITY_UNKNOWN || known == now {
+            st.sets.set_identity(slot, now);
+            return true;
+        }
+        st.sets.retire_key(key, StreamKey::retired_after_sync(next_retirement_number()));
+        false
+    }
+
+    /// Captures the work of `slot`'s stream and publishes its private blocks. Called only from a
+    /// call on that stream, so the stream is alive.
+    fn publish(&self, st: &mut FixedSizeFreeList, slot: usize) {
+        if !self.identity_holds(st, slot) {
+            return;
+        }
+        match self.order.record(st.sets.key_of(slot), st.sets.identity(slot)) {
+            Ok(()) => st.sets.publish(slot),
+            Err(_) => st.sets.clear_wanted(slot),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, RawSpinLock, FixedSizeFreeList> {
+        self.state.lock()
+    }
+}
+
+impl<U: MemoryResource> MemoryResource for FixedSizeMemoryResource<U> {
+    #[inline]
+    fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
+        self.check_request(bytes, alignment)?;
+        if bytes == 0 {
+            return Ok(std::ptr::null_mut());
+        }
+        let key = stream_key(stream);
+        let mut st = self.lock();
+        let slot = st.sets.slot_of(key);
+        if !self.ordered || (st.sets.identity(slot) == IDENTITY_TRUSTED && !st.sets.is_wanted(slot)) {
+            if let Some(a) = st.allocate_own(slot) {
+                return Ok(a as *mut u8);
+            }
+        }
+        self.allocate_slow(&mut st, slot, key, stream)
+    }
+
+    #[inline]
+    fn deallocate(&self, ptr: *mut u8, bytes: usize, _alignment: usize, stream: CudaStreamView) -> Result<()> {
+        if ptr.is_null() {
+            return Ok(());
+        }
+        let key = stream_key(stream);
+        let mut st = self.lock();
+        let slot = st.sets.slot_of(key);
+        if self.ordered && st.sets.identity(slot) == IDENTITY_UNKNOWN {
+            let identity = self.order.identity(key, IDENTITY_UNKNOWN);
+            st.sets.set_identity(slot, identity);
+        }
+        st.deallocate(ptr as usize, bytes, slot).map_err(Error::Misuse)?;
+        if self.ordered && (st.sets.is_wanted(slot) || st.sets.shared_by_streams()) {
+            self.publish(&mut st, slot);
+        }
+        Ok(())
+    }
+
+    fn is_device_accessible(&self) -> bool {
+        self.upstream.is_device_accessible()
+    }
+
+    fn is_host_accessible(&self) -> bool {
+        self.upstream.is_host_accessible()
+    }
+}
+
+impl<U: MemoryResource> Drop for FixedSizeMemoryResource<U> {
+    fn drop(&mut self) {
+        // While the process exits the driver may be gone: the chunks go with the process.
+        if crate::process_exit::process_is_exiting() {
+            return;
+        }
+        // Work still queued may use freed blocks; the upstream gets them back once it is done.
+        let _ = self.order.synchronize_all();
+        let chunks: Vec<(usize, usize)> = self.state.lock().table.chunks().collect();
+        for (start, bytes) in chunks {
+            let _ = self.upstream.deallocate(start as *mut u8, bytes, DEFAULT_ALIGNMENT, CudaStreamView::DEFAULT);
+        }
+    }
+}
+
+/// What the stream registry holds of a fixed-size resource: enough to retire a stream, and
+/// nothing that keeps the resource alive.
+struct FixedSizeTenant {
+    state: Weak<SpinMutex<FixedSizeFreeList>>,
+    order: Arc<dyn StreamOrder>,
+}
+
+impl StreamTenant for FixedSizeTenant {
+    fn stream_retiring(&self, key: StreamKey) {
+        let Some(state) = self.state.upgrade() else { return };
+        let mut st = state.lock();
+        let Some(slot) = st.sets.find(key) else { return };
+        // Filled by this stream: a capture made now, while it is alive, covers its blocks. Filled
+        // by an earlier stream with this handle, or never checked: only a synchronisation does.
+        let retired = if st.sets.identity(slot) == IDENTITY_TRUSTED {
+            let retired = StreamKey::retired_after_capture(next_retirement_number());
+            match self.order.retire(key, retired) {
+                Ok(()) => retired,
+                Err(_) => StreamKey::retired_after_sync(next_retirement_number()),
+            }
+        } else {
+            StreamKey::retired_after_sync(next_retirement_number())
+        };
+        st.sets.retire_key(key, retired);
+        st.sets.prune();
+        self.order.forget_retired(&|k| st.sets.has_key(k));
+    }
+}
+
+impl<U: MemoryResource> std::fmt::Debug for FixedSizeMemoryResource<U> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FixedSizeMemoryResource")
+            .field("block_size", &self.block_size)
+            .field("blocks_per_chunk", &self.blocks_per_chunk)
+            .field("pool_size", &self.pool_size())
+            .finish_non_exhaustive()
+    }
+}
