@@ -59,8 +59,10 @@
 #include <rmm/error.hpp>
 #include <rmm/exec_policy.hpp>
 #include <rmm/mr/arena_memory_resource.hpp>
+#include <rmm/mr/binning_memory_resource.hpp>
 #include <rmm/mr/cuda_async_memory_resource.hpp>
 #include <rmm/mr/cuda_memory_resource.hpp>
+#include <rmm/mr/fixed_size_memory_resource.hpp>
 #include <rmm/mr/pool_memory_resource.hpp>
 #include <rmm/resource_ref.hpp>
 
@@ -866,7 +868,7 @@ void print_usage()
   std::puts(
     "alloc_bench [--baselines] [--budget-s S] [--only w1,w2] [--resources r1,r2] [--quick]\n"
     "  workloads: random_allocations fixed_trace threads multi_stream thrust\n"
-    "  resources: pool arena cuda_async cuda; with --baselines also cudaMallocAsync cudaMalloc\n"
+    "  resources: pool arena fixed_size binning cuda_async cuda; with --baselines also cudaMallocAsync cudaMalloc\n"
     "             thrust_default preallocated");
 }
 
@@ -947,6 +949,14 @@ int main(int argc, char** argv)
     });
     with_resource(impl, "arena", in, [] {
       return rmm::mr::arena_memory_resource{rmm::mr::cuda_memory_resource{}, rmm::percent_of_free_device_memory(50)};
+    });
+    // Blocks of 1 MiB (RMM's default), the trace's largest request; 128 taken at a time.
+    with_resource(impl, "fixed_size", in, [] {
+      return rmm::mr::fixed_size_memory_resource{rmm::mr::cuda_memory_resource{}, std::size_t{1} << 20};
+    });
+    // Fixed-size bins of 1 KiB .. 1 MiB: every request of the traces goes to a bin.
+    with_resource(impl, "binning", in, [] {
+      return rmm::mr::binning_memory_resource{rmm::mr::cuda_memory_resource{}, 10, 20};
     });
     with_resource(impl, "cuda_async", in, [] { return rmm::mr::cuda_async_memory_resource{}; });
     with_resource(impl, "cuda", in, [] { return rmm::mr::cuda_memory_resource{}; });
