@@ -64,6 +64,7 @@ pub mod error;
 pub mod event;
 pub mod per_device_resource;
 pub mod pool;
+pub mod prefetch;
 pub mod process_exit;
 pub mod resource;
 pub mod stream;

@@ -11,6 +11,8 @@ mod common;
 #[macro_use]
 mod suite;
 
+mod aligned;
+mod callback;
 mod cuda;
 mod cuda_async;
 mod failure_callback;
@@ -21,5 +23,8 @@ mod managed;
 mod pinned_host;
 mod pool_cuda;
 mod pool_host;
+mod prefetch_host;
+mod prefetch_managed;
 mod statistics;
+mod thread_safe;
 mod tracking;
