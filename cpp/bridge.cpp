@@ -78,4 +78,25 @@ bool CppCallback::call(std::size_t bytes) const noexcept
   return false;
 }
 
+void CppAllocationCallbacks::allocate(std::size_t bytes, std::size_t stream, Outcome& out) const noexcept
+{
+  try {
+    out.ptr  = reinterpret_cast<std::uintptr_t>(do_allocate(bytes, stream));
+    out.kind = ErrorKind::Ok;
+  } catch (...) {
+    set_from_current_exception(out);
+  }
+}
+
+void CppAllocationCallbacks::deallocate(std::size_t ptr, std::size_t bytes, std::size_t stream) const noexcept
+{
+  try {
+    do_deallocate(reinterpret_cast<void*>(ptr), bytes, stream);
+  } catch (std::exception const& e) {
+    std::cerr << "rmm: deallocate callback threw: " << e.what() << "\n";
+  } catch (...) {
+    std::cerr << "rmm: deallocate callback threw an unknown exception\n";
+  }
+}
+
 }  // namespace rmm_rs

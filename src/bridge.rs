@@ -25,6 +25,7 @@
 //! for it. The other way, a C++ exception from a `CppResource` allocation comes back in the
 //! `Outcome` passed to it, and one from a `CppCallback` counts as "do not retry".
 
+mod adaptors;
 mod cpp_upstream;
 mod outcome;
 mod resources;
@@ -33,6 +34,7 @@ mod streams;
 pub use resources::RustResource;
 
 use crate::process_exit::mark_process_exiting;
+use adaptors::*;
 use resources::*;
 use streams::{register_stream, retire_stream};
 
@@ -168,6 +170,17 @@ pub(crate) mod ffi {
         fn mark_process_exiting();
     }
 
+    // Aligned, thread-safe and prefetch adaptors, the callback resource, rmm::prefetch.
+    extern "Rust" {
+        fn new_aligned_adaptor(upstream: &RustResource, alignment: usize, alignment_threshold: usize)
+            -> Box<RustResource>;
+        fn new_thread_safe_adaptor(upstream: &RustResource) -> Box<RustResource>;
+        fn new_prefetch_adaptor(upstream: &RustResource) -> Box<RustResource>;
+        fn new_callback_memory_resource(callbacks: UniquePtr<CppAllocationCallbacks>) -> Box<RustResource>;
+        /// Prefetches managed memory to `device` on `stream`; other memory is left alone.
+        fn prefetch_memory(ptr: usize, bytes: usize, device: i32, stream: usize) -> Outcome;
+    }
+
     // ---------------------------------------------------------------------------------------------
     // extern "C++": C++ objects Rust calls back into (declared in plain C++, no CUDA headers)
     // ---------------------------------------------------------------------------------------------
@@ -185,5 +198,16 @@ pub(crate) mod ffi {
         /// The callback of a `failure_callback_resource_adaptor`: `call` returns true to retry.
         type CppCallback;
         fn call(self: &CppCallback, bytes: usize) -> bool;
+    }
+
+    // The callbacks of a callback_memory_resource.
+    unsafe extern "C++" {
+        include!("rmm/detail/rust_bridge_callbacks.hpp");
+
+        /// The two functions of a `callback_memory_resource`. Neither throws: an exception of the
+        /// allocate callback comes back in `out`, one of the deallocate callback is printed.
+        type CppAllocationCallbacks;
+        fn allocate(self: &CppAllocationCallbacks, bytes: usize, stream: usize, out: &mut Outcome);
+        fn deallocate(self: &CppAllocationCallbacks, ptr: usize, bytes: usize, stream: usize);
     }
 }

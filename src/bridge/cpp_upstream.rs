@@ -45,7 +45,7 @@ impl CppUpstream {
 
 /// Turns the outcome of a C++ `allocate` into a Rust error. `std::bad_alloc` of any kind counts as
 /// out of memory, so a pool backs off and reports it as such.
-fn to_error(out: Outcome, bytes: usize) -> Error {
+pub(super) fn to_error(out: Outcome, bytes: usize) -> Error {
     let reason = format!("the C++ upstream resource threw: {}", out.message);
     match out.kind {
         ErrorKind::OutOfMemory | ErrorKind::BadAlloc => Error::OutOfMemory { requested: bytes, pool: None, reason },

@@ -58,7 +58,7 @@ pub struct RustResource {
 }
 
 impl RustResource {
-    fn make(name: &'static str, f: impl FnOnce() -> Result<SharedResource>) -> Box<RustResource> {
+    pub(super) fn make(name: &'static str, f: impl FnOnce() -> Result<SharedResource>) -> Box<RustResource> {
         let made = guard(name, |m| Err(Error::InvalidArgument(m)), f);
         Box::new(RustResource { made, pool: None, name })
     }
