@@ -59,9 +59,9 @@ class callback_pair final : public rmm_rs::CppAllocationCallbacks {
  * @brief A resource whose allocations and frees are the user's callbacks. Copies share them.
  *
  * Zero-byte requests and frees of null never reach the callbacks. An exception thrown by the
- * allocate callback comes back as the RMM exception of its kind (rmm::out_of_memory for any
- * std::bad_alloc, rmm::logic_error, rmm::cuda_error, ...); a null pointer returned for a non-empty
- * request is rmm::out_of_memory.
+ * allocate callback crosses the Rust layer as an error: it comes back as rmm::out_of_memory when
+ * it was a std::bad_alloc, as rmm::bad_alloc otherwise (RMM lets the callback's own exception
+ * through); a null pointer returned for a non-empty request is rmm::out_of_memory.
  */
 class callback_memory_resource final
   : public detail::rust_resource<callback_memory_resource,
