@@ -172,8 +172,11 @@ pub(crate) mod ffi {
 
     // Aligned, thread-safe and prefetch adaptors, the callback resource, rmm::prefetch.
     extern "Rust" {
-        fn new_aligned_adaptor(upstream: &RustResource, alignment: usize, alignment_threshold: usize)
-            -> Box<RustResource>;
+        fn new_aligned_adaptor(
+            upstream: &RustResource,
+            alignment: usize,
+            alignment_threshold: usize,
+        ) -> Box<RustResource>;
         fn new_thread_safe_adaptor(upstream: &RustResource) -> Box<RustResource>;
         fn new_prefetch_adaptor(upstream: &RustResource) -> Box<RustResource>;
         fn new_callback_memory_resource(callbacks: UniquePtr<CppAllocationCallbacks>) -> Box<RustResource>;

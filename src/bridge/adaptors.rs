@@ -5,7 +5,9 @@ use super::cpp_upstream::to_error;
 use super::ffi::{self, ErrorKind, Outcome};
 use super::outcome::{guard_outcome, Context};
 use super::resources::RustResource;
-use crate::adaptor::{AlignedResourceAdaptor, CallbackMemoryResource, PrefetchResourceAdaptor, ThreadSafeResourceAdaptor};
+use crate::adaptor::{
+    AlignedResourceAdaptor, CallbackMemoryResource, PrefetchResourceAdaptor, ThreadSafeResourceAdaptor,
+};
 use crate::device::DeviceId;
 use crate::error::{Error, Result};
 use crate::resource::SharedResource;
@@ -17,7 +19,11 @@ unsafe impl Send for ffi::CppAllocationCallbacks {}
 // SAFETY: as above; both methods are const.
 unsafe impl Sync for ffi::CppAllocationCallbacks {}
 
-pub(crate) fn new_aligned_adaptor(upstream: &RustResource, alignment: usize, alignment_threshold: usize) -> Box<RustResource> {
+pub(crate) fn new_aligned_adaptor(
+    upstream: &RustResource,
+    alignment: usize,
+    alignment_threshold: usize,
+) -> Box<RustResource> {
     RustResource::make("aligned_resource_adaptor", || {
         let adaptor = AlignedResourceAdaptor::new(upstream.shared()?.clone(), alignment, alignment_threshold)?;
         Ok(Arc::new(adaptor) as SharedResource)
@@ -52,7 +58,11 @@ pub(crate) fn new_callback_memory_resource(
             if let Some(c) = callbacks.as_ref().as_ref() {
                 c.allocate(bytes, stream.handle(), &mut out);
             }
-            if out.is_ok() { Ok(out.ptr as *mut u8) } else { Err(to_error(out, bytes)) }
+            if out.is_ok() {
+                Ok(out.ptr as *mut u8)
+            } else {
+                Err(to_error(out, bytes))
+            }
         };
         let deallocate = move |ptr: *mut u8, bytes: usize, _alignment: usize, stream: CudaStreamView| -> Result<()> {
             if let Some(c) = dealloc.as_ref().as_ref() {
@@ -67,7 +77,8 @@ pub(crate) fn new_callback_memory_resource(
 /// `rmm::prefetch`: a failed driver call is a `cuda_error`.
 pub(crate) fn prefetch_memory(ptr: usize, bytes: usize, device: i32, stream: usize) -> Outcome {
     guard_outcome("prefetch", ErrorKind::Cuda, || {
-        match crate::prefetch::prefetch(ptr as *const u8, bytes, DeviceId(device), CudaStreamView::from_handle(stream)) {
+        match crate::prefetch::prefetch(ptr as *const u8, bytes, DeviceId(device), CudaStreamView::from_handle(stream))
+        {
             Ok(()) => Outcome::ok(0),
             Err(e) => Outcome::from_error(&e, Context::Construct),
         }

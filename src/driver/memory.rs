@@ -87,7 +87,10 @@ pub(crate) fn pointer_is_managed(ptr: usize) -> Result<bool> {
     let mut data: *mut std::ffi::c_void = (&mut managed as *mut u32).cast();
     // SAFETY: a context is current; one attribute and one out pointer to a u32 (the attribute's
     // documented type, a boolean as unsigned int) are passed.
-    check(unsafe { sys::cuPointerGetAttributes(1, &mut attribute, &mut data, ptr as sys::CUdeviceptr) }, "cuPointerGetAttributes")?;
+    check(
+        unsafe { sys::cuPointerGetAttributes(1, &mut attribute, &mut data, ptr as sys::CUdeviceptr) },
+        "cuPointerGetAttributes",
+    )?;
     Ok(managed != 0)
 }
 
@@ -98,5 +101,8 @@ pub(crate) fn mem_prefetch_async(ptr: usize, bytes: usize, device: i32, stream: 
     let location = sys::CUmemLocation { type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE, id: device };
     // SAFETY: a context is current; the range is managed memory (the caller's check) and a bad
     // stream handle is the caller's contract, as for every stream-ordered call.
-    check(unsafe { sys::cuMemPrefetchAsync_v2(ptr as sys::CUdeviceptr, bytes, location, 0, stream.as_raw()) }, "cuMemPrefetchAsync")
+    check(
+        unsafe { sys::cuMemPrefetchAsync_v2(ptr as sys::CUdeviceptr, bytes, location, 0, stream.as_raw()) },
+        "cuMemPrefetchAsync",
+    )
 }
