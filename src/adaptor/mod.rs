@@ -25,7 +25,7 @@ pub use aligned::AlignedResourceAdaptor;
 pub use callback::CallbackMemoryResource;
 pub use failure_callback::FailureCallbackResourceAdaptor;
 pub use limiting::LimitingResourceAdaptor;
-pub use logging::{LoggingResourceAdaptor, LOG_HEADER};
+pub use logging::{LogSink, LoggingResourceAdaptor, LOG_HEADER};
 pub use prefetch::PrefetchResourceAdaptor;
 pub use statistics::{Counter, CounterFrame, StatisticsResourceAdaptor};
 pub use thread_safe::ThreadSafeResourceAdaptor;
