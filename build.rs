@@ -15,6 +15,7 @@ fn main() {
             "cpp/bridge.cpp",
             "include/rmm/detail/rust_bridge.hpp",
             "include/rmm/detail/rust_bridge_callbacks.hpp",
+            "include/rmm/detail/rust_bridge_log_sink.hpp",
             "include/rmm/error.hpp",
         ] {
             println!("cargo:rerun-if-changed={path}");

@@ -66,18 +66,6 @@ void CppResource::deallocate(std::size_t ptr,
   do_deallocate(reinterpret_cast<void*>(ptr), bytes, alignment, stream);
 }
 
-bool CppCallback::call(std::size_t bytes) const noexcept
-{
-  try {
-    return fn_ && fn_(bytes, arg_);
-  } catch (std::exception const& e) {
-    std::cerr << "rmm: failure callback threw: " << e.what() << "; not retrying\n";
-  } catch (...) {
-    std::cerr << "rmm: failure callback threw an unknown exception; not retrying\n";
-  }
-  return false;
-}
-
 void CppAllocationCallbacks::allocate(std::size_t bytes, std::size_t stream, Outcome& out) const noexcept
 {
   try {

@@ -23,10 +23,12 @@
 //! A panic inside any of these functions is caught where it starts (`outcome::guard`) and becomes
 //! that function's channel with the panic's message: for an `Outcome`, the kind the function gives
 //! for it. The other way, a C++ exception from a `CppResource` allocation comes back in the
-//! `Outcome` passed to it, and one from a `CppCallback` counts as "do not retry".
+//! `Outcome` passed to it, as one from a `CppAllocationCallbacks` allocate does; a `CppLogSink`
+//! that throws reports `false`, which the log keeps as its first write error.
 
 mod adaptors;
 mod cpp_upstream;
+mod logging_tracking;
 mod outcome;
 mod resources;
 mod streams;
@@ -35,6 +37,7 @@ pub use resources::RustResource;
 
 use crate::process_exit::mark_process_exiting;
 use adaptors::*;
+use logging_tracking::*;
 use resources::*;
 use streams::{register_stream, retire_stream};
 
@@ -82,6 +85,16 @@ pub(crate) mod ffi {
     struct CounterPair {
         bytes: Counter,
         allocations: Counter,
+    }
+
+    /// One outstanding allocation of a tracking adaptor, for its C++ map.
+    #[derive(Debug, Clone)]
+    struct TrackedAllocation {
+        ptr: usize,
+        bytes: usize,
+        /// Whether a stack was captured (then `frames`, innermost first, says where).
+        captured: bool,
+        frames: Vec<String>,
     }
 
     // ---------------------------------------------------------------------------------------------
@@ -144,8 +157,6 @@ pub(crate) mod ffi {
         fn new_tracking_adaptor(upstream: &RustResource, capture_stacks: bool) -> Box<RustResource>;
         fn new_limiting_adaptor(upstream: &RustResource, allocation_limit: usize) -> Box<RustResource>;
         fn new_logging_adaptor(upstream: &RustResource, path: &str, auto_flush: bool) -> Box<RustResource>;
-        fn new_failure_callback_adaptor(upstream: &RustResource, callback: UniquePtr<CppCallback>)
-            -> Box<RustResource>;
         /// Host memory from the global allocator: lets the bridge be tested without a GPU.
         fn new_host_memory_resource() -> Box<RustResource>;
         /// A C++ resource that is not ours, seen as a Rust resource (for example a pool's upstream).
@@ -184,6 +195,18 @@ pub(crate) mod ffi {
         fn prefetch_memory(ptr: usize, bytes: usize, device: i32, stream: usize) -> Outcome;
     }
 
+    // Tracking adaptor's map, logging adaptor to C++ sinks.
+    extern "Rust" {
+        /// The outstanding allocations of a tracking adaptor, by address (none for other resources).
+        fn tracked_allocations(resource: &RustResource) -> Vec<TrackedAllocation>;
+        /// A logging adaptor writing its lines to `sink` (a std::ostream or rapids_logger sinks).
+        fn new_logging_adaptor_to_sink(
+            upstream: &RustResource,
+            sink: UniquePtr<CppLogSink>,
+            auto_flush: bool,
+        ) -> Box<RustResource>;
+    }
+
     // ---------------------------------------------------------------------------------------------
     // extern "C++": C++ objects Rust calls back into (declared in plain C++, no CUDA headers)
     // ---------------------------------------------------------------------------------------------
@@ -197,10 +220,6 @@ pub(crate) mod ffi {
         fn deallocate(self: &CppResource, ptr: usize, bytes: usize, alignment: usize, stream: usize);
         fn equals(self: &CppResource, other: &CppResource) -> bool;
         fn host_accessible(self: &CppResource) -> bool;
-
-        /// The callback of a `failure_callback_resource_adaptor`: `call` returns true to retry.
-        type CppCallback;
-        fn call(self: &CppCallback, bytes: usize) -> bool;
     }
 
     // The callbacks of a callback_memory_resource.
@@ -212,5 +231,16 @@ pub(crate) mod ffi {
         type CppAllocationCallbacks;
         fn allocate(self: &CppAllocationCallbacks, bytes: usize, stream: usize, out: &mut Outcome);
         fn deallocate(self: &CppAllocationCallbacks, ptr: usize, bytes: usize, stream: usize);
+    }
+
+    // Where a logging adaptor writes when a C++ stream or sinks were given.
+    unsafe extern "C++" {
+        include!("rmm/detail/rust_bridge_log_sink.hpp");
+
+        /// Takes whole lines (the `len` bytes at address `data`, no end of line); returns false
+        /// when the C++ side threw, which never crosses into Rust.
+        type CppLogSink;
+        fn write_line(self: &CppLogSink, data: usize, len: usize) -> bool;
+        fn flush(self: &CppLogSink) -> bool;
     }
 }

@@ -11,10 +11,6 @@ use crate::stream::CudaStreamView;
 unsafe impl Send for ffi::CppResource {}
 // SAFETY: as above; every method takes `const&`.
 unsafe impl Sync for ffi::CppResource {}
-// SAFETY: the callback wraps a `std::function` that RMM calls from whichever thread allocates.
-unsafe impl Send for ffi::CppCallback {}
-// SAFETY: as above; `call` is const.
-unsafe impl Sync for ffi::CppCallback {}
 
 /// Owns one C++ resource wrapper.
 pub struct CppUpstream {
