@@ -10,7 +10,14 @@ fn main() {
             .include("include")
             .std("c++17")
             .compile("rmm-cxxbridge");
-        for path in ["src/bridge.rs", "cpp/bridge.cpp", "include/rmm/detail/rust_bridge.hpp", "include/rmm/error.hpp"] {
+        for path in [
+            "src/bridge.rs",
+            "cpp/bridge.cpp",
+            "include/rmm/detail/rust_bridge.hpp",
+            "include/rmm/detail/rust_bridge_callbacks.hpp",
+            "include/rmm/detail/rust_bridge_log_sink.hpp",
+            "include/rmm/error.hpp",
+        ] {
             println!("cargo:rerun-if-changed={path}");
         }
     }

@@ -66,16 +66,25 @@ void CppResource::deallocate(std::size_t ptr,
   do_deallocate(reinterpret_cast<void*>(ptr), bytes, alignment, stream);
 }
 
-bool CppCallback::call(std::size_t bytes) const noexcept
+void CppAllocationCallbacks::allocate(std::size_t bytes, std::size_t stream, Outcome& out) const noexcept
 {
   try {
-    return fn_ && fn_(bytes, arg_);
-  } catch (std::exception const& e) {
-    std::cerr << "rmm: failure callback threw: " << e.what() << "; not retrying\n";
+    out.ptr  = reinterpret_cast<std::uintptr_t>(do_allocate(bytes, stream));
+    out.kind = ErrorKind::Ok;
   } catch (...) {
-    std::cerr << "rmm: failure callback threw an unknown exception; not retrying\n";
+    set_from_current_exception(out);
   }
-  return false;
+}
+
+void CppAllocationCallbacks::deallocate(std::size_t ptr, std::size_t bytes, std::size_t stream) const noexcept
+{
+  try {
+    do_deallocate(reinterpret_cast<void*>(ptr), bytes, stream);
+  } catch (std::exception const& e) {
+    std::cerr << "rmm: deallocate callback threw: " << e.what() << "\n";
+  } catch (...) {
+    std::cerr << "rmm: deallocate callback threw an unknown exception\n";
+  }
 }
 
 }  // namespace rmm_rs

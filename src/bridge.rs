@@ -23,12 +23,15 @@
 //! A panic inside any of these functions is caught where it starts (`outcome::guard`) and becomes
 //! that function's channel with the panic's message: for an `Outcome`, the kind the function gives
 //! for it. The other way, a C++ exception from a `CppResource` allocation comes back in the
-//! `Outcome` passed to it, and one from a `CppCallback` counts as "do not retry".
+//! `Outcome` passed to it, as one from a `CppAllocationCallbacks` allocate does; a `CppLogSink`
+//! that throws reports `false`, which the log keeps as its first write error.
 
-mod async_system;
+mod adaptors;
 mod arena;
+mod async_system;
 mod cpp_upstream;
 mod fixed_binning;
+mod logging_tracking;
 mod outcome;
 mod resources;
 mod streams;
@@ -36,9 +39,11 @@ mod streams;
 pub use resources::RustResource;
 
 use crate::process_exit::mark_process_exiting;
-use async_system::*;
+use adaptors::*;
 use arena::new_arena_memory_resource;
+use async_system::*;
 use fixed_binning::*;
+use logging_tracking::*;
 use resources::*;
 use streams::{register_stream, retire_stream};
 
@@ -107,6 +112,16 @@ pub(crate) mod ffi {
         SystemMemory,
     }
 
+    /// One outstanding allocation of a tracking adaptor, for its C++ map.
+    #[derive(Debug, Clone)]
+    struct TrackedAllocation {
+        ptr: usize,
+        bytes: usize,
+        /// Whether a stack was captured (then `frames`, innermost first, says where).
+        captured: bool,
+        frames: Vec<String>,
+    }
+
     // ---------------------------------------------------------------------------------------------
     // extern "Rust": what the C++ headers call
     // ---------------------------------------------------------------------------------------------
@@ -167,8 +182,6 @@ pub(crate) mod ffi {
         fn new_tracking_adaptor(upstream: &RustResource, capture_stacks: bool) -> Box<RustResource>;
         fn new_limiting_adaptor(upstream: &RustResource, allocation_limit: usize) -> Box<RustResource>;
         fn new_logging_adaptor(upstream: &RustResource, path: &str, auto_flush: bool) -> Box<RustResource>;
-        fn new_failure_callback_adaptor(upstream: &RustResource, callback: UniquePtr<CppCallback>)
-            -> Box<RustResource>;
         // The cuda_async family, system and SAM-headroom resources, capability checks
         // (src/bridge/async_system.rs).
         /// A view of the `cudaMemPool_t` `pool` (0: an empty view); the pool stays the caller's.
@@ -230,6 +243,32 @@ pub(crate) mod ffi {
         fn mark_process_exiting();
     }
 
+    // Aligned, thread-safe and prefetch adaptors, the callback resource, rmm::prefetch.
+    extern "Rust" {
+        fn new_aligned_adaptor(
+            upstream: &RustResource,
+            alignment: usize,
+            alignment_threshold: usize,
+        ) -> Box<RustResource>;
+        fn new_thread_safe_adaptor(upstream: &RustResource) -> Box<RustResource>;
+        fn new_prefetch_adaptor(upstream: &RustResource) -> Box<RustResource>;
+        fn new_callback_memory_resource(callbacks: UniquePtr<CppAllocationCallbacks>) -> Box<RustResource>;
+        /// Prefetches managed memory to `device` on `stream`; other memory is left alone.
+        fn prefetch_memory(ptr: usize, bytes: usize, device: i32, stream: usize) -> Outcome;
+    }
+
+    // Tracking adaptor's map, logging adaptor to C++ sinks.
+    extern "Rust" {
+        /// The outstanding allocations of a tracking adaptor, by address (none for other resources).
+        fn tracked_allocations(resource: &RustResource) -> Vec<TrackedAllocation>;
+        /// A logging adaptor writing its lines to `sink` (a std::ostream or rapids_logger sinks).
+        fn new_logging_adaptor_to_sink(
+            upstream: &RustResource,
+            sink: UniquePtr<CppLogSink>,
+            auto_flush: bool,
+        ) -> Box<RustResource>;
+    }
+
     // ---------------------------------------------------------------------------------------------
     // extern "C++": C++ objects Rust calls back into (declared in plain C++, no CUDA headers)
     // ---------------------------------------------------------------------------------------------
@@ -243,9 +282,27 @@ pub(crate) mod ffi {
         fn deallocate(self: &CppResource, ptr: usize, bytes: usize, alignment: usize, stream: usize);
         fn equals(self: &CppResource, other: &CppResource) -> bool;
         fn host_accessible(self: &CppResource) -> bool;
+    }
 
-        /// The callback of a `failure_callback_resource_adaptor`: `call` returns true to retry.
-        type CppCallback;
-        fn call(self: &CppCallback, bytes: usize) -> bool;
+    // The callbacks of a callback_memory_resource.
+    unsafe extern "C++" {
+        include!("rmm/detail/rust_bridge_callbacks.hpp");
+
+        /// The two functions of a `callback_memory_resource`. Neither throws: an exception of the
+        /// allocate callback comes back in `out`, one of the deallocate callback is printed.
+        type CppAllocationCallbacks;
+        fn allocate(self: &CppAllocationCallbacks, bytes: usize, stream: usize, out: &mut Outcome);
+        fn deallocate(self: &CppAllocationCallbacks, ptr: usize, bytes: usize, stream: usize);
+    }
+
+    // Where a logging adaptor writes when a C++ stream or sinks were given.
+    unsafe extern "C++" {
+        include!("rmm/detail/rust_bridge_log_sink.hpp");
+
+        /// Takes whole lines (the `len` bytes at address `data`, no end of line); returns false
+        /// when the C++ side threw, which never crosses into Rust.
+        type CppLogSink;
+        fn write_line(self: &CppLogSink, data: usize, len: usize) -> bool;
+        fn flush(self: &CppLogSink) -> bool;
     }
 }

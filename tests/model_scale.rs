@@ -12,6 +12,7 @@ mod common;
 
 use common::{seed, Model, Rng, Trace};
 use parking_lot::Mutex;
+use rmm::adaptor::logging::{format_log_pointer, format_log_stream};
 use rmm::adaptor::{
     Counter, CounterFrame, FailureCallbackResourceAdaptor, LimitingResourceAdaptor, LoggingResourceAdaptor,
     StatisticsResourceAdaptor, TrackingResourceAdaptor, LOG_HEADER,
@@ -748,7 +749,7 @@ fn row_of(e: &Event<'_>) -> Option<Row> {
 }
 
 /// Checks one log line against the row expected next.
-fn check_line(line: &str, thread: usize, want: Row) {
+fn check_line(line: &str, thread: u64, want: Row) {
     let f: Vec<&str> = line.split(',').collect();
     assert_eq!(f.len(), 6, "row {line:?}");
     let time = f[1].as_bytes();
@@ -763,7 +764,7 @@ fn check_line(line: &str, thread: usize, want: Row) {
     );
     let got = (f[0], f[2], f[3], f[4], f[5]);
     let (action, ptr, size, stream) = want;
-    let want = (thread.to_string(), action, format!("{ptr:#x}"), size.to_string(), format!("{stream:#x}"));
+    let want = (thread.to_string(), action, format_log_pointer(ptr), size.to_string(), format_log_stream(stream));
     assert_eq!(got, (want.0.as_str(), want.1, want.2.as_str(), want.3.as_str(), want.4.as_str()), "row {line:?}");
 }
 
@@ -774,7 +775,7 @@ struct LogCheck {
     partial: Vec<u8>,
     header_seen: bool,
     rows: usize,
-    thread: usize,
+    thread: u64,
 }
 
 /// A log destination that checks every line against [`LogCheck`] as it arrives.
@@ -812,7 +813,8 @@ impl Write for CheckingWriter {
 fn logging_at_scale_every_row_checked() {
     let name = "logging_at_scale_every_row_checked";
     let mut rng = Rng::new(seed(name, 0x5CA1_0007));
-    let check = Arc::new(Mutex::new(LogCheck { thread: rmm::pool::current_thread_number(), ..LogCheck::default() }));
+    let check =
+        Arc::new(Mutex::new(LogCheck { thread: rmm::adaptor::logging::log_thread_id(), ..LogCheck::default() }));
     let logging = LoggingResourceAdaptor::with_writer(
         LimitingResourceAdaptor::new(HostMemoryResource::new(), 8 * MIB),
         Box::new(CheckingWriter(check.clone())),
@@ -875,7 +877,7 @@ fn logging_to_a_file_at_scale() {
     assert!(text.ends_with('\n'));
     let mut lines = text.lines();
     assert_eq!(lines.next(), Some(LOG_HEADER));
-    let thread = rmm::pool::current_thread_number();
+    let thread = rmm::adaptor::logging::log_thread_id();
     for (line, want) in lines.zip(rows) {
         check_line(line, thread, want);
     }

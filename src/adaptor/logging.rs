@@ -1,21 +1,19 @@
 //! Writes every allocation and free to a CSV log in RMM's format, which RMM's replay benchmark
 //! reads (RMM's `logging_resource_adaptor`).
 //!
-//! The file starts with the header [`LOG_HEADER`]; each row is
-//! `Thread,Time,Action,Pointer,Size,Stream`:
-//! - **Thread**: a decimal id, stable for the life of a thread and distinct between threads (the
-//!   replay tool reads it as an unsigned integer; ids are numbered from 1 in order of first use,
-//!   not OS thread ids, which the standard library does not expose).
-//! - **Time**: wall-clock time of day `HH:MM:SS.ffffff` (microseconds), like RMM's
-//!   `%H:%M:%S.%f`. It is UTC: the standard library has no time-zone database. The replay tool
-//!   does not read this column.
-//! - **Action**: `allocate`, `allocate failure` (the upstream refused; pointer `0x0`) or `free`.
-//! - **Pointer** and **Stream**: hexadecimal with `0x`, as RMM prints pointers (`0x0` for null).
+//! The log starts with the header [`LOG_HEADER`]; each row is
+//! `Thread,Time,Action,Pointer,Size,Stream`, byte for byte as RMM writes it (its logger pattern
+//! `%t,%H:%M:%S.%f,%v` and its message `<action>,%p,%zu,<stream>`):
+//! - **Thread**: the OS thread id (`gettid`), decimal, as spdlog's `%t`.
+//! - **Time**: local time of day `HH:MM:SS.ffffff` (microseconds), as `%H:%M:%S.%f`.
+//! - **Action**: `allocate`, `allocate failure` (the upstream refused; null pointer) or `free`.
+//! - **Pointer**: as glibc's `%p`: `0x` and lowercase hex, `(nil)` for null.
 //! - **Size**: the requested bytes, decimal.
+//! - **Stream**: as C++ prints a `cudaStream_t` in hex: `0x` and lowercase hex, `0` for the null
+//!   (legacy default) stream.
 
 use crate::adaptor::{same_instance, zero_byte_allocation};
 use crate::error::{Error, Result};
-use crate::pool::current_thread_number;
 use crate::resource::MemoryResource;
 use crate::stream::CudaStreamView;
 use parking_lot::Mutex;
@@ -31,9 +29,31 @@ pub const LOG_HEADER: &str = "Thread,Time,Action,Pointer,Size,Stream";
 /// The environment variable naming the log file when no filename is given (as in RMM).
 const LOG_FILE_VAR: &str = "RMM_LOG_FILE";
 
+/// Where a log's lines go, one call per line. A C++ `std::ostream` or rapids_logger sinks reach
+/// the adaptor through this (see the bridge); files and [`Write`]rs through
+/// [`LoggingResourceAdaptor::new`] and [`LoggingResourceAdaptor::with_writer`].
+pub trait LogSink: Send {
+    /// Writes one line, without its end of line.
+    fn write_line(&mut self, line: &str) -> std::io::Result<()>;
+    /// Pushes buffered lines out.
+    fn flush(&mut self) -> std::io::Result<()>;
+}
+
+/// A [`Write`]r as a [`LogSink`]: lines end with `\n` and are buffered until flushed.
+struct WriterSink(BufWriter<Box<dyn Write + Send>>);
+
+impl LogSink for WriterSink {
+    fn write_line(&mut self, line: &str) -> std::io::Result<()> {
+        writeln!(self.0, "{line}")
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
 /// Where rows go, and the first write error, which later writes and `flush` report.
 struct Sink {
-    out: BufWriter<Box<dyn Write + Send>>,
+    out: Box<dyn LogSink>,
     /// Names the destination in errors.
     path: String,
     error: Option<Error>,
@@ -68,12 +88,61 @@ impl<U: fmt::Debug> fmt::Debug for LoggingResourceAdaptor<U> {
     }
 }
 
-/// Wall-clock time of day in UTC as `HH:MM:SS.ffffff`.
+/// The calling thread's id as the Thread column shows it: the OS thread id, as spdlog's `%t`.
+pub fn log_thread_id() -> u64 {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: gettid takes no arguments and cannot fail.
+        let tid = unsafe { libc::syscall(libc::SYS_gettid) };
+        tid as u64
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        crate::pool::current_thread_number() as u64
+    }
+}
+
+/// A pointer as glibc's `%p` prints it: `(nil)` for null, else `0x` and lowercase hex.
+pub fn format_log_pointer(ptr: usize) -> String {
+    if ptr == 0 {
+        "(nil)".to_string()
+    } else {
+        format!("{ptr:#x}")
+    }
+}
+
+/// A stream handle as RMM prints it (`std::hex << cudaStream_t`): `0` for null, else `0x` and hex.
+pub fn format_log_stream(handle: usize) -> String {
+    if handle == 0 {
+        "0".to_string()
+    } else {
+        format!("{handle:#x}")
+    }
+}
+
+/// Local time of day as `HH:MM:SS.ffffff`, as spdlog's `%H:%M:%S.%f`.
 fn time_of_day(now: SystemTime) -> String {
     // A clock set before 1970 has no meaningful time of day; print midnight rather than fail.
     let since_epoch = now.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = since_epoch.as_secs() % 86_400;
-    format!("{:02}:{:02}:{:02}.{:06}", secs / 3600, secs / 60 % 60, secs % 60, since_epoch.subsec_micros())
+    let (h, m, s) = local_hms(since_epoch.as_secs());
+    format!("{h:02}:{m:02}:{s:02}.{:06}", since_epoch.subsec_micros())
+}
+
+/// Hours, minutes and seconds of the local time `secs` after the epoch (UTC where the C library
+/// cannot tell).
+fn local_hms(secs: u64) -> (u32, u32, u32) {
+    #[cfg(unix)]
+    {
+        let t = secs as libc::time_t;
+        // SAFETY: an all-zero `tm` is a valid value (integers and a null zone name pointer).
+        let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+        // SAFETY: both pointers are valid for the call; localtime_r is the thread-safe form.
+        if !unsafe { libc::localtime_r(&t, &mut tm) }.is_null() {
+            return (tm.tm_hour as u32, tm.tm_min as u32, tm.tm_sec as u32);
+        }
+    }
+    let day = secs % 86_400;
+    ((day / 3600) as u32, (day / 60 % 60) as u32, (day % 60) as u32)
 }
 
 impl<U: MemoryResource> LoggingResourceAdaptor<U> {
@@ -95,24 +164,33 @@ impl<U: MemoryResource> LoggingResourceAdaptor<U> {
         };
         let shown = path.display().to_string();
         let file = File::create(path).map_err(|e| Error::Io { path: shown.clone(), message: e.to_string() })?;
-        Ok(Self::with_sink(upstream, Box::new(file), shown))
+        Ok(Self::with_log_sink(upstream, Box::new(WriterSink(BufWriter::new(Box::new(file)))), shown))
     }
 
     /// Wraps `upstream`, logging to `writer` (an in-memory buffer, a pipe, stderr...).
     pub fn with_writer(upstream: U, writer: Box<dyn Write + Send>) -> Self {
-        Self::with_sink(upstream, writer, "<writer>".to_string())
+        Self::with_log_sink(upstream, Box::new(WriterSink(BufWriter::new(writer))), "<writer>".to_string())
     }
 
-    fn with_sink(upstream: U, writer: Box<dyn Write + Send>, path: String) -> Self {
-        let mut sink = Sink { out: BufWriter::new(writer), path, error: None };
-        let header = writeln!(sink.out, "{LOG_HEADER}");
+    /// Wraps `upstream`, handing each line to `sink`; `name` names it in errors.
+    pub fn with_log_sink(upstream: U, sink: Box<dyn LogSink>, name: String) -> Self {
+        let mut sink = Sink { out: sink, path: name, error: None };
+        let header = sink.out.write_line(LOG_HEADER);
         sink.record(header);
         LoggingResourceAdaptor { upstream, sink: Mutex::new(sink), auto_flush: false }
     }
 
     /// With `on`, flushes after every row, so the log is complete even if the process dies (slow).
+    /// As RMM's `auto_flush`, it also flushes the header at once.
     pub fn with_auto_flush(mut self, on: bool) -> Self {
         self.auto_flush = on;
+        if on {
+            let mut sink = self.sink.lock();
+            if sink.error.is_none() {
+                let flushed = sink.out.flush();
+                sink.record(flushed);
+            }
+        }
         self
     }
 
@@ -137,18 +215,15 @@ impl<U: MemoryResource> LoggingResourceAdaptor<U> {
     }
 
     fn log(&self, action: &str, ptr: usize, bytes: usize, stream: CudaStreamView) {
+        let thread = log_thread_id();
+        let (ptr, stream) = (format_log_pointer(ptr), format_log_stream(stream.handle()));
         let mut sink = self.sink.lock();
         if sink.error.is_some() {
             return;
         }
         // Time is read under the lock so rows appear in time order.
-        let written = writeln!(
-            sink.out,
-            "{},{},{action},{ptr:#x},{bytes},{:#x}",
-            current_thread_number(),
-            time_of_day(SystemTime::now()),
-            stream.handle()
-        );
+        let line = format!("{thread},{},{action},{ptr},{bytes},{stream}", time_of_day(SystemTime::now()));
+        let written = sink.out.write_line(&line);
         sink.record(written);
         if self.auto_flush && sink.error.is_none() {
             let flushed = sink.out.flush();
@@ -206,16 +281,30 @@ mod tests {
     #[test]
     fn time_of_day_format() {
         let t = UNIX_EPOCH + Duration::from_micros(((13 * 3600 + 4 * 60 + 5) * 1_000_000 + 42) + 86_400_000_000 * 3);
-        assert_eq!(time_of_day(t), "13:04:05.000042");
-        assert_eq!(time_of_day(UNIX_EPOCH), "00:00:00.000000");
+        let s = time_of_day(t);
+        let (h, m, sec) = local_hms(3 * 86_400 + 13 * 3600 + 4 * 60 + 5);
+        assert_eq!(s, format!("{h:02}:{m:02}:{sec:02}.000042"));
+        assert_eq!((m, sec), (4, 5), "whole-hour zones shift only the hour");
+    }
+
+    #[test]
+    fn pointers_and_streams_print_as_rmm() {
+        assert_eq!(format_log_pointer(0), "(nil)");
+        assert_eq!(format_log_pointer(0x7f00_dead_0000), "0x7f00dead0000");
+        assert_eq!(format_log_stream(0), "0");
+        assert_eq!(format_log_stream(0x2), "0x2");
     }
 
     #[test]
     fn thread_ids_are_stable_and_distinct() {
-        let here = current_thread_number();
-        assert_eq!(here, current_thread_number());
-        let there = std::thread::spawn(current_thread_number).join().unwrap();
+        let here = log_thread_id();
+        assert_eq!(here, log_thread_id());
+        let there = std::thread::spawn(log_thread_id).join().unwrap();
         assert_ne!(here, there);
-        assert_ne!(here, 0);
+        #[cfg(target_os = "linux")]
+        {
+            let link = std::fs::read_link("/proc/thread-self").unwrap();
+            assert_eq!(link.file_name().unwrap().to_str().unwrap(), here.to_string(), "the OS thread id");
+        }
     }
 }

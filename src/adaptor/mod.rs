@@ -11,16 +11,24 @@
 use crate::error::Result;
 use crate::resource::{effective_alignment, same_type, MemoryResource};
 
+pub mod aligned;
+pub mod callback;
 pub mod failure_callback;
 pub mod limiting;
 pub mod logging;
+pub mod prefetch;
 pub mod statistics;
+pub mod thread_safe;
 pub mod tracking;
 
+pub use aligned::AlignedResourceAdaptor;
+pub use callback::CallbackMemoryResource;
 pub use failure_callback::FailureCallbackResourceAdaptor;
 pub use limiting::LimitingResourceAdaptor;
-pub use logging::{LoggingResourceAdaptor, LOG_HEADER};
+pub use logging::{LogSink, LoggingResourceAdaptor, LOG_HEADER};
+pub use prefetch::PrefetchResourceAdaptor;
 pub use statistics::{Counter, CounterFrame, StatisticsResourceAdaptor};
+pub use thread_safe::ThreadSafeResourceAdaptor;
 pub use tracking::{AllocationRecord, TrackingResourceAdaptor};
 
 /// The answer to a zero-byte request: null, once the alignment has been checked the way the

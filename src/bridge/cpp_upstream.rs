@@ -11,10 +11,6 @@ use crate::stream::CudaStreamView;
 unsafe impl Send for ffi::CppResource {}
 // SAFETY: as above; every method takes `const&`.
 unsafe impl Sync for ffi::CppResource {}
-// SAFETY: the callback wraps a `std::function` that RMM calls from whichever thread allocates.
-unsafe impl Send for ffi::CppCallback {}
-// SAFETY: as above; `call` is const.
-unsafe impl Sync for ffi::CppCallback {}
 
 /// Owns one C++ resource wrapper.
 pub struct CppUpstream {
@@ -45,7 +41,7 @@ impl CppUpstream {
 
 /// Turns the outcome of a C++ `allocate` into a Rust error. `std::bad_alloc` of any kind counts as
 /// out of memory, so a pool backs off and reports it as such.
-fn to_error(out: Outcome, bytes: usize) -> Error {
+pub(super) fn to_error(out: Outcome, bytes: usize) -> Error {
     let reason = format!("the C++ upstream resource threw: {}", out.message);
     match out.kind {
         ErrorKind::OutOfMemory | ErrorKind::BadAlloc => Error::OutOfMemory { requested: bytes, pool: None, reason },

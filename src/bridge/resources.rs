@@ -4,8 +4,8 @@ use super::cpp_upstream::CppUpstream;
 use super::ffi::{self, CounterPair, ErrorKind, Outcome};
 use super::outcome::{caught, guard, guard_outcome, Context};
 use crate::adaptor::{
-    Counter as StatCounter, CounterFrame, FailureCallbackResourceAdaptor, LimitingResourceAdaptor,
-    LoggingResourceAdaptor, StatisticsResourceAdaptor, TrackingResourceAdaptor,
+    Counter as StatCounter, CounterFrame, LimitingResourceAdaptor, LoggingResourceAdaptor, StatisticsResourceAdaptor,
+    TrackingResourceAdaptor,
 };
 use crate::device::DeviceId;
 use crate::error::{Error, Result};
@@ -280,29 +280,11 @@ pub(crate) fn new_limiting_adaptor(upstream: &RustResource, allocation_limit: us
     })
 }
 
-/// An empty path logs to stdout.
+/// Logs to the file `path`; as with RMM, a path that cannot be opened (the empty one too) fails.
 pub(crate) fn new_logging_adaptor(upstream: &RustResource, path: &str, auto_flush: bool) -> Box<RustResource> {
     RustResource::make("logging_resource_adaptor", || {
-        let upstream = upstream.shared()?.clone();
-        let log = if path.is_empty() {
-            Logging::with_writer(upstream, Box::new(std::io::stdout()))
-        } else {
-            Logging::new(upstream, Some(Path::new(path)))?
-        };
+        let log = Logging::new(upstream.shared()?.clone(), Some(Path::new(path)))?;
         Ok(Arc::new(log.with_auto_flush(auto_flush)) as SharedResource)
-    })
-}
-
-pub(crate) fn new_failure_callback_adaptor(
-    upstream: &RustResource,
-    callback: cxx::UniquePtr<ffi::CppCallback>,
-) -> Box<RustResource> {
-    RustResource::make("failure_callback_resource_adaptor", || {
-        if callback.is_null() {
-            return Err(Error::InvalidArgument("null failure callback".into()));
-        }
-        let retry = move |bytes: usize| callback.as_ref().is_some_and(|c| c.call(bytes));
-        Ok(Arc::new(FailureCallbackResourceAdaptor::new(upstream.shared()?.clone(), retry)) as SharedResource)
     })
 }
 

@@ -6,6 +6,7 @@
 
 use super::{check, check_alloc, ensure_context, with_context};
 use crate::error::Result;
+use crate::stream::CudaStreamView;
 use cudarc::driver::sys;
 
 /// `bytes` of device memory from `cuMemAlloc`.
@@ -70,4 +71,38 @@ pub(crate) fn mem_get_info() -> Result<(usize, usize)> {
     // SAFETY: a context is current; the out pointers are valid.
     check(unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) }, "cuMemGetInfo")?;
     Ok((free, total))
+}
+
+/// True when `ptr` is managed memory. `cuPointerGetAttributes` (unlike the singular call) answers
+/// "no" for a pointer the driver does not know, so asking about host or foreign memory never makes
+/// a call fail.
+/// Without a driver no memory is managed, so the answer is then "no" rather than an error.
+pub(crate) fn pointer_is_managed(ptr: usize) -> Result<bool> {
+    if super::ensure_driver().is_err() {
+        return Ok(false);
+    }
+    ensure_context()?;
+    let mut managed: u32 = 0;
+    let mut attribute = sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_IS_MANAGED;
+    let mut data: *mut std::ffi::c_void = (&mut managed as *mut u32).cast();
+    // SAFETY: a context is current; one attribute and one out pointer to a u32 (the attribute's
+    // documented type, a boolean as unsigned int) are passed.
+    check(
+        unsafe { sys::cuPointerGetAttributes(1, &mut attribute, &mut data, ptr as sys::CUdeviceptr) },
+        "cuPointerGetAttributes",
+    )?;
+    Ok(managed != 0)
+}
+
+/// Migrates `bytes` of managed memory at `ptr` to `device`, in stream order on `stream`
+/// (`cuMemPrefetchAsync_v2`). Only for managed memory: callers check with [`pointer_is_managed`].
+pub(crate) fn mem_prefetch_async(ptr: usize, bytes: usize, device: i32, stream: CudaStreamView) -> Result<()> {
+    ensure_context()?;
+    let location = sys::CUmemLocation { type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE, id: device };
+    // SAFETY: a context is current; the range is managed memory (the caller's check) and a bad
+    // stream handle is the caller's contract, as for every stream-ordered call.
+    check(
+        unsafe { sys::cuMemPrefetchAsync_v2(ptr as sys::CUdeviceptr, bytes, location, 0, stream.as_raw()) },
+        "cuMemPrefetchAsync",
+    )
 }

@@ -38,6 +38,7 @@ pub(crate) use copy::{memcpy_async, memset_d8_async};
 pub(crate) use event::{event_create, event_destroy, event_record};
 pub(crate) use memory::{
     mem_alloc, mem_alloc_managed, mem_free, mem_free_host, mem_free_managed, mem_get_info, mem_host_alloc,
+    mem_prefetch_async, pointer_is_managed,
 };
 pub(crate) use mempool::{
     mem_alloc_from_pool_async, mem_free_async, mem_get_default_managed_pool, mem_pool_create, mem_pool_destroy,

@@ -11,10 +11,12 @@ mod common;
 #[macro_use]
 mod suite;
 
+mod aligned;
 mod arena_cuda;
 mod arena_host;
 mod binning_cuda;
 mod binning_host;
+mod callback;
 mod cuda;
 mod cuda_async;
 mod cuda_async_managed;
@@ -29,7 +31,10 @@ mod managed;
 mod pinned_host;
 mod pool_cuda;
 mod pool_host;
+mod prefetch_host;
+mod prefetch_managed;
 mod sam_headroom;
 mod statistics;
 mod system;
+mod thread_safe;
 mod tracking;

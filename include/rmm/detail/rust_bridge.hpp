@@ -8,7 +8,6 @@
 #pragma once
 
 #include <cstddef>
-#include <functional>
 #include <utility>
 
 namespace rmm_rs {
@@ -38,21 +37,6 @@ class CppResource {
   virtual void do_deallocate(void* ptr, std::size_t bytes, std::size_t alignment, std::size_t stream) const noexcept = 0;
   [[nodiscard]] virtual bool do_equals(CppResource const& other) const noexcept = 0;
   [[nodiscard]] virtual bool do_host_accessible() const noexcept = 0;
-};
-
-/**
- * @brief The callback of a failure_callback_resource_adaptor, called from Rust when an allocation
- * runs out of memory. Returns true to retry. An exception from the callback counts as "do not
- * retry" and is reported on stderr.
- */
-class CppCallback {
- public:
-  CppCallback(std::function<bool(std::size_t, void*)> fn, void* arg) : fn_{std::move(fn)}, arg_{arg} {}
-  [[nodiscard]] bool call(std::size_t bytes) const noexcept;
-
- private:
-  std::function<bool(std::size_t, void*)> fn_;
-  void* arg_;
 };
 
 }  // namespace rmm_rs

@@ -1,0 +1,65 @@
+//! A resource over two functions (RMM's `callback_memory_resource`).
+
+use crate::adaptor::{same_instance, zero_byte_allocation};
+use crate::error::{Error, Result};
+use crate::resource::MemoryResource;
+use crate::stream::CudaStreamView;
+use std::fmt;
+
+/// Allocates with `allocate(bytes, alignment, stream)` and frees with
+/// `deallocate(ptr, bytes, alignment, stream)`: a resource for memory that comes from elsewhere
+/// (a foreign allocator, a test double). The functions' user data is what the closures capture.
+///
+/// The functions must keep the resource contract themselves (aligned, non-overlapping blocks;
+/// stream order). Zero-byte requests and null frees never reach them; a null pointer returned for
+/// a non-empty request becomes [`Error::OutOfMemory`]. The memory is taken as device accessible,
+/// as RMM's resource declares it.
+pub struct CallbackMemoryResource<A, D> {
+    allocate: A,
+    deallocate: D,
+}
+
+impl<A, D> fmt::Debug for CallbackMemoryResource<A, D> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallbackMemoryResource").finish_non_exhaustive()
+    }
+}
+
+impl<A, D> CallbackMemoryResource<A, D>
+where
+    A: Fn(usize, usize, CudaStreamView) -> Result<*mut u8> + Send + Sync + 'static,
+    D: Fn(*mut u8, usize, usize, CudaStreamView) -> Result<()> + Send + Sync + 'static,
+{
+    /// A resource that calls `allocate` and `deallocate`.
+    pub fn new(allocate: A, deallocate: D) -> Self {
+        CallbackMemoryResource { allocate, deallocate }
+    }
+}
+
+impl<A, D> MemoryResource for CallbackMemoryResource<A, D>
+where
+    A: Fn(usize, usize, CudaStreamView) -> Result<*mut u8> + Send + Sync + 'static,
+    D: Fn(*mut u8, usize, usize, CudaStreamView) -> Result<()> + Send + Sync + 'static,
+{
+    fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
+        if bytes == 0 {
+            return zero_byte_allocation(alignment);
+        }
+        let ptr = (self.allocate)(bytes, alignment, stream)?;
+        if ptr.is_null() {
+            return Err(Error::out_of_memory(bytes, "the allocate callback returned null"));
+        }
+        Ok(ptr)
+    }
+
+    fn deallocate(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<()> {
+        if ptr.is_null() {
+            return Ok(());
+        }
+        (self.deallocate)(ptr, bytes, alignment, stream)
+    }
+
+    fn is_equal(&self, other: &dyn MemoryResource) -> bool {
+        same_instance(self, other)
+    }
+}

@@ -1,0 +1,10 @@
+//! `CallbackMemoryResource` whose callbacks allocate from a pool on host memory they share; the
+//! resource declares its memory device accessible (and not host accessible), as RMM's does.
+conformance!(Spec { device_accessible: true, host_accessible: false, ..Spec::HOST }, || {
+    let pool = std::sync::Arc::new(crate::common::host_pool());
+    let upstream = pool.clone();
+    rmm::adaptor::CallbackMemoryResource::new(
+        move |bytes, alignment, stream| rmm::MemoryResource::allocate(&*pool, bytes, alignment, stream),
+        move |ptr, bytes, alignment, stream| rmm::MemoryResource::deallocate(&*upstream, ptr, bytes, alignment, stream),
+    )
+});
