@@ -26,13 +26,15 @@
 //! `Outcome` passed to it, and one from a `CppCallback` counts as "do not retry".
 
 mod cpp_upstream;
+mod logger;
 mod outcome;
 mod resources;
 mod streams;
 
 pub use resources::RustResource;
 
-use crate::process_exit::mark_process_exiting;
+use crate::process_exit::{mark_process_exiting, process_is_exiting};
+use logger::*;
 use resources::*;
 use streams::{register_stream, retire_stream};
 
@@ -164,8 +166,24 @@ pub(crate) mod ffi {
         fn retire_stream(handle: usize);
 
         /// From an exit hook: from now on Rust destructors and frees leave the CUDA driver alone
-        /// (see `crate::process_exit`). Cannot fail or panic (one atomic store).
+        /// (see `crate::process_exit`). Cannot fail or panic (an atomic store and a debug log line).
         fn mark_process_exiting();
+    }
+
+    // Logger and process state (rmm/logger.hpp, rmm/process_is_exiting.hpp): the C++ default
+    // logger's level lives here, and its lines go to the Rust sink (`crate::logger`).
+    extern "Rust" {
+        /// The default logger's level (a `rapids_logger::level_enum` value).
+        fn logger_level() -> i32;
+        fn logger_set_level(level: i32);
+        /// The level at and above which a line flushes the sink.
+        fn logger_flush_level() -> i32;
+        fn logger_set_flush_level(level: i32);
+        /// Writes one line formatted (and filtered) by C++, logged at `level`.
+        fn logger_write(level: i32, line: &str);
+        fn logger_flush();
+        /// True once the process has begun to exit (`rmm::process_is_exiting()`).
+        fn process_is_exiting() -> bool;
     }
 
     // ---------------------------------------------------------------------------------------------

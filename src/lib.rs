@@ -62,6 +62,7 @@ pub mod device;
 mod driver;
 pub mod error;
 pub mod event;
+pub mod logger;
 pub mod per_device_resource;
 pub mod pool;
 pub mod process_exit;
