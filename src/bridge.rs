@@ -179,8 +179,9 @@ pub(crate) mod ffi {
         /// The level at and above which a line flushes the sink.
         fn logger_flush_level() -> i32;
         fn logger_set_flush_level(level: i32);
-        /// Writes one line formatted (and filtered) by C++, logged at `level`.
-        fn logger_write(level: i32, line: &str);
+        /// Writes one line formatted (and filtered) by C++, logged at `level` (bytes: C++ strings
+        /// need not be UTF-8; invalid sequences are replaced).
+        fn logger_write(level: i32, line: &[u8]);
         fn logger_flush();
         /// True once the process has begun to exit (`rmm::process_is_exiting()`).
         fn process_is_exiting() -> bool;

@@ -172,6 +172,20 @@ mod tests {
     }
 
     #[test]
+    fn sink_from_the_environment() {
+        let var = "RMM_LOGGER_UNIT_TEST_FILE";
+        assert!(matches!(Sink::from_env(var), Sink::Stderr));
+        let path = temp_path("env");
+        std::fs::write(&path, "old\n").unwrap();
+        std::env::set_var(var, &path);
+        let sink = Sink::from_env(var);
+        std::env::remove_var(var);
+        assert!(matches!(&sink, Sink::File { path: p, .. } if *p == path));
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "", "emptied as RMM's default sink");
+        std::fs::remove_file(&path).ok();
+    }
+
+    #[test]
     fn flush_level_and_sink_swap() {
         let logger = Logger::new(Sink::Null);
         assert_eq!(logger.flush_level(), Level::Off);

@@ -15,6 +15,7 @@
 
 #include "rmm-rs/src/bridge.rs.h"
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,7 +29,9 @@ class rust_log_sink final : public rapids_logger::sink {
  protected:
   void sink_it(rapids_logger::level_enum lvl, std::string const& line) override
   {
-    rmm_rs::logger_write(static_cast<std::int32_t>(lvl), rust::Str{line.data(), line.size()});
+    rmm_rs::logger_write(
+      static_cast<std::int32_t>(lvl),
+      rust::Slice<std::uint8_t const>{reinterpret_cast<std::uint8_t const*>(line.data()), line.size()});
   }
   void flush_it() override { rmm_rs::logger_flush(); }
 };
