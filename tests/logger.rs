@@ -31,5 +31,8 @@ fn default_logger_writes_rust_and_cpp_lines_to_the_file_from_the_environment() {
     assert_eq!(lines[1], "[    42][00:00:00:000000][error ] from c++");
     assert!(lines[2].ends_with("][critical] from rust 2"), "{text}");
     assert!(lines[3].ends_with("][trace ] from rust 3"), "{text}");
-    assert!(lines[4].ends_with("][debug ] process is exiting: resources leave the CUDA driver alone from now on"), "{text}");
+    assert!(
+        lines[4].ends_with("][debug ] process is exiting: resources leave the CUDA driver alone from now on"),
+        "{text}"
+    );
 }

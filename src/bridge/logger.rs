@@ -26,9 +26,7 @@ pub(crate) fn logger_set_flush_level(level: i32) {
 
 /// Writes a line that C++ formatted and filtered.
 pub(crate) fn logger_write(level: i32, line: &[u8]) {
-    guard("logger_write", drop, || {
-        default_logger().write_line(Level::from_i32(level), &String::from_utf8_lossy(line))
-    });
+    guard("logger_write", drop, || default_logger().write_line(Level::from_i32(level), &String::from_utf8_lossy(line)));
 }
 
 /// Flushes the default logger's sink.

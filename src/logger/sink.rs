@@ -34,7 +34,10 @@ impl Sink {
     pub fn from_env(var: &str) -> Sink {
         match std::env::var_os(var) {
             Some(name) if !name.is_empty() => Sink::file(&name, true).unwrap_or_else(|e| {
-                eprintln!("rmm: cannot open log file {} (from {var}): {e}; logging to stderr", Path::new(&name).display());
+                eprintln!(
+                    "rmm: cannot open log file {} (from {var}): {e}; logging to stderr",
+                    Path::new(&name).display()
+                );
                 Sink::Stderr
             }),
             _ => Sink::Stderr,
