@@ -7,7 +7,8 @@
 #   make fuzz                # the pool's fuzz targets, FUZZ_SECONDS each (CI runs it)
 #   make -j2                 # staticlib (cargo build --release), examples, tests -> build/cpp/bin
 #   make run                 # ... and run them all (without a GPU they print "skipped: ...")
-#   make std-check           # every public header in one TU, -std=c++17 and -std=c++20
+#   make std-check           # every public header in one TU, -std=c++17 and -std=c++20, and
+#                            # header-check: each of RMM 26.10's header paths alone
 #   make bundle              # build/cpp/bundle: what a machine without cargo needs to build
 #   make gpu-check GPU_REPEAT=20  # on a GPU machine: every Rust test binary, the C++ tests, the
 #                            # examples and the stress programs, GPU_REPEAT rounds (default 1)
@@ -196,6 +197,13 @@ std-check: | $(RMM_LIB)
 	$(NVCC) $(filter-out -std=c++$(CXX_STD) -MMD -MP,$(NVCCFLAGS)) -std=c++17 -c $(OBJ)/all_headers.cu -o $(OBJ)/all_headers17.o
 	$(NVCC) $(filter-out -std=c++$(CXX_STD) -MMD -MP,$(NVCCFLAGS)) -std=c++20 -c $(OBJ)/all_headers.cu -o $(OBJ)/all_headers20.o
 	@echo "std-check: $(words $(HEADERS)) headers compile with -std=c++17 and -std=c++20"
+
+# RMM 26.10's header paths (tests/cpp/rmm_26_10_headers.txt): each exists under include/ and
+# compiles alone, with nvcc and (where RMM's does) the host compiler, -std=c++17 and -std=c++20.
+.PHONY: header-check
+std-check: header-check
+header-check: | $(RMM_LIB)
+	NVCC='$(NVCC)' INCLUDES='$(INCLUDES)' ARCH='$(ARCH)' CUDA_INCLUDE='$(CUDA_HOME)/include' WORK='$(OBJ)/header_check' bash $(REPO)/tests/cpp/check_headers.sh
 
 # A self-contained tree for a machine without cargo (or without CCCL 3.5): this Makefile, the
 # sources of the examples and tests, our headers with the generated bridge headers, the stripped

@@ -31,6 +31,7 @@ mod arena;
 mod async_system;
 mod cpp_upstream;
 mod fixed_binning;
+mod logger;
 mod logging_tracking;
 mod outcome;
 mod resources;
@@ -38,11 +39,12 @@ mod streams;
 
 pub use resources::RustResource;
 
-use crate::process_exit::mark_process_exiting;
+use crate::process_exit::{mark_process_exiting, process_is_exiting};
 use adaptors::*;
 use arena::new_arena_memory_resource;
 use async_system::*;
 use fixed_binning::*;
+use logger::*;
 use logging_tracking::*;
 use resources::*;
 use streams::{register_stream, retire_stream};
@@ -239,7 +241,7 @@ pub(crate) mod ffi {
         fn binning_add_bin_resource(r: &RustResource, allocation_size: usize, bin: &RustResource) -> Outcome;
 
         /// From an exit hook: from now on Rust destructors and frees leave the CUDA driver alone
-        /// (see `crate::process_exit`). Cannot fail or panic (one atomic store).
+        /// (see `crate::process_exit`). Cannot fail or panic (an atomic store and a debug log line).
         fn mark_process_exiting();
     }
 
@@ -267,6 +269,23 @@ pub(crate) mod ffi {
             sink: UniquePtr<CppLogSink>,
             auto_flush: bool,
         ) -> Box<RustResource>;
+    }
+
+    // Logger and process state (rmm/logger.hpp, rmm/process_is_exiting.hpp): the C++ default
+    // logger's level lives here, and its lines go to the Rust sink (`crate::logger`).
+    extern "Rust" {
+        /// The default logger's level (a `rapids_logger::level_enum` value).
+        fn logger_level() -> i32;
+        fn logger_set_level(level: i32);
+        /// The level at and above which a line flushes the sink.
+        fn logger_flush_level() -> i32;
+        fn logger_set_flush_level(level: i32);
+        /// Writes one line formatted (and filtered) by C++, logged at `level` (bytes: C++ strings
+        /// need not be UTF-8; invalid sequences are replaced).
+        fn logger_write(level: i32, line: &[u8]);
+        fn logger_flush();
+        /// True once the process has begun to exit (`rmm::process_is_exiting()`).
+        fn process_is_exiting() -> bool;
     }
 
     // ---------------------------------------------------------------------------------------------

@@ -20,4 +20,6 @@ pub fn process_is_exiting() -> bool {
 /// Records that the process is exiting. Irreversible: call it only from an exit hook.
 pub fn mark_process_exiting() {
     EXITING.store(true, Ordering::Release);
+    // Logging never panics nor fails (write errors are dropped), so this stays safe in an exit hook.
+    crate::log_debug!("process is exiting: resources leave the CUDA driver alone from now on");
 }

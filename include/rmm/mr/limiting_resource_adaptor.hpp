@@ -26,7 +26,7 @@ class limiting_resource_adaptor final
    * @param allocation_limit the most bytes outstanding at once
    * @param alignment accepted for RMM compatibility; sizes are counted as 256-byte multiples
    */
-  template <class Upstream, std::enable_if_t<detail::is_upstream_for_v<Upstream, limiting_resource_adaptor>, int> = 0>
+  template <class Upstream, std::enable_if_t<detail::is_upstream_v<Upstream>, int> = 0>
   limiting_resource_adaptor(Upstream&& upstream,
                             std::size_t allocation_limit,
                             std::size_t alignment = rmm::CUDA_ALLOCATION_ALIGNMENT)

@@ -21,8 +21,8 @@ namespace rmm::mr {
  * @brief A pool of device memory taken from an upstream resource in large chunks.
  *
  * The upstream is taken by value: any device-accessible cuda::mr resource, one of ours (then the
- * Rust pool uses the Rust upstream directly), a user's resource, a resource_ref or an
- * any_resource; a pointer is taken as a reference to a resource that must outlive the pool.
+ * Rust pool uses the Rust upstream directly; another pool makes a pool over that pool), a user's
+ * resource, a resource_ref or an any_resource; a pointer is taken as a reference to a resource that must outlive the pool.
  * Copies of a pool share it; its memory returns to the upstream when the last copy goes.
  */
 class pool_memory_resource final
@@ -37,7 +37,7 @@ class pool_memory_resource final
    * @throws rmm::logic_error if a size is not a multiple of 256 or initial exceeds maximum
    * @throws rmm::out_of_memory if the initial pool cannot be allocated
    */
-  template <class Upstream, std::enable_if_t<detail::is_upstream_for_v<Upstream, pool_memory_resource>, int> = 0>
+  template <class Upstream, std::enable_if_t<detail::is_upstream_v<Upstream>, int> = 0>
   explicit pool_memory_resource(Upstream&& upstream,
                                 std::size_t initial_pool_size,
                                 std::optional<std::size_t> maximum_pool_size = std::nullopt)

@@ -27,9 +27,9 @@
 #include <optional>
 #include <string>
 
-namespace {
-
-constexpr std::size_t MiB = std::size_t{1} << 20;
+// In a named namespace: nvcc warns (#177) about members of a class in an anonymous namespace
+// that only the type-erased upstream calls.
+namespace rmm_exit_child {
 
 /// Host memory declared device accessible: stands in for device memory where nothing touches it.
 struct host_upstream {
@@ -53,6 +53,13 @@ struct host_upstream {
   bool operator!=(host_upstream const&) const noexcept { return false; }
   friend void get_property(host_upstream const&, cuda::mr::device_accessible) noexcept {}
 };
+
+}  // namespace rmm_exit_child
+
+namespace {
+
+constexpr std::size_t MiB = std::size_t{1} << 20;
+
 
 // Constructed (empty) before main, so destroyed after everything main sets up.
 std::optional<rmm::mr::pool_memory_resource> early_pool;
@@ -149,7 +156,7 @@ int main(int argc, char** argv)
     // default streams, which the pool treats as two streams.
     cuda::stream_ref const s1{cudaStream_t{nullptr}};
     cuda::stream_ref const s2{cudaStreamPerThread};
-    set_up(host_upstream{}, false, s1, s2);
+    set_up(rmm_exit_child::host_upstream{}, false, s1, s2);
     if (exit_early) { end_with_exit(); }
   }
   std::printf("exit child: reached the end\n");

@@ -114,6 +114,9 @@ inline constexpr bool is_upstream_v =
                           cuda::mr::device_accessible>;
 
 /// is_upstream_v, excluding `Self` (so that copying a resource is never mistaken for wrapping it).
+/// Only constructors whose one required argument is the upstream need it: one that also takes a
+/// size (a pool, a limiting adaptor) cannot be a copy, and takes a resource of its own type as
+/// upstream, as RMM does (a new pool over that pool).
 template <class U>
 struct is_upstream : std::bool_constant<is_upstream_v<U>> {};
 template <class U, class Self>
