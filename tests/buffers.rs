@@ -337,7 +337,10 @@ fn gpu_uvector_resize_preserves_contents() {
     let mut v = DeviceUvector::from_host_in(&data, s1.view(), r.clone()).unwrap();
     v.resize(20_000, s2.view()).unwrap();
     assert_eq!(v.stream(), s2.view());
-    assert_eq!(v.to_vec(s2.view()).unwrap()[..5000], data[..]);
+    // The 15,000 new elements are uninitialised (as in RMM): read back only the kept ones, so
+    // compute-sanitizer's initcheck has nothing to report.
+    let kept: Vec<u32> = (0..5000).map(|i| v.element(i, s2.view()).unwrap()).collect();
+    assert_eq!(kept, data);
     v.set_element(19_999, 7, s1.view()).unwrap();
     assert_eq!(v.element(19_999, s2.view()).unwrap(), 7);
     v.set_element_to_zero_async(0, s1.view()).unwrap();

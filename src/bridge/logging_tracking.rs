@@ -115,6 +115,10 @@ mod tests {
             text.lines().filter(|l| l.trim().split_once(": ").is_some_and(|(i, _)| i.parse::<u32>().is_ok()));
         assert_eq!(f.len(), numbered.count(), "one entry per numbered frame: {text}");
         assert!(!f.is_empty());
-        assert!(f.iter().any(|s| s.contains("frames_read_symbols_and_locations")), "{f:?}");
+        // A binary stripped of its symbols (the GPU package strips them) resolves no names, in
+        // std's text as in ours: then only the frame count can be compared.
+        if text.contains("frames_read_symbols_and_locations") {
+            assert!(f.iter().any(|s| s.contains("frames_read_symbols_and_locations")), "{f:?}");
+        }
     }
 }

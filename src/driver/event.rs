@@ -1,6 +1,6 @@
 //! Events: creation, recording and destruction.
 
-use super::{check, ensure_context};
+use super::{check, ensure_context, with_context};
 use crate::error::Result;
 use crate::stream::CudaStreamView;
 use cudarc::driver::sys;
@@ -19,9 +19,12 @@ pub(crate) fn event_create() -> Result<usize> {
 }
 
 /// Captures in `event` the work enqueued on `stream` so far.
+/// The legacy default stream needs a current context: the first call on a thread (a free on a
+/// thread that never allocated) makes one current, under the context rule of [`with_context`].
 pub(crate) fn event_record(event: usize, stream: CudaStreamView) -> Result<()> {
     // SAFETY: the caller's event is alive; the driver reports a bad stream handle as an error.
-    check(unsafe { sys::cuEventRecord(event as sys::CUevent, stream.as_raw()) }, "cuEventRecord")
+    let status = with_context(|| unsafe { sys::cuEventRecord(event as sys::CUevent, stream.as_raw()) })?;
+    check(status, "cuEventRecord")
 }
 
 /// Destroys `event`, made by [`event_create`], for a destructor: errors are ignored.

@@ -1,6 +1,6 @@
 //! Streams: creation, destruction, synchronisation, identity and waiting on events.
 
-use super::{check, ensure_context, ensure_driver};
+use super::{check, ensure_context, ensure_driver, with_context};
 use crate::error::Result;
 use crate::stream::CudaStreamView;
 use cudarc::driver::sys;
@@ -44,7 +44,9 @@ pub(crate) fn stream_id(handle: usize) -> Result<u64> {
 }
 
 /// Makes work enqueued on `stream` from now on wait for the work `event` captured.
+/// As [`event_record`](super::event_record) does, the first call on a thread makes a context current.
 pub(crate) fn stream_wait_event(stream: CudaStreamView, event: usize) -> Result<()> {
     // SAFETY: the caller's event is alive; the driver reports a bad stream handle as an error.
-    check(unsafe { sys::cuStreamWaitEvent(stream.as_raw(), event as sys::CUevent, 0) }, "cuStreamWaitEvent")
+    let status = with_context(|| unsafe { sys::cuStreamWaitEvent(stream.as_raw(), event as sys::CUevent, 0) })?;
+    check(status, "cuStreamWaitEvent")
 }
