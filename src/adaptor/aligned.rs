@@ -1,6 +1,6 @@
 //! Over-allocates and aligns large allocations (RMM's `aligned_resource_adaptor`).
 
-use crate::adaptor::{same_instance, zero_byte_allocation};
+use crate::adaptor::zero_byte_allocation;
 use crate::error::{Error, Result};
 use crate::resource::{align_up, effective_alignment, MemoryResource, DEFAULT_ALIGNMENT};
 use crate::stream::CudaStreamView;
@@ -108,15 +108,5 @@ impl<U: MemoryResource> MemoryResource for AlignedResourceAdaptor<U> {
         })
     }
 
-    fn is_equal(&self, other: &dyn MemoryResource) -> bool {
-        same_instance(self, other)
-    }
-
-    fn is_device_accessible(&self) -> bool {
-        self.upstream.is_device_accessible()
-    }
-
-    fn is_host_accessible(&self) -> bool {
-        self.upstream.is_host_accessible()
-    }
+    adaptor_identity_and_access!(upstream);
 }

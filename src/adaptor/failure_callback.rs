@@ -1,6 +1,6 @@
 //! Calls back on out-of-memory and retries if asked to (RMM's `failure_callback_resource_adaptor`).
 
-use crate::adaptor::{same_instance, zero_byte_allocation};
+use crate::adaptor::zero_byte_allocation;
 use crate::error::Result;
 use crate::resource::MemoryResource;
 use crate::stream::CudaStreamView;
@@ -66,15 +66,5 @@ where
         self.upstream.deallocate(ptr, bytes, alignment, stream)
     }
 
-    fn is_equal(&self, other: &dyn MemoryResource) -> bool {
-        same_instance(self, other)
-    }
-
-    fn is_device_accessible(&self) -> bool {
-        self.upstream.is_device_accessible()
-    }
-
-    fn is_host_accessible(&self) -> bool {
-        self.upstream.is_host_accessible()
-    }
+    adaptor_identity_and_access!(upstream);
 }

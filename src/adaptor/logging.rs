@@ -12,7 +12,7 @@
 //! - **Stream**: as C++ prints a `cudaStream_t` in hex: `0x` and lowercase hex, `0` for the null
 //!   (legacy default) stream.
 
-use crate::adaptor::{same_instance, zero_byte_allocation};
+use crate::adaptor::zero_byte_allocation;
 use crate::error::{Error, Result};
 use crate::resource::MemoryResource;
 use crate::stream::CudaStreamView;
@@ -260,17 +260,7 @@ impl<U: MemoryResource> MemoryResource for LoggingResourceAdaptor<U> {
         self.upstream.deallocate(ptr, bytes, alignment, stream)
     }
 
-    fn is_equal(&self, other: &dyn MemoryResource) -> bool {
-        same_instance(self, other)
-    }
-
-    fn is_device_accessible(&self) -> bool {
-        self.upstream.is_device_accessible()
-    }
-
-    fn is_host_accessible(&self) -> bool {
-        self.upstream.is_host_accessible()
-    }
+    adaptor_identity_and_access!(upstream);
 }
 
 #[cfg(test)]

@@ -11,6 +11,24 @@
 use crate::error::Result;
 use crate::resource::{effective_alignment, same_type, MemoryResource};
 
+/// The three methods every adaptor writes alike, inside its `impl MemoryResource`: equal only to
+/// itself ([`same_instance`]), device- and host-accessible where its upstream (the field named) is.
+macro_rules! adaptor_identity_and_access {
+    ($upstream:ident) => {
+        fn is_equal(&self, other: &dyn $crate::resource::MemoryResource) -> bool {
+            $crate::adaptor::same_instance(self, other)
+        }
+
+        fn is_device_accessible(&self) -> bool {
+            self.$upstream.is_device_accessible()
+        }
+
+        fn is_host_accessible(&self) -> bool {
+            self.$upstream.is_host_accessible()
+        }
+    };
+}
+
 pub mod aligned;
 pub mod callback;
 pub mod failure_callback;

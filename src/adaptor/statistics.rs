@@ -1,7 +1,7 @@
 //! Counts the bytes and allocations that pass through, with a stack of counter frames for measuring
 //! nested regions (RMM's `statistics_resource_adaptor`).
 
-use crate::adaptor::{same_instance, zero_byte_allocation};
+use crate::adaptor::zero_byte_allocation;
 use crate::error::{Error, Result};
 use crate::resource::MemoryResource;
 use crate::stream::CudaStreamView;
@@ -155,17 +155,7 @@ impl<U: MemoryResource> MemoryResource for StatisticsResourceAdaptor<U> {
         Ok(())
     }
 
-    fn is_equal(&self, other: &dyn MemoryResource) -> bool {
-        same_instance(self, other)
-    }
-
-    fn is_device_accessible(&self) -> bool {
-        self.upstream.is_device_accessible()
-    }
-
-    fn is_host_accessible(&self) -> bool {
-        self.upstream.is_host_accessible()
-    }
+    adaptor_identity_and_access!(upstream);
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! Serialises every call of its upstream (RMM's `thread_safe_resource_adaptor`).
 
-use crate::adaptor::{same_instance, zero_byte_allocation};
+use crate::adaptor::zero_byte_allocation;
 use crate::error::Result;
 use crate::resource::MemoryResource;
 use crate::stream::CudaStreamView;
@@ -44,15 +44,5 @@ impl<U: MemoryResource> MemoryResource for ThreadSafeResourceAdaptor<U> {
         self.upstream.deallocate(ptr, bytes, alignment, stream)
     }
 
-    fn is_equal(&self, other: &dyn MemoryResource) -> bool {
-        same_instance(self, other)
-    }
-
-    fn is_device_accessible(&self) -> bool {
-        self.upstream.is_device_accessible()
-    }
-
-    fn is_host_accessible(&self) -> bool {
-        self.upstream.is_host_accessible()
-    }
+    adaptor_identity_and_access!(upstream);
 }

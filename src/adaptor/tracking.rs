@@ -1,7 +1,7 @@
 //! Remembers every outstanding allocation, optionally with the stack that made it, to find leaks
 //! (RMM's `tracking_resource_adaptor`).
 
-use crate::adaptor::{same_instance, zero_byte_allocation};
+use crate::adaptor::zero_byte_allocation;
 use crate::error::{Misuse, Result};
 use crate::resource::MemoryResource;
 use crate::stream::CudaStreamView;
@@ -165,15 +165,5 @@ impl<U: MemoryResource> MemoryResource for TrackingResourceAdaptor<U> {
         Ok(())
     }
 
-    fn is_equal(&self, other: &dyn MemoryResource) -> bool {
-        same_instance(self, other)
-    }
-
-    fn is_device_accessible(&self) -> bool {
-        self.upstream.is_device_accessible()
-    }
-
-    fn is_host_accessible(&self) -> bool {
-        self.upstream.is_host_accessible()
-    }
+    adaptor_identity_and_access!(upstream);
 }

@@ -57,11 +57,7 @@ impl SmallArena {
 
     /// Takes every superblock whose blocks are all free out of this arena, for the global arena.
     pub fn release_empty(&mut self) -> Vec<Superblock> {
-        self.core
-            .detach_whole_free_chunks(self.set)
-            .into_iter()
-            .map(|(addr, size)| Superblock { addr, size })
-            .collect()
+        self.core.detach_whole_free_chunks(self.set).into_iter().map(|(addr, size)| Superblock { addr, size }).collect()
     }
 
     /// Bytes of the superblocks held.
