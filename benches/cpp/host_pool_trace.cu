@@ -1,0 +1,55 @@
+// Host-only replay of a fixed trace (200k operations, 8 B to 1 MiB log-uniform, at most 1000 live,
+// SplitMix64 seed 42) through rmm::mr::pool_memory_resource, over a host upstream: the C++ face,
+// the bridge and the Rust pool without a GPU, for instruction counts under cachegrind, so two
+// builds can be compared exactly where GPU machines are too noisy to (docs/benchmarks.md).
+//
+//   nvcc -O2 -std=c++17 -I$CUDA_HOME/include/cccl -Iinclude -Itarget/cxxbridge \
+//     benches/cpp/host_pool_trace.cu -o host_pool_trace target/release/librmm.a -lpthread -ldl -L$CUDA_HOME/lib
+//   valgrind --tool=cachegrind --cache-sim=no ./host_pool_trace      # 5 replays; any argument: 20
+#include <rmm/mr/pool_memory_resource.hpp>
+#include <rmm/resource_ref.hpp>
+#include <cuda/memory_resource>
+#include <cstdint>
+#include <cstdio>
+#include <new>
+#include <vector>
+
+struct host_up {
+  void* allocate(cuda::stream_ref, std::size_t b, std::size_t a) { return ::operator new(b, std::align_val_t{a < 256 ? 256 : a}); }
+  void deallocate(cuda::stream_ref, void* p, std::size_t, std::size_t a) noexcept { ::operator delete(p, std::align_val_t{a < 256 ? 256 : a}); }
+  void* allocate_sync(std::size_t b, std::size_t a) { return allocate(cuda::stream_ref{cudaStream_t{}}, b, a); }
+  void deallocate_sync(void* p, std::size_t b, std::size_t a) noexcept { deallocate(cuda::stream_ref{cudaStream_t{}}, p, b, a); }
+  bool operator==(host_up const&) const { return true; }
+  bool operator!=(host_up const&) const { return false; }
+  friend void get_property(host_up const&, cuda::mr::device_accessible) noexcept {}
+};
+
+static std::uint64_t s = 42;
+static std::uint64_t next() { s += 0x9e3779b97f4a7c15ULL; auto z = s; z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL; z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL; return z ^ (z >> 31); }
+
+int main(int argc, char**) {
+  rmm::mr::pool_memory_resource pool{host_up{}, 256u << 20};
+  rmm::device_async_resource_ref mr{pool};
+  cuda::stream_ref st{cudaStream_t{}};
+  struct blk { void* p; std::size_t n; };
+  std::vector<blk> live;
+  long ops = 0;
+  for (int run = 0; run < (argc > 1 ? 20 : 5); ++run) {
+    s = 42;
+    for (int i = 0; i < 200000; ++i) {
+      bool alloc = live.empty() || (live.size() < 1000 && (next() & 1));
+      if (alloc) {
+        double e = 3.0 + (next() % 1000) / 1000.0 * 17.0;  // 8 B .. 1 MiB, log-uniform
+        std::size_t n = static_cast<std::size_t>(__builtin_exp2(e));
+        live.push_back({mr.allocate(st, n), n});
+      } else {
+        std::size_t j = next() % live.size();
+        mr.deallocate(st, live[j].p, live[j].n);
+        live[j] = live.back(); live.pop_back();
+      }
+      ++ops;
+    }
+  }
+  for (auto& b : live) mr.deallocate(st, b.p, b.n);
+  std::printf("ops %ld\n", ops);
+}
