@@ -274,9 +274,14 @@ fn fixed_size_model_trace_with_ordered_streams() {
         }
         r.check_invariants().unwrap();
         assert_eq!(r.free_blocks(), r.pool_size() / (4 * KIB));
-        let c = order.0.lock().unwrap();
-        println!("records {}, waits {}, synchronisations {}", c.records, c.waits, c.syncs);
-        assert!(c.records > 0 && c.waits > 0 && c.syncs > 1, "every hand-over path ran");
+        // Copied out, so that a failed assertion does not poison the lock `r`'s drop takes.
+        let (records, waits, syncs) = {
+            let c = order.0.lock().unwrap();
+            (c.records, c.waits, c.syncs)
+        };
+        println!("records {records}, waits {waits}, synchronisations {syncs}");
+        // Short runs (a debug build's default operation count) synchronise once; long ones more.
+        assert!(records > 0 && waits > 0 && syncs >= 1, "every hand-over path ran");
     }
     assert_eq!(host.outstanding(), (0, 0));
 }
