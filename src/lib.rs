@@ -61,6 +61,7 @@ pub mod arena;
 mod bridge;
 pub mod buffer;
 pub mod capabilities;
+pub mod copy;
 pub mod device;
 mod driver;
 pub mod error;

@@ -68,7 +68,13 @@ pub struct CudaStream {
 impl CudaStream {
     /// Creates a non-blocking stream on the current device.
     pub fn new() -> Result<Self> {
-        let handle = driver::stream_create()?;
+        Self::with_flags(true)
+    }
+
+    /// Creates a stream on the current device, non-blocking or, with `non_blocking == false`, one
+    /// that synchronises with the legacy default stream (RMM's `cuda_stream_flags::sync_default`).
+    pub fn with_flags(non_blocking: bool) -> Result<Self> {
+        let handle = driver::stream_create_with_flags(non_blocking)?;
         crate::stream_registry::register_stream(handle);
         Ok(CudaStream { handle })
     }

@@ -5,20 +5,18 @@ use crate::error::Result;
 use crate::stream::CudaStreamView;
 use cudarc::driver::sys;
 
-/// Creates a non-blocking stream (it does not synchronise with the legacy default stream) in the
-/// current context; returns its handle.
-pub(crate) fn stream_create() -> Result<usize> {
+/// Creates a stream on the current device: non-blocking (it does not synchronise with the legacy
+/// default stream) or blocking (`cudaStreamDefault`, what RMM's `cuda_stream` makes by default).
+pub(crate) fn stream_create_with_flags(non_blocking: bool) -> Result<usize> {
     ensure_context()?;
+    let flags = if non_blocking { sys::CUstream_flags_enum::CU_STREAM_NON_BLOCKING as u32 } else { 0 };
     let mut s: sys::CUstream = std::ptr::null_mut();
     // SAFETY: a context is current; s is a valid out pointer.
-    check(
-        unsafe { sys::cuStreamCreate(&mut s, sys::CUstream_flags_enum::CU_STREAM_NON_BLOCKING as u32) },
-        "cuStreamCreate",
-    )?;
+    check(unsafe { sys::cuStreamCreate(&mut s, flags) }, "cuStreamCreate")?;
     Ok(s as usize)
 }
 
-/// Destroys the stream `handle`, made by [`stream_create`], for a destructor: errors are ignored.
+/// Destroys the stream `handle`, made by [`stream_create_with_flags`], for a destructor: errors are ignored.
 /// Pending work still completes; the driver releases the stream afterwards.
 pub(crate) fn stream_destroy(handle: usize) {
     // SAFETY: the caller destroys a stream it created, once.

@@ -1,0 +1,7 @@
+"""The version of RMM whose API this package provides (code checking ``rmm.__version__`` for a
+RAPIDS release sees that release)."""
+
+__version__ = "26.10.00"
+__git_commit__ = ""
+
+__all__ = ["__git_commit__", "__version__"]

@@ -1,0 +1,23 @@
+//! `rmm._native`: the Rust half of the Python package `rmm`.
+//!
+//! The classes here are thin: each Python resource holds an `Arc` of a Rust resource from the
+//! `rmm` crate, and every call that may block (allocate, free, copy, synchronise) releases the GIL.
+//! The pure-Python modules under `python/rmm/` re-export these classes under RMM 26.10's module
+//! paths and add what is naturally Python (reinitialize, statistics, the allocator hooks).
+
+use pyo3::prelude::*;
+
+mod error;
+mod helper;
+mod memory_resource;
+mod stream;
+
+/// The module `rmm._native`.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    error::register(m)?;
+    helper::register(m)?;
+    stream::register(m)?;
+    memory_resource::register(m)?;
+    Ok(())
+}

@@ -1,0 +1,110 @@
+//! `rmm.pylibrmm.memory_resource`: the resource classes, each a thin Python face over a Rust
+//! resource, and the per-device current resource.
+//!
+//! Every class derives from `DeviceMemoryResource`, which holds the resource as a
+//! [`SharedResource`]: what buffers, the allocator hooks and the per-device table use. Adaptors
+//! derive from `UpstreamResourceAdaptor`, which also keeps the Python upstream object alive (and
+//! answers `upstream_mr`), so a Python program sees the same objects it passed in.
+
+use crate::error::IntoPy;
+use crate::stream::stream_arg;
+use pyo3::prelude::*;
+use rmm::{SharedResource, DEFAULT_ALIGNMENT};
+
+mod adaptors;
+mod per_device;
+mod resources;
+
+pub use adaptors::*;
+pub use per_device::current_resource;
+pub use resources::*;
+
+/// The module path RMM 26.10 gives these classes.
+pub const MODULE: &str = "rmm.pylibrmm.memory_resource._memory_resource";
+
+/// The base of every resource class.
+#[pyclass(module = "rmm.pylibrmm.memory_resource._memory_resource", name = "DeviceMemoryResource", subclass, frozen)]
+pub struct DeviceMemoryResource {
+    resource: SharedResource,
+}
+
+impl DeviceMemoryResource {
+    /// The base-class part of a resource object.
+    pub fn new(resource: SharedResource) -> Self {
+        DeviceMemoryResource { resource }
+    }
+
+    /// The Rust resource.
+    pub fn resource(&self) -> &SharedResource {
+        &self.resource
+    }
+}
+
+#[pymethods]
+impl DeviceMemoryResource {
+    /// Allocates `nbytes` for use on `stream`; returns the address as an int.
+    #[pyo3(signature = (nbytes, stream = None))]
+    fn allocate(&self, py: Python<'_>, nbytes: usize, stream: Option<&Bound<'_, PyAny>>) -> PyResult<usize> {
+        let stream = stream_arg(py, stream)?;
+        let resource = &self.resource;
+        py.detach(|| resource.allocate(nbytes, DEFAULT_ALIGNMENT, stream).map(|p| p as usize)).py()
+    }
+
+    /// Frees `ptr` (of `nbytes`) on `stream`.
+    #[pyo3(signature = (ptr, nbytes, stream = None))]
+    fn deallocate(&self, py: Python<'_>, ptr: usize, nbytes: usize, stream: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let stream = stream_arg(py, stream)?;
+        let resource = &self.resource;
+        py.detach(|| resource.deallocate(ptr as *mut u8, nbytes, DEFAULT_ALIGNMENT, stream)).py()
+    }
+}
+
+/// The base of adaptors and of resources built over another resource.
+#[pyclass(module = "rmm.pylibrmm.memory_resource._memory_resource", name = "UpstreamResourceAdaptor", extends = DeviceMemoryResource, subclass, frozen)]
+pub struct UpstreamResourceAdaptor {
+    upstream: Py<DeviceMemoryResource>,
+}
+
+impl UpstreamResourceAdaptor {
+    /// The initializer of an adaptor over `upstream` whose Rust resource is `resource`.
+    pub fn init(upstream: Py<DeviceMemoryResource>, resource: SharedResource) -> PyClassInitializer<Self> {
+        PyClassInitializer::from(DeviceMemoryResource::new(resource)).add_subclass(UpstreamResourceAdaptor { upstream })
+    }
+}
+
+#[pymethods]
+impl UpstreamResourceAdaptor {
+    /// The resource this one takes its memory from.
+    #[getter]
+    fn upstream_mr(&self, py: Python<'_>) -> Py<DeviceMemoryResource> {
+        self.upstream.clone_ref(py)
+    }
+
+    /// The resource this one takes its memory from.
+    fn get_upstream(&self, py: Python<'_>) -> Py<DeviceMemoryResource> {
+        self.upstream.clone_ref(py)
+    }
+}
+
+/// The Rust resource of an `upstream_mr` argument, with a clear error for anything else.
+pub fn upstream_arg(upstream: &Bound<'_, PyAny>) -> PyResult<(Py<DeviceMemoryResource>, SharedResource)> {
+    if upstream.is_none() {
+        return Err(pyo3::exceptions::PyTypeError::new_err("Argument `upstream_mr` must not be None"));
+    }
+    let mr = upstream.cast::<DeviceMemoryResource>().map_err(|_| {
+        pyo3::exceptions::PyTypeError::new_err(format!(
+            "upstream_mr must be a DeviceMemoryResource, not {}",
+            upstream.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+        ))
+    })?;
+    Ok((mr.clone().unbind(), mr.get().resource.clone()))
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<DeviceMemoryResource>()?;
+    m.add_class::<UpstreamResourceAdaptor>()?;
+    resources::register(m)?;
+    adaptors::register(m)?;
+    per_device::register(m)?;
+    Ok(())
+}

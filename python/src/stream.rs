@@ -1,0 +1,156 @@
+//! `rmm.pylibrmm.stream`: `Stream` (a CUDA stream, owned or borrowed from CuPy, Numba, PyTorch or
+//! any object with `__cuda_stream__`), `_OwningStream`, and the default-stream constants.
+
+use crate::error::IntoPy;
+use pyo3::exceptions::{PyNotImplementedError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use rmm::{CudaStream, CudaStreamView};
+
+/// `cudaStreamDefault` creation flags: the stream synchronises with the legacy default stream.
+pub const SYNC_DEFAULT: u32 = 0;
+/// `cudaStreamNonBlocking`.
+pub const NON_BLOCKING: u32 = 1;
+
+/// A CUDA stream this module created; destroyed when the last `Stream` over it is collected.
+#[pyclass(module = "rmm.pylibrmm.stream", name = "_OwningStream", frozen)]
+pub struct OwningStream {
+    stream: CudaStream,
+}
+
+#[pymethods]
+impl OwningStream {
+    #[new]
+    #[pyo3(signature = (flags = SYNC_DEFAULT))]
+    fn new(py: Python<'_>, flags: u32) -> PyResult<Self> {
+        let non_blocking = match flags {
+            SYNC_DEFAULT => false,
+            NON_BLOCKING => true,
+            other => return Err(PyValueError::new_err(format!("unknown CudaStreamFlags value {other}"))),
+        };
+        let stream = py.detach(|| CudaStream::with_flags(non_blocking)).py()?;
+        Ok(OwningStream { stream })
+    }
+}
+
+/// A CUDA stream as RMM's Python API sees it: a handle plus the object that keeps it alive.
+#[pyclass(module = "rmm.pylibrmm.stream", name = "Stream", subclass, frozen)]
+pub struct Stream {
+    handle: usize,
+    owner: Option<Py<PyAny>>,
+}
+
+impl Stream {
+    /// The stream as the Rust core names it.
+    pub fn view(&self) -> CudaStreamView {
+        CudaStreamView::from_handle(self.handle)
+    }
+
+    /// A borrowed view of a well-known handle (the default-stream constants).
+    pub fn from_handle(handle: usize) -> Self {
+        Stream { handle, owner: None }
+    }
+}
+
+/// The handle of a CuPy or Numba stream, or `None` when `obj` is neither.
+fn foreign_stream_handle(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Option<usize>> {
+    if let Ok(numba_cuda) = py.import("numba.cuda") {
+        let driver_stream = numba_cuda.getattr("cudadrv")?.getattr("driver")?.getattr("Stream")?;
+        if obj.is_instance(&driver_stream)? {
+            // int(numba_stream) is its handle.
+            return Ok(Some(obj.call_method0("__int__")?.extract()?));
+        }
+    }
+    if let Ok(cupy_stream) = py.import("cupy.cuda.stream") {
+        for name in ["Stream", "ExternalStream"] {
+            if obj.is_instance(&cupy_stream.getattr(name)?)? {
+                return Ok(Some(obj.getattr("ptr")?.extract()?));
+            }
+        }
+    }
+    Ok(None)
+}
+
+#[pymethods]
+impl Stream {
+    #[new]
+    #[pyo3(signature = (obj = None, flags = None))]
+    fn new(py: Python<'_>, obj: Option<&Bound<'_, PyAny>>, flags: Option<u32>) -> PyResult<Self> {
+        let Some(obj) = obj else {
+            let owning = Py::new(py, OwningStream::new(py, flags.unwrap_or(SYNC_DEFAULT))?)?;
+            let handle = owning.get().stream.view().handle();
+            return Ok(Stream { handle, owner: Some(owning.into_any()) });
+        };
+        if flags.is_some() {
+            return Err(PyValueError::new_err(
+                "flags may only be specified when obj is None; flags cannot be applied to an existing stream.",
+            ));
+        }
+        if let Ok(other) = obj.cast::<Stream>() {
+            let other = other.get();
+            return Ok(Stream { handle: other.handle, owner: other.owner.as_ref().map(|o| o.clone_ref(py)) });
+        }
+        if obj.hasattr("__cuda_stream__")? {
+            let (version, handle): (i64, usize) = obj.call_method0("__cuda_stream__")?.extract()?;
+            if version != 0 {
+                return Err(PyNotImplementedError::new_err(format!(
+                    "RMM does not currently support the CUDA Stream Protocol version: '{version}'."
+                )));
+            }
+            return Ok(Stream { handle, owner: Some(obj.clone().unbind()) });
+        }
+        match foreign_stream_handle(py, obj)? {
+            Some(handle) => Ok(Stream { handle, owner: Some(obj.clone().unbind()) }),
+            None => Err(PyTypeError::new_err(format!("Cannot create stream from {}", obj.get_type().name()?))),
+        }
+    }
+
+    /// The CUDA stream protocol: `(version, handle)`.
+    fn __cuda_stream__(&self) -> (i64, usize) {
+        (0, self.handle)
+    }
+
+    /// Blocks until all work on the stream has finished.
+    fn synchronize(&self, py: Python<'_>) -> PyResult<()> {
+        let view = self.view();
+        py.detach(|| view.synchronize()).py()
+    }
+
+    /// True for the legacy default stream (0 or `cudaStreamLegacy`).
+    fn is_default(&self) -> bool {
+        self.view().is_default()
+    }
+
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        other.cast::<Stream>().map(|o| o.get().handle == self.handle).unwrap_or(false)
+    }
+
+    fn __hash__(&self) -> u64 {
+        self.handle as u64
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<rmm.pylibrmm.stream.Stream handle=0x{:x}>", self.handle)
+    }
+}
+
+/// The stream of a `stream=` argument: a `Stream`, or anything `Stream(obj)` accepts.
+pub fn stream_arg(py: Python<'_>, stream: Option<&Bound<'_, PyAny>>) -> PyResult<CudaStreamView> {
+    match stream {
+        None => Ok(CudaStreamView::DEFAULT),
+        Some(s) if s.is_none() => Ok(CudaStreamView::DEFAULT),
+        Some(s) => match s.cast::<Stream>() {
+            Ok(s) => Ok(s.get().view()),
+            Err(_) => Ok(Stream::new(py, Some(s), None)?.view()),
+        },
+    }
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<OwningStream>()?;
+    m.add_class::<Stream>()?;
+    let py = m.py();
+    m.add("DEFAULT_STREAM", Py::new(py, Stream::from_handle(0))?)?;
+    m.add("LEGACY_DEFAULT_STREAM", Py::new(py, Stream::from_handle(1))?)?;
+    m.add("PER_THREAD_DEFAULT_STREAM", Py::new(py, Stream::from_handle(2))?)?;
+    Ok(())
+}

@@ -1,0 +1,32 @@
+//! Raw, stream-ordered copies and fills of memory the driver can address: device, managed, pinned
+//! and pageable host memory (unified addressing tells the driver which is which). For code that
+//! holds raw addresses, such as the Python face; typed code uses [`crate::DeviceBuffer`].
+
+use crate::driver;
+use crate::error::Result;
+use crate::stream::CudaStreamView;
+
+/// Enqueues a copy of `bytes` bytes from `src` to `dst` on `stream` (`cuMemcpyAsync`). A copy from
+/// or to pageable host memory has finished with that memory when this returns; any other copy may
+/// still be running: synchronise `stream` before reading `dst` on the host or reusing `src`.
+///
+/// # Safety
+/// `src` must be readable and `dst` writable for `bytes` bytes until the copy has run, and the two
+/// ranges must not overlap.
+pub unsafe fn copy_async(dst: *mut u8, src: *const u8, bytes: usize, stream: CudaStreamView) -> Result<()> {
+    if bytes == 0 {
+        return Ok(());
+    }
+    driver::memcpy_async(dst as usize, src as usize, bytes, stream)
+}
+
+/// Enqueues setting `bytes` bytes at `dst` to `value` on `stream` (`cuMemsetD8Async`).
+///
+/// # Safety
+/// `dst` must be writable for `bytes` bytes until the fill has run.
+pub unsafe fn fill_async(dst: *mut u8, value: u8, bytes: usize, stream: CudaStreamView) -> Result<()> {
+    if bytes == 0 {
+        return Ok(());
+    }
+    driver::memset_d8_async(dst as usize, value, bytes, stream)
+}
