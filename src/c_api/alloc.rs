@@ -138,7 +138,8 @@ pub unsafe extern "C" fn rmmAlloc(
     file: *const c_char,
     line: c_uint,
 ) -> RmmError {
-    let result = guarded(RmmError::UNKNOWN, || code(alloc(ptr, size, CudaStreamView::from_raw(stream), Site { file, line })));
+    let result =
+        guarded(RmmError::UNKNOWN, || code(alloc(ptr, size, CudaStreamView::from_raw(stream), Site { file, line })));
     if result != RmmError::SUCCESS && !ptr.is_null() {
         // SAFETY: not null (checked) and writable, as the caller promises.
         unsafe { ptr.write(std::ptr::null_mut()) };

@@ -60,7 +60,11 @@ impl RmmOptions {
     pub(crate) fn make_resource(&self) -> Result<SharedResource> {
         let managed = self.allocation_mode.has(RmmAllocationMode::CUDA_MANAGED_MEMORY);
         if !self.allocation_mode.has(RmmAllocationMode::POOL_ALLOCATION) {
-            return Ok(if managed { Arc::new(ManagedMemoryResource::new()) } else { Arc::new(CudaMemoryResource::new()) });
+            return Ok(if managed {
+                Arc::new(ManagedMemoryResource::new())
+            } else {
+                Arc::new(CudaMemoryResource::new())
+            });
         }
         let size = self.pool_size()?;
         Ok(if managed {
@@ -86,7 +90,11 @@ mod tests {
 
     #[test]
     fn unknown_mode_bits_and_overflowing_sizes_are_refused() {
-        let ok = |mode, size| RmmOptions { allocation_mode: RmmAllocationMode(mode), initial_pool_size: size, enable_logging: false };
+        let ok = |mode, size| RmmOptions {
+            allocation_mode: RmmAllocationMode(mode),
+            initial_pool_size: size,
+            enable_logging: false,
+        };
         for mode in 0..4 {
             assert_eq!(ok(mode, 1000).validate(), Ok(()));
         }
