@@ -155,6 +155,32 @@ $(EXIT_CHILD): $(OBJ)/exit_child/rmm_exit_child.o $(RMM_LIB)
 	@mkdir -p $(@D)
 	$(NVCC) -arch=$(ARCH) $< -o $@ $(LDLIBS)
 
+# The legacy C API (include/rmm/rmm.h) from plain C: the example and the C test, built with the C
+# compiler (not nvcc) against librmm.a alone; c-header-check compiles rmm.h as C11 and as C++17/20.
+C_PROGRAMS := $(patsubst $(REPO)/examples/c/%.c,$(BIN)/%,$(wildcard $(REPO)/examples/c/*.c)) \
+              $(patsubst $(REPO)/tests/c/%.c,$(BIN)/%,$(wildcard $(REPO)/tests/c/*.c))
+C_LDLIBS   := $(RMM_LIB) -lstdc++ -lpthread -ldl -lm
+C_FLAGS    := -std=c11 -O2 -Wall -Wextra -pedantic -I$(REPO)/include
+all: $(C_PROGRAMS)
+run: run-c
+.PHONY: run-c c-header-check
+run-c: $(C_PROGRAMS)
+	@status=0; for b in $(C_PROGRAMS); do echo "== $$b"; $$b || { echo "FAILED: $$b"; status=1; }; done; exit $$status
+$(BIN)/%: $(REPO)/examples/c/%.c $(RMM_LIB) $(REPO)/include/rmm/rmm.h $(REPO)/include/rmm/rmm_api.h
+	@mkdir -p $(@D)
+	$(CC) $(C_FLAGS) $< -o $@ $(C_LDLIBS)
+$(BIN)/%: $(REPO)/tests/c/%.c $(RMM_LIB) $(REPO)/include/rmm/rmm.h $(REPO)/include/rmm/rmm_api.h
+	@mkdir -p $(@D)
+	$(CC) $(C_FLAGS) $< -o $@ $(C_LDLIBS)
+std-check: c-header-check
+c-header-check:
+	@mkdir -p $(OBJ)
+	@printf '#include <rmm/rmm.h>\n#include <rmm/rmm.h>\nint main(void) { return rmmIsInitialized(NULL); }\n' > $(OBJ)/c_api_header.c
+	$(CC) $(C_FLAGS) -fsyntax-only $(OBJ)/c_api_header.c
+	g++ -std=c++17 -Wall -Wextra -pedantic -I$(REPO)/include -fsyntax-only -x c++ $(OBJ)/c_api_header.c
+	g++ -std=c++20 -Wall -Wextra -pedantic -I$(REPO)/include -fsyntax-only -x c++ $(OBJ)/c_api_header.c
+	@echo "c-header-check: rmm.h and rmm_api.h compile as C11, C++17 and C++20"
+
 $(BUILD)/gtest/libgtest.a:
 	@mkdir -p $(@D)
 	g++ -std=c++17 -O2 -I$(GTEST_SRC)/include -I$(GTEST_SRC) -c $(GTEST_SRC)/src/gtest-all.cc -o $(BUILD)/gtest/gtest-all.o

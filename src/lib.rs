@@ -60,6 +60,7 @@ pub mod arena;
 #[cfg(feature = "cxx-bridge")]
 mod bridge;
 pub mod buffer;
+pub mod c_api;
 pub mod capabilities;
 pub mod copy;
 pub mod device;

@@ -18,6 +18,7 @@ use crate::error::{Error, Result};
 use cudarc::driver::sys;
 use std::sync::OnceLock;
 
+mod address_range;
 mod advise;
 mod attribute;
 mod context;
@@ -28,6 +29,7 @@ mod mempool;
 mod status;
 mod stream;
 
+pub(crate) use address_range::mem_allocation_base;
 pub(crate) use advise::{mem_advise_preferred_location, PreferredLocation};
 pub(crate) use attribute::device_attribute;
 pub(crate) use context::{

@@ -82,7 +82,7 @@ if [ "$only" != rust ]; then
       rmm_exit_child) ;;  # rmm_cpp_tests' ProcessExit tests run it
       gpu_stress|stream_reuse_stress) stress+=("$f") ;;
       *)
-        if [ -f "examples/$name.cu" ]; then
+        if [ -f "examples/$name.cu" ] || [ -f "examples/c/$name.c" ] || [ -f "tests/c/$name.c" ]; then
           examples+=("$f")
         else
           notes+=("$name (no quick setting known here)")

@@ -1,0 +1,141 @@
+//! The initialise/finalise state: which resource `rmmInitialize` installed, what it replaced, and
+//! the live allocations.
+//!
+//! Behaviour kept from the original: `rmmInitialize` while initialised is a no-op that returns
+//! `RMM_SUCCESS` (the first options stay); a null `options` means the defaults (cuda allocation).
+//! Behaviour the original left undefined, decided here: `rmmFinalize` frees every allocation still
+//! live (the original destroyed its pool, and with it their memory; after finalize those pointers
+//! are dangling in both), and before `rmmInitialize` it returns `RMM_ERROR_NOT_INITIALIZED`, as the
+//! original header documents.
+
+use super::codes::{code, status, RmmError, Status};
+use super::live::LiveTable;
+use super::options::RmmOptions;
+use super::{event_log, guarded};
+use crate::device::DeviceId;
+use crate::driver;
+use crate::per_device_resource::{get_per_device_resource, set_per_device_resource};
+use crate::resource::{SharedResource, DEFAULT_ALIGNMENT};
+use crate::stream::CudaStreamView;
+use parking_lot::RwLock;
+use std::sync::Arc;
+
+/// One `rmmInitialize` .. `rmmFinalize` span.
+pub(crate) struct Session {
+    /// The options it was initialised with.
+    pub options: RmmOptions,
+    /// The device whose current resource it set (the current device at `rmmInitialize`).
+    pub device: DeviceId,
+    /// That device's context, to wait for all its work at finalize.
+    context: usize,
+    /// The resource it made and installed.
+    created: SharedResource,
+    /// The resource that was current before, put back at finalize.
+    previous: SharedResource,
+    /// Every pointer handed out and not yet freed.
+    pub live: LiveTable,
+}
+
+/// The session, if initialised. Entry points hold the read lock for their whole call, so
+/// `rmmFinalize` (the write lock) waits for calls in flight and no call sees a half-torn session.
+static SESSION: RwLock<Option<Session>> = RwLock::new(None);
+
+/// Runs `f` on the session, or returns `RMM_ERROR_NOT_INITIALIZED`.
+pub(crate) fn with_session<T>(f: impl FnOnce(&Session) -> Result<T, RmmError>) -> Result<T, RmmError> {
+    // Recursive read: a resource that calls back into this API cannot deadlock against a waiting
+    // rmmFinalize.
+    let guard = SESSION.read_recursive();
+    f(guard.as_ref().ok_or(RmmError::NOT_INITIALIZED)?)
+}
+
+impl Session {
+    /// The resource allocations come from now: the current resource of the session's device.
+    pub fn current_resource(&self) -> SharedResource {
+        get_per_device_resource(self.device)
+    }
+
+    /// Frees what is still live and puts the previous resource back if ours is still current.
+    fn release(self) -> Status {
+        let live = self.live.drain();
+        let mut outcome = Ok(());
+        if !live.is_empty() {
+            // Their streams may be gone by now: wait for all work, then free on the default stream.
+            outcome = status(driver::synchronize_context(self.context));
+            for (ptr, l) in live {
+                let freed = l.resource.deallocate(ptr as *mut u8, l.bytes, DEFAULT_ALIGNMENT, CudaStreamView::DEFAULT);
+                outcome = outcome.and(status(freed));
+            }
+        }
+        if Arc::ptr_eq(&get_per_device_resource(self.device), &self.created) {
+            set_per_device_resource(self.device, self.previous.clone());
+        }
+        outcome
+    }
+}
+
+fn initialize(options: RmmOptions) -> Status {
+    let mut slot = SESSION.write();
+    if slot.is_some() {
+        return Ok(());
+    }
+    options.validate()?;
+    let device = status(DeviceId::current())?;
+    let context = status(driver::current_context())?;
+    let created = status(options.make_resource())?;
+    let previous = set_per_device_resource(device, created.clone());
+    event_log::clear();
+    *slot = Some(Session { options, device, context, created, previous, live: LiveTable::default() });
+    Ok(())
+}
+
+fn finalize() -> Status {
+    let mut slot = SESSION.write();
+    let session = slot.take().ok_or(RmmError::NOT_INITIALIZED)?;
+    let outcome = session.release();
+    event_log::clear();
+    outcome
+}
+
+/// `rmmError_t rmmInitialize(rmmOptions_t* options)`: makes the resource `options` asks for (the
+/// defaults when null) the current resource of the current device. `RMM_ERROR_CUDA_ERROR` without
+/// a driver or device, `RMM_ERROR_INVALID_ARGUMENT` for unknown mode bits, `RMM_ERROR_OUT_OF_MEMORY`
+/// when the pool's initial size cannot be had.
+///
+/// # Safety
+/// `options` is null or points to a valid `rmmOptions_t`.
+#[no_mangle]
+pub unsafe extern "C" fn rmmInitialize(options: *mut RmmOptions) -> RmmError {
+    guarded(RmmError::UNKNOWN, || {
+        // SAFETY: the caller passes null or a valid rmmOptions_t.
+        let options = unsafe { options.as_ref() }.copied().unwrap_or_default();
+        code(initialize(options))
+    })
+}
+
+/// `rmmError_t rmmFinalize(void)`: frees every allocation still live, puts back the resource that
+/// was current before `rmmInitialize` (unless another was installed since) and destroys the one it
+/// made. `RMM_ERROR_NOT_INITIALIZED` when not initialised.
+#[no_mangle]
+pub extern "C" fn rmmFinalize() -> RmmError {
+    guarded(RmmError::UNKNOWN, || code(finalize()))
+}
+
+/// `bool rmmIsInitialized(rmmOptions_t* options)`: whether `rmmInitialize` succeeded and
+/// `rmmFinalize` has not run since; when it has and `options` is not null, the options in use are
+/// written there.
+///
+/// # Safety
+/// `options` is null or points to writable memory for an `rmmOptions_t`.
+#[no_mangle]
+pub unsafe extern "C" fn rmmIsInitialized(options: *mut RmmOptions) -> bool {
+    guarded(false, || {
+        with_session(|s| {
+            if !options.is_null() {
+                // SAFETY: the caller passes null (checked above) or writable memory for the struct.
+                unsafe { options.write(s.options) };
+            }
+            Ok(())
+        })
+        .is_ok()
+    })
+}
