@@ -38,7 +38,7 @@ pub struct FixedSizeMemoryResource;
 #[pymethods]
 impl FixedSizeMemoryResource {
     #[new]
-    #[pyo3(signature = (upstream_mr, block_size = 1 << 20, blocks_to_preallocate = 128))]
+    #[pyo3(signature = (upstream_mr, block_size = 1_048_576, blocks_to_preallocate = 128))]
     fn new(
         py: Python<'_>,
         upstream_mr: &Bound<'_, PyAny>,
@@ -63,7 +63,10 @@ pub struct BinningMemoryResource {
 #[pymethods]
 impl BinningMemoryResource {
     #[new]
-    #[pyo3(signature = (upstream_mr, min_size_exponent = -1, max_size_exponent = -1))]
+    #[pyo3(
+        signature = (upstream_mr, min_size_exponent = -1, max_size_exponent = -1),
+        text_signature = "(upstream_mr, min_size_exponent=-1, max_size_exponent=-1)"
+    )]
     fn new(
         py: Python<'_>,
         upstream_mr: &Bound<'_, PyAny>,
