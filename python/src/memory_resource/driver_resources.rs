@@ -6,7 +6,7 @@ use crate::error::IntoPy;
 use crate::helper::optional_size_arg;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyInt;
+use pyo3::types::{PyBool, PyInt};
 use rmm::capabilities::AllocationHandleType;
 use rmm::resource as r;
 use rmm::SharedResource;
@@ -64,13 +64,17 @@ impl CudaAsyncMemoryResource {
 }
 
 /// The pool handle of a `CudaAsyncViewMemoryResource` argument: an int, or a cuda-python
-/// `cudaMemPool_t` / `CUmemoryPool` (whose `int()` is the handle).
+/// `cudaMemPool_t` / `CUmemoryPool` (an object with `getPtr()` whose `int()` is the handle).
+/// Anything else (floats, bools, strings) is RMM's `ValueError`.
 fn pool_handle_arg(handle: &Bound<'_, PyAny>) -> PyResult<usize> {
     let refuse = || PyValueError::new_err("pool_handle must be a cudaMemPool_t or CUmemoryPool");
+    if handle.is_instance_of::<PyBool>() {
+        return Err(refuse());
+    }
     if handle.is_instance_of::<PyInt>() {
         return handle.extract::<usize>().map_err(|_| refuse());
     }
-    if !handle.hasattr("__int__")? {
+    if !(handle.hasattr("getPtr")? && handle.hasattr("__int__")?) {
         return Err(refuse());
     }
     let value = handle.call_method0("__int__").map_err(|_| refuse())?;
