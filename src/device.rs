@@ -50,6 +50,13 @@ pub fn with_device<T>(device: DeviceId, f: impl FnOnce() -> Result<T>) -> Result
     out
 }
 
+/// The CUDA version the installed driver supports, as `1000 * major + 10 * minor` (13000 for
+/// 13.0): what `cudaDriverGetVersion` answers.
+pub fn driver_version() -> Result<i32> {
+    driver::ensure_driver()?;
+    driver::driver_version()
+}
+
 /// `(free, total)` bytes of the current device.
 pub fn available_device_memory() -> Result<(usize, usize)> {
     driver::mem_get_info()

@@ -10,10 +10,31 @@ pub fn to_py(err: rmm::Error) -> PyErr {
     use rmm::Error as E;
     let msg = err.to_string();
     match err {
+        // A Python exception raised in a callback: RMM rethrows it as `rmm::out_of_memory` (a
+        // MemoryError) or `std::runtime_error`, with the exception's own message.
+        E::OutOfMemory { pool: None, reason, .. } if reason.starts_with(FROM_CALLBACK) => {
+            PyMemoryError::new_err(reason[FROM_CALLBACK.len()..].to_string())
+        }
+        E::Unsupported(m) if m.starts_with(FROM_CALLBACK) => PyRuntimeError::new_err(m[FROM_CALLBACK.len()..].to_string()),
         E::OutOfMemory { .. } => PyMemoryError::new_err(msg),
         E::BadAlignment { .. } | E::InvalidArgument(_) | E::SizeOverflow { .. } => PyValueError::new_err(msg),
         E::Io { .. } => PyOSError::new_err(msg),
         _ => PyRuntimeError::new_err(msg),
+    }
+}
+
+/// Starts the message of an error that carries a Python callback's exception.
+const FROM_CALLBACK: &str = "Python callback raised: ";
+
+/// The Rust error for a Python exception raised in a callback that served a request of `bytes`:
+/// as RMM, a `MemoryError` is an out-of-memory error and anything else a runtime error, and
+/// [`to_py`] turns it back into that Python type with the exception's message.
+pub fn from_callback(py: Python<'_>, err: PyErr, bytes: usize) -> rmm::Error {
+    let text = err.value(py).str().map(|s| s.to_string()).unwrap_or_default();
+    if err.is_instance_of::<PyMemoryError>(py) {
+        rmm::Error::out_of_memory(bytes, format!("{FROM_CALLBACK}{text}"))
+    } else {
+        rmm::Error::Unsupported(format!("{FROM_CALLBACK}{text}"))
     }
 }
 

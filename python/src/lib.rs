@@ -8,7 +8,9 @@
 use pyo3::prelude::*;
 
 mod error;
+mod gpu;
 mod helper;
+mod logger;
 mod memory_resource;
 mod stream;
 
@@ -19,5 +21,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     helper::register(m)?;
     stream::register(m)?;
     memory_resource::register(m)?;
+    gpu::register(m)?;
+    logger::register(m)?;
     Ok(())
 }

@@ -56,7 +56,86 @@ impl StatisticsResourceAdaptor {
     }
 }
 
+/// Refuses allocations that would take the bytes outstanding past a limit (RMM's
+/// `limiting_resource_adaptor`).
+#[pyclass(module = "rmm.pylibrmm.memory_resource._memory_resource", extends = UpstreamResourceAdaptor, subclass, frozen)]
+pub struct LimitingResourceAdaptor {
+    adaptor: Arc<a::LimitingResourceAdaptor<SharedResource>>,
+}
+
+#[pymethods]
+impl LimitingResourceAdaptor {
+    #[new]
+    fn new(upstream_mr: &Bound<'_, PyAny>, allocation_limit: usize) -> PyResult<PyClassInitializer<Self>> {
+        let (upstream, resource) = upstream_arg(upstream_mr)?;
+        let adaptor = Arc::new(a::LimitingResourceAdaptor::new(resource, allocation_limit));
+        Ok(UpstreamResourceAdaptor::init(upstream, adaptor.clone()).add_subclass(LimitingResourceAdaptor { adaptor }))
+    }
+
+    /// Bytes allocated through this adaptor and not yet freed.
+    fn get_allocated_bytes(&self) -> usize {
+        self.adaptor.allocated_bytes()
+    }
+
+    /// The most bytes this adaptor lets be outstanding.
+    fn get_allocation_limit(&self) -> usize {
+        self.adaptor.allocation_limit()
+    }
+}
+
+/// Records every allocation with its size (and optionally its stack) until it is freed (RMM's
+/// `tracking_resource_adaptor`).
+#[pyclass(module = "rmm.pylibrmm.memory_resource._memory_resource", extends = UpstreamResourceAdaptor, subclass, frozen)]
+pub struct TrackingResourceAdaptor {
+    adaptor: Arc<a::TrackingResourceAdaptor<SharedResource>>,
+}
+
+#[pymethods]
+impl TrackingResourceAdaptor {
+    #[new]
+    #[pyo3(signature = (upstream_mr, capture_stacks = false))]
+    fn new(upstream_mr: &Bound<'_, PyAny>, capture_stacks: bool) -> PyResult<PyClassInitializer<Self>> {
+        let (upstream, resource) = upstream_arg(upstream_mr)?;
+        let adaptor = Arc::new(a::TrackingResourceAdaptor::new(resource, capture_stacks));
+        Ok(UpstreamResourceAdaptor::init(upstream, adaptor.clone()).add_subclass(TrackingResourceAdaptor { adaptor }))
+    }
+
+    /// Bytes allocated through this adaptor and not yet freed.
+    fn get_allocated_bytes(&self) -> usize {
+        self.adaptor.allocated_bytes()
+    }
+
+    /// One line per outstanding allocation (address, size, and the stack when captured).
+    fn get_outstanding_allocations_str(&self) -> String {
+        self.adaptor.report()
+    }
+
+    /// Writes `get_outstanding_allocations_str()` to RMM's debug log (as RMM, at debug level,
+    /// so it shows only when the logging level is debug or trace).
+    fn log_outstanding_allocations(&self, py: Python<'_>) {
+        let adaptor = &self.adaptor;
+        py.detach(|| rmm::log_debug!("Outstanding Allocations: {}", adaptor.report()))
+    }
+}
+
+/// Prefetches every allocation to the device it is made on (RMM's `prefetch_resource_adaptor`).
+#[pyclass(module = "rmm.pylibrmm.memory_resource._memory_resource", extends = UpstreamResourceAdaptor, subclass, frozen)]
+pub struct PrefetchResourceAdaptor;
+
+#[pymethods]
+impl PrefetchResourceAdaptor {
+    #[new]
+    fn new(upstream_mr: &Bound<'_, PyAny>) -> PyResult<PyClassInitializer<Self>> {
+        let (upstream, resource) = upstream_arg(upstream_mr)?;
+        let adaptor = Arc::new(a::PrefetchResourceAdaptor::new(resource));
+        Ok(UpstreamResourceAdaptor::init(upstream, adaptor).add_subclass(PrefetchResourceAdaptor))
+    }
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<StatisticsResourceAdaptor>()?;
+    m.add_class::<LimitingResourceAdaptor>()?;
+    m.add_class::<TrackingResourceAdaptor>()?;
+    m.add_class::<PrefetchResourceAdaptor>()?;
     Ok(())
 }

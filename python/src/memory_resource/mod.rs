@@ -12,8 +12,12 @@ use pyo3::prelude::*;
 use rmm::{SharedResource, DEFAULT_ALIGNMENT};
 
 mod adaptors;
+mod callbacks;
+mod driver_resources;
+mod logging;
 mod per_device;
 mod resources;
+mod suballocators;
 
 pub use adaptors::*;
 pub use per_device::current_resource;
@@ -105,6 +109,10 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<UpstreamResourceAdaptor>()?;
     resources::register(m)?;
     adaptors::register(m)?;
+    driver_resources::register(m)?;
+    suballocators::register(m)?;
+    callbacks::register(m)?;
+    logging::register(m)?;
     per_device::register(m)?;
     Ok(())
 }

@@ -1,31 +1,189 @@
 """The memory resource classes and the per-device current resource.
 
 The classes are implemented in Rust (``rmm._native``); this module gives them RMM 26.10's module
-path and adds the functions that are naturally Python.
+path and adds the functions that are naturally Python: ``_initialize`` (behind
+``rmm.reinitialize``) and the logging switches.
 """
 
+import os
+import warnings
+
+from rmm._cuda.gpu import CUDARuntimeError, getDevice, setDevice
 from rmm._native import (
+    ArenaMemoryResource,
+    BinningMemoryResource,
+    CallbackMemoryResource,
+    CudaAsyncMemoryResource,
+    CudaAsyncViewMemoryResource,
     CudaMemoryResource,
     DeviceMemoryResource,
+    FailureCallbackResourceAdaptor,
+    FixedSizeMemoryResource,
+    LimitingResourceAdaptor,
+    LoggingResourceAdaptor,
+    ManagedMemoryResource,
+    PinnedHostMemoryResource,
     PoolMemoryResource,
+    PrefetchResourceAdaptor,
+    SamHeadroomMemoryResource,
     StatisticsResourceAdaptor,
+    SystemMemoryResource,
+    TrackingResourceAdaptor,
     UpstreamResourceAdaptor,
+    _clear_per_device_resources,
+    _per_device_resources,
     available_device_memory,
     get_current_device_resource,
     get_per_device_resource,
     set_current_device_resource,
     set_per_device_resource,
 )
+from rmm.pylibrmm.helper import parse_bytes
+
+# cudaErrorNoDevice: RMM warns instead of failing when there is no device to initialise.
+_CUDA_ERROR_NO_DEVICE = 100
+
+
+def _append_id(filename, id):
+    """``filename`` with ``.dev<id>`` put before its extension: ``_append_id("a.txt", 1)`` is
+    ``"a.dev1.txt"``."""
+    name, ext = os.path.splitext(filename)
+    return f"{name}.dev{id}{ext}"
+
+
+def _on_device(device, make):
+    """``make()`` run with ``device`` current, the previous device restored afterwards. Without
+    any device (host-memory resources on a machine without a GPU) it simply runs ``make()``."""
+    try:
+        original = getDevice()
+    except CUDARuntimeError as e:
+        if e.status == _CUDA_ERROR_NO_DEVICE:
+            return make()
+        raise
+    if original == device:
+        return make()
+    setDevice(device)
+    try:
+        return make()
+    finally:
+        setDevice(original)
+
+
+def _initialize(
+    pool_allocator=False,
+    managed_memory=False,
+    initial_pool_size=None,
+    maximum_pool_size=None,
+    devices=0,
+    logging=False,
+    log_file_name=None,
+):
+    """Replaces every device's resource with one built from these options (what
+    ``rmm.reinitialize`` does after running its hooks)."""
+    upstream = ManagedMemoryResource if managed_memory else CudaMemoryResource
+    if pool_allocator:
+        initial = None if initial_pool_size is None else parse_bytes(initial_pool_size)
+        maximum = None if maximum_pool_size is None else parse_bytes(maximum_pool_size)
+
+        def make():
+            return PoolMemoryResource(upstream(), initial_pool_size=initial, maximum_pool_size=maximum)
+
+    else:
+        make = upstream
+
+    try:
+        original_device = getDevice()
+    except CUDARuntimeError as e:
+        if e.status == _CUDA_ERROR_NO_DEVICE:
+            warnings.warn(str(e))
+            return
+        raise
+
+    _clear_per_device_resources()
+    if devices is None:
+        devices = [0]
+    elif isinstance(devices, int):
+        devices = [devices]
+    try:
+        for device in devices:
+            setDevice(device)
+            mr = make()
+            if logging:
+                mr = LoggingResourceAdaptor(mr, log_file_name)
+            set_per_device_resource(device, mr)
+    finally:
+        setDevice(original_device)
+
+
+def is_initialized():
+    """True when every device's resource is usable (RMM's check; always so once set)."""
+    return all(isinstance(mr, DeviceMemoryResource) for _, mr in _per_device_resources())
+
+
+def _flush_logs():
+    """Flushes the log of every device whose resource is a ``LoggingResourceAdaptor``."""
+    for _, mr in _per_device_resources():
+        if isinstance(mr, LoggingResourceAdaptor):
+            mr.flush()
+
+
+def enable_logging(log_file_name=None):
+    """Wraps each device's resource (device 0 when none was set) in a ``LoggingResourceAdaptor``.
+
+    ``log_file_name`` defaults to the ``RMM_LOG_FILE`` environment variable (``ValueError`` when
+    neither is given); each device logs to its own file, the name with ``.dev<id>`` put before the
+    extension (see ``get_log_filenames``)."""
+    devices = [d for d, _ in _per_device_resources()] or [0]
+    for device in devices:
+        each_mr = get_per_device_resource(device)
+        if not isinstance(each_mr, LoggingResourceAdaptor):
+            logged = _on_device(device, lambda: LoggingResourceAdaptor(each_mr, log_file_name))
+            set_per_device_resource(device, logged)
+
+
+def disable_logging():
+    """Puts back the resource under each device's ``LoggingResourceAdaptor``."""
+    for device, each_mr in _per_device_resources():
+        if isinstance(each_mr, LoggingResourceAdaptor):
+            set_per_device_resource(device, each_mr.get_upstream())
+
+
+def get_log_filenames():
+    """The log file of each device in use, ``None`` for a device that is not logging."""
+    return {
+        device: each_mr.get_file_name() if isinstance(each_mr, LoggingResourceAdaptor) else None
+        for device, each_mr in _per_device_resources()
+    }
+
 
 __all__ = [
+    "ArenaMemoryResource",
+    "BinningMemoryResource",
+    "CallbackMemoryResource",
+    "CudaAsyncMemoryResource",
+    "CudaAsyncViewMemoryResource",
     "CudaMemoryResource",
     "DeviceMemoryResource",
+    "FailureCallbackResourceAdaptor",
+    "FixedSizeMemoryResource",
+    "LimitingResourceAdaptor",
+    "LoggingResourceAdaptor",
+    "ManagedMemoryResource",
+    "PinnedHostMemoryResource",
     "PoolMemoryResource",
+    "PrefetchResourceAdaptor",
+    "SamHeadroomMemoryResource",
     "StatisticsResourceAdaptor",
+    "SystemMemoryResource",
+    "TrackingResourceAdaptor",
     "UpstreamResourceAdaptor",
     "available_device_memory",
+    "disable_logging",
+    "enable_logging",
     "get_current_device_resource",
+    "get_log_filenames",
     "get_per_device_resource",
+    "is_initialized",
     "set_current_device_resource",
     "set_per_device_resource",
 ]

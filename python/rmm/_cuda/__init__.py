@@ -1,0 +1,1 @@
+"""CUDA helpers (RMM's ``rmm._cuda``)."""

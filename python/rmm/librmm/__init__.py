@@ -1,0 +1,1 @@
+"""Declarations of the C++ library (RMM's ``rmm.librmm``)."""

@@ -1,0 +1,203 @@
+//! The resources that take their memory straight from the CUDA driver (or the system allocator):
+//! stream-ordered pools, managed, system, pinned host and SAM-headroom memory.
+
+use super::DeviceMemoryResource;
+use crate::error::IntoPy;
+use crate::helper::optional_size_arg;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyInt};
+use rmm::capabilities::AllocationHandleType;
+use rmm::resource as r;
+use rmm::SharedResource;
+use std::sync::Arc;
+
+/// The base-class part of a resource object over `resource`.
+fn base(resource: SharedResource) -> PyClassInitializer<DeviceMemoryResource> {
+    PyClassInitializer::from(DeviceMemoryResource::new(resource))
+}
+
+/// The export type RMM builds from the two flags; both at once is a combination no single
+/// allocation handle type names, refused as RMM's C++ refuses it.
+fn export_handle_type(enable_ipc: bool, enable_fabric: bool) -> rmm::Result<AllocationHandleType> {
+    match (enable_ipc, enable_fabric) {
+        (false, false) => Ok(AllocationHandleType::None),
+        (true, false) => Ok(AllocationHandleType::PosixFileDescriptor),
+        (false, true) => Ok(AllocationHandleType::Fabric),
+        (true, true) => Err(rmm::Error::Unsupported(
+            "Requested IPC memory handle type not supported: posix file descriptor | fabric".into(),
+        )),
+    }
+}
+
+/// `cudaMallocAsync`/`cudaFreeAsync` from a pool of its own (RMM's `cuda_async_memory_resource`).
+#[pyclass(module = "rmm.pylibrmm.memory_resource._memory_resource", extends = DeviceMemoryResource, subclass, frozen)]
+pub struct CudaAsyncMemoryResource {
+    pool: Arc<r::CudaAsyncMemoryResource>,
+}
+
+#[pymethods]
+impl CudaAsyncMemoryResource {
+    #[new]
+    #[pyo3(signature = (initial_pool_size = None, release_threshold = None, enable_ipc = false, enable_fabric = false))]
+    fn new(
+        py: Python<'_>,
+        initial_pool_size: Option<&Bound<'_, PyAny>>,
+        release_threshold: Option<usize>,
+        enable_ipc: bool,
+        enable_fabric: bool,
+    ) -> PyResult<PyClassInitializer<Self>> {
+        let initial = optional_size_arg(initial_pool_size)?;
+        let handle_type = export_handle_type(enable_ipc, enable_fabric).py()?;
+        let pool = py
+            .detach(|| r::CudaAsyncMemoryResource::with_export_handle_type(initial, release_threshold, handle_type))
+            .py()?;
+        let pool = Arc::new(pool);
+        Ok(base(pool.clone()).add_subclass(CudaAsyncMemoryResource { pool }))
+    }
+
+    /// The handle of the pool, as an int (not part of RMM's Python API; kept for symmetry with
+    /// the view).
+    fn pool_handle(&self) -> usize {
+        self.pool.pool_handle() as usize
+    }
+}
+
+/// The pool handle of a `CudaAsyncViewMemoryResource` argument: an int, or a cuda-python
+/// `cudaMemPool_t` / `CUmemoryPool` (an object with `getPtr()` whose `int()` is the handle).
+/// Anything else (floats, bools, strings) is RMM's `ValueError`.
+fn pool_handle_arg(handle: &Bound<'_, PyAny>) -> PyResult<usize> {
+    let refuse = || PyValueError::new_err("pool_handle must be a cudaMemPool_t or CUmemoryPool");
+    if handle.is_instance_of::<PyBool>() {
+        return Err(refuse());
+    }
+    if handle.is_instance_of::<PyInt>() {
+        return handle.extract::<usize>().map_err(|_| refuse());
+    }
+    if !(handle.hasattr("getPtr")? && handle.hasattr("__int__")?) {
+        return Err(refuse());
+    }
+    let value = handle.call_method0("__int__").map_err(|_| refuse())?;
+    value.extract::<usize>().map_err(|_| refuse())
+}
+
+/// `cudaMallocAsync` from a pool someone else owns (RMM's `cuda_async_view_memory_resource`).
+#[pyclass(module = "rmm.pylibrmm.memory_resource._memory_resource", extends = DeviceMemoryResource, subclass, frozen)]
+pub struct CudaAsyncViewMemoryResource {
+    view: Arc<r::CudaAsyncViewMemoryResource>,
+}
+
+#[pymethods]
+impl CudaAsyncViewMemoryResource {
+    #[new]
+    fn new(py: Python<'_>, pool_handle: &Bound<'_, PyAny>) -> PyResult<PyClassInitializer<Self>> {
+        let pool = pool_handle_arg(pool_handle)?;
+        // SAFETY: RMM's contract for this class: the pool outlives the resource and its memory.
+        let view = py
+            .detach(|| unsafe { r::CudaAsyncViewMemoryResource::new(pool as *mut _) })
+            .py()?;
+        let view = Arc::new(view);
+        Ok(base(view.clone()).add_subclass(CudaAsyncViewMemoryResource { view }))
+    }
+
+    /// The handle of the pool viewed, as an int.
+    fn pool_handle(&self) -> usize {
+        self.view.pool_handle() as usize
+    }
+}
+
+/// `cudaMallocManaged` (RMM's `managed_memory_resource`).
+#[pyclass(module = "rmm.pylibrmm.memory_resource._memory_resource", extends = DeviceMemoryResource, subclass, frozen)]
+pub struct ManagedMemoryResource;
+
+#[pymethods]
+impl ManagedMemoryResource {
+    #[new]
+    fn new() -> PyClassInitializer<Self> {
+        base(Arc::new(r::ManagedMemoryResource::new())).add_subclass(ManagedMemoryResource)
+    }
+}
+
+/// `malloc`/`free`, for devices that can access system memory (RMM's `system_memory_resource`).
+#[pyclass(module = "rmm.pylibrmm.memory_resource._memory_resource", extends = DeviceMemoryResource, subclass, frozen)]
+pub struct SystemMemoryResource;
+
+#[pymethods]
+impl SystemMemoryResource {
+    #[new]
+    fn new(py: Python<'_>) -> PyResult<PyClassInitializer<Self>> {
+        let system = py.detach(r::SystemMemoryResource::new).py()?;
+        Ok(base(Arc::new(system)).add_subclass(SystemMemoryResource))
+    }
+}
+
+/// Page-locked host memory (RMM's `pinned_host_memory_resource`).
+#[pyclass(module = "rmm.pylibrmm.memory_resource._memory_resource", extends = DeviceMemoryResource, subclass, frozen)]
+pub struct PinnedHostMemoryResource;
+
+#[pymethods]
+impl PinnedHostMemoryResource {
+    #[new]
+    fn new() -> PyClassInitializer<Self> {
+        base(Arc::new(r::PinnedHostMemoryResource::new())).add_subclass(PinnedHostMemoryResource)
+    }
+}
+
+/// System memory that keeps `headroom` bytes of device memory free (RMM's
+/// `sam_headroom_memory_resource`).
+#[pyclass(module = "rmm.pylibrmm.memory_resource._memory_resource", extends = DeviceMemoryResource, subclass, frozen)]
+pub struct SamHeadroomMemoryResource;
+
+#[pymethods]
+impl SamHeadroomMemoryResource {
+    #[new]
+    fn new(py: Python<'_>, headroom: usize) -> PyResult<PyClassInitializer<Self>> {
+        let sam = py.detach(|| r::SamHeadroomMemoryResource::new(headroom)).py()?;
+        Ok(base(Arc::new(sam)).add_subclass(SamHeadroomMemoryResource))
+    }
+}
+
+/// `cudaMallocFromPoolAsync` from the device's default managed pool (RMM's experimental
+/// `cuda_async_managed_memory_resource`).
+#[pyclass(module = "rmm.pylibrmm.memory_resource.experimental", extends = DeviceMemoryResource, subclass, frozen)]
+pub struct CudaAsyncManagedMemoryResource {
+    pool: Arc<r::CudaAsyncManagedMemoryResource>,
+}
+
+#[pymethods]
+impl CudaAsyncManagedMemoryResource {
+    #[new]
+    fn new(py: Python<'_>) -> PyResult<PyClassInitializer<Self>> {
+        let pool = Arc::new(py.detach(r::CudaAsyncManagedMemoryResource::new).py()?);
+        Ok(base(pool.clone()).add_subclass(CudaAsyncManagedMemoryResource { pool }))
+    }
+
+    /// The handle of the managed pool, as an int.
+    fn pool_handle(&self) -> usize {
+        self.pool.pool_handle() as usize
+    }
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<CudaAsyncMemoryResource>()?;
+    m.add_class::<CudaAsyncViewMemoryResource>()?;
+    m.add_class::<ManagedMemoryResource>()?;
+    m.add_class::<SystemMemoryResource>()?;
+    m.add_class::<PinnedHostMemoryResource>()?;
+    m.add_class::<SamHeadroomMemoryResource>()?;
+    m.add_class::<CudaAsyncManagedMemoryResource>()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn export_flags_map_to_one_handle_type() {
+        assert_eq!(export_handle_type(false, false).unwrap(), AllocationHandleType::None);
+        assert_eq!(export_handle_type(true, false).unwrap(), AllocationHandleType::PosixFileDescriptor);
+        assert_eq!(export_handle_type(false, true).unwrap(), AllocationHandleType::Fabric);
+        assert!(matches!(export_handle_type(true, true), Err(rmm::Error::Unsupported(_))));
+    }
+}
