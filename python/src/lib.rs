@@ -7,10 +7,12 @@
 
 use pyo3::prelude::*;
 
+mod allocation;
 mod error;
 mod helper;
 mod memory_resource;
 mod stream;
+mod torch_allocator;
 
 /// The module `rmm._native`.
 #[pymodule]
@@ -19,5 +21,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     helper::register(m)?;
     stream::register(m)?;
     memory_resource::register(m)?;
+    allocation::register(m)?;
     Ok(())
 }
