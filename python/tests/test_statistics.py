@@ -230,3 +230,9 @@ def test_profiler_over_the_device_table(restore_current_resource):
     work()
     (rec,) = records.records.values()
     assert (rec.num_calls, rec.memory_total, rec.memory_peak) == (1, 4096, 4096)
+
+
+def test_resources_import_statistics_as_rmm_does():
+    import rmm
+
+    assert rmm.statistics is st and st.Statistics.__module__ == "rmm.statistics"
