@@ -363,5 +363,7 @@ def test_torch_out_of_memory_is_torch_oom(gpu):
         print(json.dumps({"oom": oom, "sum": b.sum().item()}))
         """
     )
-    assert result["oom"]
+    # The hook answers NULL on failure; this checks that PyTorch turns that into its OOM error
+    # (a PyTorch that does not would hand out a tensor over address 0, left untouched here).
+    assert result["oom"], "PyTorch accepted NULL from the allocator hook instead of raising OOM"
     assert result["sum"] == 2.0 * (1 << 20)
