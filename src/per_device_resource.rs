@@ -14,10 +14,31 @@ use crate::error::Result;
 use crate::resource::{CudaMemoryResource, SharedResource};
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 /// Devices whose resource was set; absent devices use [`initial_resource`].
 static TABLE: Mutex<BTreeMap<DeviceId, SharedResource>> = Mutex::new(BTreeMap::new());
+
+/// Bumped, under the table's lock, by every change of the table: lets hot paths (the PyTorch
+/// allocator hook) cache a device's resource and notice a change without taking the lock.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// The table's generation: it differs from an earlier reading exactly when some device's resource
+/// was set or reset in between.
+pub fn generation() -> u64 {
+    GENERATION.load(Ordering::Acquire)
+}
+
+/// The current resource of device `id` together with the [`generation`] it belongs to, read
+/// atomically together.
+pub fn get_per_device_resource_with_generation(id: DeviceId) -> (SharedResource, u64) {
+    let table = TABLE.lock();
+    let resource = table.get(&id).cloned();
+    let generation = GENERATION.load(Ordering::Relaxed);
+    drop(table);
+    (resource.unwrap_or_else(initial_resource), generation)
+}
 
 /// The resource every device starts with. One instance, so that "still the initial resource" can be
 /// checked with `Arc::ptr_eq`.
@@ -36,13 +57,23 @@ pub fn get_per_device_resource(id: DeviceId) -> SharedResource {
 pub fn set_per_device_resource(id: DeviceId, resource: SharedResource) -> SharedResource {
     // Bind the previous value so that it is returned (and if the caller drops it, dropped) after
     // the lock is released: dropping a resource may call back into this module.
-    let previous = TABLE.lock().insert(id, resource);
+    let previous = {
+        let mut table = TABLE.lock();
+        let previous = table.insert(id, resource);
+        GENERATION.fetch_add(1, Ordering::Release);
+        previous
+    };
     previous.unwrap_or_else(initial_resource)
 }
 
 /// Puts device `id` back on the initial resource and returns the one it had.
 pub fn reset_per_device_resource(id: DeviceId) -> SharedResource {
-    let previous = TABLE.lock().remove(&id);
+    let previous = {
+        let mut table = TABLE.lock();
+        let previous = table.remove(&id);
+        GENERATION.fetch_add(1, Ordering::Release);
+        previous
+    };
     previous.unwrap_or_else(initial_resource)
 }
 
@@ -86,6 +117,21 @@ mod tests {
         assert!(Arc::ptr_eq(&get_per_device_resource(ID), &host));
         assert!(Arc::ptr_eq(&reset_per_device_resource(ID), &host));
         assert!(Arc::ptr_eq(&get_per_device_resource(ID), &initial_resource()));
+    }
+
+    #[test]
+    fn every_change_moves_the_generation() {
+        const GEN_ID: DeviceId = DeviceId(-18);
+        let host: SharedResource = Arc::new(HostMemoryResource::new());
+        let (_, before) = get_per_device_resource_with_generation(GEN_ID);
+        set_per_device_resource(GEN_ID, host.clone());
+        let (now, after_set) = get_per_device_resource_with_generation(GEN_ID);
+        assert!(Arc::ptr_eq(&now, &host));
+        assert!(after_set > before && generation() >= after_set);
+        reset_per_device_resource(GEN_ID);
+        let (now, after_reset) = get_per_device_resource_with_generation(GEN_ID);
+        assert!(Arc::ptr_eq(&now, &initial_resource()));
+        assert!(after_reset > after_set);
     }
 
     #[test]

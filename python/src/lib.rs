@@ -7,12 +7,14 @@
 
 use pyo3::prelude::*;
 
+mod allocation;
 mod error;
 mod gpu;
 mod helper;
 mod logger;
 mod memory_resource;
 mod stream;
+mod torch_allocator;
 
 /// The module `rmm._native`.
 #[pymodule]
@@ -23,5 +25,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     memory_resource::register(m)?;
     gpu::register(m)?;
     logger::register(m)?;
+    allocation::register(m)?;
     Ok(())
 }

@@ -2,7 +2,7 @@
 //! traffic.
 
 use super::{upstream_arg, UpstreamResourceAdaptor};
-use crate::error::IntoPy;
+use pyo3::exceptions::PyIndexError;
 use pyo3::prelude::*;
 use rmm::adaptor as a;
 use rmm::adaptor::CounterFrame;
@@ -49,9 +49,10 @@ impl StatisticsResourceAdaptor {
         statistics(py, self.adaptor.push_counters())
     }
 
-    /// Ends the innermost frame (its counts are added to the one below); returns it.
+    /// Ends the innermost frame (its counts are added to the one below); returns it. Popping the
+    /// last frame is an `IndexError`, as RMM's C++ `std::out_of_range` reaches Python.
     fn pop_counters(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let frame = self.adaptor.pop_counters().py()?;
+        let frame = self.adaptor.pop_counters().map_err(|e| PyIndexError::new_err(e.to_string()))?;
         statistics(py, frame)
     }
 }

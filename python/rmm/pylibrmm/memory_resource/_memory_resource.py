@@ -187,3 +187,7 @@ __all__ = [
     "set_current_device_resource",
     "set_per_device_resource",
 ]
+
+# As in RMM, importing the resources imports rmm.statistics (the type their counters come back
+# as), so `import rmm` makes `rmm.statistics` available.
+import rmm.statistics  # noqa: E402,F401
