@@ -51,9 +51,10 @@ fn with_resource<T>(device: i32, f: impl FnOnce(&SharedResource) -> T) -> T {
 }
 
 /// Allocates `size` bytes on `stream` from device `device`'s current resource, with that device
-/// current. Returns NULL on any failure (PyTorch reports it); never unwinds.
+/// current. Returns NULL on any failure, never unwinds; `rmm_rs_torch_allocate` (cpp/torch_hook.cpp)
+/// wraps it and throws `std::bad_alloc` instead of returning NULL.
 #[no_mangle]
-pub extern "C" fn rmm_rs_torch_allocate(size: usize, device: i32, stream: *mut c_void) -> *mut c_void {
+pub extern "C" fn rmm_rs_torch_allocate_or_null(size: usize, device: i32, stream: *mut c_void) -> *mut c_void {
     let stream = CudaStreamView::from_handle(stream as usize);
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         device::with_device(DeviceId(device), || {
@@ -66,7 +67,7 @@ pub extern "C" fn rmm_rs_torch_allocate(size: usize, device: i32, stream: *mut c
     }
 }
 
-/// Frees `ptr` (of `size` bytes, allocated by [`rmm_rs_torch_allocate`] for `device`) on `stream`.
+/// Frees `ptr` (of `size` bytes, allocated by [`rmm_rs_torch_allocate_or_null`] for `device`) on `stream`.
 /// A failure cannot be reported through this signature; the resource stays consistent.
 #[no_mangle]
 pub extern "C" fn rmm_rs_torch_deallocate(ptr: *mut c_void, size: usize, device: i32, stream: *mut c_void) {
@@ -107,7 +108,7 @@ mod tests {
     fn failures_are_null_not_panics() {
         // Without a driver with_device fails; with one, device -1 does not exist. Either way the
         // hook answers NULL and the free of NULL is a no-op.
-        assert!(rmm_rs_torch_allocate(256, -1, std::ptr::null_mut()).is_null());
+        assert!(rmm_rs_torch_allocate_or_null(256, -1, std::ptr::null_mut()).is_null());
         rmm_rs_torch_deallocate(std::ptr::null_mut(), 256, -1, std::ptr::null_mut());
     }
 }
