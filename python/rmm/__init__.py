@@ -5,5 +5,8 @@ underneath are the Rust resources of the ``rmm-rs`` crate.
 """
 
 from rmm._version import __git_commit__, __version__
+from rmm.pylibrmm.device_buffer import DeviceBuffer
 
-__all__ = []
+__all__ = [
+    "DeviceBuffer",
+]

@@ -7,10 +7,14 @@
 
 use pyo3::prelude::*;
 
+mod copy;
+mod device_buffer;
 mod error;
 mod helper;
+mod host_buffer;
 mod memory_resource;
 mod stream;
+mod stream_pool;
 
 /// The module `rmm._native`.
 #[pymodule]
@@ -19,5 +23,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     helper::register(m)?;
     stream::register(m)?;
     memory_resource::register(m)?;
+    copy::register(m)?;
+    device_buffer::register(m)?;
+    stream_pool::register(m)?;
     Ok(())
 }

@@ -16,7 +16,7 @@ mod per_device;
 mod resources;
 
 pub use adaptors::*;
-pub use per_device::current_resource;
+pub use per_device::{current_resource, current_resource_object};
 pub use resources::*;
 
 /// The module path RMM 26.10 gives these classes.
