@@ -71,6 +71,13 @@ mod tests {
     }
 
     #[test]
+    fn zero_streams_is_invalid_with_either_flag() {
+        for non_blocking in [false, true] {
+            assert!(matches!(CudaStreamPool::with_flags(0, non_blocking), Err(Error::InvalidArgument(_))));
+        }
+    }
+
+    #[test]
     fn missing_driver_is_an_error_not_a_panic() {
         if crate::cuda_available() {
             return;
