@@ -5,9 +5,10 @@ use crate::driver;
 use crate::error::Result;
 use crate::stream::CudaStreamView;
 
-/// Migrates `bytes` at `ptr` to `device`, in stream order on `stream`, when they are managed
-/// memory; for any other memory (device, pinned, host, null) it does nothing, as RMM's
-/// `rmm::prefetch` does. The memory type is asked first, so no driver call fails for other memory.
+/// Migrates `bytes` at `ptr` to `device` (a negative id, `cudaCpuDeviceId`, is the host), in
+/// stream order on `stream`, when they are managed memory; for any other memory (device, pinned,
+/// host, null) it does nothing, as RMM's `rmm::prefetch` does. The memory type is asked first, so
+/// no driver call fails for other memory.
 pub fn prefetch(ptr: *const u8, bytes: usize, device: DeviceId, stream: CudaStreamView) -> Result<()> {
     if ptr.is_null() || bytes == 0 || !driver::pointer_is_managed(ptr as usize)? {
         return Ok(());

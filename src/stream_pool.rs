@@ -5,7 +5,7 @@ use crate::error::{Error, Result};
 use crate::stream::{CudaStream, CudaStreamView};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// Owns `n` non-blocking streams and hands out views of them in turn. The views are valid while
+/// Owns `n` streams (non-blocking unless made [`with_flags`](Self::with_flags)) and hands out views of them in turn. The views are valid while
 /// the pool lives.
 #[derive(Debug)]
 pub struct CudaStreamPool {
@@ -17,12 +17,18 @@ impl CudaStreamPool {
     /// The pool size RMM uses by default.
     pub const DEFAULT_SIZE: usize = 16;
 
-    /// Creates `n` streams on the current device; `n` must be at least 1.
+    /// Creates `n` non-blocking streams on the current device; `n` must be at least 1.
     pub fn new(n: usize) -> Result<Self> {
+        Self::with_flags(n, true)
+    }
+
+    /// Creates `n` streams on the current device, non-blocking or, with `non_blocking == false`,
+    /// synchronising with the legacy default stream (RMM's default `cuda_stream::flags::sync_default`).
+    pub fn with_flags(n: usize, non_blocking: bool) -> Result<Self> {
         if n == 0 {
             return Err(Error::InvalidArgument("a stream pool needs at least one stream (n was 0)".into()));
         }
-        let streams = (0..n).map(|_| CudaStream::new()).collect::<Result<Vec<_>>>()?;
+        let streams = (0..n).map(|_| CudaStream::with_flags(non_blocking)).collect::<Result<Vec<_>>>()?;
         Ok(CudaStreamPool { streams, next: AtomicUsize::new(0) })
     }
 
@@ -62,6 +68,13 @@ mod tests {
     #[test]
     fn zero_streams_is_invalid_without_cuda() {
         assert!(matches!(CudaStreamPool::new(0), Err(Error::InvalidArgument(_))));
+    }
+
+    #[test]
+    fn zero_streams_is_invalid_with_either_flag() {
+        for non_blocking in [false, true] {
+            assert!(matches!(CudaStreamPool::with_flags(0, non_blocking), Err(Error::InvalidArgument(_))));
+        }
     }
 
     #[test]

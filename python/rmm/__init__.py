@@ -7,6 +7,7 @@ underneath are the Rust resources of the ``rmm-rs`` crate.
 from rmm import mr
 from rmm._version import __git_commit__, __version__
 from rmm.mr import disable_logging, enable_logging, get_log_filenames
+from rmm.pylibrmm.device_buffer import DeviceBuffer
 from rmm.pylibrmm.logger import (
     flush_logger,
     get_flush_level,
@@ -25,6 +26,7 @@ from rmm.rmm import (
 )
 
 __all__ = [
+    "DeviceBuffer",
     "disable_logging",
     "RMMError",
     "enable_logging",

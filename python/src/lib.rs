@@ -8,12 +8,16 @@
 use pyo3::prelude::*;
 
 mod allocation;
+mod copy;
+mod device_buffer;
 mod error;
 mod gpu;
 mod helper;
+mod host_buffer;
 mod logger;
 mod memory_resource;
 mod stream;
+mod stream_pool;
 mod torch_allocator;
 
 /// The module `rmm._native`.
@@ -26,5 +30,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     gpu::register(m)?;
     logger::register(m)?;
     allocation::register(m)?;
+    copy::register(m)?;
+    device_buffer::register(m)?;
+    stream_pool::register(m)?;
     Ok(())
 }

@@ -4,6 +4,7 @@
 use crate::error::IntoPy;
 use pyo3::exceptions::{PyNotImplementedError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use rmm::{CudaStream, CudaStreamView};
 
 /// `cudaStreamDefault` creation flags: the stream synchronises with the legacy default stream.
@@ -49,21 +50,92 @@ impl Stream {
     pub fn from_handle(handle: usize) -> Self {
         Stream { handle, owner: None }
     }
+
+    /// A view of `handle` that keeps `owner` (what destroys the stream) alive.
+    pub fn with_owner(handle: usize, owner: Py<PyAny>) -> Self {
+        Stream { handle, owner: Some(owner) }
+    }
 }
 
-/// The handle of a CuPy or Numba stream, or `None` when `obj` is neither.
-fn foreign_stream_handle(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Option<usize>> {
-    if let Ok(numba_cuda) = py.import("numba.cuda") {
-        let driver_stream = numba_cuda.getattr("cudadrv")?.getattr("driver")?.getattr("Stream")?;
-        if obj.is_instance(&driver_stream)? {
-            // int(numba_stream) is its handle.
-            return Ok(Some(obj.call_method0("__int__")?.extract()?));
+/// `DEFAULT_STREAM`, the object every `stream=` default is (set when the module is registered).
+static DEFAULT_STREAM: PyOnceLock<Py<Stream>> = PyOnceLock::new();
+
+/// The `DEFAULT_STREAM` object.
+pub fn default_stream(py: Python<'_>) -> &Bound<'_, Stream> {
+    DEFAULT_STREAM.get_or_init(py, || Py::new(py, Stream::from_handle(0)).expect("allocating DEFAULT_STREAM")).bind(py)
+}
+
+/// A `stream=` argument of RMM's Cython signatures (`Stream stream=DEFAULT_STREAM`): left out it is
+/// `DEFAULT_STREAM`; given, it must be a `Stream` (RMM's `as_stream` refuses `None`).
+pub enum StreamArg<'py> {
+    /// Not passed.
+    Omitted,
+    /// What the caller passed.
+    Given(Bound<'py, PyAny>),
+}
+
+impl<'a, 'py> FromPyObject<'a, 'py> for StreamArg<'py> {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        Ok(StreamArg::Given(obj.to_owned()))
+    }
+}
+
+impl<'py> StreamArg<'py> {
+    /// The `Stream` object, or RMM's `TypeError`.
+    pub fn resolve(self, py: Python<'py>) -> PyResult<Bound<'py, Stream>> {
+        match self {
+            StreamArg::Omitted => Ok(default_stream(py).clone()),
+            StreamArg::Given(obj) => stream_object(obj),
         }
     }
-    if let Ok(cupy_stream) = py.import("cupy.cuda.stream") {
-        for name in ["Stream", "ExternalStream"] {
-            if obj.is_instance(&cupy_stream.getattr(name)?)? {
-                return Ok(Some(obj.getattr("ptr")?.extract()?));
+}
+
+/// `obj` as a `Stream`: `None` and other types are a `TypeError`, as RMM's typed arguments are.
+pub fn stream_object(obj: Bound<'_, PyAny>) -> PyResult<Bound<'_, Stream>> {
+    if obj.is_none() {
+        return Err(PyTypeError::new_err("stream argument cannot be None. Please provide a valid Stream instance."));
+    }
+    match obj.cast_into::<Stream>() {
+        Ok(s) => Ok(s),
+        Err(e) => {
+            let got = e.into_inner().get_type().name().map(|n| n.to_string()).unwrap_or_default();
+            Err(PyTypeError::new_err(format!(
+                "Argument 'stream' has incorrect type (expected rmm.pylibrmm.stream.Stream, got {got})"
+            )))
+        }
+    }
+}
+
+/// The handle of a Numba, CuPy or PyTorch stream, or `None` when `obj` is none of them. A
+/// library is imported only when `obj`'s type comes from it, so no call imports one needlessly.
+fn foreign_stream_handle(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Option<usize>> {
+    let module = obj.get_type().module()?.to_string();
+    let root = module.split('.').next().unwrap_or_default();
+    if root == "numba" || root == "numba_cuda" {
+        if let Ok(numba_cuda) = py.import("numba.cuda") {
+            let driver_stream = numba_cuda.getattr("cudadrv")?.getattr("driver")?.getattr("Stream")?;
+            if obj.is_instance(&driver_stream)? {
+                // int(numba_stream) is its handle.
+                return Ok(Some(obj.call_method0("__int__")?.extract()?));
+            }
+        }
+    }
+    if root == "cupy" || root == "cupy_backends" {
+        if let Ok(cupy_stream) = py.import("cupy.cuda.stream") {
+            for name in ["Stream", "ExternalStream"] {
+                if obj.is_instance(&cupy_stream.getattr(name)?)? {
+                    return Ok(Some(obj.getattr("ptr")?.extract()?));
+                }
+            }
+        }
+    }
+    // PyTorch streams without `__cuda_stream__` (older releases) name their handle `cuda_stream`.
+    if root == "torch" {
+        if let Ok(torch_cuda) = py.import("torch.cuda") {
+            if obj.is_instance(&torch_cuda.getattr("Stream")?)? {
+                return Ok(Some(obj.getattr("cuda_stream")?.extract()?));
             }
         }
     }
@@ -100,7 +172,7 @@ impl Stream {
         }
         match foreign_stream_handle(py, obj)? {
             Some(handle) => Ok(Stream { handle, owner: Some(obj.clone().unbind()) }),
-            None => Err(PyTypeError::new_err(format!("Cannot create stream from {}", obj.get_type().name()?))),
+            None => Err(PyTypeError::new_err(format!("Cannot create stream from {}", obj.get_type()))),
         }
     }
 
@@ -149,7 +221,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<OwningStream>()?;
     m.add_class::<Stream>()?;
     let py = m.py();
-    m.add("DEFAULT_STREAM", Py::new(py, Stream::from_handle(0))?)?;
+    m.add("DEFAULT_STREAM", default_stream(py))?;
     m.add("LEGACY_DEFAULT_STREAM", Py::new(py, Stream::from_handle(1))?)?;
     m.add("PER_THREAD_DEFAULT_STREAM", Py::new(py, Stream::from_handle(2))?)?;
     Ok(())

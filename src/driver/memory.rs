@@ -95,10 +95,15 @@ pub(crate) fn pointer_is_managed(ptr: usize) -> Result<bool> {
 }
 
 /// Migrates `bytes` of managed memory at `ptr` to `device`, in stream order on `stream`
-/// (`cuMemPrefetchAsync_v2`). Only for managed memory: callers check with [`pointer_is_managed`].
+/// (`cuMemPrefetchAsync_v2`); a negative device (`cudaCpuDeviceId`, -1) means host memory. Only for
+/// managed memory: callers check with [`pointer_is_managed`].
 pub(crate) fn mem_prefetch_async(ptr: usize, bytes: usize, device: i32, stream: CudaStreamView) -> Result<()> {
     ensure_context()?;
-    let location = sys::CUmemLocation { type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE, id: device };
+    let location = if device < 0 {
+        sys::CUmemLocation { type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_HOST, id: 0 }
+    } else {
+        sys::CUmemLocation { type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE, id: device }
+    };
     // SAFETY: a context is current; the range is managed memory (the caller's check) and a bad
     // stream handle is the caller's contract, as for every stream-ordered call.
     check(

@@ -20,7 +20,7 @@ mod resources;
 mod suballocators;
 
 pub use adaptors::*;
-pub use per_device::current_resource;
+pub use per_device::{current_resource, current_resource_object};
 pub use resources::*;
 
 /// The module path RMM 26.10 gives these classes.

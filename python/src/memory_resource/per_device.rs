@@ -50,6 +50,11 @@ pub fn current_resource() -> rmm::Result<SharedResource> {
     table::get_current_device_resource()
 }
 
+/// The Python resource object of the current device (what `mr=None` means).
+pub fn current_resource_object(py: Python<'_>) -> PyResult<Py<DeviceMemoryResource>> {
+    resource_object(py, current_device()?)
+}
+
 fn current_device() -> PyResult<i32> {
     Ok(DeviceId::current().py()?.value())
 }

@@ -1,0 +1,110 @@
+//! Raw copies between addresses for `rmm.pylibrmm.device_buffer`, and its module functions
+//! `copy_ptr_to_host`, `copy_host_to_ptr` and `copy_device_to_ptr`.
+//!
+//! A copy goes through the driver (`cuMemcpyAsync`, which infers host or device from the
+//! addresses) on the given stream, except where both sides are known to be host memory (a buffer
+//! of a host resource and a Python host buffer) or there is no CUDA driver at all (then every
+//! address is host memory): the CPU copies those at once. As in RMM, a copy on the default stream
+//! is waited for; on another stream it may still run when the call returns.
+
+use crate::error::{to_py, IntoPy};
+use crate::host_buffer::HostBuffer;
+use crate::stream::StreamArg;
+use pyo3::prelude::*;
+use rmm::CudaStreamView;
+use std::sync::OnceLock;
+
+/// Whether a CUDA driver with a device is present (asked once: it does not change).
+pub fn driver_present() -> bool {
+    static PRESENT: OnceLock<bool> = OnceLock::new();
+    *PRESENT.get_or_init(rmm::cuda_available)
+}
+
+/// Copies `n` bytes from `src` to `dst`: on the CPU when `host_to_host` or without a driver, else
+/// enqueued on `stream`. Returns whether a copy was enqueued on the stream.
+///
+/// # Safety
+/// `src` must be readable and `dst` writable for `n` bytes until the copy has run; for a copy the
+/// driver makes, the two ranges must not overlap.
+pub unsafe fn copy_bytes(
+    dst: usize,
+    src: usize,
+    n: usize,
+    stream: CudaStreamView,
+    host_to_host: bool,
+) -> rmm::Result<bool> {
+    if n == 0 {
+        return Ok(false);
+    }
+    if host_to_host || !driver_present() {
+        // SAFETY: the caller's contract; `copy` allows overlapping ranges.
+        unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, n) };
+        return Ok(false);
+    }
+    // SAFETY: the caller's contract.
+    unsafe { rmm::copy::copy_async(dst as *mut u8, src as *const u8, n, stream)? };
+    Ok(true)
+}
+
+/// Waits for `stream` when a copy was enqueued on it and it is the default stream (RMM's rule).
+pub fn sync_if_default(stream: CudaStreamView, enqueued: bool) -> rmm::Result<()> {
+    if enqueued && stream.is_default() {
+        stream.synchronize()
+    } else {
+        Ok(())
+    }
+}
+
+/// Copies `len(hb)` bytes from the device address `db` into the writable host buffer `hb`.
+#[pyfunction]
+#[pyo3(signature = (db, hb, stream = StreamArg::Omitted))]
+pub fn copy_ptr_to_host(py: Python<'_>, db: usize, hb: &Bound<'_, PyAny>, stream: StreamArg<'_>) -> PyResult<()> {
+    let view = stream.resolve(py)?.get().view();
+    let host = HostBuffer::get(hb, true, "hb")?;
+    let (dst, n) = (host.addr(), host.len());
+    py.detach(|| {
+        // SAFETY: `host` holds the destination until this returns; the caller vouches for `db`.
+        let enqueued = unsafe { copy_bytes(dst, db, n, view, false)? };
+        sync_if_default(view, enqueued)
+    })
+    .py()
+}
+
+/// Copies the host buffer `hb` to the device address `db`.
+#[pyfunction]
+#[pyo3(signature = (hb, db, stream = StreamArg::Omitted))]
+pub fn copy_host_to_ptr(py: Python<'_>, hb: &Bound<'_, PyAny>, db: usize, stream: StreamArg<'_>) -> PyResult<()> {
+    let view = stream.resolve(py)?.get().view();
+    let host = HostBuffer::get(hb, false, "hb")?;
+    let (src, n) = (host.addr(), host.len());
+    py.detach(|| {
+        // SAFETY: `host` holds the source until this returns (a pageable source has been read
+        // when the driver call returns); the caller vouches for `db`.
+        let enqueued = unsafe { copy_bytes(db, src, n, view, false)? };
+        sync_if_default(view, enqueued)
+    })
+    .py()
+}
+
+/// Copies `count` bytes from the device address `d_src` to `d_dst`, on `stream` (not waited for,
+/// as in RMM).
+#[pyfunction]
+#[pyo3(signature = (d_src, d_dst, count, stream = StreamArg::Omitted))]
+pub fn copy_device_to_ptr(
+    py: Python<'_>,
+    d_src: usize,
+    d_dst: usize,
+    count: usize,
+    stream: StreamArg<'_>,
+) -> PyResult<()> {
+    let view = stream.resolve(py)?.get().view();
+    // SAFETY: the caller vouches for both device ranges, as with cudaMemcpyAsync.
+    py.detach(|| unsafe { copy_bytes(d_dst, d_src, count, view, false) }).map(|_| ()).map_err(to_py)
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(copy_ptr_to_host, m)?)?;
+    m.add_function(wrap_pyfunction!(copy_host_to_ptr, m)?)?;
+    m.add_function(wrap_pyfunction!(copy_device_to_ptr, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,468 @@
+//! `rmm.pylibrmm.device_buffer`: `DeviceBuffer`, untyped memory from a resource, ordered on a
+//! stream and freed on it when collected (RMM's `rmm::device_buffer` seen from Python), and the
+//! module function `to_device`.
+//!
+//! The buffer keeps its resource object and stream object alive. Its allocation, size, capacity
+//! and stream sit behind a mutex that is only taken for short reads with the GIL held or, for the
+//! work itself, inside `py.detach` (never across a GIL re-acquisition), so no thread can hold it
+//! while waiting for the GIL. A buffer of a host resource (no device access) is copied by the CPU,
+//! so it works without a GPU.
+
+use crate::copy::{copy_bytes, sync_if_default};
+use crate::error::{to_py, IntoPy};
+use crate::host_buffer::HostBuffer;
+use crate::memory_resource::{current_resource_object, DeviceMemoryResource};
+use crate::stream::{stream_object, Stream, StreamArg};
+use parking_lot::Mutex;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyDict, PyTuple};
+use rmm::event::CudaEvent;
+use rmm::{CudaStreamView, DeviceId, SharedResource, DEFAULT_ALIGNMENT};
+
+/// What may change over a buffer's life.
+struct State {
+    ptr: usize,
+    size: usize,
+    capacity: usize,
+    /// The stream the memory is ordered and freed on, and the object that keeps it alive.
+    view: CudaStreamView,
+    stream: Py<Stream>,
+}
+
+/// Memory from a resource, freed on its stream when the object is collected.
+#[pyclass(module = "rmm.pylibrmm.device_buffer", name = "DeviceBuffer", subclass, frozen)]
+pub struct DeviceBuffer {
+    resource: SharedResource,
+    /// True when the resource's memory is host memory only: the CPU copies it.
+    host_only: bool,
+    mr: Py<DeviceMemoryResource>,
+    state: Mutex<State>,
+}
+
+impl DeviceBuffer {
+    /// A buffer of `size` bytes from `mr` (the current device resource when `None`) on `stream`,
+    /// filled from `src` (address, whether it is known host memory) unless that is null. Waits
+    /// for the copy when `stream` is the default stream.
+    fn create(
+        py: Python<'_>,
+        src: Option<(usize, bool)>,
+        size: usize,
+        stream: Bound<'_, Stream>,
+        mr: Option<Bound<'_, DeviceMemoryResource>>,
+    ) -> PyResult<Self> {
+        let mr = match mr {
+            Some(mr) => mr.unbind(),
+            None => current_resource_object(py)?,
+        };
+        let resource = mr.get().resource().clone();
+        let host_only = !resource.is_device_accessible();
+        let view = stream.get().view();
+        let ptr = if size == 0 {
+            0
+        } else {
+            py.detach(|| resource.allocate(size, DEFAULT_ALIGNMENT, view).map(|p| p as usize)).py()?
+        };
+        let state = State { ptr, size, capacity: size, view, stream: stream.unbind() };
+        // Built before the copy: if the copy fails, dropping the buffer frees the memory.
+        let buffer = DeviceBuffer { resource, host_only, mr, state: Mutex::new(state) };
+        if let Some((src, src_is_host)) = src.filter(|&(src, _)| src != 0 && size != 0) {
+            py.detach(|| {
+                // SAFETY: `ptr` holds `size` fresh bytes; the caller vouches for `src`.
+                let enqueued = unsafe { copy_bytes(ptr, src, size, view, host_only && src_is_host)? };
+                sync_if_default(view, enqueued)
+            })
+            .py()?;
+        }
+        Ok(buffer)
+    }
+
+    /// Moves the memory to `view`: work enqueued there from now on (copies, the free) first waits
+    /// for the work enqueued on the old stream, so a free on the new stream never hands the
+    /// memory out while the old one may still use it.
+    fn move_to(&self, st: &mut State, view: CudaStreamView) -> rmm::Result<()> {
+        if view != st.view && !self.host_only && st.capacity > 0 {
+            let event = CudaEvent::new()?;
+            event.record(st.view)?;
+            event.wait_on(view)?;
+        }
+        st.view = view;
+        Ok(())
+    }
+
+    /// Replaces the allocation with one of `capacity` bytes holding the same first `size` bytes,
+    /// on the buffer's stream.
+    fn reallocate(&self, st: &mut State, capacity: usize) -> rmm::Result<()> {
+        let new_ptr = self.resource.allocate(capacity, DEFAULT_ALIGNMENT, st.view)? as usize;
+        // SAFETY: both allocations are live and distinct; `size <= capacity` of each.
+        if let Err(e) = unsafe { copy_bytes(new_ptr, st.ptr, st.size, st.view, self.host_only) } {
+            let _ = self.resource.deallocate(new_ptr as *mut u8, capacity, DEFAULT_ALIGNMENT, st.view);
+            return Err(e);
+        }
+        let (old_ptr, old_capacity) = (st.ptr, st.capacity);
+        st.ptr = new_ptr;
+        st.capacity = capacity;
+        if old_capacity > 0 {
+            // Freed on the stream the copy is on, after it.
+            self.resource.deallocate(old_ptr as *mut u8, old_capacity, DEFAULT_ALIGNMENT, st.view)?;
+        }
+        Ok(())
+    }
+
+    /// Makes `stream` the buffer's stream object (after `move_to` moved the memory to it).
+    fn set_stream_object(&self, stream: Bound<'_, Stream>) {
+        let old = std::mem::replace(&mut self.state.lock().stream, stream.unbind());
+        drop(old);
+    }
+
+    fn size_now(&self) -> usize {
+        self.state.lock().size
+    }
+}
+
+/// `numpy.empty`, looked up once.
+fn numpy_empty(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
+    static EMPTY: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    EMPTY.get_or_try_init(py, || Ok::<_, PyErr>(py.import("numpy")?.getattr("empty")?.unbind())).map(|f| f.bind(py))
+}
+
+/// `numpy.dtype`, looked up once.
+fn numpy_dtype(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
+    static DTYPE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    DTYPE.get_or_try_init(py, || Ok::<_, PyErr>(py.import("numpy")?.getattr("dtype")?.unbind())).map(|f| f.bind(py))
+}
+
+#[pymethods]
+impl DeviceBuffer {
+    /// `size` bytes from `mr` (default: the current device resource) on `stream`, copied from the
+    /// host or device address `ptr` unless it is 0.
+    #[new]
+    #[pyo3(signature = (*, ptr = 0, size = 0, stream = StreamArg::Omitted, mr = None))]
+    fn new(
+        py: Python<'_>,
+        ptr: usize,
+        size: usize,
+        stream: StreamArg<'_>,
+        mr: Option<Bound<'_, DeviceMemoryResource>>,
+    ) -> PyResult<Self> {
+        let stream = stream.resolve(py)?;
+        Self::create(py, Some((ptr, false)), size, stream, mr)
+    }
+
+    fn __len__(&self) -> usize {
+        self.size_now()
+    }
+
+    fn __sizeof__(&self) -> usize {
+        self.size_now()
+    }
+
+    fn __bytes__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyBytes>> {
+        Self::tobytes(slf, StreamArg::Omitted)
+    }
+
+    /// The size in bytes.
+    #[getter]
+    fn nbytes(&self) -> usize {
+        self.size_now()
+    }
+
+    /// The size in bytes.
+    #[getter]
+    fn size(&self) -> usize {
+        self.size_now()
+    }
+
+    /// The address of the memory (0 when nothing is allocated).
+    #[getter]
+    fn ptr(&self) -> usize {
+        self.state.lock().ptr
+    }
+
+    /// The resource the memory comes from.
+    #[getter]
+    fn mr(&self, py: Python<'_>) -> Py<DeviceMemoryResource> {
+        self.mr.clone_ref(py)
+    }
+
+    /// The stream the memory is ordered and freed on.
+    #[getter]
+    fn stream(&self, py: Python<'_>) -> Py<Stream> {
+        self.state.lock().stream.clone_ref(py)
+    }
+
+    /// Pickles as the bytes, restored by `to_device`.
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
+        let py = slf.py();
+        let to_device = py.import("rmm._native")?.getattr("to_device")?;
+        let host = Self::copy_to_host(slf, None, StreamArg::Omitted)?;
+        PyTuple::new(py, [to_device, PyTuple::new(py, [host])?.into_any()])
+    }
+
+    /// The CUDA array interface (version 0) of the bytes.
+    #[getter]
+    fn __cuda_array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let (ptr, size) = {
+            let st = self.state.lock();
+            (st.ptr, st.size)
+        };
+        let dict = PyDict::new(py);
+        dict.set_item("data", (ptr, false))?;
+        dict.set_item("shape", (size,))?;
+        dict.set_item("strides", py.None())?;
+        dict.set_item("typestr", "|u1")?;
+        dict.set_item("version", 0)?;
+        Ok(dict)
+    }
+
+    /// Prefetches managed memory to `device` (default: the current device; -1 is the host) on
+    /// `stream` (default: the buffer's); does nothing for other memory.
+    #[pyo3(signature = (device = None, stream = None))]
+    fn prefetch(&self, py: Python<'_>, device: Option<i32>, stream: Option<Bound<'_, PyAny>>) -> PyResult<()> {
+        let view = match stream {
+            Some(s) => stream_object(s)?.get().view(),
+            None => self.state.lock().view,
+        };
+        if self.host_only {
+            return Ok(()); // host memory is never managed memory
+        }
+        let device = match device {
+            Some(d) => DeviceId(d),
+            None => DeviceId::current().py()?,
+        };
+        py.detach(|| {
+            let st = self.state.lock();
+            rmm::prefetch::prefetch(st.ptr as *const u8, st.size, device, view)
+        })
+        .py()
+    }
+
+    /// A copy in new memory from the same resource, on the same stream.
+    fn copy(slf: &Bound<'_, Self>) -> PyResult<Self> {
+        let py = slf.py();
+        let this = slf.get();
+        let (ptr, size, view) = py
+            .detach(|| -> rmm::Result<_> {
+                let st = this.state.lock();
+                if st.size == 0 {
+                    return Ok((0, 0, st.view));
+                }
+                let ptr = this.resource.allocate(st.size, DEFAULT_ALIGNMENT, st.view)? as usize;
+                // SAFETY: a fresh allocation and a live one, `size` bytes each.
+                let copied = unsafe { copy_bytes(ptr, st.ptr, st.size, st.view, this.host_only) }
+                    .and_then(|enqueued| sync_if_default(st.view, enqueued));
+                if let Err(e) = copied {
+                    let _ = this.resource.deallocate(ptr as *mut u8, st.size, DEFAULT_ALIGNMENT, st.view);
+                    return Err(e);
+                }
+                Ok((ptr, st.size, st.view))
+            })
+            .py()?;
+        let stream = this.state.lock().stream.clone_ref(py);
+        let state = State { ptr, size, capacity: size, view, stream };
+        Ok(DeviceBuffer {
+            resource: this.resource.clone(),
+            host_only: this.host_only,
+            mr: this.mr.clone_ref(py),
+            state: Mutex::new(state),
+        })
+    }
+
+    fn __copy__(slf: &Bound<'_, Self>) -> PyResult<Self> {
+        Self::copy(slf)
+    }
+
+    /// A new buffer holding a copy of the host buffer `b`.
+    #[staticmethod]
+    #[pyo3(name = "to_device", signature = (b, stream = StreamArg::Omitted))]
+    fn to_device_static(py: Python<'_>, b: &Bound<'_, PyAny>, stream: StreamArg<'_>) -> PyResult<Self> {
+        to_device(py, b, stream)
+    }
+
+    /// Copies the bytes into `ary` (any writable buffer of at least `size` bytes), or into a new
+    /// NumPy `uint8` array when `ary` is `None`; returns it.
+    #[pyo3(signature = (ary = None, stream = StreamArg::Omitted))]
+    fn copy_to_host<'py>(
+        slf: &Bound<'py, Self>,
+        ary: Option<Bound<'py, PyAny>>,
+        stream: StreamArg<'py>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let this = slf.get();
+        let view = stream.resolve(py)?.get().view();
+        let (ary, fresh) = match ary {
+            Some(a) if !a.is_none() => (a, false),
+            _ => (numpy_empty(py)?.call1(((this.size_now(),), "u1"))?, true),
+        };
+        let host = HostBuffer::get(&ary, true, "ary")?;
+        let (dst, room) = (host.addr(), host.len());
+        py.detach(|| -> PyResult<()> {
+            let st = this.state.lock();
+            if room < st.size {
+                return Err(PyValueError::new_err(format!(
+                    "Argument `ary` is too small. Need space for {} bytes.",
+                    st.size
+                )));
+            }
+            // SAFETY: `host` holds `room >= size` writable bytes until this returns; the
+            // buffer's memory is live while the lock is held.
+            let enqueued = unsafe { copy_bytes(dst, st.ptr, st.size, view, this.host_only) }.map_err(to_py)?;
+            // A new array is the caller's only when it is filled.
+            if enqueued && fresh { view.synchronize() } else { sync_if_default(view, enqueued) }.map_err(to_py)
+        })?;
+        drop(host);
+        Ok(ary)
+    }
+
+    /// Copies the host buffer `ary` (at most `size` bytes) to the start of the buffer.
+    #[pyo3(signature = (ary, stream = StreamArg::Omitted))]
+    fn copy_from_host(&self, py: Python<'_>, ary: &Bound<'_, PyAny>, stream: StreamArg<'_>) -> PyResult<()> {
+        let view = stream.resolve(py)?.get().view();
+        let host = HostBuffer::get(ary, false, "ary")?;
+        let (src, n) = (host.addr(), host.len());
+        py.detach(|| -> PyResult<()> {
+            let st = self.state.lock();
+            if n > st.size {
+                return Err(PyValueError::new_err(format!("Argument `ary` is too large. Need space for {n} bytes.")));
+            }
+            // SAFETY: `host` holds `n` readable bytes until this returns; `n <= size`.
+            let enqueued = unsafe { copy_bytes(st.ptr, src, n, view, self.host_only) }.map_err(to_py)?;
+            sync_if_default(view, enqueued).map_err(to_py)
+        })
+    }
+
+    /// Copies a 1-D contiguous object with `__cuda_array_interface__` (at most `size` bytes) to
+    /// the start of the buffer; not waited for, as in RMM.
+    #[pyo3(signature = (cuda_ary, stream = StreamArg::Omitted))]
+    fn copy_from_device(&self, py: Python<'_>, cuda_ary: &Bound<'_, PyAny>, stream: StreamArg<'_>) -> PyResult<()> {
+        let view = stream.resolve(py)?.get().view();
+        if !cuda_ary.hasattr("__cuda_array_interface__")? {
+            return Err(PyValueError::new_err("Expected object to support `__cuda_array_interface__` protocol"));
+        }
+        let interface = cuda_ary.getattr("__cuda_array_interface__")?;
+        let shape = interface.get_item("shape")?;
+        let strides = interface.call_method1("get", ("strides",))?;
+        let itemsize: usize =
+            numpy_dtype(py)?.call1((interface.get_item("typestr")?,))?.getattr("itemsize")?.extract()?;
+        let ndim = shape.len()?;
+        if ndim > 1 {
+            return Err(PyValueError::new_err(format!("Only 1-D contiguous arrays are supported, got {ndim}-D array")));
+        }
+        if !strides.is_none() && strides.get_item(0)?.extract::<isize>()? != itemsize as isize {
+            return Err(PyValueError::new_err("Only 1-D contiguous arrays are supported, got a non-contiguous array"));
+        }
+        let src: usize = interface.get_item("data")?.get_item(0)?.extract()?;
+        let n =
+            shape.get_item(0)?.extract::<usize>()?.checked_mul(itemsize).ok_or_else(|| {
+                pyo3::exceptions::PyOverflowError::new_err("the array's size in bytes overflows size_t")
+            })?;
+        py.detach(|| -> PyResult<()> {
+            let st = self.state.lock();
+            if n > st.size {
+                return Err(PyValueError::new_err(format!("Argument `hb` is too large. Need space for {n} bytes.")));
+            }
+            // SAFETY: the object vouches for `n` bytes at `src`; `n <= size`.
+            unsafe { copy_bytes(st.ptr, src, n, view, false) }.map(|_| ()).map_err(to_py)
+        })
+    }
+
+    /// The bytes, as a `bytes` object.
+    #[pyo3(signature = (stream = StreamArg::Omitted))]
+    fn tobytes<'py>(slf: &Bound<'py, Self>, stream: StreamArg<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let py = slf.py();
+        let this = slf.get();
+        let view = stream.resolve(py)?.get().view();
+        let size = this.size_now();
+        PyBytes::new_with(py, size, |out| {
+            let dst = out.as_mut_ptr() as usize;
+            py.detach(|| -> rmm::Result<()> {
+                let st = this.state.lock();
+                // SAFETY: `out` is the new object's `size` writable bytes, waited for below.
+                let enqueued = unsafe { copy_bytes(dst, st.ptr, st.size.min(size), view, this.host_only)? };
+                if enqueued {
+                    view.synchronize()?;
+                }
+                Ok(())
+            })
+            .py()
+        })
+    }
+
+    /// Grows the allocation to at least `new_capacity` bytes, keeping the contents; the buffer
+    /// moves to `stream`.
+    #[pyo3(signature = (new_capacity, stream = StreamArg::Omitted))]
+    fn reserve(&self, py: Python<'_>, new_capacity: usize, stream: StreamArg<'_>) -> PyResult<()> {
+        let stream = stream.resolve(py)?;
+        let view = stream.get().view();
+        py.detach(|| -> rmm::Result<()> {
+            let mut st = self.state.lock();
+            self.move_to(&mut st, view)?;
+            if new_capacity > st.capacity {
+                self.reallocate(&mut st, new_capacity)?;
+            }
+            Ok(())
+        })
+        .py()?;
+        self.set_stream_object(stream);
+        Ok(())
+    }
+
+    /// Sets the size to `new_size`, keeping the contents up to the smaller size; reallocates only
+    /// when `new_size` exceeds the capacity. The buffer moves to `stream`.
+    #[pyo3(signature = (new_size, stream = StreamArg::Omitted))]
+    fn resize(&self, py: Python<'_>, new_size: usize, stream: StreamArg<'_>) -> PyResult<()> {
+        let stream = stream.resolve(py)?;
+        let view = stream.get().view();
+        py.detach(|| -> rmm::Result<()> {
+            let mut st = self.state.lock();
+            self.move_to(&mut st, view)?;
+            if new_size > st.capacity {
+                self.reallocate(&mut st, new_size)?;
+            }
+            st.size = new_size;
+            Ok(())
+        })
+        .py()?;
+        self.set_stream_object(stream);
+        Ok(())
+    }
+
+    /// Bytes allocated (at least `size`).
+    fn capacity(&self) -> usize {
+        self.state.lock().capacity
+    }
+}
+
+impl Drop for DeviceBuffer {
+    fn drop(&mut self) {
+        let st = self.state.get_mut();
+        if st.capacity == 0 {
+            return;
+        }
+        let (ptr, capacity, view) = (st.ptr, st.capacity, st.view);
+        let resource = &self.resource;
+        // A free may wait on a driver lock that a thread waiting for the GIL holds: free without it.
+        // A failed free cannot be reported from a destructor; the memory is then leaked.
+        Python::attach(|py| {
+            py.detach(|| {
+                let _ = resource.deallocate(ptr as *mut u8, capacity, DEFAULT_ALIGNMENT, view);
+            })
+        });
+    }
+}
+
+/// A new buffer, from the current device resource, holding a copy of the host buffer `b`.
+#[pyfunction]
+#[pyo3(signature = (b, stream = StreamArg::Omitted))]
+pub fn to_device(py: Python<'_>, b: &Bound<'_, PyAny>, stream: StreamArg<'_>) -> PyResult<DeviceBuffer> {
+    let stream = stream.resolve(py)?;
+    let host = HostBuffer::get(b, false, "b")?;
+    DeviceBuffer::create(py, Some((host.addr(), true)), host.len(), stream, None)
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<DeviceBuffer>()?;
+    m.add_function(wrap_pyfunction!(to_device, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,80 @@
+//! Host memory lent by a Python object through the buffer protocol (bytes, bytearray, memoryview,
+//! NumPy arrays), read or written in place: no copy on the way to or from the device.
+//!
+//! The checks are those of RMM's Cython signatures (`const unsigned char[::1]`): one dimension,
+//! C-contiguous, one-byte items, and writable when the copy writes into it.
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::ffi;
+use pyo3::prelude::*;
+use std::ffi::CStr;
+
+/// A buffer held from its exporter until dropped (the exporter keeps the memory where it is
+/// meanwhile, so the address may be used without the GIL).
+pub struct HostBuffer {
+    view: Box<ffi::Py_buffer>,
+}
+
+impl HostBuffer {
+    /// The buffer of `obj`, writable when `writable`. `None` and objects without the buffer
+    /// protocol are a `TypeError`; the exporter's own error (e.g. for non-contiguous data) passes
+    /// through; several dimensions or wider items are a `ValueError`.
+    pub fn get(obj: &Bound<'_, PyAny>, writable: bool, what: &str) -> PyResult<Self> {
+        if obj.is_none() {
+            return Err(PyTypeError::new_err(format!(
+                "Argument `{what}` has incorrect type (expected bytes-like, got NoneType)"
+            )));
+        }
+        let mut flags = ffi::PyBUF_C_CONTIGUOUS | ffi::PyBUF_FORMAT;
+        if writable {
+            flags |= ffi::PyBUF_WRITABLE;
+        }
+        let mut view = Box::new(ffi::Py_buffer::new());
+        // SAFETY: `obj` is a live object (the GIL is held through `obj`'s token) and `view` is a
+        // zeroed Py_buffer that the call fills; on failure nothing needs releasing.
+        let rc = unsafe { ffi::PyObject_GetBuffer(obj.as_ptr(), &mut *view, flags) };
+        if rc != 0 {
+            return Err(PyErr::fetch(obj.py()));
+        }
+        // From here on `Drop` releases the view.
+        let buffer = HostBuffer { view };
+        let ndim = buffer.view.ndim;
+        if ndim != 1 {
+            return Err(PyValueError::new_err(format!(
+                "Buffer has wrong number of dimensions (expected 1, got {ndim})"
+            )));
+        }
+        if buffer.view.itemsize != 1 {
+            let format = if buffer.view.format.is_null() {
+                "B".to_string()
+            } else {
+                // SAFETY: a non-null format from the exporter is a NUL-terminated string that
+                // lives as long as the view.
+                unsafe { CStr::from_ptr(buffer.view.format) }.to_string_lossy().into_owned()
+            };
+            return Err(PyValueError::new_err(format!(
+                "Buffer dtype mismatch, expected 'unsigned char' but got '{format}' (item size {})",
+                buffer.view.itemsize
+            )));
+        }
+        Ok(buffer)
+    }
+
+    /// The address of the first byte.
+    pub fn addr(&self) -> usize {
+        self.view.buf as usize
+    }
+
+    /// The number of bytes.
+    pub fn len(&self) -> usize {
+        self.view.len as usize
+    }
+}
+
+impl Drop for HostBuffer {
+    fn drop(&mut self) {
+        // SAFETY: the view was filled by a successful PyObject_GetBuffer and is released once;
+        // buffers are only made and dropped by code holding the GIL.
+        Python::attach(|_| unsafe { ffi::PyBuffer_Release(&mut *self.view) });
+    }
+}

@@ -1,0 +1,52 @@
+//! `rmm.pylibrmm.cuda_stream_pool.CudaStreamPool`: a fixed set of streams handed out in turn
+//! (RMM's `rmm::cuda_stream_pool`).
+
+use crate::error::IntoPy;
+use crate::stream::{Stream, NON_BLOCKING, SYNC_DEFAULT};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+
+/// A pool of `pool_size` streams created with `flags`; the `Stream`s it hands out keep it alive.
+#[pyclass(module = "rmm.pylibrmm.cuda_stream_pool", name = "CudaStreamPool", frozen)]
+pub struct CudaStreamPool {
+    pool: rmm::CudaStreamPool,
+}
+
+#[pymethods]
+impl CudaStreamPool {
+    #[new]
+    #[pyo3(signature = (pool_size = rmm::CudaStreamPool::DEFAULT_SIZE, flags = SYNC_DEFAULT))]
+    fn new(py: Python<'_>, pool_size: usize, flags: u32) -> PyResult<Self> {
+        // RMM_EXPECTS (rmm::logic_error, a RuntimeError in Python) in RMM's constructor.
+        if pool_size == 0 {
+            return Err(PyRuntimeError::new_err("Stream pool size must be greater than zero"));
+        }
+        let non_blocking = match flags {
+            SYNC_DEFAULT => false,
+            NON_BLOCKING => true,
+            other => return Err(PyValueError::new_err(format!("unknown CudaStreamFlags value {other}"))),
+        };
+        let pool = py.detach(|| rmm::CudaStreamPool::with_flags(pool_size, non_blocking)).py()?;
+        Ok(CudaStreamPool { pool })
+    }
+
+    /// The next stream in turn, or the stream `stream_id` (modulo the pool size).
+    #[pyo3(signature = (stream_id = None))]
+    fn get_stream(slf: &Bound<'_, Self>, stream_id: Option<usize>) -> PyResult<Py<Stream>> {
+        let pool = &slf.get().pool;
+        let view = match stream_id {
+            None => pool.get_stream(),
+            Some(id) => pool.get_stream_by_id(id),
+        };
+        Py::new(slf.py(), Stream::with_owner(view.handle(), slf.clone().into_any().unbind()))
+    }
+
+    /// The number of streams.
+    fn get_pool_size(&self) -> usize {
+        self.pool.len()
+    }
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<CudaStreamPool>()
+}
