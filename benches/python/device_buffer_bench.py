@@ -33,8 +33,9 @@ def main():
 
             upstream, sync = native._HostMemoryResource(), lambda: None
         else:
-            upstream = rmm.mr.CudaMemoryResource()
-            sync = rmm.pylibrmm.stream.DEFAULT_STREAM.synchronize
+            from rmm.pylibrmm.stream import DEFAULT_STREAM
+
+            upstream, sync = rmm.mr.CudaMemoryResource(), DEFAULT_STREAM.synchronize
         pool = rmm.mr.PoolMemoryResource(upstream, initial_pool_size=args.initial_pool_size)
         rmm.mr.set_current_device_resource(pool)
     except Exception as e:

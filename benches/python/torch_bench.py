@@ -17,8 +17,8 @@ Workloads:
   train_step  a 6-layer nn.TransformerEncoder (d_model 512, 8 heads, feed-forward 2048, batch
               first) with a linear head, Adam, --steps steps whose (batch, sequence) shapes are
               drawn from --seed: milliseconds per step (each step ends in a synchronize; median,
-              10th and 90th percentile over the steps), the final loss (equal across modes: the
-              same seed gives the same computation) and the peak memory reserved.
+              10th and 90th percentile over the steps), the final loss (to compare across modes:
+              the same seed gives the same computation, up to the order of atomic adds) and the peak memory reserved.
   peak_reserved  bytes the allocator held from the device at its highest, over the whole process:
               native: torch.cuda.max_memory_reserved(); rmm_pool: the StatisticsResourceAdaptor's
               peak_bytes under the pool, i.e. the pool's size high-water (what the pool took from
