@@ -18,7 +18,8 @@ Workloads:
               first) with a linear head, Adam, --steps steps whose (batch, sequence) shapes are
               drawn from --seed: milliseconds per step (each step ends in a synchronize; median,
               10th and 90th percentile over the steps), the final loss (to compare across modes:
-              the same seed gives the same computation, up to the order of atomic adds) and the peak memory reserved.
+              the same seed gives the same computation, up to the order of atomic adds) and the
+              peak memory reserved.
   peak_reserved  bytes the allocator held from the device at its highest, over the whole process:
               native: torch.cuda.max_memory_reserved(); rmm_pool: the StatisticsResourceAdaptor's
               peak_bytes under the pool, i.e. the pool's size high-water (what the pool took from
@@ -41,6 +42,10 @@ def setup(mode, args):
     """Installs the allocator for ``mode``; returns (impl label, function giving the peak, pool)."""
     import torch
 
+    if args.device == "cpu":  # the script's own check, without a GPU: nothing to compare
+        if mode != "native":
+            raise RuntimeError("--device cpu runs the native mode only")
+        return "torch-cpu", None, None
     if not torch.cuda.is_available():
         raise RuntimeError("no CUDA device visible to PyTorch")
     if mode == "native":
@@ -58,16 +63,24 @@ def setup(mode, args):
     return bc.impl_name(args), lambda: stats.allocation_counts.peak_bytes, pool
 
 
+def sync(args):
+    """Waits for the device's queued work (nothing to wait for on the CPU)."""
+    import torch
+
+    if args.device == "cuda":
+        torch.cuda.synchronize()
+
+
 def empty_loop(impl, args, budget):
     import torch
 
-    dev = torch.device("cuda")
+    dev = torch.device(args.device)
 
     def body(n):
         for _ in range(n):
             torch.empty((100, 4), device=dev)
 
-    bc.emit_loop(impl, "empty_loop", "shape=100x4", bc.loop_us(body, budget, args.runs, torch.cuda.synchronize))
+    bc.emit_loop(impl, "empty_loop", "shape=100x4", bc.loop_us(body, budget, args.runs, lambda: sync(args)))
 
 
 def train(impl, args):
@@ -76,7 +89,7 @@ def train(impl, args):
 
     torch.manual_seed(args.seed)
     rng = random.Random(args.seed)
-    dev = torch.device("cuda")
+    dev = torch.device(args.device)
     layer = nn.TransformerEncoderLayer(d_model=512, nhead=8, dim_feedforward=2048, dropout=0.1,
                                        batch_first=True)
     model = nn.Sequential(nn.TransformerEncoder(layer, num_layers=6), nn.Linear(512, 512)).to(dev)
@@ -84,9 +97,9 @@ def train(impl, args):
     times, loss = [], None
     deadline = time.perf_counter() + args.train_budget
     for step in range(args.steps):
-        batch = rng.choice((8, 16, 24, 32, 48, 64))
-        seq = rng.choice((64, 128, 192, 256, 384, 512))
-        torch.cuda.synchronize()
+        batch = min(rng.choice((8, 16, 24, 32, 48, 64)), args.max_shape or 64)
+        seq = min(rng.choice((64, 128, 192, 256, 384, 512)), args.max_shape or 512)
+        sync(args)
         t0 = time.perf_counter()
         x = torch.randn(batch, seq, 512, device=dev)
         target = torch.randn(batch, seq, 512, device=dev)
@@ -94,7 +107,7 @@ def train(impl, args):
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
-        torch.cuda.synchronize()
+        sync(args)
         times.append((time.perf_counter() - t0) * 1e3)
         if time.perf_counter() > deadline:
             bc.comment(f"{impl}: train_step stopped after {step + 1} of {args.steps} steps (--train-budget)")
@@ -126,7 +139,8 @@ def run_mode(mode, args):
         bc.fail(impl, "train_step", f"mode={mode}", e)
         status = 1
     # Over the whole process (the empty loop's allocations are far below the training's).
-    bc.row(impl, "train_step", param, int(peak()), "peak_reserved_bytes")
+    if peak is not None:
+        bc.row(impl, "train_step", param, int(peak()), "peak_reserved_bytes")
     if pool is not None:
         bc.row(impl, "train_step", param, int(pool.pool_size()), "pool_size_end_bytes")
     return status
@@ -141,6 +155,10 @@ def main():
     p.add_argument("--train-budget", type=float, default=300.0,
                    help="seconds after which training stops early, with a comment (default 300)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
+                   help="cpu: the native mode on the CPU, a check of the script without a GPU")
+    p.add_argument("--max-shape", type=int, default=None,
+                   help="caps batch and sequence length (a short check; default: no cap)")
     p.add_argument("--initial-pool-size", default="0",
                    help="rmm_pool's initial_pool_size (bytes or '1GiB'; default 0: the peak is what "
                         "the pool grew to)")
