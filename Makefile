@@ -5,6 +5,10 @@
 #                            # test built and run, and std-check
 #   make valgrind            # every host test binary under valgrind (CI runs it)
 #   make fuzz                # the pool's fuzz targets, FUZZ_SECONDS each (CI runs it)
+#   make python              # the Python wheel (python/, maturin) into .whl/, from a venv VENV_PY
+#                            # (.venv-py) made with maturin, numpy and pytest from PyPI if missing
+#   make python-test         # ... installed into VENV_PY, and pytest from python/tests (make test
+#                            # runs it; GPU tests print their skip reason)
 #   make -j2                 # staticlib (cargo build --release), examples, tests -> build/cpp/bin
 #   make run                 # ... and run them all (without a GPU they print "skipped: ...")
 #   make std-check           # every public header in one TU, -std=c++17 and -std=c++20, and
@@ -46,7 +50,7 @@ CCCL_INCLUDE     ?= $(CUDA_HOME)/include/cccl
 rmm_nvcc_ok       = $(shell $(NVCC) --version 2>/dev/null | grep -q 'release 13\.' && echo yes)
 rmm_cccl_version  = $(shell sed -n 's/^.*define CCCL_VERSION \([0-9]*\).*/\1/p' '$(CCCL_INCLUDE)/cuda/std/__cccl/version.h' 2>/dev/null)
 rmm_cccl_ok       = $(if $(rmm_cccl_version),$(shell [ $(rmm_cccl_version) -ge 3005000 ] && echo yes))
-ifneq ($(filter-out clean fuzz test-scale staticlib,$(or $(MAKECMDGOALS),all)),)
+ifneq ($(filter-out clean fuzz test-scale staticlib python python-venv python-test,$(or $(MAKECMDGOALS),all)),)
 ifneq ($(rmm_nvcc_ok)$(rmm_cccl_ok),yesyes)
 $(info rmm-rs: $(if $(rmm_no_venv),no CUDA_HOME given and no toolchain in .venv-cuda yet,not found: $(strip $(if $(rmm_nvcc_ok),,nvcc 13.x at $(NVCC);) $(if $(rmm_cccl_ok),,CCCL >= 3.5 at $(CCCL_INCLUDE)))))
 $(info rmm-rs: installing the pinned toolchain: bash .ci/install-toolchain.sh)
@@ -195,6 +199,7 @@ ifeq ($(NO_CARGO),)
 	+$(MAKE) --no-print-directory test-scale
 endif
 	$(MAKE) --no-print-directory run std-check
+	+$(MAKE) --no-print-directory python-test
 
 # The model-based tests at full scale: 10^7 checked calls per resource and adaptor in a release
 # build (RMM_MODEL_OPS changes the count), with each test's seed and counts shown.
@@ -269,3 +274,23 @@ gpu-check: gpu-bin
 	bash $(REPO)/tests/gpu/check.sh --bin $(GPU_BIN) --repeat $(GPU_REPEAT)
 gpu-sanitize: gpu-bin
 	bash $(REPO)/tests/stress/run_sanitizers.sh $(GPU_BIN)/cpp $(GPU_BIN)/rust
+
+# The Python package (python/: PyO3 + maturin, pure Rust, no CUDA needed to build): the wheel in
+# WHEEL_DIR, built from a venv VENV_PY that is created with PYTHON3 when missing (maturin 1.16,
+# numpy and pytest from PyPI). python-test installs the wheel into that venv and runs pytest from
+# python/tests (there python/rmm, the sources without the native module, is not on the path).
+PYTHON3   ?= python3
+VENV_PY   ?= $(REPO)/.venv-py
+WHEEL_DIR ?= $(REPO)/.whl
+.PHONY: python python-venv python-test
+python-venv: $(VENV_PY)/bin/maturin
+$(VENV_PY)/bin/maturin:
+	$(PYTHON3) -m venv $(VENV_PY)
+	$(VENV_PY)/bin/pip install -q --disable-pip-version-check 'maturin>=1.16,<1.17' numpy pytest
+python: python-venv
+	@mkdir -p $(WHEEL_DIR)
+	rm -f $(WHEEL_DIR)/rmm_rs-*.whl
+	cd $(REPO)/python && $(VENV_PY)/bin/maturin build --release --interpreter $(VENV_PY)/bin/python -o $(WHEEL_DIR)
+python-test: python
+	$(VENV_PY)/bin/pip install -q --disable-pip-version-check --no-deps --force-reinstall $(WHEEL_DIR)/rmm_rs-*.whl
+	cd $(REPO)/python/tests && $(VENV_PY)/bin/python -m pytest -q -rs

@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+"""PyTorch through rmm's pool against PyTorch's own caching allocator.
+
+    python benches/python/torch_bench.py                      # every mode, each in its own process
+    python benches/python/torch_bench.py --mode rmm_pool --impl-name rmm-rs
+
+Modes (PyTorch sets its allocator once per process, so each mode runs in a child process):
+  native    PyTorch's caching allocator; rows labelled "torch-native".
+  rmm_pool  rmm.mr.PoolMemoryResource(StatisticsResourceAdaptor(CudaMemoryResource()),
+            initial_pool_size=--initial-pool-size) set current, then
+            torch.cuda.memory.change_current_allocator(rmm_torch_allocator); rows labelled by
+            --impl-name (rmm-rs or rmm-26.10, whichever ``rmm`` PYTHONPATH finds).
+
+Workloads:
+  empty_loop  ``torch.empty((100, 4), device="cuda")`` created and dropped in a loop: microseconds
+              per iteration, median (and fastest, slowest) of --runs timed runs.
+  train_step  a 6-layer nn.TransformerEncoder (d_model 512, 8 heads, feed-forward 2048, batch
+              first) with a linear head, Adam, --steps steps whose (batch, sequence) shapes are
+              drawn from --seed: milliseconds per step (each step ends in a synchronize; median,
+              10th and 90th percentile over the steps), the final loss (to compare across modes:
+              the same seed gives the same computation, up to the order of atomic adds) and the
+              peak memory reserved.
+  peak_reserved  bytes the allocator held from the device at its highest, over the whole process:
+              native: torch.cuda.max_memory_reserved(); rmm_pool: the StatisticsResourceAdaptor's
+              peak_bytes under the pool, i.e. the pool's size high-water (what the pool took from
+              cudaMalloc, including the initial pool). pool_size_end is pool.pool_size() at the end.
+"""
+
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+
+import bench_common as bc
+
+MODES = ("native", "rmm_pool")
+
+
+def setup(mode, args):
+    """Installs the allocator for ``mode``; returns (impl label, function giving the peak, pool)."""
+    import torch
+
+    if args.device == "cpu":  # the script's own check, without a GPU: nothing to compare
+        if mode != "native":
+            raise RuntimeError("--device cpu runs the native mode only")
+        return "torch-cpu", None, None
+    if not torch.cuda.is_available():
+        raise RuntimeError("no CUDA device visible to PyTorch")
+    if mode == "native":
+        return "torch-native", torch.cuda.max_memory_reserved, None
+    import rmm
+    from rmm.allocators.torch import rmm_torch_allocator
+
+    if rmm_torch_allocator is None:
+        raise RuntimeError("rmm.allocators.torch.rmm_torch_allocator is None")
+    stats = rmm.mr.StatisticsResourceAdaptor(rmm.mr.CudaMemoryResource())
+    pool = rmm.mr.PoolMemoryResource(stats, initial_pool_size=args.initial_pool_size,
+                                     maximum_pool_size=args.maximum_pool_size)
+    rmm.mr.set_current_device_resource(pool)
+    torch.cuda.memory.change_current_allocator(rmm_torch_allocator)
+    return bc.impl_name(args), lambda: stats.allocation_counts.peak_bytes, pool
+
+
+def sync(args):
+    """Waits for the device's queued work (nothing to wait for on the CPU)."""
+    import torch
+
+    if args.device == "cuda":
+        torch.cuda.synchronize()
+
+
+def empty_loop(impl, args, budget):
+    import torch
+
+    dev = torch.device(args.device)
+
+    def body(n):
+        for _ in range(n):
+            torch.empty((100, 4), device=dev)
+
+    bc.emit_loop(impl, "empty_loop", "shape=100x4", bc.loop_us(body, budget, args.runs, lambda: sync(args)))
+
+
+def train(impl, args):
+    import torch
+    from torch import nn
+
+    torch.manual_seed(args.seed)
+    rng = random.Random(args.seed)
+    dev = torch.device(args.device)
+    layer = nn.TransformerEncoderLayer(d_model=512, nhead=8, dim_feedforward=2048, dropout=0.1,
+                                       batch_first=True)
+    model = nn.Sequential(nn.TransformerEncoder(layer, num_layers=6), nn.Linear(512, 512)).to(dev)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-4)
+    times, loss = [], None
+    deadline = time.perf_counter() + args.train_budget
+    for step in range(args.steps):
+        batch = min(rng.choice((8, 16, 24, 32, 48, 64)), args.max_shape or 64)
+        seq = min(rng.choice((64, 128, 192, 256, 384, 512)), args.max_shape or 512)
+        sync(args)
+        t0 = time.perf_counter()
+        x = torch.randn(batch, seq, 512, device=dev)
+        target = torch.randn(batch, seq, 512, device=dev)
+        loss = nn.functional.mse_loss(model(x), target)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sync(args)
+        times.append((time.perf_counter() - t0) * 1e3)
+        if time.perf_counter() > deadline:
+            bc.comment(f"{impl}: train_step stopped after {step + 1} of {args.steps} steps (--train-budget)")
+            break
+    param = f"steps={len(times)}"
+    deciles = statistics.quantiles(times, n=10) if len(times) > 1 else times * 9
+    bc.row(impl, "train_step", param, statistics.median(times), "ms_per_step")
+    bc.row(impl, "train_step", param, deciles[0], "ms_per_step_p10")
+    bc.row(impl, "train_step", param, deciles[-1], "ms_per_step_p90")
+    bc.row(impl, "train_step", param, float(loss.item()), "final_loss")
+    return param
+
+
+def run_mode(mode, args):
+    try:
+        impl, peak, pool = setup(mode, args)
+    except Exception as e:  # no GPU, no torch, an rmm without the allocator
+        bc.fail("torch-native" if mode == "native" else bc.impl_name(args), "setup", f"mode={mode}", e)
+        return 1
+    status, param = 0, f"steps={args.steps}"
+    try:
+        empty_loop(impl, args, args.budget)
+    except Exception as e:
+        bc.fail(impl, "empty_loop", f"mode={mode}", e)
+        status = 1
+    try:
+        param = train(impl, args)
+    except Exception as e:
+        bc.fail(impl, "train_step", f"mode={mode}", e)
+        status = 1
+    # Over the whole process (the empty loop's allocations are far below the training's).
+    if peak is not None:
+        bc.row(impl, "train_step", param, int(peak()), "peak_reserved_bytes")
+    if pool is not None:
+        bc.row(impl, "train_step", param, int(pool.pool_size()), "pool_size_end_bytes")
+    return status
+
+
+def main():
+    p = bc.parser(__doc__.split("\n")[0])
+    p.add_argument("--mode", choices=MODES + ("all",), default="all",
+                   help="one mode in this process, or all (default): each in a child process")
+    p.add_argument("--modes", default=",".join(MODES), help="the modes 'all' runs (comma separated)")
+    p.add_argument("--steps", type=int, default=300, help="training steps (default 300)")
+    p.add_argument("--train-budget", type=float, default=300.0,
+                   help="seconds after which training stops early, with a comment (default 300)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
+                   help="cpu: the native mode on the CPU, a check of the script without a GPU")
+    p.add_argument("--max-shape", type=int, default=None,
+                   help="caps batch and sequence length (a short check; default: no cap)")
+    p.add_argument("--initial-pool-size", default="0",
+                   help="rmm_pool's initial_pool_size (bytes or '1GiB'; default 0: the peak is what "
+                        "the pool grew to)")
+    p.add_argument("--maximum-pool-size", default=None, help="rmm_pool's maximum_pool_size")
+    args = p.parse_args()
+    if args.initial_pool_size.isdigit():
+        args.initial_pool_size = int(args.initial_pool_size)
+    if args.maximum_pool_size and args.maximum_pool_size.isdigit():
+        args.maximum_pool_size = int(args.maximum_pool_size)
+    if args.mode != "all":
+        bc.header(args)
+        return run_mode(args.mode, args)
+    bc.header(args)
+    status = 0
+    for mode in [m for m in args.modes.split(",") if m]:
+        if mode not in MODES:
+            sys.exit(f"unknown mode {mode!r} (known: {', '.join(MODES)})")
+        # The child inherits every option but --mode/--modes and prints rows only.
+        child = [a for a in sys.argv[1:]]
+        cmd = [sys.executable, os.path.abspath(__file__), *child, "--mode", mode, "--no-header"]
+        status |= subprocess.call(cmd)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+"""The Python benchmarks' own tools (benches/python/): the timing loop, the CSV rows, the table,
+and each script's command line. The measurements themselves need a GPU, torch and cupy: the lead
+runs them with benches/python/gpu_run.sh."""
+
+import csv
+import io
+import pathlib
+import subprocess
+import sys
+from contextlib import redirect_stdout
+
+import pytest
+
+BENCHES = pathlib.Path(__file__).resolve().parents[2] / "benches" / "python"
+if not BENCHES.is_dir():
+    pytest.skip(f"no {BENCHES} (the wheel's tests run without the repository)", allow_module_level=True)
+sys.path.insert(0, str(BENCHES))
+
+import bench_common as bc  # noqa: E402
+import table  # noqa: E402
+
+
+def test_loop_us_times_every_iteration():
+    calls = []
+
+    def body(n):
+        calls.append(n)
+
+    med, lo, hi = bc.loop_us(body, budget_s=0.05, runs=5)
+    assert calls[0] == 10  # the warm-up
+    timed = calls[-5:]
+    assert len(set(timed)) == 1 and timed[0] >= 1  # five runs of one calibrated count
+    assert 0 <= lo <= med <= hi
+
+
+def test_loop_us_waits_for_the_device_after_each_run():
+    events = []
+    bc.loop_us(lambda n: events.append("body"), budget_s=0.01, runs=3, sync=lambda: events.append("sync"))
+    # every call of the body is followed by a sync before the next one
+    assert all(events[i + 1] == "sync" for i, e in enumerate(events) if e == "body")
+
+
+def test_rows_are_csv_with_five_fields():
+    out = io.StringIO()
+    with redirect_stdout(out):
+        bc.row("rmm-rs", "device_buffer", "bytes=8", 1.25, "us_per_iter")
+        bc.fail("rmm-rs", "device_buffer", "bytes=8", MemoryError("out of memory, really"))
+    rows = list(csv.reader(out.getvalue().splitlines()))
+    assert rows[0] == ["rmm-rs", "device_buffer", "bytes=8", "1.25", "us_per_iter"]
+    assert rows[1][:4] == ["rmm-rs", "device_buffer", "bytes=8", "error"] and len(rows[1]) == 5
+    assert "MemoryError" in rows[1][4]
+
+
+def test_table_puts_implementations_side_by_side(tmp_path):
+    src = tmp_path / "r.csv"
+    src.write_text(
+        "# a comment\nimpl,workload,param,value,unit\n"
+        "rmm-rs,empty_loop,shape=100x4,5.0,us_per_iter\n"
+        "rmm-26.10,empty_loop,shape=100x4,10.0,us_per_iter\n"
+        "torch-native,empty_loop,shape=100x4,4.0,us_per_iter\n"
+        "rmm-rs,cupy_empty,bytes=8,error,RuntimeError: boom\n")
+    cells, impls = table.read([str(src)])
+    assert impls == ["rmm-rs", "rmm-26.10", "torch-native"]
+    head, rows = table.table(cells, impls, main_only=True)
+    by = {(r[0], r[1]): dict(zip(head, r)) for r in rows}
+    loop = by[("empty_loop", "shape=100x4")]
+    assert loop["ratio"] == "0.50" and loop["vs base"] == "1.25"
+    assert by[("cupy_empty", "bytes=8")]["rmm-rs"].startswith("error: RuntimeError")
+
+
+@pytest.mark.parametrize("script", ["torch_bench.py", "cupy_bench.py", "device_buffer_bench.py"])
+def test_scripts_take_the_common_options(script):
+    out = subprocess.run([sys.executable, str(BENCHES / script), "--help"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    for opt in ("--impl-name", "--budget", "--runs"):
+        assert opt in out.stdout
