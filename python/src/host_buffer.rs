@@ -5,14 +5,62 @@
 //! C-contiguous, one-byte items, and writable when the copy writes into it.
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
-use pyo3::ffi;
+use pyo3::ffi::PyObject;
 use pyo3::prelude::*;
-use std::ffi::CStr;
+use std::ffi::{c_char, c_int, c_void, CStr};
+
+/// CPython's `Py_buffer`. Its layout has not changed since Python 3.3; the limited API lists it
+/// (and the two functions below) from 3.11 on, when it was declared stable as it already was, so
+/// declaring them here keeps the wheel an abi3 wheel for Python 3.10.
+#[repr(C)]
+struct PyBufferView {
+    buf: *mut c_void,
+    obj: *mut PyObject,
+    len: isize,
+    itemsize: isize,
+    readonly: c_int,
+    ndim: c_int,
+    format: *mut c_char,
+    shape: *mut isize,
+    strides: *mut isize,
+    suboffsets: *mut isize,
+    internal: *mut c_void,
+}
+
+impl PyBufferView {
+    fn empty() -> Self {
+        PyBufferView {
+            buf: std::ptr::null_mut(),
+            obj: std::ptr::null_mut(),
+            len: 0,
+            itemsize: 0,
+            readonly: 0,
+            ndim: 0,
+            format: std::ptr::null_mut(),
+            shape: std::ptr::null_mut(),
+            strides: std::ptr::null_mut(),
+            suboffsets: std::ptr::null_mut(),
+            internal: std::ptr::null_mut(),
+        }
+    }
+}
+
+// The request flags of CPython's buffer protocol (Include/pybuffer.h).
+const PYBUF_WRITABLE: c_int = 0x0001;
+const PYBUF_FORMAT: c_int = 0x0004;
+const PYBUF_ND: c_int = 0x0008;
+const PYBUF_STRIDES: c_int = 0x0010 | PYBUF_ND;
+const PYBUF_C_CONTIGUOUS: c_int = 0x0020 | PYBUF_STRIDES;
+
+extern "C" {
+    fn PyObject_GetBuffer(obj: *mut PyObject, view: *mut PyBufferView, flags: c_int) -> c_int;
+    fn PyBuffer_Release(view: *mut PyBufferView);
+}
 
 /// A buffer held from its exporter until dropped (the exporter keeps the memory where it is
 /// meanwhile, so the address may be used without the GIL).
 pub struct HostBuffer {
-    view: Box<ffi::Py_buffer>,
+    view: Box<PyBufferView>,
 }
 
 impl HostBuffer {
@@ -25,14 +73,14 @@ impl HostBuffer {
                 "Argument `{what}` has incorrect type (expected bytes-like, got NoneType)"
             )));
         }
-        let mut flags = ffi::PyBUF_C_CONTIGUOUS | ffi::PyBUF_FORMAT;
+        let mut flags = PYBUF_C_CONTIGUOUS | PYBUF_FORMAT;
         if writable {
-            flags |= ffi::PyBUF_WRITABLE;
+            flags |= PYBUF_WRITABLE;
         }
-        let mut view = Box::new(ffi::Py_buffer::new());
+        let mut view = Box::new(PyBufferView::empty());
         // SAFETY: `obj` is a live object (the GIL is held through `obj`'s token) and `view` is a
         // zeroed Py_buffer that the call fills; on failure nothing needs releasing.
-        let rc = unsafe { ffi::PyObject_GetBuffer(obj.as_ptr(), &mut *view, flags) };
+        let rc = unsafe { PyObject_GetBuffer(obj.as_ptr(), &mut *view, flags) };
         if rc != 0 {
             return Err(PyErr::fetch(obj.py()));
         }
@@ -75,6 +123,6 @@ impl Drop for HostBuffer {
     fn drop(&mut self) {
         // SAFETY: the view was filled by a successful PyObject_GetBuffer and is released once;
         // buffers are only made and dropped by code holding the GIL.
-        Python::attach(|_| unsafe { ffi::PyBuffer_Release(&mut *self.view) });
+        Python::attach(|_| unsafe { PyBuffer_Release(&mut *self.view) });
     }
 }

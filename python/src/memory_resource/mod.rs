@@ -19,12 +19,8 @@ mod per_device;
 mod resources;
 mod suballocators;
 
-pub use adaptors::*;
 pub use per_device::{current_resource, current_resource_object};
 pub use resources::*;
-
-/// The module path RMM 26.10 gives these classes.
-pub const MODULE: &str = "rmm.pylibrmm.memory_resource._memory_resource";
 
 /// The base of every resource class.
 #[pyclass(module = "rmm.pylibrmm.memory_resource._memory_resource", name = "DeviceMemoryResource", subclass, frozen)]
