@@ -4,7 +4,8 @@
 //! buffer protocol, one allocation and one free.
 
 use crate::error::IntoPy;
-use crate::memory_resource::{current_resource, DeviceMemoryResource};
+use crate::memory_resource::DeviceMemoryResource;
+use crate::resource_cache::with_resource;
 use pyo3::prelude::*;
 use rmm::{CudaStreamView, DeviceId, SharedResource, DEFAULT_ALIGNMENT};
 
@@ -23,7 +24,7 @@ impl Allocation {
     pub fn new(py: Python<'_>, size: usize, stream: CudaStreamView) -> PyResult<Self> {
         py.detach(|| {
             let device = DeviceId::current()?.value();
-            Self::from_resource(current_resource()?, device, size, stream)
+            with_resource(device, |resource| Self::from_resource(resource.clone(), device, size, stream))
         })
         .py()
     }

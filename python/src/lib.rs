@@ -16,6 +16,7 @@ mod helper;
 mod host_buffer;
 mod logger;
 mod memory_resource;
+mod resource_cache;
 mod stream;
 mod stream_pool;
 mod torch_allocator;

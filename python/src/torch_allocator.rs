@@ -3,56 +3,37 @@
 //! resource, in pure Rust, without the GIL.
 //!
 //! They are on PyTorch's hot path (every tensor), so the common call takes no lock beyond the
-//! resource's own and allocates nothing: each thread caches the resource of the devices it serves
-//! and checks the per-device table's generation (one atomic load) to notice a change. A thread's
-//! cache keeps the resource it last used alive until that thread's next call after a change.
+//! resource's own and allocates nothing: the resource comes from [`crate::resource_cache`].
 //!
 //! As RMM's hook, memory is freed to the device's current resource: changing the resource while
 //! PyTorch still holds tensors from the previous one is a usage error (the free is then refused by
 //! the new resource and the memory is lost, never handed out twice).
 
-use rmm::per_device_resource::{generation, get_per_device_resource_with_generation};
-use rmm::{device, CudaStreamView, DeviceId, SharedResource, DEFAULT_ALIGNMENT};
-use std::cell::RefCell;
+use crate::resource_cache::with_resource;
+use rmm::{device, CudaStreamView, DeviceId, DEFAULT_ALIGNMENT};
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-/// A cached table entry: the device, the table generation it was read at, and the resource.
-type Entry = (i32, u64, SharedResource);
-
-thread_local! {
-    static CACHE: RefCell<Vec<Entry>> = const { RefCell::new(Vec::new()) };
+extern "C-unwind" {
+    /// Throws `std::bad_alloc` (cpp/torch_hook.cpp).
+    fn rmm_rs_throw_bad_alloc() -> !;
 }
 
-/// Runs `f` with the current resource of `device`, from this thread's cache when the table has not
-/// changed since it was read.
-fn with_resource<T>(device: i32, f: impl FnOnce(&SharedResource) -> T) -> T {
-    let now = generation();
-    let cached = CACHE.try_with(|cache| {
-        let mut cache = cache.borrow_mut();
-        let slot = match cache.iter().position(|e| e.0 == device) {
-            Some(i) if cache[i].1 == now => return Some(cache[i].2.clone()),
-            Some(i) => i,
-            None => {
-                let (resource, generation) = get_per_device_resource_with_generation(DeviceId(device));
-                cache.push((device, generation, resource));
-                cache.len() - 1
-            }
-        };
-        let (resource, generation) = get_per_device_resource_with_generation(DeviceId(device));
-        cache[slot] = (device, generation, resource);
-        Some(cache[slot].2.clone())
-    });
-    match cached {
-        Ok(Some(resource)) => f(&resource),
-        // The thread is being torn down and its cache is gone: read the table directly.
-        _ => f(&get_per_device_resource_with_generation(DeviceId(device)).0),
+/// The allocate hook PyTorch calls: as [`rmm_rs_torch_allocate_or_null`], but a failure throws
+/// `std::bad_alloc` to PyTorch's C++ caller (PyTorch does not test the result for null).
+#[no_mangle]
+pub extern "C-unwind" fn rmm_rs_torch_allocate(size: usize, device: i32, stream: *mut c_void) -> *mut c_void {
+    let p = rmm_rs_torch_allocate_or_null(size, device, stream);
+    if p.is_null() && size != 0 {
+        // SAFETY: the C++ function only throws; the exception unwinds through this frame alone
+        // (declared "C-unwind", nothing left to drop) to PyTorch's C++ code that called the hook.
+        unsafe { rmm_rs_throw_bad_alloc() }
     }
+    p
 }
 
 /// Allocates `size` bytes on `stream` from device `device`'s current resource, with that device
-/// current. Returns NULL on any failure, never unwinds; `rmm_rs_torch_allocate` (cpp/torch_hook.cpp)
-/// wraps it and throws `std::bad_alloc` instead of returning NULL.
+/// current. Returns NULL on any failure and never unwinds (callable from Python's ctypes).
 #[no_mangle]
 pub extern "C" fn rmm_rs_torch_allocate_or_null(size: usize, device: i32, stream: *mut c_void) -> *mut c_void {
     let stream = CudaStreamView::from_handle(stream as usize);
@@ -88,21 +69,6 @@ mod tests {
     use rmm::per_device_resource::{reset_per_device_resource, set_per_device_resource};
     use rmm::resource::HostMemoryResource;
     use std::sync::Arc;
-
-    #[test]
-    fn cache_follows_the_table() {
-        // An id no real device has, so the test needs no driver.
-        const ID: i32 = -31;
-        let a: SharedResource = Arc::new(HostMemoryResource::new());
-        let b: SharedResource = Arc::new(HostMemoryResource::new());
-        set_per_device_resource(DeviceId(ID), a.clone());
-        assert!(with_resource(ID, |mr| Arc::ptr_eq(mr, &a)));
-        assert!(with_resource(ID, |mr| Arc::ptr_eq(mr, &a)));
-        set_per_device_resource(DeviceId(ID), b.clone());
-        assert!(with_resource(ID, |mr| Arc::ptr_eq(mr, &b)));
-        reset_per_device_resource(DeviceId(ID));
-        assert!(!with_resource(ID, |mr| Arc::ptr_eq(mr, &b)));
-    }
 
     #[test]
     fn failures_are_null_not_panics() {

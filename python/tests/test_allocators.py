@@ -194,10 +194,13 @@ def test_cupy_allocator(device_stats):
         with cupy.cuda.Stream(non_blocking=True) as s:
             c = cupy.ones(1000)
             owner = getattr(c.data.mem, "_owner", None)
-            if owner is not None:
-                assert owner.stream == s.ptr  # allocated on CuPy's current stream
-            assert float(c.sum()) == 1000.0
-        del a, b, c, mem
+            on_stream = owner is None or owner.stream == s.ptr  # allocated on CuPy's current stream
+            total = float(c.sum())
+            # Freed while the stream lives: a block freed on a destroyed stream is a usage error.
+            del c, owner
+            s.synchronize()
+        assert on_stream and total == 1000.0
+        del a, b, mem
         gc.collect()
         cupy.cuda.Device().synchronize()
         assert device_stats.allocation_counts.current_bytes == 0

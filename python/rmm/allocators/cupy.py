@@ -8,6 +8,11 @@ try:
     import cupy
 except ImportError:
     cupy = None
+else:
+    # Bound once: the allocator runs for every CuPy array, and each attribute lookup costs.
+    _get_current_stream = cupy.cuda.get_current_stream
+    _UnownedMemory = cupy.cuda.memory.UnownedMemory
+    _MemoryPointer = cupy.cuda.memory.MemoryPointer
 
 
 def rmm_cupy_allocator(nbytes: int) -> Any:
@@ -24,10 +29,9 @@ def rmm_cupy_allocator(nbytes: int) -> Any:
     """
     if cupy is None:
         raise ModuleNotFoundError("No module named 'cupy'")
-    alloc = _allocate(nbytes, cupy.cuda.get_current_stream().ptr)
+    alloc = _allocate(nbytes, _get_current_stream().ptr)
     # The device is known, so CuPy need not ask the driver which device owns the pointer.
-    mem = cupy.cuda.memory.UnownedMemory(alloc.ptr, nbytes, alloc, alloc.device)
-    return cupy.cuda.memory.MemoryPointer(mem, 0)
+    return _MemoryPointer(_UnownedMemory(alloc.ptr, nbytes, alloc, alloc.device), 0)
 
 
 __all__ = ["rmm_cupy_allocator"]

@@ -19,7 +19,7 @@ mod per_device;
 mod resources;
 mod suballocators;
 
-pub use per_device::{current_resource, current_resource_object};
+pub use per_device::current_resource_object;
 pub use resources::*;
 
 /// The base of every resource class.

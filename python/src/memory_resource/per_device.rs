@@ -7,7 +7,7 @@ use crate::error::IntoPy;
 use parking_lot::Mutex;
 use pyo3::prelude::*;
 use rmm::per_device_resource as table;
-use rmm::{DeviceId, SharedResource};
+use rmm::DeviceId;
 use std::collections::BTreeMap;
 
 /// The Python object of each device whose resource was set or asked for.
@@ -43,11 +43,6 @@ pub fn clear(py: Python<'_>) {
     }
     drop(old);
     let _ = py;
-}
-
-/// The Rust resource of the current device.
-pub fn current_resource() -> rmm::Result<SharedResource> {
-    table::get_current_device_resource()
 }
 
 /// The Python resource object of the current device (what `mr=None` means).
