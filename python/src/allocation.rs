@@ -20,6 +20,16 @@ pub struct Allocation {
 }
 
 impl Allocation {
+    /// The address (0 for an empty allocation).
+    pub fn ptr_value(&self) -> usize {
+        self.ptr
+    }
+
+    /// The device the memory belongs to.
+    pub fn device_value(&self) -> i32 {
+        self.device
+    }
+
     /// Allocates `size` bytes on `stream` from the current device's resource, without the GIL.
     pub fn new(py: Python<'_>, size: usize, stream: CudaStreamView) -> PyResult<Self> {
         py.detach(|| {

@@ -9,6 +9,7 @@ use pyo3::prelude::*;
 
 mod allocation;
 mod copy;
+mod cupy_allocator;
 mod device_buffer;
 mod error;
 mod gpu;
@@ -31,6 +32,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     gpu::register(m)?;
     logger::register(m)?;
     allocation::register(m)?;
+    cupy_allocator::register(m)?;
     copy::register(m)?;
     device_buffer::register(m)?;
     stream_pool::register(m)?;
