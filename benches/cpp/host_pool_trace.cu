@@ -1,16 +1,24 @@
 // Host-only replay of a fixed trace (200k operations, 8 B to 1 MiB log-uniform, at most 1000 live,
-// SplitMix64 seed 42) through rmm::mr::pool_memory_resource, over a host upstream: the C++ face,
-// the bridge and the Rust pool without a GPU, for instruction counts under cachegrind, so two
-// builds can be compared exactly where GPU machines are too noisy to (docs/benchmarks.md).
+// SplitMix64 seed 42) through rmm::mr::pool_memory_resource or rmm::mr::arena_memory_resource (both
+// 256 MiB), over a host upstream, on one thread and the default stream: the C++ face, the bridge
+// and the Rust resource without a GPU, for instruction counts under cachegrind, so two builds, or
+// the two resources, can be compared exactly where GPU machines are too noisy to
+// (docs/benchmarks.md).
 //
 //   nvcc -O2 -std=c++17 -I$CUDA_HOME/include/cccl -Iinclude -Itarget/cxxbridge \
 //     benches/cpp/host_pool_trace.cu -o host_pool_trace target/release/librmm.a -lpthread -ldl -L$CUDA_HOME/lib
-//   valgrind --tool=cachegrind --cache-sim=no ./host_pool_trace      # 5 replays; any argument: 20
+//   valgrind --tool=cachegrind --cache-sim=no ./host_pool_trace [pool|arena] [long]
+//
+// 5 replays (10^6 operations); a second argument: 20. Instructions per operation: the total of a
+// run less that of `./host_pool_trace <resource> 0` (construction and teardown only, no replay),
+// divided by the operations printed.
+#include <rmm/mr/arena_memory_resource.hpp>
 #include <rmm/mr/pool_memory_resource.hpp>
 #include <rmm/resource_ref.hpp>
 #include <cuda/memory_resource>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <new>
 #include <vector>
 
@@ -27,29 +35,46 @@ struct host_up {
 static std::uint64_t s = 42;
 static std::uint64_t next() { s += 0x9e3779b97f4a7c15ULL; auto z = s; z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL; z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL; return z ^ (z >> 31); }
 
-int main(int argc, char**) {
-  rmm::mr::pool_memory_resource pool{host_up{}, 256u << 20};
-  rmm::device_async_resource_ref mr{pool};
+/// Replays the trace `runs` times through `mr`; returns the operations made.
+static long replay(rmm::device_async_resource_ref mr, int runs) {
   cuda::stream_ref st{cudaStream_t{}};
   struct blk { void* p; std::size_t n; };
   std::vector<blk> live;
   long ops = 0;
-  for (int run = 0; run < (argc > 1 ? 20 : 5); ++run) {
+  for (int run = 0; run < runs; ++run) {
     s = 42;
     for (int i = 0; i < 200000; ++i) {
       bool alloc = live.empty() || (live.size() < 1000 && (next() & 1));
       if (alloc) {
         double e = 3.0 + (next() % 1000) / 1000.0 * 17.0;  // 8 B .. 1 MiB, log-uniform
         std::size_t n = static_cast<std::size_t>(__builtin_exp2(e));
-        live.push_back({mr.allocate(st, n), n});
+        live.push_back({mr.allocate(st, n, 256), n});
       } else {
         std::size_t j = next() % live.size();
-        mr.deallocate(st, live[j].p, live[j].n);
+        mr.deallocate(st, live[j].p, live[j].n, 256);
         live[j] = live.back(); live.pop_back();
       }
       ++ops;
     }
   }
-  for (auto& b : live) mr.deallocate(st, b.p, b.n);
-  std::printf("ops %ld\n", ops);
+  for (auto& b : live) mr.deallocate(st, b.p, b.n, 256);
+  return ops;
+}
+
+int main(int argc, char** argv) {
+  bool const arena = argc > 1 && std::strcmp(argv[1], "arena") == 0;
+  if (argc > 1 && !arena && std::strcmp(argv[1], "pool") != 0) {
+    std::fprintf(stderr, "usage: %s [pool|arena] [long|0]\n", argv[0]);
+    return 2;
+  }
+  int const runs = argc > 2 ? (std::strcmp(argv[2], "0") == 0 ? 0 : 20) : 5;
+  long ops;
+  if (arena) {
+    rmm::mr::arena_memory_resource mr{host_up{}, std::size_t{256} << 20};
+    ops = replay(mr, runs);
+  } else {
+    rmm::mr::pool_memory_resource mr{host_up{}, std::size_t{256} << 20};
+    ops = replay(mr, runs);
+  }
+  std::printf("%s ops %ld\n", arena ? "arena" : "pool", ops);
 }

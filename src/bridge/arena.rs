@@ -1,8 +1,11 @@
 //! Bridge constructor of the arena resource (`rmm::mr::arena_memory_resource`).
 
-use super::resources::RustResource;
+use super::resources::{Direct, RustResource};
 use crate::resource::{ArenaMemoryResource, SharedResource};
 use std::sync::Arc;
+
+/// The arena as the bridge makes it: over a resource of either side.
+pub(super) type Arena = ArenaMemoryResource<SharedResource>;
 
 /// An arena of `arena_size` bytes (half the device's free memory when `has_arena_size` is false)
 /// taken from `upstream`.
@@ -12,11 +15,17 @@ pub(crate) fn new_arena_memory_resource(
     has_arena_size: bool,
     dump_log_on_failure: bool,
 ) -> Box<RustResource> {
-    RustResource::make("arena_memory_resource", || {
+    let mut direct = Direct::None;
+    let mut made = RustResource::make("arena_memory_resource", || {
         let upstream = upstream.shared()?.clone();
         let size = has_arena_size.then_some(arena_size);
-        Ok(Arc::new(ArenaMemoryResource::new(upstream, size, dump_log_on_failure)?) as SharedResource)
-    })
+        let arena = Arc::new(Arena::new(upstream, size, dump_log_on_failure)?);
+        direct = Direct::Arena(Arc::clone(&arena));
+        Ok(arena as SharedResource)
+    });
+    // Calls from C++ reach the arena without dynamic dispatch, as they reach the pool.
+    made.direct = direct;
+    made
 }
 
 #[cfg(test)]

@@ -27,6 +27,24 @@ thread_local! {
     static LAST_ALLOCATE_ERROR: std::cell::RefCell<Option<Outcome>> = const { std::cell::RefCell::new(None) };
 }
 
+/// A copy of the error that prevented making a resource (the rare path of
+/// [`RustResource::shared`]).
+#[cold]
+#[inline(never)]
+fn construction_error(e: &Error) -> Error {
+    e.clone()
+}
+
+/// The pointer `f` allocates, or 0 with its error (or panic) kept for [`take_allocate_error`].
+#[inline(always)]
+fn pointer_or_null(f: impl FnOnce() -> Result<*mut u8>) -> usize {
+    match caught("allocate", f) {
+        Ok(Ok(p)) => p as usize,
+        Ok(Err(e)) => keep_allocate_error(Outcome::from_error(&e, Context::Allocate)),
+        Err(m) => keep_allocate_error(Outcome::error(ErrorKind::BadAlloc, m)),
+    }
+}
+
 /// Keeps `out` as this thread's last allocation error and returns the null pointer.
 #[cold]
 #[inline(never)]
@@ -53,20 +71,34 @@ pub(crate) fn take_allocate_error() -> Outcome {
 /// the C++ constructor reads [`RustResource::status`] and throws.
 pub struct RustResource {
     made: std::result::Result<SharedResource, Error>,
-    /// The same resource when it is a pool: calls from C++ reach it without dynamic dispatch.
-    pool: Option<Arc<Pool>>,
+    /// The same resource when it is a pool or an arena: calls from C++ reach it without dynamic
+    /// dispatch.
+    pub(super) direct: Direct,
     name: &'static str,
+}
+
+/// The resources whose allocations and frees the bridge calls statically (one discriminant test
+/// on each call, so neither costs the other an instruction).
+pub(super) enum Direct {
+    None,
+    Pool(Arc<Pool>),
+    Arena(Arc<super::arena::Arena>),
 }
 
 impl RustResource {
     pub(super) fn make(name: &'static str, f: impl FnOnce() -> Result<SharedResource>) -> Box<RustResource> {
         let made = guard(name, |m| Err(Error::InvalidArgument(m)), f);
-        Box::new(RustResource { made, pool: None, name })
+        Box::new(RustResource { made, direct: Direct::None, name })
     }
 
-    /// The resource, or the error of its construction.
+    /// The resource, or the error of its construction. Inlined: every call from C++ to a
+    /// resource other than the pool goes through here.
+    #[inline]
     pub fn shared(&self) -> Result<&SharedResource> {
-        self.made.as_ref().map_err(Clone::clone)
+        match &self.made {
+            Ok(r) => Ok(r),
+            Err(e) => Err(construction_error(e)),
+        }
     }
 
     /// The concrete resource when it is a `T`.
@@ -95,17 +127,22 @@ impl RustResource {
     /// [`take_allocate_error`] (an [`Outcome`] by value costs C++ a call back into Rust to drop
     /// its message, on every allocation).
     pub(crate) fn allocate_or_null(&self, bytes: usize, alignment: usize, stream: usize) -> usize {
-        let allocated = caught("allocate", || {
-            let view = CudaStreamView::from_handle(stream);
-            match &self.pool {
-                Some(pool) => pool.allocate(bytes, alignment, view),
-                None => self.shared().and_then(|r| r.allocate(bytes, alignment, view)),
+        match &self.direct {
+            Direct::Pool(pool) => {
+                pointer_or_null(|| pool.allocate(bytes, alignment, CudaStreamView::from_handle(stream)))
             }
-        });
-        match allocated {
-            Ok(Ok(p)) => p as usize,
-            Ok(Err(e)) => keep_allocate_error(Outcome::from_error(&e, Context::Allocate)),
-            Err(m) => keep_allocate_error(Outcome::error(ErrorKind::BadAlloc, m)),
+            _ => self.allocate_or_null_not_pool(bytes, alignment, stream),
+        }
+    }
+
+    /// [`allocate_or_null`](Self::allocate_or_null) of any resource but the pool: out of line, so
+    /// that the arena's fast path, inlined here, does not lengthen the pool's.
+    #[inline(never)]
+    fn allocate_or_null_not_pool(&self, bytes: usize, alignment: usize, stream: usize) -> usize {
+        let view = CudaStreamView::from_handle(stream);
+        match &self.direct {
+            Direct::Arena(arena) => pointer_or_null(|| arena.allocate(bytes, alignment, view)),
+            _ => pointer_or_null(|| self.shared().and_then(|r| r.allocate(bytes, alignment, view))),
         }
     }
 
@@ -120,14 +157,42 @@ impl RustResource {
     }
 
     pub(crate) fn deallocate(&self, ptr: usize, bytes: usize, alignment: usize, stream: usize) {
-        let freed = caught("deallocate", || {
-            let view = CudaStreamView::from_handle(stream);
-            match &self.pool {
-                Some(pool) => pool.deallocate(ptr as *mut u8, bytes, alignment, view),
-                None => self.shared().and_then(|r| r.deallocate(ptr as *mut u8, bytes, alignment, view)),
+        let view = CudaStreamView::from_handle(stream);
+        match &self.direct {
+            Direct::Pool(pool) => self.free_or_report(ptr, bytes, alignment, stream, || {
+                pool.deallocate(ptr as *mut u8, bytes, alignment, view)
+            }),
+            _ => self.deallocate_not_pool(ptr, bytes, alignment, stream),
+        }
+    }
+
+    /// [`deallocate`](Self::deallocate) of any resource but the pool, out of line as
+    /// [`allocate_or_null_not_pool`](Self::allocate_or_null_not_pool).
+    #[inline(never)]
+    fn deallocate_not_pool(&self, ptr: usize, bytes: usize, alignment: usize, stream: usize) {
+        let view = CudaStreamView::from_handle(stream);
+        let p = ptr as *mut u8;
+        match &self.direct {
+            Direct::Arena(arena) => {
+                self.free_or_report(ptr, bytes, alignment, stream, || arena.deallocate(p, bytes, alignment, view))
             }
-        });
-        match freed {
+            _ => self.free_or_report(ptr, bytes, alignment, stream, || {
+                self.shared().and_then(|r| r.deallocate(p, bytes, alignment, view))
+            }),
+        }
+    }
+
+    /// Runs the free `f`, reporting a refusal or a panic on stderr.
+    #[inline(always)]
+    fn free_or_report(
+        &self,
+        ptr: usize,
+        bytes: usize,
+        alignment: usize,
+        stream: usize,
+        f: impl FnOnce() -> Result<()>,
+    ) {
+        match caught("deallocate", f) {
             Ok(Ok(())) => {}
             Ok(Err(e)) => self.report_refused_free(ptr, bytes, alignment, stream, &e),
             Err(m) => self.report_refused_free(ptr, bytes, alignment, stream, &m),
@@ -252,13 +317,13 @@ pub(crate) fn new_pool_memory_resource(
     maximum_size: usize,
     has_maximum: bool,
 ) -> Box<RustResource> {
-    let mut typed = None;
+    let mut direct = Direct::None;
     let mut made = RustResource::make("pool_memory_resource", || {
         let pool = Arc::new(Pool::new(upstream.shared()?.clone(), initial_size, has_maximum.then_some(maximum_size))?);
-        typed = Some(Arc::clone(&pool));
+        direct = Direct::Pool(Arc::clone(&pool));
         Ok(pool as SharedResource)
     });
-    made.pool = typed;
+    made.direct = direct;
     made
 }
 
@@ -421,7 +486,7 @@ mod tests {
     fn handles_of_one_resource_are_equal_and_distinct_resources_are_not() {
         let a = new_host_memory_resource();
         let b = new_host_memory_resource();
-        let a2 = Box::new(RustResource { made: Ok(a.shared().unwrap().clone()), pool: None, name: "copy" });
+        let a2 = Box::new(RustResource { made: Ok(a.shared().unwrap().clone()), direct: Direct::None, name: "copy" });
         assert!(a.is_equal(&a2));
         assert!(!a.is_equal(&b));
     }
