@@ -211,8 +211,64 @@ def test_cupy_allocator(device_stats):
 # --- Numba -------------------------------------------------------------------------------------
 
 
-def test_numba_memory_manager_from_the_environment(gpu):
+@pytest.fixture(scope="module")
+def numba_compiles(gpu):
+    """numba-cuda can compile and run a kernel here with its own memory manager; the Numba tests
+    skip, with numba-cuda's error, where it cannot (for instance a NumPy it does not support)."""
     pytest.importorskip("numba.cuda")
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent("""
+            import numpy as np
+            from numba import cuda
+            @cuda.jit
+            def one(out):
+                out[0] = 1
+            d = cuda.device_array(1, dtype=np.int32)
+            one[1, 1](d)
+            assert d.copy_to_host()[0] == 1
+        """)],
+        cwd=HERE, capture_output=True, text=True, timeout=300,
+    )
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["?"])[-1]
+        pytest.skip(f"numba-cuda cannot compile a kernel on this machine without RMM: {last}")
+
+
+def test_numba_device_arrays_come_from_rmm(gpu):
+    """Device arrays (no kernel: that needs numba-cuda's compiler) through RMMNumbaManager."""
+    pytest.importorskip("numba.cuda")
+    result = run_script(
+        """
+        import json
+        import numpy as np
+        from numba import cuda
+        import rmm.pylibrmm.memory_resource as mr
+        from rmm.allocators.numba import RMMNumbaManager
+
+        stats = mr.StatisticsResourceAdaptor(
+            mr.PoolMemoryResource(mr.CudaMemoryResource(), initial_pool_size=64 << 20))
+        mr.set_current_device_resource(stats)
+        x = np.arange(100_000, dtype=np.float64)
+        d = cuda.to_device(x)
+        e = cuda.device_array_like(x)
+        e.copy_to_device(d)
+        back = e.copy_to_host()
+        live = stats.allocation_counts.current_bytes
+        manager = type(cuda.current_context().memory_manager).__name__
+        del d, e
+        import gc; gc.collect()
+        cuda.synchronize()
+        print(json.dumps({"ok": bool(np.array_equal(back, x)), "live": live, "nbytes": x.nbytes,
+                          "after": stats.allocation_counts.current_bytes, "manager": manager}))
+        """,
+        env={"NUMBA_CUDA_MEMORY_MANAGER": "rmm.allocators.numba"},
+    )
+    assert result["ok"] and result["manager"] == "RMMNumbaManager", result
+    assert result["live"] >= 2 * result["nbytes"]
+    assert result["after"] == 0
+
+
+def test_numba_memory_manager_from_the_environment(numba_compiles):
     result = run_script(
         """
         import json
