@@ -200,7 +200,7 @@ int main()
 
   rmm::cuda_stream stream;
   run(stream, stats);
-  stream.sync();
+  stream.synchronize();
 
   auto const bytes = stats.get_bytes_counter();
   auto const allocs = stats.get_allocations_counter();
