@@ -40,20 +40,20 @@ struct is_even {
 };
 
 /// Host data into a device_uvector (memory: the current device resource).
-rmm::device_uvector<int> to_device(std::vector<int> const& host, rmm::cuda_stream_view stream)
+rmm::device_uvector<int> to_device(std::vector<int> const& host, cuda::stream_ref stream)
 {
   rmm::device_uvector<int> d(host.size(), stream);
   RMM_CUDA_TRY(cudaMemcpyAsync(
-    d.data(), host.data(), host.size() * sizeof(int), cudaMemcpyHostToDevice, stream.value()));
+    d.data(), host.data(), host.size() * sizeof(int), cudaMemcpyHostToDevice, stream.get()));
   return d;
 }
 
 /// The first `n` elements of `d` back on the host (waits for the stream).
-std::vector<int> to_host(int const* d, std::size_t n, rmm::cuda_stream_view stream)
+std::vector<int> to_host(int const* d, std::size_t n, cuda::stream_ref stream)
 {
   std::vector<int> host(n);
-  RMM_CUDA_TRY(cudaMemcpyAsync(host.data(), d, n * sizeof(int), cudaMemcpyDeviceToHost, stream.value()));
-  stream.synchronize();
+  RMM_CUDA_TRY(cudaMemcpyAsync(host.data(), d, n * sizeof(int), cudaMemcpyDeviceToHost, stream.get()));
+  stream.sync();
   return host;
 }
 
@@ -74,7 +74,7 @@ void check(bool ok, char const* what, rmm::mr::statistics_resource_adaptor& stat
 
 /// Runs the five algorithms both ways on `stream`; every device allocation comes from the
 /// current device resource and is freed before this returns.
-void run(rmm::cuda_stream_view stream, rmm::mr::statistics_resource_adaptor& stats)
+void run(cuda::stream_ref stream, rmm::mr::statistics_resource_adaptor& stats)
 {
   std::size_t const n = 1 << 20;
   std::mt19937 rng{7};
@@ -111,49 +111,49 @@ void run(rmm::cuda_stream_view stream, rmm::mr::statistics_resource_adaptor& sta
   {
     start();
     std::size_t bytes = 0;
-    RMM_CUDA_TRY(cub::DeviceReduce::Sum(nullptr, bytes, in.data(), out.data(), count, stream.value()));
+    RMM_CUDA_TRY(cub::DeviceReduce::Sum(nullptr, bytes, in.data(), out.data(), count, stream.get()));
     rmm::device_buffer scratch(bytes, stream);
-    RMM_CUDA_TRY(cub::DeviceReduce::Sum(scratch.data(), bytes, in.data(), out.data(), count, stream.value()));
+    RMM_CUDA_TRY(cub::DeviceReduce::Sum(scratch.data(), bytes, in.data(), out.data(), count, stream.get()));
     check(to_host(out.data(), 1, stream)[0] == sum, "DeviceReduce::Sum (two-phase)", stats, before);
   }
   {
     start();
     std::size_t bytes = 0;
-    RMM_CUDA_TRY(cub::DeviceScan::InclusiveSum(nullptr, bytes, in.data(), out.data(), count, stream.value()));
+    RMM_CUDA_TRY(cub::DeviceScan::InclusiveSum(nullptr, bytes, in.data(), out.data(), count, stream.get()));
     rmm::device_buffer scratch(bytes, stream);
     RMM_CUDA_TRY(
-      cub::DeviceScan::InclusiveSum(scratch.data(), bytes, in.data(), out.data(), count, stream.value()));
+      cub::DeviceScan::InclusiveSum(scratch.data(), bytes, in.data(), out.data(), count, stream.get()));
     check(to_host(out.data(), n, stream) == scan, "DeviceScan::InclusiveSum (two-phase)", stats, before);
   }
   {
     start();
     std::size_t bytes = 0;
     RMM_CUDA_TRY(cub::DeviceRadixSort::SortKeys(
-      nullptr, bytes, in.data(), out.data(), count, 0, 32, stream.value()));
+      nullptr, bytes, in.data(), out.data(), count, 0, 32, stream.get()));
     rmm::device_buffer scratch(bytes, stream);
     RMM_CUDA_TRY(cub::DeviceRadixSort::SortKeys(
-      scratch.data(), bytes, in.data(), out.data(), count, 0, 32, stream.value()));
+      scratch.data(), bytes, in.data(), out.data(), count, 0, 32, stream.get()));
     check(to_host(out.data(), n, stream) == sorted, "DeviceRadixSort::SortKeys (two-phase)", stats, before);
   }
   {
     start();
     std::size_t bytes = 0;
     RMM_CUDA_TRY(cub::DeviceSegmentedSort::SortKeys(nullptr, bytes, in.data(), out.data(), count, segments,
-                                                    d_offsets.data(), d_offsets.data() + 1, stream.value()));
+                                                    d_offsets.data(), d_offsets.data() + 1, stream.get()));
     rmm::device_buffer scratch(bytes, stream);
     RMM_CUDA_TRY(cub::DeviceSegmentedSort::SortKeys(scratch.data(), bytes, in.data(), out.data(), count,
                                                     segments, d_offsets.data(), d_offsets.data() + 1,
-                                                    stream.value()));
+                                                    stream.get()));
     check(to_host(out.data(), n, stream) == seg_sorted, "DeviceSegmentedSort::SortKeys (two-phase)", stats, before);
   }
   {
     start();
     std::size_t bytes = 0;
     RMM_CUDA_TRY(cub::DeviceSelect::If(
-      nullptr, bytes, in.data(), out.data(), d_count.data(), count, is_even{}, stream.value()));
+      nullptr, bytes, in.data(), out.data(), d_count.data(), count, is_even{}, stream.get()));
     rmm::device_buffer scratch(bytes, stream);
     RMM_CUDA_TRY(cub::DeviceSelect::If(
-      scratch.data(), bytes, in.data(), out.data(), d_count.data(), count, is_even{}, stream.value()));
+      scratch.data(), bytes, in.data(), out.data(), d_count.data(), count, is_even{}, stream.get()));
     auto const selected = static_cast<std::size_t>(to_host(d_count.data(), 1, stream)[0]);
     check(selected == evens.size() && to_host(out.data(), selected, stream) == evens,
           "DeviceSelect::If (two-phase)", stats, before);
@@ -162,7 +162,7 @@ void run(rmm::cuda_stream_view stream, rmm::mr::statistics_resource_adaptor& sta
   // Single call: the environment carries the stream and the resource the scratch comes from.
   rmm::device_async_resource_ref const mr = rmm::mr::get_current_device_resource_ref();
   using mr_prop = cuda::std::execution::prop<cuda::mr::get_memory_resource_t, rmm::device_async_resource_ref>;
-  cuda::std::execution::env<cuda::stream_ref, mr_prop> const env{cuda::stream_ref{stream.value()},
+  cuda::std::execution::env<cuda::stream_ref, mr_prop> const env{stream,
                                                                  mr_prop{cuda::mr::get_memory_resource, mr}};
   start();
   RMM_CUDA_TRY(cub::DeviceReduce::Sum(in.data(), out.data(), count, env));
@@ -199,7 +199,7 @@ int main()
   rmm::mr::set_current_device_resource(stats);
 
   rmm::cuda_stream stream;
-  run(stream.view(), stats);
+  run(stream, stats);
   stream.synchronize();
 
   auto const bytes = stats.get_bytes_counter();

@@ -64,8 +64,24 @@ class cuda_stream {
     return *stream_;
   }
   explicit operator cudaStream_t() const noexcept { return is_valid() ? *stream_ : cudaStream_t{}; }
-  [[nodiscard]] cuda_stream_view view() const { return cuda_stream_view{value()}; }
-  operator cuda_stream_view() const { return view(); }
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#endif
+  /// A view of the stream. @deprecated rmm::cuda_stream_view is; convert to cuda::stream_ref.
+  [[nodiscard, deprecated("Use conversion to cuda::stream_ref instead.")]] cuda_stream_view view()
+    const
+  {
+    return cuda_stream_view{value()};
+  }
+  /// @deprecated rmm::cuda_stream_view is; convert to cuda::stream_ref.
+  [[deprecated("Use conversion to cuda::stream_ref instead.")]] operator cuda_stream_view() const
+  {
+    return cuda_stream_view{value()};
+  }
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
   operator cuda::stream_ref() const noexcept
   {
     return cuda::stream_ref{is_valid() ? *stream_ : cudaStream_t{}};

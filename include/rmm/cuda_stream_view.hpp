@@ -1,6 +1,7 @@
 /*
- * rmm-rs: a non-owning view of a CUDA stream (RMM's rmm/cuda_stream_view.hpp). RMM 26 prefers
- * `cuda::stream_ref`; the two convert into each other, so code written for either compiles.
+ * rmm-rs: a non-owning view of a CUDA stream (RMM's rmm/cuda_stream_view.hpp). Deprecated, as in
+ * RMM 26.10, in favour of `cuda::stream_ref`; the two convert into each other, so code written for
+ * either compiles. The header itself uses the deprecated names with the warning off, as RMM's does.
  */
 #pragma once
 
@@ -15,8 +16,8 @@
 
 namespace rmm {
 
-/// A copyable, non-owning wrapper of a `cudaStream_t`.
-class cuda_stream_view {
+/// A copyable, non-owning wrapper of a `cudaStream_t`. @deprecated Use cuda::stream_ref instead.
+class [[deprecated("Use cuda::stream_ref instead.")]] cuda_stream_view {
  public:
   constexpr cuda_stream_view()                        = default;
   constexpr cuda_stream_view(cuda_stream_view const&) = default;
@@ -70,12 +71,20 @@ class cuda_stream_view {
   cudaStream_t stream_{};
 };
 
-/// The legacy default stream (0).
-static constexpr cuda_stream_view cuda_stream_default{};
-/// The legacy default stream, named explicitly.
-static const cuda_stream_view cuda_stream_legacy{cudaStreamLegacy};
-/// The per-thread default stream.
-static const cuda_stream_view cuda_stream_per_thread{cudaStreamPerThread};
+/// The default stream (0). @deprecated Use cuda::stream_ref{cudaStream_t{cudaStreamDefault}}.
+[[deprecated("Use cuda::stream_ref{cudaStream_t{cudaStreamDefault}} instead.")]]
+static constexpr cuda::stream_ref cuda_stream_default{cudaStream_t{nullptr}};
+/// The legacy default stream. @deprecated Use cuda::stream_ref{cudaStreamLegacy}.
+[[deprecated("Use cuda::stream_ref{cudaStreamLegacy} instead.")]]
+static const cuda::stream_ref cuda_stream_legacy{cudaStream_t{cudaStreamLegacy}};
+/// The per-thread default stream. @deprecated Use cuda::stream_ref{cudaStreamPerThread}.
+[[deprecated("Use cuda::stream_ref{cudaStreamPerThread} instead.")]]
+static const cuda::stream_ref cuda_stream_per_thread{cudaStream_t{cudaStreamPerThread}};
+
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#endif
 
 inline bool operator==(cuda_stream_view lhs, cuda_stream_view rhs)
 {
@@ -111,5 +120,9 @@ inline std::ostream& operator<<(std::ostream& os, cuda_stream_view stream)
   os << stream.value();
   return os;
 }
+
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 }  // namespace rmm

@@ -5,7 +5,7 @@ use crate::capabilities::{async_alloc_supported, export_handle_type_supported, A
 use crate::device::DeviceId;
 use crate::driver;
 use crate::error::{Error, Result};
-use crate::resource::cuda_async_view::{async_pool_of, pool_allocate, pool_deallocate};
+use crate::resource::cuda_async_view::pool_backed_memory_resource;
 use crate::resource::MemoryResource;
 use crate::stream::CudaStreamView;
 use cudarc::driver::sys;
@@ -113,28 +113,7 @@ impl CudaAsyncMemoryResource {
 /// The alignment used when priming the pool (any valid one will do).
 const CUDA_POOL_ALIGNMENT: usize = crate::resource::DEFAULT_ALIGNMENT;
 
-impl MemoryResource for CudaAsyncMemoryResource {
-    fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
-        pool_allocate(self.pool, bytes, alignment, stream)
-    }
-
-    fn deallocate(&self, ptr: *mut u8, _bytes: usize, _alignment: usize, stream: CudaStreamView) -> Result<()> {
-        pool_deallocate(ptr, stream)
-    }
-
-    /// Equal to every resource over the same pool (a view of it included).
-    fn is_equal(&self, other: &dyn MemoryResource) -> bool {
-        async_pool_of(other) == Some(self.pool)
-    }
-
-    fn is_device_accessible(&self) -> bool {
-        true
-    }
-
-    fn is_host_accessible(&self) -> bool {
-        false
-    }
-}
+pool_backed_memory_resource!(CudaAsyncMemoryResource, host_accessible: false);
 
 impl Drop for CudaAsyncMemoryResource {
     fn drop(&mut self) {

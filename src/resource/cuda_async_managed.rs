@@ -5,9 +5,7 @@ use crate::capabilities::{async_managed_alloc_supported, MIN_ASYNC_MANAGED_ALLOC
 use crate::device::DeviceId;
 use crate::driver;
 use crate::error::{Error, Result};
-use crate::resource::cuda_async_view::{async_pool_of, pool_allocate, pool_deallocate};
-use crate::resource::MemoryResource;
-use crate::stream::CudaStreamView;
+use crate::resource::cuda_async_view::pool_backed_memory_resource;
 use cudarc::driver::sys;
 
 /// Managed memory (host and device accessible) allocated in stream order from the current
@@ -61,27 +59,7 @@ impl CudaAsyncManagedMemoryResource {
     }
 }
 
-impl MemoryResource for CudaAsyncManagedMemoryResource {
-    fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
-        pool_allocate(self.pool, bytes, alignment, stream)
-    }
-
-    fn deallocate(&self, ptr: *mut u8, _bytes: usize, _alignment: usize, stream: CudaStreamView) -> Result<()> {
-        pool_deallocate(ptr, stream)
-    }
-
-    fn is_equal(&self, other: &dyn MemoryResource) -> bool {
-        async_pool_of(other) == Some(self.pool)
-    }
-
-    fn is_device_accessible(&self) -> bool {
-        true
-    }
-
-    fn is_host_accessible(&self) -> bool {
-        true
-    }
-}
+pool_backed_memory_resource!(CudaAsyncManagedMemoryResource, host_accessible: true);
 
 #[cfg(test)]
 mod tests {

@@ -70,6 +70,48 @@ impl MemoryResource for CudaAsyncViewMemoryResource {
     }
 }
 
+/// The `MemoryResource` impl of a resource that holds a live driver pool in its `pool: usize`
+/// field (`cuda_async` and `cuda_async_managed`): stream-ordered allocation and free from that
+/// pool, equality with every resource over the same pool, and the given host accessibility.
+macro_rules! pool_backed_memory_resource {
+    ($ty:ty, host_accessible: $host:expr) => {
+        impl $crate::resource::MemoryResource for $ty {
+            fn allocate(
+                &self,
+                bytes: usize,
+                alignment: usize,
+                stream: $crate::stream::CudaStreamView,
+            ) -> $crate::error::Result<*mut u8> {
+                $crate::resource::cuda_async_view::pool_allocate(self.pool, bytes, alignment, stream)
+            }
+
+            fn deallocate(
+                &self,
+                ptr: *mut u8,
+                _bytes: usize,
+                _alignment: usize,
+                stream: $crate::stream::CudaStreamView,
+            ) -> $crate::error::Result<()> {
+                $crate::resource::cuda_async_view::pool_deallocate(ptr, stream)
+            }
+
+            /// Equal to every resource over the same pool (a view of it included).
+            fn is_equal(&self, other: &dyn $crate::resource::MemoryResource) -> bool {
+                $crate::resource::cuda_async_view::async_pool_of(other) == Some(self.pool)
+            }
+
+            fn is_device_accessible(&self) -> bool {
+                true
+            }
+
+            fn is_host_accessible(&self) -> bool {
+                $host
+            }
+        }
+    };
+}
+pub(crate) use pool_backed_memory_resource;
+
 /// The pool of a resource of the `cuda_async` family, for equality across the family: memory from
 /// a pool may be freed through any resource over the same pool.
 pub(crate) fn async_pool_of(r: &dyn MemoryResource) -> Option<usize> {

@@ -22,6 +22,7 @@
 #include <cstring>
 #include <limits>
 #include <optional>
+#include <thread>
 #include <type_traits>
 
 namespace {
@@ -77,6 +78,54 @@ TEST(RuntimeCapabilities, AnswerOnAGpu)
               rmm::detail::runtime_async_managed_alloc::is_supported(),
               rmm::detail::device_integrated_memory::is_supported(),
               rmm::mr::detail::is_system_memory_supported(rmm::get_current_cuda_device()));
+}
+
+TEST(RuntimeCapabilities, WithoutADeviceTheCachedChecksAnswerFalse)
+{
+  if (rmm::get_num_cuda_devices() > 0) { GTEST_SKIP() << "skipped: a CUDA device is present"; }
+  // As RMM's: false, not an exception; export_handle_type is not cached and throws, as RMM's does
+  // when the driver cannot be asked.
+  EXPECT_FALSE(rmm::detail::runtime_async_alloc::is_supported());
+  EXPECT_FALSE(rmm::detail::concurrent_managed_access::is_supported());
+  EXPECT_FALSE(rmm::detail::runtime_async_managed_alloc::is_supported());
+  EXPECT_FALSE(rmm::detail::device_integrated_memory::is_supported());
+  EXPECT_FALSE(rmm::detail::hwdecompress::is_supported());
+  EXPECT_THROW((void)rmm::detail::export_handle_type::is_supported(cudaMemHandleTypePosixFileDescriptor),
+               rmm::cuda_error);
+}
+
+TEST(RuntimeCapabilities, CachedAnswersStayTheSame)
+{
+  // Answered once (on a GPU or not), then the same on every call and on every thread.
+  bool const async  = rmm::detail::runtime_async_alloc::is_supported();
+  bool const hw     = rmm::detail::hwdecompress::is_supported();
+  bool const cma    = rmm::detail::concurrent_managed_access::is_supported();
+  bool const amanaged = rmm::detail::runtime_async_managed_alloc::is_supported();
+  bool const integrated = rmm::detail::device_integrated_memory::is_supported();
+  std::thread other{[&] {
+    EXPECT_EQ(rmm::detail::runtime_async_alloc::is_supported(), async);
+    EXPECT_EQ(rmm::detail::hwdecompress::is_supported(), hw);
+    EXPECT_EQ(rmm::detail::concurrent_managed_access::is_supported(), cma);
+    EXPECT_EQ(rmm::detail::runtime_async_managed_alloc::is_supported(), amanaged);
+    EXPECT_EQ(rmm::detail::device_integrated_memory::is_supported(), integrated);
+  }};
+  other.join();
+  // Pools of managed memory need concurrent managed access.
+  if (amanaged) { EXPECT_TRUE(cma); }
+  if (rmm::get_num_cuda_devices() == 0) { return; }
+  // On a GPU, the answers are the runtime's own (asked here of device 0, current throughout).
+  auto attribute = [](cudaDeviceAttr a) {
+    int value = 0;
+    EXPECT_EQ(cudaDeviceGetAttribute(&value, a, rmm::get_current_cuda_device().value()), cudaSuccess);
+    return value == 1;
+  };
+  int driver = 0;
+  ASSERT_EQ(cudaDriverGetVersion(&driver), cudaSuccess);
+  EXPECT_EQ(async, attribute(cudaDevAttrMemoryPoolsSupported));
+  EXPECT_EQ(cma, attribute(cudaDevAttrConcurrentManagedAccess));
+  EXPECT_EQ(integrated, attribute(cudaDevAttrIntegrated));
+  EXPECT_EQ(hw, driver >= RMM_MIN_HWDECOMPRESS_CUDA_VERSION);
+  EXPECT_EQ(amanaged, cma && driver >= RMM_MIN_ASYNC_MANAGED_ALLOC_CUDA_VERSION);
 }
 
 TEST(AsyncResource, ExportHandleTypesAreMadeWhereSupportedAndRefusedElsewhere)

@@ -65,12 +65,12 @@ class Cub : public ::testing::Test {
     rmm::mr::reset_current_device_resource();
   }
 
-  rmm::cuda_stream_view stream() const { return stream_->view(); }
+  cuda::stream_ref stream() const { return *stream_; }
   int count() const { return static_cast<int>(n); }
   long long allocations() const { return static_cast<long long>(stats_->get_allocations_counter().total); }
   stream_mr_env env(rmm::device_async_resource_ref mr) const
   {
-    return stream_mr_env{cuda::stream_ref{stream().value()}, mr_prop{cuda::mr::get_memory_resource, mr}};
+    return stream_mr_env{stream(), mr_prop{cuda::mr::get_memory_resource, mr}};
   }
   stream_mr_env env() const { return env(rmm::mr::get_current_device_resource_ref()); }
 
@@ -78,14 +78,14 @@ class Cub : public ::testing::Test {
   {
     rmm::device_uvector<int> d(host.size(), stream());
     RMM_CUDA_TRY(cudaMemcpyAsync(
-      d.data(), host.data(), host.size() * sizeof(int), cudaMemcpyHostToDevice, stream().value()));
+      d.data(), host.data(), host.size() * sizeof(int), cudaMemcpyHostToDevice, stream().get()));
     return d;
   }
   std::vector<int> to_host(int const* d, std::size_t size) const
   {
     std::vector<int> host(size);
-    RMM_CUDA_TRY(cudaMemcpyAsync(host.data(), d, size * sizeof(int), cudaMemcpyDeviceToHost, stream().value()));
-    stream().synchronize();
+    RMM_CUDA_TRY(cudaMemcpyAsync(host.data(), d, size * sizeof(int), cudaMemcpyDeviceToHost, stream().get()));
+    stream().sync();
     return host;
   }
 
@@ -121,11 +121,11 @@ TEST_F(Cub, ReduceSum)
   int* out = out_->data();
   int const* in = in_->data();
   two_phase([&](void* t, std::size_t& b) {
-    return cub::DeviceReduce::Sum(t, b, in, out, count(), stream().value());
+    return cub::DeviceReduce::Sum(t, b, in, out, count(), stream().get());
   });
   EXPECT_EQ(to_host(out, 1)[0], sum);
 
-  RMM_CUDA_TRY(cudaMemsetAsync(out, 0, sizeof(int), stream().value()));
+  RMM_CUDA_TRY(cudaMemsetAsync(out, 0, sizeof(int), stream().get()));
   auto const before = allocations();
   RMM_CUDA_TRY(cub::DeviceReduce::Sum(in, out, count(), env()));
   EXPECT_GE(allocations() - before, 1);
@@ -139,11 +139,11 @@ TEST_F(Cub, ScanInclusiveSum)
   int* out = out_->data();
   int const* in = in_->data();
   two_phase([&](void* t, std::size_t& b) {
-    return cub::DeviceScan::InclusiveSum(t, b, in, out, count(), stream().value());
+    return cub::DeviceScan::InclusiveSum(t, b, in, out, count(), stream().get());
   });
   EXPECT_EQ(to_host(out, n), expected);
 
-  RMM_CUDA_TRY(cudaMemsetAsync(out, 0, n * sizeof(int), stream().value()));
+  RMM_CUDA_TRY(cudaMemsetAsync(out, 0, n * sizeof(int), stream().get()));
   auto const before = allocations();
   RMM_CUDA_TRY(cub::DeviceScan::InclusiveSum(in, out, count(), env()));
   EXPECT_GE(allocations() - before, 1);
@@ -157,11 +157,11 @@ TEST_F(Cub, RadixSortKeys)
   int* out = out_->data();
   int const* in = in_->data();
   two_phase([&](void* t, std::size_t& b) {
-    return cub::DeviceRadixSort::SortKeys(t, b, in, out, count(), 0, 32, stream().value());
+    return cub::DeviceRadixSort::SortKeys(t, b, in, out, count(), 0, 32, stream().get());
   });
   EXPECT_EQ(to_host(out, n), expected);
 
-  RMM_CUDA_TRY(cudaMemsetAsync(out, 0, n * sizeof(int), stream().value()));
+  RMM_CUDA_TRY(cudaMemsetAsync(out, 0, n * sizeof(int), stream().get()));
   auto const before = allocations();
   RMM_CUDA_TRY(cub::DeviceRadixSort::SortKeys(in, out, count(), 0, 32, env()));
   EXPECT_GE(allocations() - before, 1);
@@ -186,11 +186,11 @@ TEST_F(Cub, SegmentedSortKeys)
   int* out = out_->data();
   int const* in = in_->data();
   two_phase([&](void* t, std::size_t& b) {
-    return cub::DeviceSegmentedSort::SortKeys(t, b, in, out, count(), segments, begins, ends, stream().value());
+    return cub::DeviceSegmentedSort::SortKeys(t, b, in, out, count(), segments, begins, ends, stream().get());
   });
   EXPECT_EQ(to_host(out, n), expected);
 
-  RMM_CUDA_TRY(cudaMemsetAsync(out, 0, n * sizeof(int), stream().value()));
+  RMM_CUDA_TRY(cudaMemsetAsync(out, 0, n * sizeof(int), stream().get()));
   auto const before = allocations();
   RMM_CUDA_TRY(cub::DeviceSegmentedSort::SortKeys(in, out, count(), segments, begins, ends, env()));
   EXPECT_GE(allocations() - before, 1);
@@ -206,13 +206,13 @@ TEST_F(Cub, SelectIf)
   int const* in = in_->data();
   int* num = selected.data();
   two_phase([&](void* t, std::size_t& b) {
-    return cub::DeviceSelect::If(t, b, in, out, num, count(), cub_is_even{}, stream().value());
+    return cub::DeviceSelect::If(t, b, in, out, num, count(), cub_is_even{}, stream().get());
   });
   auto got = static_cast<std::size_t>(to_host(num, 1)[0]);
   ASSERT_EQ(got, expected.size());
   EXPECT_EQ(to_host(out, got), expected);
 
-  RMM_CUDA_TRY(cudaMemsetAsync(num, 0, sizeof(int), stream().value()));
+  RMM_CUDA_TRY(cudaMemsetAsync(num, 0, sizeof(int), stream().get()));
   auto const before = allocations();
   RMM_CUDA_TRY(cub::DeviceSelect::If(in, out, num, count(), cub_is_even{}, env()));
   EXPECT_GE(allocations() - before, 1);

@@ -24,7 +24,7 @@ namespace {
 
 /// One round of the pattern on the current device: wrap, use, restore. The adaptor's counters
 /// must see exactly the containers' memory.
-void wrap_use_restore(rmm::cuda_stream_view stream)
+void wrap_use_restore(cuda::stream_ref stream)
 {
   auto ref = rmm::mr::get_current_device_resource_ref();
   rmm::mr::set_current_device_resource(rmm::mr::statistics_resource_adaptor{ref});
@@ -36,7 +36,7 @@ void wrap_use_restore(rmm::cuda_stream_view stream)
     EXPECT_EQ(b.size(), 1000u);
     EXPECT_EQ(moved.size(), 250u);
   }
-  stream.synchronize();
+  stream.sync();
   rmm::mr::set_current_device_resource(ref);
 }
 

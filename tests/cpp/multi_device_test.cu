@@ -85,7 +85,7 @@ TEST_F(TwoDevices, TheTableFollowsCudaSetDevice)
     for (int d = 0; d < 2; ++d) {
       RMM_CUDA_TRY(cudaSetDevice(d));
       EXPECT_TRUE(rmm::mr::get_current_device_resource_ref() == rmm::device_async_resource_ref{*pools_[d]});
-      rmm::device_buffer buf(1000, rmm::cuda_stream_view{});
+      rmm::device_buffer buf(1000, cuda::stream_ref{cudaStream_t{}});
       EXPECT_EQ(device_of(buf.data()), d);
     }
   }
@@ -101,9 +101,9 @@ TEST_F(TwoDevices, ContainersMadeOnOneDeviceAreFreedWhileAnotherIsCurrent)
     std::optional<rmm::device_buffer> buffer;
     std::optional<rmm::device_uvector<int>> vector;
     {
-      rmm::device_buffer a(4096, rmm::cuda_stream_view{});
+      rmm::device_buffer a(4096, cuda::stream_ref{cudaStream_t{}});
       buffer.emplace(std::move(a));
-      rmm::device_uvector<int> v(1024, rmm::cuda_stream_view{});
+      rmm::device_uvector<int> v(1024, cuda::stream_ref{cudaStream_t{}});
       vector.emplace(std::move(v));
     }
     EXPECT_EQ(device_of(buffer->data()), made_on);
@@ -128,7 +128,7 @@ TEST_F(TwoDevices, WrapAndRestoreOnEachDeviceAThousandTimes)
     rmm::mr::set_current_device_resource(rmm::mr::statistics_resource_adaptor{ref});
     std::optional<rmm::device_buffer> kept;
     {
-      rmm::device_buffer a(1000, rmm::cuda_stream_view{});
+      rmm::device_buffer a(1000, cuda::stream_ref{cudaStream_t{}});
       kept.emplace(std::move(a));
     }
     rmm::mr::set_current_device_resource(ref);

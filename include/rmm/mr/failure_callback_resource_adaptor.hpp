@@ -4,10 +4,10 @@
 #pragma once
 
 #include <rmm/aligned.hpp>
-#include <rmm/detail/exec_check_disable.hpp>
 #include <rmm/error.hpp>
 #include <rmm/mr/detail/failure_callback_resource_adaptor_impl.hpp>
 #include <rmm/mr/detail/rust_resource.hpp>
+#include <rmm/mr/detail/shared_holder.hpp>
 #include <rmm/mr/failure_callback_t.hpp>
 #include <rmm/resource_ref.hpp>
 
@@ -131,34 +131,8 @@ class failure_callback_resource_adaptor final
   {
   }
 
-  /// The impl, with copies that nvcc may infer __host__ __device__ (as shared_rust_state's).
-  class impl_holder {
-   public:
-    explicit impl_holder(std::shared_ptr<impl_type> p) noexcept : p_{std::move(p)} {}
-    RMM_EXEC_CHECK_DISABLE
-    RMM_HOST_DEVICE impl_holder(impl_holder const& o) noexcept : p_{o.p_} {}
-    RMM_EXEC_CHECK_DISABLE
-    RMM_HOST_DEVICE impl_holder(impl_holder&& o) noexcept : p_{std::move(o.p_)} {}
-    RMM_EXEC_CHECK_DISABLE
-    RMM_HOST_DEVICE impl_holder& operator=(impl_holder const& o) noexcept
-    {
-      p_ = o.p_;
-      return *this;
-    }
-    RMM_EXEC_CHECK_DISABLE
-    RMM_HOST_DEVICE impl_holder& operator=(impl_holder&& o) noexcept
-    {
-      p_ = std::move(o.p_);
-      return *this;
-    }
-    RMM_EXEC_CHECK_DISABLE
-    RMM_HOST_DEVICE ~impl_holder() {}
-    [[nodiscard]] impl_type* get() const noexcept { return p_.get(); }
-
-   private:
-    std::shared_ptr<impl_type> p_;
-  };
-  impl_holder impl_;
+  /// The impl every copy shares.
+  detail::shared_holder<impl_type> impl_;
 };
 
 static_assert(cuda::mr::resource_with<failure_callback_resource_adaptor<>, cuda::mr::device_accessible>,

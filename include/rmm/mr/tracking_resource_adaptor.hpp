@@ -3,9 +3,9 @@
  */
 #pragma once
 
-#include <rmm/detail/exec_check_disable.hpp>
 #include <rmm/detail/stack_trace.hpp>
 #include <rmm/mr/detail/rust_resource.hpp>
+#include <rmm/mr/detail/shared_holder.hpp>
 #include <rmm/mr/detail/tracking_resource_adaptor_impl.hpp>
 #include <rmm/resource_ref.hpp>
 
@@ -34,40 +34,19 @@ namespace detail {
 
 /**
  * @brief The C++ copy of a tracking adaptor's outstanding allocations that
- * get_outstanding_allocations() returns, shared by every copy of the adaptor. Its copies are
- * declared host-device with the device check off, as shared_rust_state's are (see there why).
+ * get_outstanding_allocations() returns, shared by every copy of the adaptor (a shared_holder,
+ * so its implicit copies may be called from __host__ __device__ code).
  */
 class tracking_map_cache {
  public:
   using map_type = std::map<void*, tracking_resource_adaptor_impl::allocation_info>;
 
   tracking_map_cache() : state_{std::make_shared<shared>()} {}
-  RMM_EXEC_CHECK_DISABLE
-  RMM_HOST_DEVICE tracking_map_cache(tracking_map_cache const& other) noexcept : state_{other.state_} {}
-  RMM_EXEC_CHECK_DISABLE
-  RMM_HOST_DEVICE tracking_map_cache(tracking_map_cache&& other) noexcept
-    : state_{std::move(other.state_)}
-  {
-  }
-  RMM_EXEC_CHECK_DISABLE
-  RMM_HOST_DEVICE tracking_map_cache& operator=(tracking_map_cache const& other) noexcept
-  {
-    state_ = other.state_;
-    return *this;
-  }
-  RMM_EXEC_CHECK_DISABLE
-  RMM_HOST_DEVICE tracking_map_cache& operator=(tracking_map_cache&& other) noexcept
-  {
-    state_ = std::move(other.state_);
-    return *this;
-  }
-  RMM_EXEC_CHECK_DISABLE
-  RMM_HOST_DEVICE ~tracking_map_cache() {}
 
   /// Rebuilds the map from what the Rust adaptor `handle` tracks now, and returns it.
   map_type const& refresh(rmm_rs::RustResource const& handle) const
   {
-    auto& s = *state_.ptr;
+    auto& s = *state_.get();
     std::lock_guard<std::mutex> lock{s.mutex};
     s.map.clear();
     for (auto& a : rmm_rs::tracked_allocations(handle)) {
@@ -92,25 +71,7 @@ class tracking_map_cache {
     std::mutex mutex;
     map_type map;
   };
-  /// Host-only copy, move and destruction (see the copy constructor).
-  struct holder {
-    explicit holder(std::shared_ptr<shared> p) noexcept : ptr{std::move(p)} {}
-    holder(holder const& o) noexcept : ptr{o.ptr} {}
-    holder(holder&& o) noexcept : ptr{std::move(o.ptr)} {}
-    holder& operator=(holder const& o) noexcept
-    {
-      ptr = o.ptr;
-      return *this;
-    }
-    holder& operator=(holder&& o) noexcept
-    {
-      ptr = std::move(o.ptr);
-      return *this;
-    }
-    ~holder() {}
-    std::shared_ptr<shared> ptr;
-  };
-  holder state_;
+  shared_holder<shared> state_;
 };
 
 }  // namespace detail

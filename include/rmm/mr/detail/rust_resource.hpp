@@ -13,9 +13,9 @@
 
 #include <rmm/aligned.hpp>
 #include <rmm/cuda_stream_view.hpp>
-#include <rmm/detail/exec_check_disable.hpp>
 #include <rmm/detail/rust_bridge.hpp>
 #include <rmm/error.hpp>
+#include <rmm/mr/detail/shared_holder.hpp>
 
 #include "rmm-rs/src/bridge.rs.h"
 #include "rust/cxx.h"
@@ -187,36 +187,13 @@ class upstream_resource {
  */
 class shared_rust_state {
  public:
-  // CCCL's type erasure copies resources from __host__ __device__ functions, so nvcc infers the
-  // resource classes' implicit copies __host__ __device__; these are declared so too, with the
-  // device check off (they only ever run on the host), and forward to `state`, whose host-only
-  // members end the inference before it reaches std::shared_ptr.
-  RMM_EXEC_CHECK_DISABLE
-  RMM_HOST_DEVICE shared_rust_state(shared_rust_state const& other) noexcept : state_{other.state_} {}
-  RMM_EXEC_CHECK_DISABLE
-  RMM_HOST_DEVICE shared_rust_state(shared_rust_state&& other) noexcept
-    : state_{std::move(other.state_)}
-  {
-  }
-  RMM_EXEC_CHECK_DISABLE
-  RMM_HOST_DEVICE shared_rust_state& operator=(shared_rust_state const& other) noexcept
-  {
-    state_ = other.state_;
-    return *this;
-  }
-  RMM_EXEC_CHECK_DISABLE
-  RMM_HOST_DEVICE shared_rust_state& operator=(shared_rust_state&& other) noexcept
-  {
-    state_ = std::move(other.state_);
-    return *this;
-  }
-  RMM_EXEC_CHECK_DISABLE
-  RMM_HOST_DEVICE ~shared_rust_state() {}
+  // Copies share both holders; shared_holder says why these copies may be called from
+  // __host__ __device__ code (the implicit ones are then fine).
 
   /// The Rust handle, for passing this resource across the bridge.
-  [[nodiscard]] rmm_rs::RustResource const& handle() const noexcept { return **state_.box; }
+  [[nodiscard]] rmm_rs::RustResource const& handle() const noexcept { return **box_.get(); }
   /// The shared Rust handle: every copy of this resource holds the same one.
-  [[nodiscard]] shared_handle const& shared() const noexcept { return state_.box; }
+  [[nodiscard]] shared_handle const& shared() const noexcept { return box_.shared(); }
 
  protected:
   /// Takes a freshly made handle; throws the RMM exception if its construction failed.
@@ -237,49 +214,26 @@ class shared_rust_state {
   /// object equals only another moved-from one.
   [[nodiscard]] bool equal_to(shared_rust_state const& other) const noexcept
   {
-    if (state_.box == other.state_.box) { return true; }
-    return state_.box && other.state_.box && handle().is_equal(other.handle());
+    if (box_.get() == other.box_.get()) { return true; }
+    return box_.get() != nullptr && other.box_.get() != nullptr && handle().is_equal(other.handle());
   }
 
   /// The upstream given at construction (adaptors and pools only).
   [[nodiscard]] cuda::mr::resource_ref<cuda::mr::device_accessible> upstream_ref() const noexcept
   {
-    return cuda::mr::resource_ref<cuda::mr::device_accessible>{*state_.upstream};
+    return cuda::mr::resource_ref<cuda::mr::device_accessible>{*upstream_.get()};
   }
 
  private:
   shared_rust_state(rust::Box<rmm_rs::RustResource> box, std::shared_ptr<any_device_resource> upstream)
-    : state_{std::make_shared<rust::Box<rmm_rs::RustResource>>(std::move(box)), std::move(upstream)}
+    : box_{std::make_shared<rust::Box<rmm_rs::RustResource>>(std::move(box))},
+      upstream_{std::move(upstream)}
   {
     check(handle().status());
   }
 
-  /// The shared handles, with host-only copy, move and destruction (see the copy constructor).
-  struct state {
-    state(shared_handle b, std::shared_ptr<any_device_resource> u) noexcept
-      : box{std::move(b)}, upstream{std::move(u)}
-    {
-    }
-    state(state const& o) noexcept : box{o.box}, upstream{o.upstream} {}
-    state(state&& o) noexcept : box{std::move(o.box)}, upstream{std::move(o.upstream)} {}
-    state& operator=(state const& o) noexcept
-    {
-      box      = o.box;
-      upstream = o.upstream;
-      return *this;
-    }
-    state& operator=(state&& o) noexcept
-    {
-      box      = std::move(o.box);
-      upstream = std::move(o.upstream);
-      return *this;
-    }
-    ~state() {}
-
-    shared_handle box;
-    std::shared_ptr<any_device_resource> upstream;
-  };
-  state state_;
+  shared_holder<rust::Box<rmm_rs::RustResource>> box_;
+  shared_holder<any_device_resource> upstream_;
 };
 
 /**
