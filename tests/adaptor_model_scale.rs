@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{seed, Model, Rng};
+use common::{fake_streams, ops, seed, Model, Rng};
 use parking_lot::Mutex;
 use rmm::adaptor::{
     AlignedResourceAdaptor, CallbackMemoryResource, PrefetchResourceAdaptor, ThreadSafeResourceAdaptor,
@@ -25,22 +25,6 @@ use std::sync::Arc;
 const KIB: usize = 1 << 10;
 /// The operation count of each test in a release build.
 const SCALE: usize = 1_000_000;
-
-/// Operations for a test: `RMM_MODEL_OPS` if set, else `release` in release builds and a hundredth
-/// of it in debug builds.
-fn ops(test: &str, release: usize) -> usize {
-    let n = match std::env::var("RMM_MODEL_OPS") {
-        Ok(v) => v.replace('_', "").parse().unwrap_or_else(|_| panic!("RMM_MODEL_OPS={v:?} is not a number")),
-        Err(_) if cfg!(debug_assertions) => release / 100,
-        Err(_) => release,
-    };
-    println!("{test}: {n} operations (RMM_MODEL_OPS sets the count)");
-    n
-}
-
-fn fake_streams(n: usize) -> Vec<CudaStreamView> {
-    (1..=n).map(|i| CudaStreamView::from_handle(0x10_000 * i)).collect()
-}
 
 fn round_up(bytes: usize, alignment: usize) -> usize {
     bytes.div_ceil(alignment) * alignment

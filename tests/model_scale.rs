@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{seed, Model, Rng, Trace};
+use common::{fake_streams, ops, seed, Model, Rng, Trace};
 use parking_lot::Mutex;
 use rmm::adaptor::logging::{format_log_pointer, format_log_stream};
 use rmm::adaptor::{
@@ -32,25 +32,6 @@ const KIB: usize = 1 << 10;
 const MIB: usize = 1 << 20;
 /// The operation count each host test runs in a release build.
 const SCALE: usize = 10_000_000;
-
-/// Operations for a test: `RMM_MODEL_OPS` if set, else `release` in release builds and a hundredth
-/// of it in debug builds (which check the same things, only fewer times).
-fn ops(test: &str, release: usize) -> usize {
-    let n = match std::env::var("RMM_MODEL_OPS") {
-        Ok(v) => v
-            .replace('_', "")
-            .parse()
-            .unwrap_or_else(|_| panic!("RMM_MODEL_OPS={v:?} is not a whole number of operations")),
-        Err(_) if cfg!(debug_assertions) => release / 100,
-        Err(_) => release,
-    };
-    println!("{test}: {n} operations (RMM_MODEL_OPS sets the count)");
-    n
-}
-
-fn fake_streams(n: usize) -> Vec<CudaStreamView> {
-    (1..=n).map(|i| CudaStreamView::from_handle(0x10_000 * i)).collect()
-}
 
 /// `bytes` rounded up to the effective alignment, as the limiting adaptor accounts a block.
 fn align_up(bytes: usize, alignment: usize) -> usize {

@@ -167,3 +167,23 @@ pub fn device_supports(what: &str, check: fn(rmm::DeviceId) -> rmm::Result<bool>
         false
     }
 }
+
+/// Operations for a model test: `RMM_MODEL_OPS` if set, else `release` in release builds and a
+/// hundredth of it in debug builds (which check the same things, only fewer times).
+pub fn ops(test: &str, release: usize) -> usize {
+    let n = match std::env::var("RMM_MODEL_OPS") {
+        Ok(v) => v
+            .replace('_', "")
+            .parse()
+            .unwrap_or_else(|_| panic!("RMM_MODEL_OPS={v:?} is not a whole number of operations")),
+        Err(_) if cfg!(debug_assertions) => release / 100,
+        Err(_) => release,
+    };
+    println!("{test}: {n} operations (RMM_MODEL_OPS sets the count)");
+    n
+}
+
+/// `n` distinct stream handles that no driver call ever sees (host-only tests).
+pub fn fake_streams(n: usize) -> Vec<rmm::CudaStreamView> {
+    (1..=n).map(|i| rmm::CudaStreamView::from_handle(0x10_000 * i)).collect()
+}
