@@ -540,7 +540,7 @@ impl CallbackHeap {
 fn callback_resource_at_scale() {
     let name = "callback_resource_at_scale";
     let mut rng = Rng::new(seed(name, 0xA11_0020));
-    let budget = 24 * 1024 * KIB;
+    let budget = 4 * 1024 * KIB;
     let heap = Arc::new(CallbackHeap {
         live: Mutex::new(HashMap::new()),
         live_bytes: AtomicUsize::new(0),
