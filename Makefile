@@ -160,11 +160,14 @@ $(EXIT_CHILD): $(OBJ)/exit_child/rmm_exit_child.o $(RMM_LIB)
 	$(NVCC) -arch=$(ARCH) $< -o $@ $(LDLIBS)
 
 # The legacy C API (include/rmm/rmm.h) from plain C: the example and the C test, built with the C
-# compiler (not nvcc) against librmm.a alone; c-header-check compiles rmm.h as C11 and as C++17/20.
+# compiler (not nvcc) against librmm.a and the CUDA runtime (they fill memory with cudaMemcpy and
+# cudaMemset, as a C program of the original RMM would); c-header-check compiles rmm.h as C11 and
+# as C++17/20 without CUDA headers.
 C_PROGRAMS := $(patsubst $(REPO)/examples/c/%.c,$(BIN)/%,$(wildcard $(REPO)/examples/c/*.c)) \
               $(patsubst $(REPO)/tests/c/%.c,$(BIN)/%,$(wildcard $(REPO)/tests/c/*.c))
-C_LDLIBS   := $(RMM_LIB) -lstdc++ -lpthread -ldl -lm
+C_LDLIBS   := $(RMM_LIB) -L$(CUDA_HOME)/lib -L$(CUDA_HOME)/lib64 -l:libcudart_static.a -lrt -lstdc++ -lpthread -ldl -lm
 C_FLAGS    := -std=c11 -O2 -Wall -Wextra -pedantic -I$(REPO)/include
+C_PROG_FLAGS := $(C_FLAGS) -I$(CUDA_HOME)/include
 all: $(C_PROGRAMS)
 run: run-c
 .PHONY: run-c c-header-check
@@ -172,10 +175,10 @@ run-c: $(C_PROGRAMS)
 	@status=0; for b in $(C_PROGRAMS); do echo "== $$b"; $$b || { echo "FAILED: $$b"; status=1; }; done; exit $$status
 $(BIN)/%: $(REPO)/examples/c/%.c $(RMM_LIB) $(REPO)/include/rmm/rmm.h $(REPO)/include/rmm/rmm_api.h
 	@mkdir -p $(@D)
-	$(CC) $(C_FLAGS) $< -o $@ $(C_LDLIBS)
+	$(CC) $(C_PROG_FLAGS) $< -o $@ $(C_LDLIBS)
 $(BIN)/%: $(REPO)/tests/c/%.c $(RMM_LIB) $(REPO)/include/rmm/rmm.h $(REPO)/include/rmm/rmm_api.h
 	@mkdir -p $(@D)
-	$(CC) $(C_FLAGS) $< -o $@ $(C_LDLIBS)
+	$(CC) $(C_PROG_FLAGS) $< -o $@ $(C_LDLIBS)
 std-check: c-header-check
 c-header-check:
 	@mkdir -p $(OBJ)

@@ -319,12 +319,20 @@ fn many_threads_at_once() {
                 let mut live: Vec<*mut c_void> = Vec::new();
                 for _ in 0..5000 {
                     if live.is_empty() || rng.below(3) != 0 && live.len() < 64 {
-                        live.push(alloc(rng.log_uniform(1, 1 << 20), s));
+                        let bytes = rng.log_uniform(1, 1 << 20);
+                        let p = alloc(bytes, s);
+                        // Written before a realloc copies it (initcheck: no uninitialised reads).
+                        // SAFETY: `p` is a live allocation of `bytes` bytes used on this stream.
+                        unsafe { rmm::copy::fill_async(p.cast(), t as u8, bytes, stream.view()) }.unwrap();
+                        live.push(p);
                     } else if rng.below(2) == 0 {
                         let i = rng.below(live.len());
                         let mut p = live[i];
                         let bytes = rng.log_uniform(1, 1 << 20);
                         assert_eq!(unsafe { rmmRealloc(&mut p, bytes, s, HERE, line!()) }, RmmError::SUCCESS);
+                        // A grown block's tail is unwritten, and the next realloc may copy it.
+                        // SAFETY: `p` is a live allocation of `bytes` bytes used on this stream.
+                        unsafe { rmm::copy::fill_async(p.cast(), t as u8, bytes, stream.view()) }.unwrap();
                         live[i] = p;
                     } else {
                         let p = live.swap_remove(rng.below(live.len()));
@@ -350,6 +358,7 @@ fn logging_records_each_call_with_its_site() {
     let mut o = opts(RmmAllocationMode::POOL_ALLOCATION, 4 << 20, true);
     assert_eq!(unsafe { rmmInitialize(&mut o) }, RmmError::SUCCESS);
     let mut p = alloc(1000, S0);
+    upload(p, &[1; 1000]); // written before the realloc copies it (initcheck)
     assert_eq!(unsafe { rmmRealloc(&mut p, 2000, S0, HERE, 77) }, RmmError::SUCCESS);
     assert_eq!(free(p, S0), RmmError::SUCCESS);
     let dir = std::env::temp_dir().join(format!("rmm_c_api_log_{}.csv", std::process::id()));

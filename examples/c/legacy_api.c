@@ -1,9 +1,12 @@
 /*
- * The legacy C API of the original RMM from plain C: initialise a pool, allocate, grow and free
- * with the RMM_* macros, print the device's memory, finalise. Built with a C compiler (not nvcc)
- * against librmm.a: cc -std=c11 -Iinclude legacy_api.c target/release/librmm.a -lstdc++ -lpthread -ldl -lm
+ * The legacy C API of the original RMM from plain C: initialise a pool, allocate, fill with the
+ * CUDA runtime, grow (the contents move along) and free with the RMM_* macros, print the device's
+ * memory, finalise. Built with a C compiler (not nvcc) against librmm.a and the CUDA runtime:
+ *   cc -std=c11 -Iinclude -I$CUDA_HOME/include legacy_api.c target/release/librmm.a \
+ *      -L$CUDA_HOME/lib -l:libcudart_static.a -lrt -lstdc++ -lpthread -ldl -lm
  * Without a CUDA device it prints a skip line and exits 0.
  */
+#include <cuda_runtime_api.h>
 #include <rmm/rmm.h>
 
 #include <stdio.h>
@@ -40,8 +43,22 @@ int main(void)
   CHECK(RMM_ALLOC(&values, 1000 * sizeof(float), stream));
   printf("allocated 1000 floats at %p from the pool\n", (void*)values);
 
+  float host[1000];
+  for (int i = 0; i < 1000; ++i) host[i] = (float)i;
+  if (cudaMemcpyAsync(values, host, sizeof host, cudaMemcpyHostToDevice, stream) != cudaSuccess) return 1;
+
   CHECK(RMM_REALLOC(&values, 4000 * sizeof(float), stream));
-  printf("grew them to 4000 floats at %p (the first 1000 copied)\n", (void*)values);
+  float back[1000];
+  if (cudaMemcpyAsync(back, values, sizeof back, cudaMemcpyDeviceToHost, stream) != cudaSuccess ||
+      cudaStreamSynchronize(stream) != cudaSuccess)
+    return 1;
+  for (int i = 0; i < 1000; ++i) {
+    if (back[i] != (float)i) {
+      fprintf(stderr, "value %d is %f after the realloc\n", i, back[i]);
+      return 1;
+    }
+  }
+  printf("grew them to 4000 floats at %p; the first 1000 came along\n", (void*)values);
 
   offset_t offset = -1;
   CHECK(rmmGetAllocationOffset(&offset, values, stream));

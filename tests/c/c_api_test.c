@@ -5,6 +5,7 @@
  * in every allocation mode. Prints "c_api_test: N checks passed" or the failed checks; exit 1 on
  * failure.
  */
+#include <cuda_runtime_api.h>
 #include <rmm/rmm.h>
 
 #include <stddef.h>
@@ -61,7 +62,12 @@ static void one_round(rmmAllocationMode_t mode)
   EXPECT(RMM_ALLOC(&p, 1000, 0) == RMM_SUCCESS && p != NULL);
   EXPECT(((size_t)p & 255) == 0);
   EXPECT(RMM_ALLOC(NULL, 1000, 0) == RMM_ERROR_INVALID_ARGUMENT);
+  /* Written before the realloc copies it (compute-sanitizer initcheck: no uninitialised reads). */
+  EXPECT(cudaMemsetAsync(p, 7, 1000, 0) == cudaSuccess);
   EXPECT(RMM_REALLOC(&p, 5000, 0) == RMM_SUCCESS && p != NULL);
+  unsigned char first[1000];
+  EXPECT(cudaMemcpy(first, p, sizeof first, cudaMemcpyDeviceToHost) == cudaSuccess);
+  EXPECT(first[0] == 7 && first[999] == 7);
   EXPECT(RMM_FREE(p, 0) == RMM_SUCCESS);
   EXPECT(RMM_FREE(p, 0) == RMM_ERROR_INVALID_ARGUMENT);
   /* Three events, each with this file in its location column. */
