@@ -296,7 +296,11 @@ fn finalize_frees_what_is_still_live() {
     drop(stream); // the stream is gone before finalize: its frees must not name it
     assert_eq!(rmmFinalize(), RmmError::SUCCESS);
     let (free1, _) = rmm::available_device_memory().unwrap();
-    assert!(free1 + (8 << 20) >= free0, "256 MiB left live were not freed: {free0} -> {free1}");
+    if common::under_sanitizer() {
+        println!("under compute-sanitizer: free device memory is not compared ({free0} -> {free1})");
+    } else {
+        assert!(free1 + (8 << 20) >= free0, "256 MiB left live were not freed: {free0} -> {free1}");
+    }
     init(RmmAllocationMode::CUDA_DEFAULT_ALLOCATION, 0);
     assert_eq!(free(left[0], S0), RmmError::INVALID_ARGUMENT, "a new session does not know them");
     assert_eq!(rmmFinalize(), RmmError::SUCCESS);

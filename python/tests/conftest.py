@@ -34,7 +34,7 @@ def pytest_report_header(config):
     return f"GPU: {'available' if GPU_SKIP_REASON is None else GPU_SKIP_REASON}"
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def gpu():
     """A CUDA device is present (tests taking this fixture skip otherwise)."""
     return True
