@@ -75,7 +75,9 @@ def test_plugin_sizes_are_rounded_to_256():
 
 
 def test_plugin_builds_the_stack(device0):
-    plugin = host_plugin(initial_pool_size="1MiB", maximum_pool_size="4MiB", track_allocations=True, statistics=True)
+    plugin = host_plugin(
+        initial_pool_size="1MiB", maximum_pool_size="4MiB", track_allocations=True, statistics=True
+    )
     plugin.setup(worker=None)
     top = mr.get_per_device_resource(0)
     assert top is plugin.resource
@@ -225,7 +227,11 @@ def test_plugin_on_present_and_future_workers(device0):
 
     plugin = host_plugin(initial_pool_size="2MiB", track_allocations=True)
     with LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None, worker_dashboard_address=None
+        n_workers=2,
+        threads_per_worker=1,
+        processes=False,
+        dashboard_address=None,
+        worker_dashboard_address=None,
     ) as cluster, Client(cluster) as client:
         client.register_plugin(plugin)
 
