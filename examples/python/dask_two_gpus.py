@@ -2,7 +2,8 @@
 
 Dask-CUDA's ``LocalCUDACluster`` starts one worker per GPU and, given ``rmm_pool_size``, calls
 ``rmm.reinitialize(pool_allocator=True, ...)`` on each (with our package installed as ``rmm``, that
-is our ``PoolMemoryResource``); ``rmm_allocator_external_lib_list=["cupy"]`` points CuPy at it.
+is our ``PoolMemoryResource``), ``rmm_track_allocations`` adds a ``TrackingResourceAdaptor`` over it,
+and ``rmm_allocator_external_lib_list=["cupy"]`` points CuPy at it.
 The example then
 
 1. builds a CuPy-backed Dask array, computes ``(x + x.T).sum(axis=0)`` and a matrix product, and
@@ -95,6 +96,7 @@ def main() -> int:
     start = time.perf_counter()
     with LocalCUDACluster(
         rmm_pool_size=args.pool_size,
+        rmm_track_allocations=True,  # so that distributed's diagnostics report bytes in use
         rmm_allocator_external_lib_list=["cupy"],
         dashboard_address=None,
     ) as cluster, Client(cluster) as client:
