@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{fake_streams, ops, seed, Model, Rng};
+use common::{fake_streams, foreign_pointer, ops, seed, Model, Rng};
 use parking_lot::Mutex;
 use rmm::adaptor::{
     AlignedResourceAdaptor, CallbackMemoryResource, PrefetchResourceAdaptor, ThreadSafeResourceAdaptor,
@@ -201,9 +201,6 @@ struct Tally {
     bad: usize,
 }
 
-/// Something no resource handed out.
-static FOREIGN: [u64; 64] = [0; 64];
-
 fn tag(b: &Block) -> u8 {
     ((b.ptr as usize >> 8) as u8) ^ (b.bytes as u8) ^ 0x5A
 }
@@ -257,7 +254,7 @@ fn drive<R: MemoryResource + ?Sized>(
                 // size off by less may name the same upstream block, which is no error.
                 (b.ptr, b.bytes + (roll - 1) * (1 << 20))
             } else {
-                (FOREIGN.as_ptr().wrapping_add(rng.below(FOREIGN.len())) as *mut u8, b.bytes)
+                (foreign_pointer(rng), b.bytes)
             };
             let error = r.deallocate(ptr, given, b.alignment, stream).expect_err("a bad free must fail");
             n.bad += 1;

@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{fake_streams, ops, seed, Model, Rng, Trace};
+use common::{fake_streams, foreign_pointer, ops, seed, Model, Rng, Trace};
 use parking_lot::Mutex;
 use rmm::adaptor::logging::{format_log_pointer, format_log_stream};
 use rmm::adaptor::{
@@ -115,9 +115,6 @@ struct Tally {
     rejected: usize,
 }
 
-/// Something no resource handed out: a free of it is an unknown pointer.
-static FOREIGN: [u64; 64] = [0; 64];
-
 /// The tag written at both ends of a host-accessible block and checked when it is freed.
 fn tag_of(b: &Block) -> u8 {
     ((b.ptr as usize >> 8) as u8) ^ (b.bytes as u8) ^ 0xA5
@@ -205,7 +202,7 @@ fn bad_call<R: MemoryResource + ?Sized>(
             return Some((got, expected_misuse(bad, misuse), "free of an interior pointer"));
         }
         _ => {
-            let q = FOREIGN.as_ptr().wrapping_add(rng.below(FOREIGN.len())) as *mut u8;
+            let q = foreign_pointer(rng);
             let want = Error::Misuse(Misuse::UnknownPointer { ptr: q as usize });
             return Some((r.deallocate(q, b.bytes, 256, stream), want, "free of a foreign pointer"));
         }

@@ -2,6 +2,7 @@
 
 use crate::device::available_device_memory;
 use crate::error::Result;
+use crate::pool::GRANULE;
 use crate::resource::{CudaMemoryResource, ManagedMemoryResource, PoolMemoryResource, SharedResource};
 use std::ffi::c_int;
 use std::sync::Arc;
@@ -38,9 +39,6 @@ pub struct RmmOptions {
     /// Record every alloc, realloc and free for `rmmWriteLog` / `rmmGetLog`.
     pub enable_logging: bool,
 }
-
-/// What every resource here hands out at least, and what `rmmAlloc` asks for.
-const GRANULE: usize = 256;
 
 impl RmmOptions {
     /// Checks the options, so that a bad value is refused before anything is built.

@@ -194,3 +194,11 @@ pub fn fake_streams(n: usize) -> Vec<rmm::CudaStreamView> {
 pub fn under_sanitizer() -> bool {
     std::env::var_os("NV_SANITIZER_INJECTION_PORT_BASE").is_some()
 }
+
+/// Memory no resource handed out: a free of an address in it is an unknown pointer.
+static FOREIGN: [u64; 64] = [0; 64];
+
+/// A random address inside [`FOREIGN`].
+pub fn foreign_pointer(rng: &mut Rng) -> *mut u8 {
+    FOREIGN.as_ptr().wrapping_add(rng.below(FOREIGN.len())) as *mut u8
+}

@@ -24,25 +24,23 @@ pub fn resource_object(py: Python<'_>, device: i32) -> PyResult<Py<DeviceMemoryR
 }
 
 /// Makes `mr` the resource of `device`, in Python and in the Rust table.
-pub fn set_resource_object(py: Python<'_>, device: i32, mr: &Bound<'_, DeviceMemoryResource>) {
+pub fn set_resource_object(device: i32, mr: &Bound<'_, DeviceMemoryResource>) {
     let previous = OBJECTS.lock().insert(device, mr.clone().unbind());
     // The previous Rust resource and Python object are dropped after the lock is released:
     // dropping a resource may run Python code (a callback adaptor) that comes back here.
     let previous_rust = table::set_per_device_resource(DeviceId(device), mr.get().resource().clone());
     drop(previous_rust);
     drop(previous);
-    let _ = py;
 }
 
 /// Forgets every device's Python object and puts the Rust table back on its initial resources
 /// (what `reinitialize` does first).
-pub fn clear(py: Python<'_>) {
+pub fn clear() {
     let old = std::mem::take(&mut *OBJECTS.lock());
     for device in old.keys() {
         drop(table::reset_per_device_resource(DeviceId(*device)));
     }
     drop(old);
-    let _ = py;
 }
 
 /// The Python resource object of the current device (what `mr=None` means).
@@ -62,20 +60,20 @@ fn get_per_device_resource(py: Python<'_>, device: i32) -> PyResult<Py<DeviceMem
 
 /// Sets the resource of `device`.
 #[pyfunction]
-fn set_per_device_resource(py: Python<'_>, device: i32, mr: &Bound<'_, DeviceMemoryResource>) {
-    set_resource_object(py, device, mr)
+fn set_per_device_resource(device: i32, mr: &Bound<'_, DeviceMemoryResource>) {
+    set_resource_object(device, mr)
 }
 
 /// The resource of the current device.
 #[pyfunction]
 fn get_current_device_resource(py: Python<'_>) -> PyResult<Py<DeviceMemoryResource>> {
-    resource_object(py, current_device()?)
+    current_resource_object(py)
 }
 
 /// Sets the resource of the current device.
 #[pyfunction]
-fn set_current_device_resource(py: Python<'_>, mr: &Bound<'_, DeviceMemoryResource>) -> PyResult<()> {
-    set_resource_object(py, current_device()?, mr);
+fn set_current_device_resource(mr: &Bound<'_, DeviceMemoryResource>) -> PyResult<()> {
+    set_resource_object(current_device()?, mr);
     Ok(())
 }
 
@@ -87,8 +85,8 @@ fn available_device_memory(py: Python<'_>) -> PyResult<(usize, usize)> {
 
 /// Forgets all per-device objects (for `_initialize`).
 #[pyfunction]
-fn _clear_per_device_resources(py: Python<'_>) {
-    clear(py)
+fn _clear_per_device_resources() {
+    clear()
 }
 
 /// The devices that have a Python resource object, with it.
