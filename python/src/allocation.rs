@@ -87,8 +87,7 @@ impl Drop for Allocation {
         // Drop runs with the GIL held (Python collected the object); freeing may wait on the
         // device, so the GIL is released around it. A free that fails cannot be reported from a
         // destructor; the resource stays consistent either way.
-        Python::attach(|py| py.detach(|| resource.deallocate(ptr as *mut u8, size, DEFAULT_ALIGNMENT, stream)))
-            .ok();
+        Python::attach(|py| py.detach(|| resource.deallocate(ptr as *mut u8, size, DEFAULT_ALIGNMENT, stream))).ok();
     }
 }
 

@@ -15,7 +15,9 @@ pub fn to_py(err: rmm::Error) -> PyErr {
         E::OutOfMemory { pool: None, reason, .. } if reason.starts_with(FROM_CALLBACK) => {
             PyMemoryError::new_err(reason[FROM_CALLBACK.len()..].to_string())
         }
-        E::Unsupported(m) if m.starts_with(FROM_CALLBACK) => PyRuntimeError::new_err(m[FROM_CALLBACK.len()..].to_string()),
+        E::Unsupported(m) if m.starts_with(FROM_CALLBACK) => {
+            PyRuntimeError::new_err(m[FROM_CALLBACK.len()..].to_string())
+        }
         E::OutOfMemory { .. } => PyMemoryError::new_err(msg),
         E::BadAlignment { .. } | E::InvalidArgument(_) | E::SizeOverflow { .. } => PyValueError::new_err(msg),
         E::Io { .. } => PyOSError::new_err(msg),

@@ -93,9 +93,7 @@ impl CudaAsyncViewMemoryResource {
     fn new(py: Python<'_>, pool_handle: &Bound<'_, PyAny>) -> PyResult<PyClassInitializer<Self>> {
         let pool = pool_handle_arg(pool_handle)?;
         // SAFETY: RMM's contract for this class: the pool outlives the resource and its memory.
-        let view = py
-            .detach(|| unsafe { r::CudaAsyncViewMemoryResource::new(pool as *mut _) })
-            .py()?;
+        let view = py.detach(|| unsafe { r::CudaAsyncViewMemoryResource::new(pool as *mut _) }).py()?;
         let view = Arc::new(view);
         Ok(base(view.clone()).add_subclass(CudaAsyncViewMemoryResource { view }))
     }
