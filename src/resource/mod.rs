@@ -73,6 +73,31 @@ pub trait MemoryResource: Any + Send + Sync {
         self.deallocate(ptr, bytes, alignment, CudaStreamView::DEFAULT)
     }
 
+    /// Allocates only where that cannot wait: no lock another thread holds, no CUDA call, no
+    /// upstream. `None` otherwise (and for every error), with nothing handed out; then call
+    /// [`allocate`](Self::allocate). For callers that hold a lock other threads need while they
+    /// allocate, such as Python's GIL: they keep it on the common path and release it only around
+    /// calls that may wait. Resources without such a path return `None`.
+    #[inline]
+    fn try_allocate_immediately(&self, _bytes: usize, _alignment: usize, _stream: CudaStreamView) -> Option<*mut u8> {
+        None
+    }
+
+    /// Frees only where that cannot wait (as [`try_allocate_immediately`]); false otherwise,
+    /// with nothing changed: then call [`deallocate`](Self::deallocate), which also reports misuse.
+    ///
+    /// [`try_allocate_immediately`]: Self::try_allocate_immediately
+    #[inline]
+    fn try_deallocate_immediately(
+        &self,
+        _ptr: *mut u8,
+        _bytes: usize,
+        _alignment: usize,
+        _stream: CudaStreamView,
+    ) -> bool {
+        false
+    }
+
     /// True when memory from `self` may be freed through `other` and the other way round. The
     /// default is identity (same address and same type: an adaptor's first field may share its
     /// address); stateless resources compare equal to every instance of their type.
@@ -104,6 +129,14 @@ impl<R: MemoryResource + ?Sized> MemoryResource for Arc<R> {
     }
     fn allocate_sync(&self, bytes: usize, alignment: usize) -> Result<*mut u8> {
         (**self).allocate_sync(bytes, alignment)
+    }
+    #[inline]
+    fn try_allocate_immediately(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Option<*mut u8> {
+        (**self).try_allocate_immediately(bytes, alignment, stream)
+    }
+    #[inline]
+    fn try_deallocate_immediately(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> bool {
+        (**self).try_deallocate_immediately(ptr, bytes, alignment, stream)
     }
     fn deallocate_sync(&self, ptr: *mut u8, bytes: usize, alignment: usize) -> Result<()> {
         (**self).deallocate_sync(ptr, bytes, alignment)

@@ -13,6 +13,7 @@ use parking_lot::{Mutex, RwLock};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+mod immediate;
 mod slow_path;
 mod stream_identity;
 mod synchronisation;
@@ -507,6 +508,22 @@ impl<U: MemoryResource> MemoryResource for PoolMemoryResource<U> {
             return Ok(());
         }
         self.deallocate_beyond_home(ptr, bytes, stream)
+    }
+
+    #[inline]
+    fn try_allocate_immediately(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Option<*mut u8> {
+        self.allocate_immediately(bytes, alignment, stream)
+    }
+
+    #[inline]
+    fn try_deallocate_immediately(
+        &self,
+        ptr: *mut u8,
+        bytes: usize,
+        _alignment: usize,
+        stream: CudaStreamView,
+    ) -> bool {
+        self.deallocate_immediately(ptr, bytes, stream)
     }
 
     fn is_device_accessible(&self) -> bool {
