@@ -30,18 +30,27 @@ impl Allocation {
         self.device
     }
 
-    /// Allocates `size` bytes on `stream` from the current device's resource, without the GIL.
+    /// Allocates `size` bytes on `stream` from the current device's resource. The GIL stays held
+    /// where the resource serves at once (a pool's free block of this stream); everything else
+    /// runs without it.
     pub fn new(py: Python<'_>, size: usize, stream: CudaStreamView) -> PyResult<Self> {
-        py.detach(|| {
-            let device = DeviceId::current()?.value();
-            with_resource(device, |resource| Self::from_resource(resource.clone(), device, size, stream))
-        })
-        .py()
+        let device = DeviceId::current().py()?.value();
+        with_resource(device, |resource| Self::from_resource(py, resource.clone(), device, size, stream))
     }
 
-    /// Allocates from `resource`, recorded as memory of `device`; call without the GIL.
-    fn from_resource(resource: SharedResource, device: i32, size: usize, stream: CudaStreamView) -> rmm::Result<Self> {
-        let ptr = resource.allocate(size, DEFAULT_ALIGNMENT, stream)? as usize;
+    /// Allocates from `resource`, recorded as memory of `device`: with the GIL where the resource
+    /// serves at once, else without it.
+    fn from_resource(
+        py: Python<'_>,
+        resource: SharedResource,
+        device: i32,
+        size: usize,
+        stream: CudaStreamView,
+    ) -> PyResult<Self> {
+        let ptr = match resource.try_allocate_immediately(size, DEFAULT_ALIGNMENT, stream) {
+            Some(ptr) => ptr as usize,
+            None => py.detach(|| resource.allocate(size, DEFAULT_ALIGNMENT, stream).map(|p| p as usize)).py()?,
+        };
         Ok(Allocation { ptr, size, device, stream, resource })
     }
 }
@@ -84,6 +93,9 @@ impl Drop for Allocation {
             return;
         }
         let (ptr, size, stream, resource) = (self.ptr, self.size, self.stream, &self.resource);
+        if resource.try_deallocate_immediately(ptr as *mut u8, size, DEFAULT_ALIGNMENT, stream) {
+            return;
+        }
         // Drop runs with the GIL held (Python collected the object); freeing may wait on the
         // device, so the GIL is released around it. A free that fails cannot be reported from a
         // destructor; the resource stays consistent either way.
@@ -106,12 +118,8 @@ fn _allocate(
     let Some(mr) = mr else {
         return Allocation::new(py, nbytes, stream);
     };
-    let resource = mr.get().resource().clone();
-    py.detach(|| {
-        let device = DeviceId::current().map(DeviceId::value).unwrap_or(-1);
-        Allocation::from_resource(resource, device, nbytes, stream)
-    })
-    .py()
+    let device = DeviceId::current().map(DeviceId::value).unwrap_or(-1);
+    Allocation::from_resource(py, mr.get().resource().clone(), device, nbytes, stream)
 }
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -208,6 +208,42 @@ def test_cupy_allocator(device_stats):
         cupy.cuda.set_allocator(None)
 
 
+
+def test_cupy_allocator_reuses_pool_blocks_on_each_stream(gpu):
+    """A bare pool (whose free blocks of a stream come back without releasing the GIL): arrays
+    created and dropped in a loop reuse one block, each array's memory is on CuPy's current
+    stream, and results are right."""
+    cupy = pytest.importorskip("cupy")
+    from rmm.allocators.cupy import rmm_cupy_allocator
+
+    before = mr_module.get_current_device_resource()
+    pool = PoolMemoryResource(CudaMemoryResource(), initial_pool_size="16MiB")
+    mr_module.set_current_device_resource(pool)
+    cupy.cuda.set_allocator(rmm_cupy_allocator)
+    try:
+        ptrs = set()
+        for i in range(2000):
+            a = cupy.full(1000, i, dtype=cupy.int64)
+            ptrs.add(a.data.ptr)
+            assert int(a.sum()) == 1000 * i
+            del a
+        assert len(ptrs) <= 2, f"{len(ptrs)} blocks for one array size"
+        print("CuPy's current stream read through:", native._cupy_current_stream_source())
+        assert native._cupy_current_stream_source() in ("exported C function", "Python call")
+        streams = [cupy.cuda.Stream(non_blocking=True) for _ in range(2)]
+        for s in streams:
+            with s:
+                c = cupy.arange(4096, dtype=cupy.float32)
+                assert c.data.mem._owner.stream == s.ptr == cupy.cuda.get_current_stream().ptr
+                assert float(c.sum()) == float(4095 * 4096 // 2)
+                del c
+            s.synchronize()
+        assert pool.pool_size() == 16 << 20
+    finally:
+        cupy.cuda.set_allocator(None)
+        cupy.cuda.Device().synchronize()
+        mr_module.set_current_device_resource(before)
+
 # --- Numba -------------------------------------------------------------------------------------
 
 
