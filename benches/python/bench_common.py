@@ -80,6 +80,43 @@ def loop_us(body, budget_s, runs, sync=lambda: None):
     return statistics.median(times), min(times), max(times)
 
 
+def interleaved_loops_us(cases, budget_s, runs, sync=lambda: None):
+    """``loop_us`` for several implementations of one loop, timed in turns: ``cases`` maps a label
+    to ``(select, body)``, where ``select()`` makes that implementation current and ``body(n)``
+    makes n iterations. Each of ``runs`` rounds times every case once (in a rotating order) for the
+    same iteration count, so that a machine whose speed drifts (a shared host) slows all of them
+    alike. Returns {label: (median, min, max)} in microseconds per iteration."""
+    labels = list(cases)
+    for label in labels:  # warm each: first allocations, pool growth
+        select, body = cases[label]
+        select()
+        body(10)
+        sync()
+    select, body = cases[labels[0]]
+    select()
+    n, elapsed = 16, 0.0
+    while elapsed < 0.005 and n < 1 << 26:  # calibrate on ~5 ms
+        n *= 4
+        t0 = time.perf_counter()
+        body(n)
+        sync()
+        elapsed = time.perf_counter() - t0
+    per_run = max(budget_s / max(runs * len(labels), 1), 0.002)
+    n = max(1, int(n * per_run / elapsed))
+    times = {label: [] for label in labels}
+    for r in range(runs):
+        for i in range(len(labels)):
+            label = labels[(r + i) % len(labels)]
+            select, body = cases[label]
+            select()
+            sync()
+            t0 = time.perf_counter()
+            body(n)
+            sync()
+            times[label].append((time.perf_counter() - t0) / n * 1e6)
+    return {label: (statistics.median(t), min(t), max(t)) for label, t in times.items()}
+
+
 def emit_loop(impl, workload, param, result):
     """The three rows of a loop_us result: the median, then the fastest and slowest run."""
     med, lo, hi = result

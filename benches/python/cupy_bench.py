@@ -4,15 +4,19 @@
     python benches/python/cupy_bench.py --impl-name rmm-rs
     python benches/python/cupy_bench.py --modes rmm_pool --impl-name rmm-26.10
 
-Modes (the allocator is swapped with cupy.cuda.set_allocator between them, in one process):
+Modes (the allocator is swapped with cupy.cuda.set_allocator between timed runs, in one process):
   rmm_pool         rmm.mr.PoolMemoryResource(CudaMemoryResource(), initial_pool_size=
                    --initial-pool-size) set current, cupy.cuda.set_allocator(rmm_cupy_allocator);
                    rows labelled by --impl-name.
   cupy_pool        cupy.cuda.MemoryPool().malloc; rows labelled "cupy-MemoryPool".
   cupy_async_pool  cupy.cuda.MemoryAsyncPool().malloc (cudaMallocAsync); rows labelled
                    "cupy-MemoryAsyncPool".
-Workload ``cupy_empty``: ``cupy.empty(n)`` (float64) created and dropped in a loop, for each n in
---sizes: microseconds per iteration, median (and fastest, slowest) of --runs timed runs.
+Workloads, for each n in --sizes: ``cupy_empty``, ``cupy.empty(n)`` (float64) created and dropped
+in a loop; ``cupy_alloc``, ``cupy.cuda.alloc(8 * n)`` (the current allocator's MemoryPointer alone,
+without CuPy's array) created and dropped. The modes of one case are timed in turns (each of
+--runs rounds times every mode once, for the same iteration count), so that a shared machine's
+drifting speed slows all alike: microseconds per iteration, median (and fastest, slowest) of the
+rounds.
 """
 
 import sys
@@ -24,7 +28,8 @@ BASELINE = {"cupy_pool": "cupy-MemoryPool", "cupy_async_pool": "cupy-MemoryAsync
 
 
 def install(mode, args, cupy):
-    """Sets CuPy's allocator for ``mode``; returns the rows' impl label and what keeps it alive."""
+    """The allocator of ``mode`` (creating its pool); returns the rows' impl label, the allocator
+    to pass to cupy.cuda.set_allocator, and what keeps it alive."""
     if mode == "rmm_pool":
         import rmm
         from rmm.allocators.cupy import rmm_cupy_allocator
@@ -32,11 +37,9 @@ def install(mode, args, cupy):
         pool = rmm.mr.PoolMemoryResource(rmm.mr.CudaMemoryResource(),
                                          initial_pool_size=args.initial_pool_size)
         rmm.mr.set_current_device_resource(pool)
-        cupy.cuda.set_allocator(rmm_cupy_allocator)
-        return bc.impl_name(args), pool
+        return bc.impl_name(args), rmm_cupy_allocator, pool
     pool = cupy.cuda.MemoryPool() if mode == "cupy_pool" else cupy.cuda.MemoryAsyncPool()
-    cupy.cuda.set_allocator(pool.malloc)
-    return BASELINE[mode], pool
+    return BASELINE[mode], pool.malloc, pool
 
 
 def main():
@@ -45,6 +48,7 @@ def main():
     p.add_argument("--sizes", default="128,16384,1048576,33554432",
                    help="element counts of cupy.empty(n), float64 (default 1 KiB to 256 MiB)")
     p.add_argument("--initial-pool-size", default="1GiB", help="rmm_pool's initial_pool_size")
+    p.set_defaults(runs=21)
     args = p.parse_args()
     modes = [m for m in args.modes.split(",") if m]
     sizes = [int(s) for s in args.sizes.split(",") if s]
@@ -60,28 +64,36 @@ def main():
         for m in modes:
             bc.fail(BASELINE.get(m) or bc.impl_name(args), "cupy_empty", f"mode={m}", e)
         return 1
-    budget = args.budget / max(len(modes) * len(sizes), 1)
-    status = 0
+    status, installed = 0, {}
     for mode in modes:
         try:
-            impl, keep = install(mode, args, cupy)
+            impl, allocator, keep = install(mode, args, cupy)
+            installed[impl] = (allocator, keep)
         except Exception as e:
             bc.fail(BASELINE.get(mode) or bc.impl_name(args), "cupy_empty", f"mode={mode}", e)
             status = 1
-            continue
-        sync = cupy.cuda.get_current_stream().synchronize
+    if not installed:
+        return status
+    workloads = (("cupy_empty", cupy.empty), ("cupy_alloc", lambda n: cupy.cuda.alloc(8 * n)))
+    budget = args.budget / max(len(workloads) * len(sizes), 1)
+    sync = cupy.cuda.get_current_stream().synchronize
+    for workload, make in workloads:
         for n in sizes:
-            def body(k, n=n):
+            def body(k, n=n, make=make):
                 for _ in range(k):
-                    cupy.empty(n)
+                    make(n)
 
+            cases = {impl: (lambda a=allocator: cupy.cuda.set_allocator(a), body)
+                     for impl, (allocator, _) in installed.items()}
             try:
-                bc.emit_loop(impl, "cupy_empty", f"bytes={8 * n}", bc.loop_us(body, budget, args.runs, sync))
+                results = bc.interleaved_loops_us(cases, budget, args.runs, sync)
+                for impl, result in results.items():
+                    bc.emit_loop(impl, workload, f"bytes={8 * n}", result)
             except Exception as e:
-                bc.fail(impl, "cupy_empty", f"bytes={8 * n}", e)
+                for impl in installed:
+                    bc.fail(impl, workload, f"bytes={8 * n}", e)
                 status = 1
-        cupy.cuda.set_allocator(None)
-        del keep
+    cupy.cuda.set_allocator(None)
     return status
 
 

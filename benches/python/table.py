@@ -17,9 +17,10 @@ import csv
 import sys
 
 OURS, THEIRS = "rmm-rs", "rmm-26.10"
-WORKLOADS = ["empty_loop", "train_step", "cupy_empty", "device_buffer"]
+WORKLOADS = ["empty_loop", "train_step", "cupy_empty", "cupy_alloc", "device_buffer", "dask_example"]
 UNITS = ["us_per_iter", "us_per_iter_min", "us_per_iter_max", "ms_per_step", "ms_per_step_p10",
-         "ms_per_step_p90", "peak_reserved_bytes", "pool_size_end_bytes", "final_loss"]
+         "ms_per_step_p90", "peak_reserved_bytes", "pool_size_end_bytes", "final_loss", "wall_s",
+         "wall_s_min", "wall_s_max", "peak_bytes"]
 
 
 def number(s):
@@ -105,7 +106,7 @@ def plot(cells, impls, path):
         return
     panels = [(w, u) for w, u in (("empty_loop", "us_per_iter"), ("train_step", "ms_per_step"),
                                   ("train_step", "peak_reserved_bytes"), ("cupy_empty", "us_per_iter"),
-                                  ("device_buffer", "us_per_iter"))
+                                  ("cupy_alloc", "us_per_iter"), ("device_buffer", "us_per_iter"))
               if any(k[0] == w and k[2] == u and any(number(v) is not None for v in cells[k].values())
                      for k in cells)]
     if not panels:

@@ -7,6 +7,7 @@ import io
 import pathlib
 import subprocess
 import sys
+import time
 from contextlib import redirect_stdout
 
 import pytest
@@ -31,6 +32,29 @@ def test_loop_us_times_every_iteration():
     timed = calls[-5:]
     assert len(set(timed)) == 1 and timed[0] >= 1  # five runs of one calibrated count
     assert 0 <= lo <= med <= hi
+
+
+def test_interleaved_loops_take_turns_with_one_count():
+    events = []
+
+    def case(label, cost):
+        def body(n):
+            events.append((label, n))
+            t = time.perf_counter() + cost * n
+            while time.perf_counter() < t:
+                pass
+        return (lambda: events.append((label, "select")), body)
+
+    results = bc.interleaved_loops_us({"a": case("a", 2e-6), "b": case("b", 6e-6)}, budget_s=0.06, runs=4)
+    timed = [(l, n) for l, n in events if n != "select" and n != 10][-8:]
+    assert {n for _, n in timed} == {timed[0][1]}  # one iteration count for every timed run
+    assert [l for l, _ in timed] == ["a", "b", "b", "a", "a", "b", "b", "a"]  # rounds rotate the order
+    # each timed run follows a select of its own case
+    for i, (label, n) in enumerate(events):
+        if n != "select":
+            assert (label, "select") in events[:i]
+    assert results["a"][0] < results["b"][0]
+    assert all(lo <= med <= hi for med, lo, hi in results.values())
 
 
 def test_loop_us_waits_for_the_device_after_each_run():
