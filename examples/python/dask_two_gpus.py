@@ -6,11 +6,10 @@ is our ``PoolMemoryResource``), ``rmm_track_allocations`` adds a ``TrackingResou
 and ``rmm_allocator_external_lib_list=["cupy"]`` points CuPy at it.
 The example then
 
-1. builds a CuPy-backed Dask array, computes ``(x + x.T).sum(axis=0)`` and a matrix product, and
-   checks both against NumPy on the same data;
-2. shuffles the rows of a CuPy-backed array across the workers (``dask.array.shuffle``), which moves
-   device buffers between workers, and checks the permuted result;
-3. prints, from each worker (``client.run``), its resource stack, pool size, the bytes
+1. builds a CuPy-backed Dask array and computes ``(x + x.T).sum(axis=0)``, a matrix product and a
+   shuffle of its rows across the workers (``dask.array.shuffle``, which moves device buffers
+   between workers), and checks all three against NumPy on the same data;
+2. prints, from each worker (``client.run``), its resource stack, pool size, the bytes
    ``distributed.diagnostics.rmm`` reports, and the peak counted by a ``StatisticsResourceAdaptor``.
 
 Run: ``python examples/python/dask_two_gpus.py [--pool-size 4GiB] [--n 8192]``. It exits 0 with a
@@ -73,6 +72,98 @@ def worker_report(dask_worker=None) -> dict:
     }
 
 
+def cluster_options(pool_size: str) -> dict:
+    """LocalCUDACluster's options here: every GPU, each worker on an RMM pool of ``pool_size``."""
+    return dict(
+        rmm_pool_size=pool_size,
+        rmm_track_allocations=True,  # so that distributed's diagnostics report bytes in use
+        rmm_allocator_external_lib_list=["cupy"],
+        dashboard_address=None,
+    )
+
+
+def host_block(seed: int, n: int, chunk: int, i: int, j: int):
+    """Block (i, j) of the example's array, made on the host from (seed, i, j) alone, so that a
+    worker and the client make the same numbers independently. Column 0 holds each row's number:
+    a key that tells where a row went after the shuffle."""
+    import numpy as np
+
+    rows, cols = min(chunk, n - i * chunk), min(chunk, n - j * chunk)
+    block = np.random.default_rng([seed, i, j]).standard_normal((rows, cols), dtype=np.float32)
+    if j == 0:
+        block[:, 0] = np.arange(i * chunk, i * chunk + rows)
+    return block
+
+
+def device_block(seed: int, n: int, chunk: int, block_info=None):
+    """The worker's copy of a block, in device memory (from the worker's RMM pool, through CuPy)."""
+    import cupy
+
+    i, j = block_info[None]["chunk-location"]
+    return cupy.asarray(host_block(seed, n, chunk, i, j))
+
+
+def make_data(n: int, chunk: int, seed: int = 42):
+    """An ``n`` x ``n`` float32 array: made on the workers as a CuPy-backed Dask array (persisted),
+    and on the client as a NumPy array for the checks; and the shuffle's groups of rows (one
+    output chunk each)."""
+    import cupy
+    import dask.array as da
+    import numpy as np
+    from distributed import wait
+
+    blocks = -(-n // chunk)
+    chunks = tuple(min(chunk, n - k * chunk) for k in range(blocks))
+    x = da.map_blocks(device_block, seed, n, chunk, chunks=(chunks, chunks), dtype=np.float32,
+                      meta=cupy.empty((0, 0), dtype=cupy.float32)).persist()
+    host = np.block([[host_block(seed, n, chunk, i, j) for j in range(blocks)] for i in range(blocks)])
+    wait(x)
+    perm = np.random.default_rng(seed).permutation(n)
+    groups = [perm[k : k + chunk].tolist() for k in range(0, n, chunk)]
+    return host, x, groups
+
+
+def compute(x, chunk: int, groups):
+    """The computation, on the workers: ``(x + x.T).sum(axis=0)``, the product of the first
+    ``chunk`` columns with themselves, and a shuffle of rows between chunks (each output chunk
+    gathers rows that other workers hold, so CuPy buffers from our pools travel between workers).
+    Returns the three results as CuPy arrays."""
+    import dask
+
+    return dask.compute((x + x.T).sum(axis=0), x[:, :chunk].T @ x[:, :chunk], x.shuffle(groups, axis=0))
+
+
+def close(got, want, magnitude, what: str) -> None:
+    """Asserts ``got`` is ``want`` up to 1e-4 of the terms' magnitudes (float32 rounding)."""
+    import numpy as np
+
+    off = np.abs(got - want) - 1e-4 * magnitude - 1e-3
+    assert (off <= 0).all(), f"{what}: {int((off > 0).sum())} elements off, worst at {np.unravel_index(off.argmax(), off.shape)}"
+
+
+def check(results, host, chunk: int, groups) -> None:
+    """Checks ``compute``'s results against NumPy on the same data."""
+    import cupy
+    import numpy as np
+
+    sums, product, shuffled = results
+    for r in results:
+        assert isinstance(r, cupy.ndarray), type(r)
+    # Float32 sums round differently in another order: each result may differ from NumPy's by a
+    # small part of the sum of its terms' magnitudes (the row keys make some terms large).
+    absolute = np.abs(host)
+    close(cupy.asnumpy(sums), (host + host.T).sum(axis=0), (absolute + absolute.T).sum(axis=0), "(x + x.T).sum")
+    a, abs_a = host[:, :chunk], absolute[:, :chunk]
+    close(cupy.asnumpy(product), a.T @ a, abs_a.T @ abs_a, "x[:, :chunk].T @ x[:, :chunk]")
+    got = cupy.asnumpy(shuffled)
+    keys = got[:, 0].astype(np.int64)
+    np.testing.assert_array_equal(got[np.argsort(keys)], host)  # every row moved intact
+    offset = 0
+    for group in groups:  # each group's rows end up together, in one output chunk
+        assert sorted(keys[offset : offset + len(group)]) == sorted(group)
+        offset += len(group)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pool-size", default="2GiB", help="each worker's initial RMM pool size")
@@ -82,61 +173,26 @@ def main() -> int:
 
     try:
         import cupy  # noqa: F401
-        import dask.array as da
-        import numpy as np
+        import dask.array  # noqa: F401
         from dask_cuda import LocalCUDACluster
-        from distributed import Client, wait
+        from distributed import Client
     except ImportError as e:
         _skip(f"missing {e.name}")
     if _gpu_count() == 0:
         _skip("no CUDA device")
 
-    import cupy
-
     start = time.perf_counter()
-    with LocalCUDACluster(
-        rmm_pool_size=args.pool_size,
-        rmm_track_allocations=True,  # so that distributed's diagnostics report bytes in use
-        rmm_allocator_external_lib_list=["cupy"],
-        dashboard_address=None,
-    ) as cluster, Client(cluster) as client:
+    with LocalCUDACluster(**cluster_options(args.pool_size)) as cluster, Client(cluster) as client:
         n_workers = len(cluster.worker_spec)
         client.wait_for_workers(n_workers)
         client.run(add_statistics)
         print(f"{n_workers} workers, pool {args.pool_size} each")
 
-        # 1. Elementwise, transpose, reduction and matmul on CuPy chunks, checked against NumPy.
-        rng = np.random.default_rng(42)
-        host = rng.standard_normal((args.n, args.n), dtype=np.float32)
-        host[:, 0] = np.arange(args.n)  # a key: which row is where after the shuffle
-        x = da.from_array(host, chunks=(args.chunk, args.chunk)).map_blocks(cupy.asarray)
-        x = x.persist()
-        wait(x)
-        got = (x + x.T).sum(axis=0).compute()
-        assert isinstance(got, cupy.ndarray), type(got)
-        np.testing.assert_allclose(cupy.asnumpy(got), (host + host.T).sum(axis=0), rtol=1e-3, atol=1e-2)
-        got = (x[:, : args.chunk].T @ x[:, : args.chunk]).compute()
-        ref = host[:, : args.chunk].T @ host[:, : args.chunk]
-        np.testing.assert_allclose(cupy.asnumpy(got), ref, rtol=1e-3, atol=1e-1)
-        print("array computation matches NumPy")
+        host, x, groups = make_data(args.n, args.chunk)
+        check(compute(x, args.chunk, groups), host, args.chunk, groups)
+        print("array computation and shuffle match NumPy")
 
-        # 2. A shuffle of rows between chunks: each output chunk gathers rows held by other
-        # workers, so CuPy buffers (allocated from our pools) travel between workers.
-        perm = rng.permutation(args.n)
-        groups = [perm[i : i + args.chunk].tolist() for i in range(0, args.n, args.chunk)]
-        shuffled = x.shuffle(groups, axis=0)
-        got = shuffled.compute()
-        assert isinstance(got, cupy.ndarray), type(got)
-        got = cupy.asnumpy(got)
-        keys = got[:, 0].astype(np.int64)
-        np.testing.assert_array_equal(got[np.argsort(keys)], host)  # every row moved intact
-        offset = 0
-        for group in groups:  # each group's rows end up together, in one output chunk
-            assert sorted(keys[offset : offset + len(group)]) == sorted(group)
-            offset += len(group)
-        print("shuffle matches NumPy")
-
-        # 3. Each worker's pool, as distributed and our statistics see it.
+        # Each worker's pool, as distributed and our statistics see it.
         for addr, report in sorted(client.run(worker_report).items()):
             print(f"worker {addr}:")
             for key, value in report.items():

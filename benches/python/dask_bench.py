@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""The Dask example's computation on every GPU of this machine, each worker on rmm's pool.
+
+    PYTHONPATH=<site of an rmm> python benches/python/dask_bench.py --impl-name rmm-rs
+
+A ``LocalCUDACluster`` (one worker per GPU, ``rmm_pool_size=--pool-size``, tracking on, CuPy on
+RMM: ``cluster_options`` of examples/python/dask_two_gpus.py) runs that example's ``compute`` on a
+persisted --n x --n float32 array once to warm up, then --repeats timed times; the results of
+the first and the last run are checked against NumPy, outside the timing. The pools start at --pool-size and grow as the
+computation needs: a pool never shrinks, so its size at the end is its peak. Rows
+(``impl,dask_example,param,value,unit``): wall_s (median of the timed runs; wall_s_min,
+wall_s_max), then per worker and for all workers together ``pool_size_end_bytes`` and
+``peak_bytes`` (the most bytes allocated at once, from a StatisticsResourceAdaptor).
+"""
+
+import pathlib
+import statistics
+import sys
+import time
+
+import bench_common as bc
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "examples" / "python"))
+
+
+def main():
+    p = bc.parser(__doc__.split("\n")[0])
+    p.add_argument("--pool-size", default="256MiB", help="each worker's initial pool size (default 256MiB)")
+    p.add_argument("--n", type=int, default=16384, help="the square array's side (default 16384)")
+    p.add_argument("--chunk", type=int, default=2048, help="the chunk side (default 2048)")
+    p.add_argument("--repeats", type=int, default=3, help="timed computations (default 3)")
+    args = p.parse_args()
+    bc.header(args)
+    impl = bc.impl_name(args)
+    param = f"n={args.n} chunk={args.chunk} pool={args.pool_size}"
+    try:
+        import cloudpickle
+        import dask_two_gpus as example
+        from dask_cuda import LocalCUDACluster
+        from distributed import Client
+    except ImportError as e:
+        bc.row(impl, "dask_example", param, "skipped", f"missing {e.name}")
+        return 0
+    # The workers cannot import the example (it is not on their path): its functions travel whole.
+    cloudpickle.register_pickle_by_value(example)
+    if example._gpu_count() == 0:
+        bc.row(impl, "dask_example", param, "skipped", "no CUDA device")
+        return 0
+    with LocalCUDACluster(**example.cluster_options(args.pool_size)) as cluster, Client(cluster) as client:
+        workers = len(cluster.worker_spec)
+        client.wait_for_workers(workers)
+        client.run(example.add_statistics)
+        param = f"workers={workers} {param}"
+        host, x, groups = example.make_data(args.n, args.chunk)
+        times = []
+        for run in range(args.repeats + 1):
+            t0 = time.perf_counter()
+            results = example.compute(x, args.chunk, groups)
+            if run > 0:  # run 0 warms up: imports, kernels, first growth of the pools
+                times.append(time.perf_counter() - t0)
+            if run in (0, args.repeats):  # the checks take longer than the computation
+                example.check(results, host, args.chunk, groups)
+            del results
+        bc.row(impl, "dask_example", param, statistics.median(times), "wall_s")
+        bc.row(impl, "dask_example", param, min(times), "wall_s_min")
+        bc.row(impl, "dask_example", param, max(times), "wall_s_max")
+        reports = [r for _, r in sorted(client.run(example.worker_report).items())]
+        for i, report in enumerate(reports):
+            bc.comment(f"worker {i}: {report['stack']}, rmm from {report['rmm module']}")
+        for who, chosen in [(f"worker={i}", [r]) for i, r in enumerate(reports)] + [("all workers", reports)]:
+            for key, unit in (("pool_size", "pool_size_end_bytes"), ("peak_bytes", "peak_bytes")):
+                bc.row(impl, "dask_example", f"{param} {who}", float(sum(r[key] or 0 for r in chosen)), unit)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
