@@ -280,8 +280,9 @@ gpu-sanitize: gpu-bin
 
 # The Python package (python/: PyO3 + maturin, pure Rust, no CUDA needed to build): the wheel in
 # WHEEL_DIR, built from a venv VENV_PY that is created with PYTHON3 when missing (maturin 1.16,
-# numpy and pytest from PyPI). python-test installs the wheel into that venv and runs pytest from
-# python/tests (there python/rmm, the sources without the native module, is not on the path).
+# numpy, pytest, and distributed and dask for test_dask.py's host tests, from PyPI). python-test
+# installs the wheel into that venv and runs pytest from python/tests (there python/rmm, the
+# sources without the native module, is not on the path).
 PYTHON3   ?= python3
 VENV_PY   ?= $(REPO)/.venv-py
 WHEEL_DIR ?= $(REPO)/.whl
@@ -289,7 +290,8 @@ WHEEL_DIR ?= $(REPO)/.whl
 python-venv: $(VENV_PY)/bin/maturin
 $(VENV_PY)/bin/maturin:
 	$(PYTHON3) -m venv $(VENV_PY)
-	$(VENV_PY)/bin/pip install -q --disable-pip-version-check 'maturin>=1.16,<1.17' numpy pytest
+	$(VENV_PY)/bin/pip install -q --disable-pip-version-check 'maturin>=1.16,<1.17' numpy pytest \
+	  'distributed==2026.7.1' 'dask==2026.7.1'
 python: python-venv
 	@mkdir -p $(WHEEL_DIR)
 	rm -f $(WHEEL_DIR)/rmm_rs-*.whl

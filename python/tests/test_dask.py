@@ -258,3 +258,24 @@ def test_plugin_on_present_and_future_workers(device0):
             assert time.monotonic() < deadline, scheduler.workers[first].metrics.get("rmm")
             time.sleep(0.05)
         client.run(lambda dask_worker: delattr(dask_worker, "rmm_test_buffer"), workers=[first])
+
+
+def test_example_computation_and_checks_on_the_host(monkeypatch):
+    """examples/python/dask_two_gpus.py's data, computation and checks on an in-process cluster,
+    with NumPy standing in for CuPy: the blocks the workers make match the client's copy, the
+    checks pass on the results and catch a wrong one."""
+    import dask_two_gpus as example
+
+    shim = SimpleNamespace(asarray=np.asarray, asnumpy=np.asarray, empty=np.empty, ndarray=np.ndarray,
+                           float32=np.float32)
+    monkeypatch.setitem(sys.modules, "cupy", shim)
+    with distributed.Client(processes=False, n_workers=2, threads_per_worker=1, dashboard_address=None):
+        host, x, groups = example.make_data(600, 256)  # a ragged last chunk
+        assert x.chunks == ((256, 256, 88), (256, 256, 88))
+        assert sorted(sum(groups, [])) == list(range(600))
+        np.testing.assert_array_equal(x.compute(), host)
+        results = example.compute(x, 256, groups)
+        example.check(results, host, 256, groups)
+        wrong = (results[0], results[1], results[2][::-1])
+        with pytest.raises(AssertionError):
+            example.check(wrong, host, 256, groups)
