@@ -55,6 +55,23 @@ def row(impl, workload, param, value, unit):
     print(f"{impl},{workload},{param},{value},{unit}", flush=True)
 
 
+def _calibrate(body, sync, target_s):
+    """An iteration count of ``body`` that takes at least ``target_s``, and the time it took."""
+    n, elapsed = 16, 0.0
+    while elapsed < target_s and n < 1 << 26:
+        n *= 4
+        elapsed = _timed(body, n, sync)
+    return n, elapsed
+
+
+def _timed(body, n, sync):
+    """Seconds ``body(n)`` takes, the device work it queued included."""
+    t0 = time.perf_counter()
+    body(n)
+    sync()
+    return time.perf_counter() - t0
+
+
 def loop_us(body, budget_s, runs, sync=lambda: None):
     """Microseconds per call of ``body(n)`` (which makes n iterations): the iteration count is
     chosen so that ``runs`` runs fill ``budget_s``; returns (median, min, max) over the runs.
@@ -62,21 +79,10 @@ def loop_us(body, budget_s, runs, sync=lambda: None):
     ``sync`` waits for the device so that each run's time includes the work it queued."""
     body(10)  # warm: first allocations, imports, pool growth
     sync()
-    n, elapsed = 16, 0.0
-    while elapsed < 0.02 and n < 1 << 26:  # calibrate on ~20 ms
-        n *= 4
-        t0 = time.perf_counter()
-        body(n)
-        sync()
-        elapsed = time.perf_counter() - t0
+    n, elapsed = _calibrate(body, sync, 0.02)
     per_run = max(budget_s / max(runs, 1), 0.005)
     n = max(1, int(n * per_run / elapsed))
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        body(n)
-        sync()
-        times.append((time.perf_counter() - t0) / n * 1e6)
+    times = [_timed(body, n, sync) / n * 1e6 for _ in range(runs)]
     return statistics.median(times), min(times), max(times)
 
 
@@ -94,13 +100,7 @@ def interleaved_loops_us(cases, budget_s, runs, sync=lambda: None):
         sync()
     select, body = cases[labels[0]]
     select()
-    n, elapsed = 16, 0.0
-    while elapsed < 0.005 and n < 1 << 26:  # calibrate on ~5 ms
-        n *= 4
-        t0 = time.perf_counter()
-        body(n)
-        sync()
-        elapsed = time.perf_counter() - t0
+    n, elapsed = _calibrate(body, sync, 0.005)
     per_run = max(budget_s / max(runs * len(labels), 1), 0.002)
     n = max(1, int(n * per_run / elapsed))
     times = {label: [] for label in labels}
@@ -110,10 +110,7 @@ def interleaved_loops_us(cases, budget_s, runs, sync=lambda: None):
             select, body = cases[label]
             select()
             sync()
-            t0 = time.perf_counter()
-            body(n)
-            sync()
-            times[label].append((time.perf_counter() - t0) / n * 1e6)
+            times[label].append(_timed(body, n, sync) / n * 1e6)
     return {label: (statistics.median(t), min(t), max(t)) for label, t in times.items()}
 
 
