@@ -6,8 +6,9 @@
 A ``LocalCUDACluster`` (one worker per GPU, ``rmm_pool_size=--pool-size``, tracking on, CuPy on
 RMM: ``cluster_options`` of examples/python/dask_two_gpus.py) runs that example's ``compute`` on a
 persisted --n x --n float32 array once to warm up, then --repeats timed times; the results of
-the first and the last run are checked against NumPy, outside the timing. The pools start at --pool-size and grow as the
-computation needs: a pool never shrinks, so its size at the end is its peak. Rows
+the first and the last run are checked against NumPy, outside the timing. The pools start at
+--pool-size and grow as the computation needs: a pool never shrinks, so its size at the end is
+its peak. Rows
 (``impl,dask_example,param,value,unit``): wall_s (median of the timed runs; wall_s_min,
 wall_s_max), then per worker and for all workers together ``pool_size_end_bytes`` and
 ``peak_bytes`` (the most bytes allocated at once, from a StatisticsResourceAdaptor).
@@ -43,7 +44,7 @@ def main():
         return 0
     # The workers cannot import the example (it is not on their path): its functions travel whole.
     cloudpickle.register_pickle_by_value(example)
-    if example._gpu_count() == 0:
+    if example.gpu_count() == 0:
         bc.row(impl, "dask_example", param, "skipped", "no CUDA device")
         return 0
     with LocalCUDACluster(**example.cluster_options(args.pool_size)) as cluster, Client(cluster) as client:

@@ -28,7 +28,7 @@ def _skip(reason: str) -> None:
     sys.exit(0)
 
 
-def _gpu_count() -> int:
+def gpu_count() -> int:
     """CUDA devices visible to our ``rmm`` (0 without a driver)."""
     from rmm._cuda.gpu import getDeviceCount
 
@@ -138,7 +138,8 @@ def close(got, want, magnitude, what: str) -> None:
     import numpy as np
 
     off = np.abs(got - want) - 1e-4 * magnitude - 1e-3
-    assert (off <= 0).all(), f"{what}: {int((off > 0).sum())} elements off, worst at {np.unravel_index(off.argmax(), off.shape)}"
+    worst = np.unravel_index(off.argmax(), off.shape)
+    assert (off <= 0).all(), f"{what}: {int((off > 0).sum())} elements off, worst at {worst}"
 
 
 def check(results, host, chunk: int, groups) -> None:
@@ -178,7 +179,7 @@ def main() -> int:
         from distributed import Client
     except ImportError as e:
         _skip(f"missing {e.name}")
-    if _gpu_count() == 0:
+    if gpu_count() == 0:
         _skip("no CUDA device")
 
     start = time.perf_counter()

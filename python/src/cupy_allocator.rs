@@ -66,10 +66,8 @@ fn current_stream(py: Python<'_>, cupy: &CupyNames) -> PyResult<usize> {
     if let Some(f) = cupy.current_stream_ptr {
         // SAFETY: the function CuPy exported with this signature; the GIL is held, as it needs.
         let ptr = unsafe { f() };
-        if ptr != -1 {
-            return Ok(ptr as usize);
-        }
-        if let Some(e) = PyErr::take(py) {
+        // -1 is also a value: an error is what says it failed.
+        if let Some(e) = (ptr == -1).then(|| PyErr::take(py)).flatten() {
             return Err(e);
         }
         return Ok(ptr as usize);

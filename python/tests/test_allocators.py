@@ -208,7 +208,6 @@ def test_cupy_allocator(device_stats):
         cupy.cuda.set_allocator(None)
 
 
-
 def test_cupy_allocator_reuses_pool_blocks_on_each_stream(gpu):
     """A bare pool (whose free blocks of a stream come back without releasing the GIL): arrays
     created and dropped in a loop reuse one block, each array's memory is on CuPy's current
@@ -243,6 +242,7 @@ def test_cupy_allocator_reuses_pool_blocks_on_each_stream(gpu):
         cupy.cuda.set_allocator(None)
         cupy.cuda.Device().synchronize()
         mr_module.set_current_device_resource(before)
+
 
 # --- Numba -------------------------------------------------------------------------------------
 

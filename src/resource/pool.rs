@@ -445,9 +445,15 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// its own stream) makes no CUDA call per free.
     #[inline(always)]
     fn publish_after_free(&self, core: &mut CoalescingPool, set: SetId) {
-        if core.is_wanted(set) || (self.ordered && core.shared_by_streams()) {
+        if self.free_publishes(core, set) {
             self.publish(core, set);
         }
+    }
+
+    /// Whether a free into `set` publishes it (see [`publish_after_free`](Self::publish_after_free)).
+    #[inline(always)]
+    fn free_publishes(&self, core: &CoalescingPool, set: SetId) -> bool {
+        core.is_wanted(set) || (self.ordered && core.shared_by_streams())
     }
 
     /// The rest of a free after [`deallocate_at_home`](Self::deallocate_at_home) returned false:

@@ -46,7 +46,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             return false;
         };
         let (set, identity) = core.set_and_identity_of(key);
-        if identity == IDENTITY_UNKNOWN || core.is_wanted(set) || (self.ordered && core.shared_by_streams()) {
+        if identity == IDENTITY_UNKNOWN || self.free_publishes(&core, set) {
             return false;
         }
         matches!(core.try_deallocate(ptr as usize, bytes, set), Some(Ok(())))
