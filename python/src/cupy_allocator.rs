@@ -1,30 +1,38 @@
 //! `rmm.allocators.cupy.rmm_cupy_allocator` in Rust: it runs for every CuPy array, so the whole
-//! hook is one native call (CuPy's current stream, an [`Allocation`] from the device's current
-//! resource, CuPy's `UnownedMemory` and `MemoryPointer` around it), with CuPy's names looked up
-//! once.
+//! hook is one native call (CuPy's current stream and device, a [`DeviceBuffer`] from the device's
+//! current resource, CuPy's `UnownedMemory` and `MemoryPointer` around it), with CuPy's names
+//! looked up once.
 
-use crate::allocation::Allocation;
+use crate::device_buffer::DeviceBuffer;
+use crate::stream::{default_stream_object, Stream};
 use pyo3::ffi::c_str;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyCapsule, PyCapsuleMethods};
-use rmm::CudaStreamView;
-use std::ffi::CStr;
+use pyo3::types::{PyCapsule, PyCapsuleMethods, PyInt};
+use std::ffi::{c_void, CStr};
 
-/// CuPy's C function that `cupy.cuda.get_current_stream().ptr` reads through, in C: the handle of
-/// the calling thread's current stream on the current device (Cython's `except? -1`: -1 with a
-/// Python error set when it fails). It must be called with the GIL held.
-type CurrentStreamPtr = unsafe extern "C" fn() -> isize;
+/// CuPy's C function `cupy_backends.cuda.stream.get_stream_ptr(device_id)`: the handle of the
+/// calling thread's current stream on that device (what `cupy.cuda.get_current_stream().ptr` reads
+/// for the current device). Cython's `except? -1`: -1 with a Python error set when it fails. Like
+/// every function below, it must be called with the GIL held.
+type StreamPtr = unsafe extern "C" fn(i32) -> isize;
 
-/// The signatures under which Cython exports a C function `intptr_t f()` to other extensions.
-const CURRENT_STREAM_PTR_SIGNATURES: [&CStr; 2] = [c_str!("intptr_t (void)"), c_str!("intptr_t (void) except? -1")];
+/// CuPy's `cupy_backends.cuda.api.runtime.getDevice` in C: the runtime's current device, the one
+/// CuPy allocates on (`except? -1`, as above). The argument is Cython's `skip_dispatch`.
+type GetDevice = unsafe extern "C" fn(i32) -> i32;
+
+/// The signatures under which Cython exports the two functions to other extensions.
+const STREAM_PTR_SIGNATURES: [&CStr; 2] = [c_str!("intptr_t (int)"), c_str!("intptr_t (int) except? -1")];
+const GET_DEVICE_SIGNATURES: [&CStr; 2] =
+    [c_str!("int (int __pyx_skip_dispatch)"), c_str!("int (int __pyx_skip_dispatch) except? -1")];
 
 /// CuPy's names the hook uses.
 struct CupyNames {
-    /// `cupy_backends.cuda.stream.get_current_stream_ptr`, where CuPy exports it with a known
-    /// signature: a third of the cost of the Python call below.
-    current_stream_ptr: Option<CurrentStreamPtr>,
+    /// CuPy's C functions for the current device and its current stream, where CuPy exports both
+    /// with known signatures: together a third of the cost of the Python calls below.
+    exported: Option<(GetDevice, StreamPtr)>,
+    get_device_id: Py<PyAny>,
     get_current_stream: Py<PyAny>,
     unowned_memory: Py<PyAny>,
     memory_pointer: Py<PyAny>,
@@ -38,8 +46,14 @@ fn cupy_names(py: Python<'_>) -> PyResult<&'static CupyNames> {
         // ModuleNotFoundError on first use when it is missing, as RMM's allocator does.
         let cuda = py.import("cupy")?.getattr("cuda")?;
         let memory = cuda.getattr("memory")?;
+        let get_device = exported_function(py, "cupy_backends.cuda.api.runtime", "getDevice", &GET_DEVICE_SIGNATURES);
+        let stream_ptr = exported_function(py, "cupy_backends.cuda.stream", "get_stream_ptr", &STREAM_PTR_SIGNATURES);
         Ok(CupyNames {
-            current_stream_ptr: exported_current_stream_ptr(py),
+            // SAFETY: Cython exported these functions under the C signatures checked above.
+            exported: get_device.zip(stream_ptr).map(|(d, s)| unsafe {
+                (std::mem::transmute::<*mut c_void, GetDevice>(d), std::mem::transmute::<*mut c_void, StreamPtr>(s))
+            }),
+            get_device_id: cuda.getattr("device")?.getattr("get_device_id")?.unbind(),
             get_current_stream: cuda.getattr("get_current_stream")?.unbind(),
             unowned_memory: memory.getattr("UnownedMemory")?.unbind(),
             memory_pointer: memory.getattr("MemoryPointer")?.unbind(),
@@ -47,54 +61,78 @@ fn cupy_names(py: Python<'_>) -> PyResult<&'static CupyNames> {
     })
 }
 
-/// The C function behind CuPy's current stream, from the table of C functions Cython modules
-/// export to each other (`__pyx_capi__`), if CuPy exports it under a signature we know.
-fn exported_current_stream_ptr(py: Python<'_>) -> Option<CurrentStreamPtr> {
-    let table = py.import("cupy_backends.cuda.stream").ok()?.getattr("__pyx_capi__").ok()?;
-    let capsule = table.get_item("get_current_stream_ptr").ok()?.cast_into::<PyCapsule>().ok()?;
+/// The address of the C function `name` of the Cython module `module`, from the table of C
+/// functions Cython modules export to each other (`__pyx_capi__`), if it is exported under one of
+/// `signatures`. The module stays imported (in `sys.modules`) for the life of the process.
+fn exported_function(py: Python<'_>, module: &str, name: &str, signatures: &[&CStr]) -> Option<*mut c_void> {
+    let table = py.import(module).ok()?.getattr("__pyx_capi__").ok()?;
+    let capsule = table.get_item(name).ok()?.cast_into::<PyCapsule>().ok()?;
     // SAFETY: the name is read at once, while the capsule (held by `capsule`) is alive.
-    let name = unsafe { capsule.name().ok()??.as_cstr() };
-    let signature = CURRENT_STREAM_PTR_SIGNATURES.into_iter().find(|s| *s == name)?;
-    let pointer = capsule.pointer_checked(Some(signature)).ok()?;
-    // SAFETY: Cython exports the function under its C signature, checked above; the module stays
-    // imported (in sys.modules) for the life of the process.
-    Some(unsafe { std::mem::transmute::<*mut std::ffi::c_void, CurrentStreamPtr>(pointer.as_ptr()) })
+    let exported_as = unsafe { capsule.name().ok()??.as_cstr() };
+    let signature = signatures.iter().find(|s| **s == exported_as)?;
+    Some(capsule.pointer_checked(Some(signature)).ok()?.as_ptr())
 }
 
-/// The handle of CuPy's current stream.
-fn current_stream(py: Python<'_>, cupy: &CupyNames) -> PyResult<usize> {
-    if let Some(f) = cupy.current_stream_ptr {
-        // SAFETY: the function CuPy exported with this signature; the GIL is held, as it needs.
-        let ptr = unsafe { f() };
-        // -1 is also a value: an error is what says it failed.
-        if let Some(e) = (ptr == -1).then(|| PyErr::take(py)).flatten() {
-            return Err(e);
-        }
-        return Ok(ptr as usize);
+/// The value of an exported Cython function: an error set is what says it failed (-1 is also a
+/// value).
+fn checked<T>(py: Python<'_>, value: T) -> PyResult<T> {
+    match PyErr::take(py) {
+        Some(e) => Err(e),
+        None => Ok(value),
     }
-    cupy.get_current_stream.call0(py)?.getattr(py, intern!(py, "ptr"))?.extract(py)
+}
+
+/// CuPy's current device and, as a `Stream`, its current stream there: the module's constant for
+/// a default stream, else a `Stream` that keeps CuPy's stream object alive (as RMM's
+/// `Stream(obj=...)` does), so the stream outlives the memory freed on it.
+fn device_and_stream<'py>(py: Python<'py>, cupy: &CupyNames) -> PyResult<(i32, Bound<'py, Stream>)> {
+    let device = match cupy.exported {
+        Some((get_device, stream_ptr)) => {
+            // SAFETY: functions CuPy exported with these signatures; the GIL is held, as they need.
+            let device = checked(py, unsafe { get_device(1) })?;
+            // SAFETY: as above.
+            let handle = checked(py, unsafe { stream_ptr(device) })? as usize;
+            if let Some(stream) = default_stream_object(py, handle) {
+                return Ok((device, stream.clone()));
+            }
+            device
+        }
+        None => cupy.get_device_id.call0(py)?.extract(py)?,
+    };
+    let object = cupy.get_current_stream.bind(py).call0()?;
+    let handle: usize = object.getattr(intern!(py, "ptr"))?.extract()?;
+    let stream = match default_stream_object(py, handle) {
+        Some(stream) => stream.clone(),
+        None => Bound::new(py, Stream::with_owner(handle, object.unbind()))?,
+    };
+    Ok((device, stream))
 }
 
 /// A CuPy allocator that makes use of RMM: `nbytes` from the current device's resource, allocated
-/// (and later freed) on CuPy's current stream. Install it with
+/// (and later freed) on CuPy's current stream. The memory is owned by an `rmm.DeviceBuffer`
+/// (`memptr.mem._owner`), as with RMM's allocator. Install it with
 /// `cupy.cuda.set_allocator(rmm_cupy_allocator)`.
 #[pyfunction]
-pub fn rmm_cupy_allocator(py: Python<'_>, nbytes: usize) -> PyResult<Py<PyAny>> {
+pub fn rmm_cupy_allocator<'py>(py: Python<'py>, nbytes: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
+    let size: usize = nbytes.extract()?;
+    // CuPy passes an int, which is handed on to CuPy as it is rather than made anew.
+    let size_object = match nbytes.is_exact_instance_of::<PyInt>() {
+        true => nbytes.clone(),
+        false => size.into_pyobject(py)?.into_any(),
+    };
     let cupy = cupy_names(py)?;
-    let stream = current_stream(py, cupy)?;
-    let allocation = Allocation::new(py, nbytes, CudaStreamView::from_handle(stream))?;
-    let (ptr, device) = (allocation.ptr_value(), allocation.device_value());
-    let owner = Py::new(py, allocation)?;
+    let (device, stream) = device_and_stream(py, cupy)?;
+    let (owner, ptr) = DeviceBuffer::for_device(py, size, stream, device)?;
     // The device is known, so CuPy need not ask the driver which device owns the pointer.
-    let memory = cupy.unowned_memory.call1(py, (ptr, nbytes, owner, device))?;
+    let memory = cupy.unowned_memory.call1(py, (ptr, size_object, owner, device))?;
     cupy.memory_pointer.call1(py, (memory, 0))
 }
 
-/// How the hook finds CuPy's current stream: "exported C function" or "Python call" (None before
-/// the first use); for tests and benchmarks.
+/// How the hook reads CuPy's current device and stream: "exported C function" or "Python call"
+/// (None before the first use); for tests and benchmarks.
 #[pyfunction]
 fn _cupy_current_stream_source(py: Python<'_>) -> Option<&'static str> {
-    CUPY.get(py).map(|c| if c.current_stream_ptr.is_some() { "exported C function" } else { "Python call" })
+    CUPY.get(py).map(|c| if c.exported.is_some() { "exported C function" } else { "Python call" })
 }
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -11,7 +11,7 @@
 use crate::copy::{copy_bytes, sync_if_default};
 use crate::error::{to_py, IntoPy};
 use crate::host_buffer::HostBuffer;
-use crate::memory_resource::{current_resource_object, DeviceMemoryResource};
+use crate::memory_resource::{current_resource_object, resource_object, DeviceMemoryResource};
 use crate::stream::{stream_object, Stream, StreamArg};
 use parking_lot::Mutex;
 use pyo3::exceptions::PyValueError;
@@ -34,9 +34,6 @@ struct State {
 /// Memory from a resource, freed on its stream when the object is collected.
 #[pyclass(module = "rmm.pylibrmm.device_buffer", name = "DeviceBuffer", subclass, frozen)]
 pub struct DeviceBuffer {
-    resource: SharedResource,
-    /// True when the resource's memory is host memory only: the CPU copies it.
-    host_only: bool,
     mr: Py<DeviceMemoryResource>,
     state: Mutex<State>,
 }
@@ -45,6 +42,7 @@ impl DeviceBuffer {
     /// A buffer of `size` bytes from `mr` (the current device resource when `None`) on `stream`,
     /// filled from `src` (address, whether it is known host memory) unless that is null. Waits
     /// for the copy when `stream` is the default stream.
+    #[inline(always)]
     fn create(
         py: Python<'_>,
         src: Option<(usize, bool)>,
@@ -56,17 +54,12 @@ impl DeviceBuffer {
             Some(mr) => mr.unbind(),
             None => current_resource_object(py)?,
         };
-        let resource = mr.get().resource().clone();
-        let host_only = !resource.is_device_accessible();
+        let (resource, host_only) = (mr.get().resource(), mr.get().is_host_only());
         let view = stream.get().view();
-        let ptr = if size == 0 {
-            0
-        } else {
-            py.detach(|| resource.allocate(size, DEFAULT_ALIGNMENT, view).map(|p| p as usize)).py()?
-        };
+        let ptr = allocate(py, resource, size, view)?;
         let state = State { ptr, size, capacity: size, view, stream: stream.unbind() };
         // Built before the copy: if the copy fails, dropping the buffer frees the memory.
-        let buffer = DeviceBuffer { resource, host_only, mr, state: Mutex::new(state) };
+        let buffer = DeviceBuffer { mr, state: Mutex::new(state) };
         if let Some((src, src_is_host)) = src.filter(|&(src, _)| src != 0 && size != 0) {
             py.detach(|| {
                 // SAFETY: `ptr` holds `size` fresh bytes; the caller vouches for `src`.
@@ -78,11 +71,35 @@ impl DeviceBuffer {
         Ok(buffer)
     }
 
+    /// `size` bytes from the current resource of `device` on `stream`, the buffer the CuPy
+    /// allocator hook hands out (as RMM's does), and its address.
+    pub fn for_device<'py>(
+        py: Python<'py>,
+        size: usize,
+        stream: Bound<'py, Stream>,
+        device: i32,
+    ) -> PyResult<(Bound<'py, Self>, usize)> {
+        let mr = resource_object(py, device)?.into_bound(py);
+        let mut buffer = Self::create(py, None, size, stream, Some(mr))?;
+        let ptr = buffer.state.get_mut().ptr;
+        Ok((Bound::new(py, buffer)?, ptr))
+    }
+
+    /// The resource the memory comes from (the resource object's, which the buffer keeps alive).
+    fn resource(&self) -> &SharedResource {
+        self.mr.get().resource()
+    }
+
+    /// True when the resource's memory is host memory only: the CPU copies it.
+    fn host_only(&self) -> bool {
+        self.mr.get().is_host_only()
+    }
+
     /// Moves the memory to `view`: work enqueued there from now on (copies, the free) first waits
     /// for the work enqueued on the old stream, so a free on the new stream never hands the
     /// memory out while the old one may still use it.
     fn move_to(&self, st: &mut State, view: CudaStreamView) -> rmm::Result<()> {
-        if view != st.view && !self.host_only && st.capacity > 0 {
+        if view != st.view && !self.host_only() && st.capacity > 0 {
             let event = CudaEvent::new()?;
             event.record(st.view)?;
             event.wait_on(view)?;
@@ -94,10 +111,10 @@ impl DeviceBuffer {
     /// Replaces the allocation with one of `capacity` bytes holding the same first `size` bytes,
     /// on the buffer's stream.
     fn reallocate(&self, st: &mut State, capacity: usize) -> rmm::Result<()> {
-        let new_ptr = self.resource.allocate(capacity, DEFAULT_ALIGNMENT, st.view)? as usize;
+        let new_ptr = self.resource().allocate(capacity, DEFAULT_ALIGNMENT, st.view)? as usize;
         // SAFETY: both allocations are live and distinct; `size <= capacity` of each.
-        if let Err(e) = unsafe { copy_bytes(new_ptr, st.ptr, st.size, st.view, self.host_only) } {
-            let _ = self.resource.deallocate(new_ptr as *mut u8, capacity, DEFAULT_ALIGNMENT, st.view);
+        if let Err(e) = unsafe { copy_bytes(new_ptr, st.ptr, st.size, st.view, self.host_only()) } {
+            let _ = self.resource().deallocate(new_ptr as *mut u8, capacity, DEFAULT_ALIGNMENT, st.view);
             return Err(e);
         }
         let (old_ptr, old_capacity) = (st.ptr, st.capacity);
@@ -105,7 +122,7 @@ impl DeviceBuffer {
         st.capacity = capacity;
         if old_capacity > 0 {
             // Freed on the stream the copy is on, after it.
-            self.resource.deallocate(old_ptr as *mut u8, old_capacity, DEFAULT_ALIGNMENT, st.view)?;
+            self.resource().deallocate(old_ptr as *mut u8, old_capacity, DEFAULT_ALIGNMENT, st.view)?;
         }
         Ok(())
     }
@@ -119,6 +136,18 @@ impl DeviceBuffer {
     fn size_now(&self) -> usize {
         self.state.lock().size
     }
+}
+
+/// `size` bytes from `resource` on `view` (null for 0 bytes). The GIL stays held where the resource
+/// serves at once (a pool's free block of this stream); anything that may wait runs without it.
+fn allocate(py: Python<'_>, resource: &SharedResource, size: usize, view: CudaStreamView) -> PyResult<usize> {
+    if size == 0 {
+        return Ok(0);
+    }
+    if let Some(ptr) = resource.try_allocate_immediately(size, DEFAULT_ALIGNMENT, view) {
+        return Ok(ptr as usize);
+    }
+    py.detach(|| resource.allocate(size, DEFAULT_ALIGNMENT, view).map(|p| p as usize)).py()
 }
 
 /// `numpy.empty`, looked up once.
@@ -224,7 +253,7 @@ impl DeviceBuffer {
             Some(s) => stream_object(s)?.get().view(),
             None => self.state.lock().view,
         };
-        if self.host_only {
+        if self.host_only() {
             return Ok(()); // host memory is never managed memory
         }
         let device = match device {
@@ -248,12 +277,12 @@ impl DeviceBuffer {
                 if st.size == 0 {
                     return Ok((0, 0, st.view));
                 }
-                let ptr = this.resource.allocate(st.size, DEFAULT_ALIGNMENT, st.view)? as usize;
+                let ptr = this.resource().allocate(st.size, DEFAULT_ALIGNMENT, st.view)? as usize;
                 // SAFETY: a fresh allocation and a live one, `size` bytes each.
-                let copied = unsafe { copy_bytes(ptr, st.ptr, st.size, st.view, this.host_only) }
+                let copied = unsafe { copy_bytes(ptr, st.ptr, st.size, st.view, this.host_only()) }
                     .and_then(|enqueued| sync_if_default(st.view, enqueued));
                 if let Err(e) = copied {
-                    let _ = this.resource.deallocate(ptr as *mut u8, st.size, DEFAULT_ALIGNMENT, st.view);
+                    let _ = this.resource().deallocate(ptr as *mut u8, st.size, DEFAULT_ALIGNMENT, st.view);
                     return Err(e);
                 }
                 Ok((ptr, st.size, st.view))
@@ -261,12 +290,7 @@ impl DeviceBuffer {
             .py()?;
         let stream = this.state.lock().stream.clone_ref(py);
         let state = State { ptr, size, capacity: size, view, stream };
-        Ok(DeviceBuffer {
-            resource: this.resource.clone(),
-            host_only: this.host_only,
-            mr: this.mr.clone_ref(py),
-            state: Mutex::new(state),
-        })
+        Ok(DeviceBuffer { mr: this.mr.clone_ref(py), state: Mutex::new(state) })
     }
 
     fn __copy__(slf: &Bound<'_, Self>) -> PyResult<Self> {
@@ -307,7 +331,7 @@ impl DeviceBuffer {
             }
             // SAFETY: `host` holds `room >= size` writable bytes until this returns; the
             // buffer's memory is live while the lock is held.
-            let enqueued = unsafe { copy_bytes(dst, st.ptr, st.size, view, this.host_only) }.map_err(to_py)?;
+            let enqueued = unsafe { copy_bytes(dst, st.ptr, st.size, view, this.host_only()) }.map_err(to_py)?;
             // A new array is the caller's only when it is filled.
             if enqueued && fresh { view.synchronize() } else { sync_if_default(view, enqueued) }.map_err(to_py)
         })?;
@@ -327,7 +351,7 @@ impl DeviceBuffer {
                 return Err(PyValueError::new_err(format!("Argument `ary` is too large. Need space for {n} bytes.")));
             }
             // SAFETY: `host` holds `n` readable bytes until this returns; `n <= size`.
-            let enqueued = unsafe { copy_bytes(st.ptr, src, n, view, self.host_only) }.map_err(to_py)?;
+            let enqueued = unsafe { copy_bytes(st.ptr, src, n, view, self.host_only()) }.map_err(to_py)?;
             sync_if_default(view, enqueued).map_err(to_py)
         })
     }
@@ -379,7 +403,7 @@ impl DeviceBuffer {
             py.detach(|| -> rmm::Result<()> {
                 let st = this.state.lock();
                 // SAFETY: `out` is the new object's `size` writable bytes, waited for below.
-                let enqueued = unsafe { copy_bytes(dst, st.ptr, st.size.min(size), view, this.host_only)? };
+                let enqueued = unsafe { copy_bytes(dst, st.ptr, st.size.min(size), view, this.host_only())? };
                 if enqueued {
                     view.synchronize()?;
                 }
@@ -441,7 +465,10 @@ impl Drop for DeviceBuffer {
             return;
         }
         let (ptr, capacity, view) = (st.ptr, st.capacity, st.view);
-        let resource = &self.resource;
+        let resource = self.resource();
+        if resource.try_deallocate_immediately(ptr as *mut u8, capacity, DEFAULT_ALIGNMENT, view) {
+            return;
+        }
         // A free may wait on a driver lock that a thread waiting for the GIL holds: free without it.
         // A failed free cannot be reported from a destructor; the memory is then leaked.
         Python::attach(|py| {

@@ -7,7 +7,6 @@
 
 use pyo3::prelude::*;
 
-mod allocation;
 mod copy;
 mod cupy_allocator;
 mod device_buffer;
@@ -31,7 +30,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     memory_resource::register(m)?;
     gpu::register(m)?;
     logger::register(m)?;
-    allocation::register(m)?;
     cupy_allocator::register(m)?;
     copy::register(m)?;
     device_buffer::register(m)?;

@@ -57,12 +57,23 @@ impl Stream {
     }
 }
 
-/// `DEFAULT_STREAM`, the object every `stream=` default is (set when the module is registered).
-static DEFAULT_STREAM: PyOnceLock<Py<Stream>> = PyOnceLock::new();
+/// The module's constants `DEFAULT_STREAM`, `LEGACY_DEFAULT_STREAM` and `PER_THREAD_DEFAULT_STREAM`
+/// (handles 0, 1 and 2), made on first use.
+static DEFAULT_STREAMS: [PyOnceLock<Py<Stream>>; 3] = [PyOnceLock::new(), PyOnceLock::new(), PyOnceLock::new()];
+
+/// The module's constant for the default stream with `handle` (0, 1 or 2), or `None` for any
+/// other handle. Default streams are never destroyed, so these objects own nothing.
+pub fn default_stream_object(py: Python<'_>, handle: usize) -> Option<&Bound<'_, Stream>> {
+    let cell = DEFAULT_STREAMS.get(handle)?;
+    Some(
+        cell.get_or_init(py, || Py::new(py, Stream::from_handle(handle)).expect("allocating a default stream"))
+            .bind(py),
+    )
+}
 
 /// The `DEFAULT_STREAM` object.
 pub fn default_stream(py: Python<'_>) -> &Bound<'_, Stream> {
-    DEFAULT_STREAM.get_or_init(py, || Py::new(py, Stream::from_handle(0)).expect("allocating DEFAULT_STREAM")).bind(py)
+    default_stream_object(py, 0).expect("handle 0 is a default stream")
 }
 
 /// A `stream=` argument of RMM's Cython signatures (`Stream stream=DEFAULT_STREAM`): left out it is
@@ -221,8 +232,8 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<OwningStream>()?;
     m.add_class::<Stream>()?;
     let py = m.py();
-    m.add("DEFAULT_STREAM", default_stream(py))?;
-    m.add("LEGACY_DEFAULT_STREAM", Py::new(py, Stream::from_handle(1))?)?;
-    m.add("PER_THREAD_DEFAULT_STREAM", Py::new(py, Stream::from_handle(2))?)?;
+    for (name, handle) in [("DEFAULT_STREAM", 0), ("LEGACY_DEFAULT_STREAM", 1), ("PER_THREAD_DEFAULT_STREAM", 2)] {
+        m.add(name, default_stream_object(py, handle))?;
+    }
     Ok(())
 }

@@ -1,4 +1,4 @@
-"""rmm.allocators: the allocation handle, the PyTorch C hooks, and CuPy, Numba and PyTorch
+"""rmm.allocators: the hooks' buffers, the PyTorch C hooks, and CuPy, Numba and PyTorch
 allocating through RMM.
 
 Numba and PyTorch must be set up before their first CUDA allocation, so they run in a fresh
@@ -17,6 +17,8 @@ import textwrap
 import numpy as np
 import pytest
 
+import rmm
+import rmm._cuda.gpu
 import rmm._native as native
 import rmm.pylibrmm.memory_resource as mr_module
 from rmm.pylibrmm.memory_resource import (
@@ -24,6 +26,7 @@ from rmm.pylibrmm.memory_resource import (
     PoolMemoryResource,
     StatisticsResourceAdaptor,
 )
+from rmm.pylibrmm.stream import DEFAULT_STREAM
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -48,56 +51,38 @@ def run_script(code, env=None, timeout=300):
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-# --- The allocation handle -------------------------------------------------------------------
+# --- The hooks' buffer: a DeviceBuffer, served by a pool while the GIL is held ----------------
 
 
-def test_allocation_frees_when_collected(host_mr):
-    stats = StatisticsResourceAdaptor(host_mr)
-    a = native._allocate(1000, 7, mr=stats)
-    assert a.ptr != 0 and a.size == 1000 and a.stream == 7
-    assert stats.allocation_counts.current_bytes == 1000
-    b = native._allocate(24, mr=stats)
-    assert b.ptr != a.ptr and b.stream == 0
-    del a
-    gc.collect()
-    counts = stats.allocation_counts
-    assert (counts.current_bytes, counts.current_count, counts.total_count) == (24, 1, 2)
-    del b
-    assert stats.allocation_counts.current_count == 0
-
-
-def test_allocation_memory_is_usable(host_mr):
-    a = native._allocate(64, mr=host_mr)
+def test_pool_buffer_block_is_reused(host_mr):
+    """What the CuPy and Numba hooks hand out: a bare pool serves a freed block of the stream
+    again (the path that keeps the GIL) and the memory is usable."""
+    pool = PoolMemoryResource(host_mr, initial_pool_size="1MiB", maximum_pool_size="2MiB")
+    a = rmm.DeviceBuffer(size=1000, mr=pool)
+    first = a.ptr
     buf = (ctypes.c_ubyte * 64).from_address(a.ptr)
     buf[:] = bytes(range(64))
     assert bytes(buf) == bytes(range(64))
+    del a, buf
+    b = rmm.DeviceBuffer(size=1000, mr=pool)
+    assert b.ptr == first and b.stream is DEFAULT_STREAM and b.mr is pool
+    assert pool.pool_size() == 1 << 20
 
 
-def test_empty_allocation(host_mr):
-    stats = StatisticsResourceAdaptor(host_mr)
-    a = native._allocate(0, mr=stats)
-    assert a.size == 0
-    del a
-    assert stats.allocation_counts.current_count == 0
-
-
-def test_allocation_failure_is_memory_error(host_mr):
+def test_pool_buffer_failure_is_memory_error(host_mr):
     pool = PoolMemoryResource(host_mr, initial_pool_size="1MiB", maximum_pool_size="2MiB")
-    keep = native._allocate(1 << 20, mr=pool)
+    stats = StatisticsResourceAdaptor(pool)
+    keep = rmm.DeviceBuffer(size=1 << 20, mr=pool)
     with pytest.raises(MemoryError):
-        native._allocate(4 << 20, mr=pool)
+        rmm.DeviceBuffer(size=4 << 20, mr=pool)
     first = keep.ptr
     del keep
     # The freed block is back in the pool and is handed out again.
-    again = native._allocate(1 << 20, mr=pool)
+    again = rmm.DeviceBuffer(size=1 << 20, mr=stats)
     assert again.ptr == first and pool.pool_size() == 1 << 20
-
-
-def test_allocation_from_the_current_resource_needs_a_device():
-    if has_gpu():
-        pytest.skip("a GPU is present; the device path is tested below")
-    with pytest.raises(RuntimeError):
-        native._allocate(100)
+    del again
+    assert stats.allocation_counts.current_count == 0
+    assert rmm.DeviceBuffer(size=0, mr=pool).ptr == 0
 
 
 def has_gpu():
@@ -141,7 +126,7 @@ def device_stats(gpu):
 
 def test_torch_hook_uses_the_device_resource(hooks, device_stats):
     alloc, free = hooks
-    device = native._allocate(0).device
+    device = rmm._cuda.gpu.getDevice()
     ptr = alloc(4096, device, None)
     assert ptr
     assert device_stats.allocation_counts.current_bytes == 4096
@@ -154,14 +139,6 @@ def test_torch_hook_uses_the_device_resource(hooks, device_stats):
     assert ptr and other.allocation_counts.current_bytes == 512
     free(ptr, 512, device, None)
     assert other.allocation_counts.current_count == 0
-
-
-def test_handle_from_the_device_resource(device_stats):
-    a = native._allocate(1 << 20)
-    assert a.ptr and a.device >= 0
-    assert device_stats.allocation_counts.current_bytes == 1 << 20
-    del a
-    assert device_stats.allocation_counts.current_bytes == 0
 
 
 # --- CuPy --------------------------------------------------------------------------------------
@@ -193,17 +170,43 @@ def test_cupy_allocator(device_stats):
         assert mem.device_id == cupy.cuda.Device().id
         with cupy.cuda.Stream(non_blocking=True) as s:
             c = cupy.ones(1000)
-            owner = getattr(c.data.mem, "_owner", None)
-            on_stream = owner is None or owner.stream == s.ptr  # allocated on CuPy's current stream
+            owner = c.data.mem._owner
+            assert owner.stream.__cuda_stream__()[1] == s.ptr  # on CuPy's current stream
             total = float(c.sum())
-            # Freed while the stream lives: a block freed on a destroyed stream is a usage error.
-            del c, owner
-            s.synchronize()
-        assert on_stream and total == 1000.0
+        # The buffer keeps CuPy's stream alive, so the memory is freed on a live stream even
+        # when the program drops the stream first.
+        held = sys.getrefcount(s)
+        del owner, c
+        assert sys.getrefcount(s) == held - 1
+        del s
+        assert total == 1000.0
         del a, b, mem
         gc.collect()
         cupy.cuda.Device().synchronize()
         assert device_stats.allocation_counts.current_bytes == 0
+    finally:
+        cupy.cuda.set_allocator(None)
+
+
+def test_cupy_allocator_memory_is_owned_by_a_device_buffer(gpu):
+    """As with RMM's allocator, ``memptr.mem._owner`` is an ``rmm.DeviceBuffer``, for empty
+    requests too."""
+    cupy = pytest.importorskip("cupy")
+    from rmm.allocators.cupy import rmm_cupy_allocator
+
+    m = rmm_cupy_allocator(42)
+    assert m.mem.size == 42 and m.mem.ptr != 0
+    assert isinstance(m.mem._owner, rmm.DeviceBuffer) and m.mem._owner.size == 42
+    assert m.mem._owner.ptr == m.ptr and m.mem._owner.mr is mr_module.get_current_device_resource()
+    m = rmm_cupy_allocator(0)
+    assert m.mem.size == 0 and m.mem.ptr == 0
+    assert isinstance(m.mem._owner, rmm.DeviceBuffer)
+    assert m.mem.device_id == cupy.cuda.Device().id
+    cupy.cuda.set_allocator(rmm_cupy_allocator)
+    try:
+        a = cupy.arange(10)
+        assert isinstance(a.data.mem._owner, rmm.DeviceBuffer)
+        assert a.data.mem._owner.stream is DEFAULT_STREAM
     finally:
         cupy.cuda.set_allocator(None)
 
@@ -233,7 +236,8 @@ def test_cupy_allocator_reuses_pool_blocks_on_each_stream(gpu):
         for s in streams:
             with s:
                 c = cupy.arange(4096, dtype=cupy.float32)
-                assert c.data.mem._owner.stream == s.ptr == cupy.cuda.get_current_stream().ptr
+                owner_stream = c.data.mem._owner.stream.__cuda_stream__()[1]
+                assert owner_stream == s.ptr == cupy.cuda.get_current_stream().ptr
                 assert float(c.sum()) == float(4095 * 4096 // 2)
                 del c
             s.synchronize()
@@ -271,7 +275,8 @@ def numba_compiles(gpu):
 
 
 def test_numba_device_arrays_come_from_rmm(gpu):
-    """Device arrays (no kernel: that needs numba-cuda's compiler) through RMMNumbaManager."""
+    """Device arrays (no kernel: that needs numba-cuda's compiler) through RMMNumbaManager, their
+    memory held by ``rmm.DeviceBuffer`` objects."""
     pytest.importorskip("numba.cuda")
     result = run_script(
         """
@@ -290,16 +295,20 @@ def test_numba_device_arrays_come_from_rmm(gpu):
         e.copy_to_device(d)
         back = e.copy_to_host()
         live = stats.allocation_counts.current_bytes
-        manager = type(cuda.current_context().memory_manager).__name__
+        manager = cuda.current_context().memory_manager
+        owners = sorted({type(v).__name__ for v in manager.allocations.values()})
+        manager = type(manager).__name__
         del d, e
         import gc; gc.collect()
         cuda.synchronize()
         print(json.dumps({"ok": bool(np.array_equal(back, x)), "live": live, "nbytes": x.nbytes,
-                          "after": stats.allocation_counts.current_bytes, "manager": manager}))
+                          "after": stats.allocation_counts.current_bytes, "manager": manager,
+                          "owners": owners}))
         """,
         env={"NUMBA_CUDA_MEMORY_MANAGER": "rmm.allocators.numba"},
     )
     assert result["ok"] and result["manager"] == "RMMNumbaManager", result
+    assert result["owners"] == ["DeviceBuffer"], result  # what holds the memory, as in RMM
     assert result["live"] >= 2 * result["nbytes"]
     assert result["after"] == 0
 

@@ -10,6 +10,7 @@ import threading
 
 import pytest
 
+import rmm
 import rmm._native as native
 import rmm.pylibrmm.memory_resource as mr_module
 import rmm.statistics as st
@@ -27,7 +28,7 @@ def current(host_mr, monkeypatch):
 
 def allocate(n):
     """Allocate `n` bytes from the (stand-in) current resource; freed when collected."""
-    return native._allocate(n, mr=mr_module.get_current_device_resource())
+    return rmm.DeviceBuffer(size=n, mr=mr_module.get_current_device_resource())
 
 
 def test_statistics_fields_match_rmm():
@@ -211,7 +212,7 @@ def test_statistics_over_the_device_table(restore_current_resource):
     with st.statistics():
         adaptor = mr_module.get_current_device_resource()
         assert isinstance(adaptor, StatisticsResourceAdaptor) and adaptor.upstream_mr is base
-        a = native._allocate(1 << 20)
+        a = rmm.DeviceBuffer(size=1 << 20)
         assert st.get_statistics().current_bytes == 1 << 20
         del a
         assert st.get_statistics().current_bytes == 0
@@ -224,7 +225,7 @@ def test_profiler_over_the_device_table(restore_current_resource):
 
     @st.profiler(records=records)
     def work():
-        a = native._allocate(4096)
+        a = rmm.DeviceBuffer(size=4096)
         del a
 
     work()

@@ -13,7 +13,7 @@ from cuda.bindings.driver import CUdeviceptr, cuIpcGetMemHandle
 from numba import cuda
 from numba.cuda import HostOnlyCUDAMemoryManager, IpcHandle, MemoryPointer
 
-from rmm._native import _allocate
+from rmm import pylibrmm
 
 
 def _forget_when_freed(key: int, allocations: dict[int, Any]) -> Callable[[], None]:
@@ -43,11 +43,11 @@ class RMMNumbaManager(HostOnlyCUDAMemoryManager):
 
     def memalloc(self, size: int) -> MemoryPointer:
         """Allocate an on-device array from the current RMM resource."""
-        alloc = _allocate(size)
-        key = int(alloc.ptr)
+        buf = pylibrmm.DeviceBuffer(size=size)
+        key = int(buf.ptr)
         # The parent's `allocations` (cleared on context reset) keeps the memory alive until
         # the MemoryPointer's finalizer drops it.
-        self.allocations[key] = alloc
+        self.allocations[key] = buf
         return MemoryPointer(
             self.context,
             CUdeviceptr(key),

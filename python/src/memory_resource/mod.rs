@@ -19,24 +19,32 @@ mod per_device;
 mod resources;
 mod suballocators;
 
-pub use per_device::current_resource_object;
+pub use per_device::{current_resource_object, resource_object};
 pub use resources::*;
 
 /// The base of every resource class.
 #[pyclass(module = "rmm.pylibrmm.memory_resource._memory_resource", name = "DeviceMemoryResource", subclass, frozen)]
 pub struct DeviceMemoryResource {
     resource: SharedResource,
+    /// Whether the resource's memory is host memory only (read once: it never changes).
+    host_only: bool,
 }
 
 impl DeviceMemoryResource {
     /// The base-class part of a resource object.
     pub fn new(resource: SharedResource) -> Self {
-        DeviceMemoryResource { resource }
+        let host_only = !resource.is_device_accessible();
+        DeviceMemoryResource { resource, host_only }
     }
 
     /// The Rust resource.
     pub fn resource(&self) -> &SharedResource {
         &self.resource
+    }
+
+    /// True when the resource's memory is host memory only (the CPU copies it).
+    pub fn is_host_only(&self) -> bool {
+        self.host_only
     }
 }
 
