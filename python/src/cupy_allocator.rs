@@ -9,7 +9,7 @@ use pyo3::ffi::c_str;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyCapsule, PyCapsuleMethods, PyInt};
+use pyo3::types::{PyCapsule, PyCapsuleMethods};
 use std::ffi::{c_void, CStr};
 
 /// CuPy's C function `cupy_backends.cuda.stream.get_stream_ptr(device_id)`: the handle of the
@@ -114,18 +114,12 @@ fn device_and_stream<'py>(py: Python<'py>, cupy: &CupyNames) -> PyResult<(i32, B
 /// (`memptr.mem._owner`), as with RMM's allocator. Install it with
 /// `cupy.cuda.set_allocator(rmm_cupy_allocator)`.
 #[pyfunction]
-pub fn rmm_cupy_allocator<'py>(py: Python<'py>, nbytes: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
-    let size: usize = nbytes.extract()?;
-    // CuPy passes an int, which is handed on to CuPy as it is rather than made anew.
-    let size_object = match nbytes.is_exact_instance_of::<PyInt>() {
-        true => nbytes.clone(),
-        false => size.into_pyobject(py)?.into_any(),
-    };
+pub fn rmm_cupy_allocator(py: Python<'_>, nbytes: usize) -> PyResult<Py<PyAny>> {
     let cupy = cupy_names(py)?;
     let (device, stream) = device_and_stream(py, cupy)?;
-    let (owner, ptr) = DeviceBuffer::for_device(py, size, stream, device)?;
+    let (owner, ptr) = DeviceBuffer::for_device(py, nbytes, stream, device)?;
     // The device is known, so CuPy need not ask the driver which device owns the pointer.
-    let memory = cupy.unowned_memory.call1(py, (ptr, size_object, owner, device))?;
+    let memory = cupy.unowned_memory.call1(py, (ptr, nbytes, owner, device))?;
     cupy.memory_pointer.call1(py, (memory, 0))
 }
 
