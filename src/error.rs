@@ -99,6 +99,10 @@ pub enum Error {
     NoDriver(String),
     /// The caller broke the resource contract; nothing was changed.
     Misuse(Misuse),
+    /// The upstream resource broke its contract (a null pointer for a non-zero request, or memory
+    /// not aligned as asked); the message says how. Nothing was handed out and what the upstream
+    /// returned was given back. RMM has no such check; the C++ face throws `rmm::logic_error`.
+    BadUpstream(String),
     /// A file (for example a log) could not be opened or written.
     Io {
         /// The file.
@@ -171,6 +175,7 @@ impl fmt::Display for Error {
             Error::Cuda { call, code, name } => write!(f, "CUDA error in {call}: {name} ({code})"),
             Error::NoDriver(msg) => write!(f, "no CUDA driver: {msg}"),
             Error::Misuse(m) => write!(f, "misuse: {m}"),
+            Error::BadUpstream(msg) => write!(f, "bad upstream: {msg}"),
             Error::Io { path, message } => write!(f, "cannot write {path}: {message}"),
         }
     }

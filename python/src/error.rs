@@ -21,6 +21,8 @@ pub fn to_py(err: rmm::Error) -> PyErr {
         E::OutOfMemory { .. } => PyMemoryError::new_err(msg),
         E::BadAlignment { .. } | E::InvalidArgument(_) | E::SizeOverflow { .. } => PyValueError::new_err(msg),
         E::Io { .. } => PyOSError::new_err(msg),
+        // An upstream (a Python callback, say) that returned null or misaligned memory.
+        E::BadUpstream(_) => PyRuntimeError::new_err(msg),
         _ => PyRuntimeError::new_err(msg),
     }
 }

@@ -2,6 +2,7 @@
 
 use crate::adaptor::zero_byte_allocation;
 use crate::error::{Error, Result};
+use crate::resource::upstream_check::refuse_null;
 use crate::resource::{align_up, effective_alignment, MemoryResource, DEFAULT_ALIGNMENT};
 use crate::stream::CudaStreamView;
 use parking_lot::Mutex;
@@ -13,6 +14,11 @@ use std::collections::HashMap;
 /// remembered for the free. Smaller allocations, and every allocation when `alignment` is 256,
 /// pass through unchanged.
 ///
+/// The block never leaves what the upstream gave: an upstream that breaks its contract with a
+/// pointer not 256-aligned, so that the block would not fit, gets that memory back and is asked
+/// for `bytes + alignment - 1` bytes, which hold an aligned block wherever they start. A null
+/// pointer for the over-allocation is refused with [`Error::BadUpstream`].
+///
 /// A request's own alignment is honoured too: the larger of it and `alignment` is used (RMM
 /// ignores the request's alignment). Alignments below 256 count as 256, the upstream's minimum.
 #[derive(Debug)]
@@ -20,8 +26,9 @@ pub struct AlignedResourceAdaptor<U> {
     upstream: U,
     alignment: usize,
     alignment_threshold: usize,
-    /// Aligned pointer -> upstream pointer, for the blocks whose two differ.
-    moved: Mutex<HashMap<usize, usize>>,
+    /// Aligned pointer -> (upstream pointer, bytes asked of the upstream), for the blocks whose
+    /// pointers differ or whose upstream size is not [`upstream_size`](Self::upstream_size).
+    moved: Mutex<HashMap<usize, (usize, usize)>>,
 }
 
 impl<U: MemoryResource> AlignedResourceAdaptor<U> {
@@ -67,6 +74,47 @@ impl<U: MemoryResource> AlignedResourceAdaptor<U> {
     fn upstream_size(bytes: usize, alignment: usize) -> Option<usize> {
         align_up(bytes, alignment)?.checked_add(alignment - DEFAULT_ALIGNMENT)
     }
+
+    /// `size` bytes from the upstream, 256-aligned as asked; a null pointer is refused.
+    fn take(&self, size: usize, stream: CudaStreamView) -> Result<usize> {
+        Ok(refuse_null(self.upstream.allocate(size, DEFAULT_ALIGNMENT, stream)?, size)? as usize)
+    }
+
+    /// The first address aligned to `alignment` in `raw..raw + size`, if a block of `bytes` from
+    /// there ends within that range.
+    fn aligned_within(raw: usize, size: usize, bytes: usize, alignment: usize) -> Option<usize> {
+        let aligned = align_up(raw, alignment)?;
+        (aligned - raw).checked_add(bytes).filter(|&end| end <= size).map(|_| aligned)
+    }
+
+    /// The upstream's `raw` (of `size` bytes) was not 256-aligned and holds no aligned block of
+    /// `bytes`: gives it back and takes `bytes + alignment - 1`, which hold one wherever they
+    /// start. Returns `(raw, size, aligned)` of the new memory, to be remembered whatever `raw`
+    /// is: its size is not [`upstream_size`](Self::upstream_size).
+    #[cold]
+    #[inline(never)]
+    fn take_again(
+        &self,
+        raw: usize,
+        size: usize,
+        bytes: usize,
+        alignment: usize,
+        stream: CudaStreamView,
+    ) -> Result<(usize, usize, usize)> {
+        self.upstream.deallocate(raw as *mut u8, size, DEFAULT_ALIGNMENT, stream)?;
+        let size = bytes
+            .checked_add(alignment - 1)
+            .ok_or_else(|| Error::out_of_memory(bytes, "size overflows the address space"))?;
+        let raw = self.take(size, stream)?;
+        match Self::aligned_within(raw, size, bytes, alignment) {
+            Some(aligned) => Ok((raw, size, aligned)),
+            // Only where `raw + size` would pass the end of the address space.
+            None => {
+                let _ = self.upstream.deallocate(raw as *mut u8, size, DEFAULT_ALIGNMENT, stream);
+                Err(Error::BadUpstream(format!("the upstream resource returned {raw:#x} for {size} bytes")))
+            }
+        }
+    }
 }
 
 impl<U: MemoryResource> MemoryResource for AlignedResourceAdaptor<U> {
@@ -79,13 +127,15 @@ impl<U: MemoryResource> MemoryResource for AlignedResourceAdaptor<U> {
         };
         let size = Self::upstream_size(bytes, alignment)
             .ok_or_else(|| Error::out_of_memory(bytes, "size overflows the address space"))?;
-        let raw = self.upstream.allocate(size, DEFAULT_ALIGNMENT, stream)? as usize;
-        // `raw + size` does not overflow (the upstream handed it out), and the aligned block ends
-        // within it: aligned - raw <= alignment - 256 and align_up(bytes) <= size - that.
-        let aligned = raw.next_multiple_of(alignment);
-        if aligned != raw {
-            self.moved.lock().insert(aligned, raw);
-        }
+        let raw = self.take(size, stream)?;
+        // With a 256-aligned `raw` the aligned block always fits: aligned - raw <= alignment - 256
+        // and align_up(bytes) <= size - that. Only an upstream breaking its contract misses.
+        let (raw, size, aligned) = match Self::aligned_within(raw, size, bytes, alignment) {
+            Some(aligned) if aligned == raw => return Ok(aligned as *mut u8),
+            Some(aligned) => (raw, size, aligned),
+            None => self.take_again(raw, size, bytes, alignment, stream)?,
+        };
+        self.moved.lock().insert(aligned, (raw, size));
         Ok(aligned as *mut u8)
     }
 
@@ -96,14 +146,13 @@ impl<U: MemoryResource> MemoryResource for AlignedResourceAdaptor<U> {
         let Some(alignment) = self.over_alignment(bytes, alignment)? else {
             return self.upstream.deallocate(ptr, bytes, alignment, stream);
         };
-        // A size this large was never allocated: the upstream refuses it as it is.
-        let size = Self::upstream_size(bytes, alignment).unwrap_or(bytes);
         let entry = self.moved.lock().remove(&(ptr as usize));
-        let raw = entry.unwrap_or(ptr as usize);
+        // A size this large was never allocated: the upstream refuses it as it is.
+        let (raw, size) = entry.unwrap_or((ptr as usize, Self::upstream_size(bytes, alignment).unwrap_or(bytes)));
         self.upstream.deallocate(raw as *mut u8, size, DEFAULT_ALIGNMENT, stream).inspect_err(|_| {
             // A refused free leaves everything as it was.
-            if let Some(raw) = entry {
-                self.moved.lock().insert(ptr as usize, raw);
+            if let Some(entry) = entry {
+                self.moved.lock().insert(ptr as usize, entry);
             }
         })
     }

@@ -38,7 +38,8 @@ impl Outcome {
 pub(crate) fn kind_of(e: &Error, ctx: Context) -> ErrorKind {
     match e {
         Error::OutOfMemory { .. } => ErrorKind::OutOfMemory,
-        Error::Misuse(_) | Error::Unsupported(_) => ErrorKind::Logic,
+        // A broken upstream is a programming error, not a shortage: no retry or back-off helps.
+        Error::Misuse(_) | Error::Unsupported(_) | Error::BadUpstream(_) => ErrorKind::Logic,
         Error::Cuda { .. } | Error::NoDriver(_) => match ctx {
             Context::Allocate => ErrorKind::BadAlloc,
             Context::Construct => ErrorKind::Cuda,
@@ -102,6 +103,9 @@ mod tests {
         assert_eq!(kind_of(&cuda, Context::Construct), ErrorKind::Cuda);
         assert_eq!(kind_of(&cuda, Context::Allocate), ErrorKind::BadAlloc);
         assert_eq!(kind_of(&Error::NoDriver("none".into()), Context::Allocate), ErrorKind::BadAlloc);
+        let upstream = Error::BadUpstream("null".into());
+        assert_eq!(kind_of(&upstream, Context::Allocate), ErrorKind::Logic);
+        assert_eq!(kind_of(&upstream, Context::Construct), ErrorKind::Logic);
     }
 
     #[test]

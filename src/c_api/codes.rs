@@ -21,7 +21,8 @@ impl RmmError {
     pub const NOT_INITIALIZED: RmmError = RmmError(3);
     /// `RMM_ERROR_OUT_OF_MEMORY`: the resource could not find the memory.
     pub const OUT_OF_MEMORY: RmmError = RmmError(4);
-    /// `RMM_ERROR_UNKNOWN`: anything else (an internal panic, caught).
+    /// `RMM_ERROR_UNKNOWN`: anything else (an internal panic, caught; an upstream resource that
+    /// broke its contract).
     pub const UNKNOWN: RmmError = RmmError(5);
     /// `RMM_ERROR_IO`: the event log could not be written.
     pub const IO: RmmError = RmmError(6);
@@ -37,6 +38,7 @@ impl RmmError {
                 RmmError::INVALID_ARGUMENT
             }
             Error::Io { .. } => RmmError::IO,
+            Error::BadUpstream(_) => RmmError::UNKNOWN,
         }
     }
 

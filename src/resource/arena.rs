@@ -10,6 +10,7 @@ use crate::pool::{
     MAX_BLOCK_BYTES,
 };
 use crate::resource::cuda_event_order::CudaEventOrder;
+use crate::resource::upstream_check::allocate_chunk;
 use crate::resource::{effective_alignment, MemoryResource};
 use crate::stream::CudaStreamView;
 use crate::PoolState;
@@ -136,7 +137,7 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
         }
         let ordered = order.is_needed();
         let order: Arc<dyn StreamOrder> = Arc::from(order);
-        let base = upstream.allocate(size, GRANULE, CudaStreamView::DEFAULT)? as usize;
+        let base = allocate_chunk(&upstream, size, GRANULE, CudaStreamView::DEFAULT)? as usize;
         // The upstream may allocate in stream order: once nothing is pending, every stream may
         // take the memory (this also ties the order to the current device).
         if let Err(e) = without_driver_ok(order.synchronize_all()) {

@@ -7,6 +7,7 @@ use crate::pool::{next_retirement_number, HostOrder, StreamKey, StreamOrder, IDE
 use crate::pool::{RawSpinLock, SpinMutex};
 use crate::resource::cuda_event_order::CudaEventOrder;
 use crate::resource::pool::stream_key;
+use crate::resource::upstream_check::allocate_chunk;
 use crate::resource::{effective_alignment, MemoryResource, DEFAULT_ALIGNMENT};
 use crate::stream::CudaStreamView;
 use crate::stream_registry::{add_tenant, StreamTenant, Tenancy};
@@ -92,7 +93,7 @@ impl<U: MemoryResource> FixedSizeMemoryResource<U> {
             _tenancy: tenancy,
         };
         let chunk = resource.chunk_bytes();
-        let ptr = resource.upstream.allocate(chunk, DEFAULT_ALIGNMENT, CudaStreamView::DEFAULT)?;
+        let ptr = allocate_chunk(&resource.upstream, chunk, DEFAULT_ALIGNMENT, CudaStreamView::DEFAULT)?;
         // As the pool's initial chunk: fresh once nothing is pending, else the default stream's.
         let fresh = !resource.ordered || resource.order.synchronize_all().is_ok();
         let mut st = resource.state.lock();
@@ -185,7 +186,7 @@ impl<U: MemoryResource> FixedSizeMemoryResource<U> {
                 st.sets.want(donor);
             }
         }
-        match self.upstream.allocate(self.chunk_bytes(), DEFAULT_ALIGNMENT, stream) {
+        match allocate_chunk(&self.upstream, self.chunk_bytes(), DEFAULT_ALIGNMENT, stream) {
             Ok(ptr) => {
                 st.add_chunk(ptr as usize, self.blocks_per_chunk, slot);
                 let a = st.allocate_own(slot).expect("a new chunk has a block");

@@ -6,6 +6,7 @@ use crate::pool::{
     StreamOrder, GRANULE, MAX_BLOCK_BYTES,
 };
 use crate::resource::cuda_event_order::CudaEventOrder;
+use crate::resource::upstream_check::allocate_chunk;
 use crate::resource::{effective_alignment, MemoryResource};
 use crate::stream::CudaStreamView;
 use crate::PoolState;
@@ -168,7 +169,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             _tenancy: tenancy,
         };
         if initial_size > 0 {
-            let ptr = pool.upstream.allocate(initial_size, GRANULE, CudaStreamView::DEFAULT)?;
+            let ptr = allocate_chunk(&pool.upstream, initial_size, GRANULE, CudaStreamView::DEFAULT)?;
             pool.pool_size.store(initial_size, Ordering::Relaxed);
             pool.upstream_chunks.lock().push((ptr as usize, initial_size));
             // An upstream may allocate in stream order; once nothing is pending, the chunk is fresh
@@ -342,7 +343,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
                 want = want.min(room).max(needed);
                 continue;
             }
-            match self.upstream.allocate(want, GRANULE, stream) {
+            match allocate_chunk(&self.upstream, want, GRANULE, stream) {
                 Ok(ptr) => {
                     self.upstream_chunks.lock().push((ptr as usize, want));
                     self.adopt(home, core, ptr as usize, want, key);

@@ -8,8 +8,8 @@ use crate::pool::size_class::map_ceil;
 
 impl CoalescingPool {
     /// Adds a range taken from the upstream as one free block on `set`. `addr` and `size` must be
-    /// multiples of 256, `size` at most [`MAX_BLOCK_BYTES`], and the range must not overlap any
-    /// chunk already added.
+    /// multiples of 256 (the pool refuses an upstream's chunk that is not, before it gets here),
+    /// `size` at most [`MAX_BLOCK_BYTES`], and the range must not overlap any chunk already added.
     pub fn add_chunk(&mut self, addr: usize, size: usize, set: SetId) {
         debug_assert!(addr % GRANULE == 0 && size % GRANULE == 0 && size > 0 && size <= MAX_BLOCK_BYTES);
         self.chunks.push((addr, size));

@@ -1,0 +1,71 @@
+//! Checks of what an upstream hands back, made where a suballocator takes memory from it (the
+//! cold path, never per block): the pool, the arena and the fixed-size resource carve blocks out
+//! of a chunk by arithmetic on its address, so a null or misaligned chunk would put blocks outside
+//! the memory the upstream gave. Such a chunk is refused with [`Error::BadUpstream`] instead.
+
+use crate::error::{Error, Result};
+use crate::resource::MemoryResource;
+use crate::stream::CudaStreamView;
+
+/// `ptr` as the upstream returned it for a request of `bytes`, or [`Error::BadUpstream`] when it is
+/// null although `bytes` is not 0: an upstream that cannot allocate must fail, not "succeed" with
+/// null (there is nothing to give back).
+#[inline]
+pub(crate) fn refuse_null(ptr: *mut u8, bytes: usize) -> Result<*mut u8> {
+    if ptr.is_null() && bytes != 0 {
+        return Err(null_error(bytes));
+    }
+    Ok(ptr)
+}
+
+#[cold]
+#[inline(never)]
+fn null_error(bytes: usize) -> Error {
+    Error::BadUpstream(format!("the upstream resource returned a null pointer for {bytes} bytes"))
+}
+
+/// Takes `bytes` aligned to `alignment` from `upstream` for a suballocator to carve blocks out of.
+/// Errors of the upstream pass through unchanged. A null pointer (for `bytes` above 0) or one not
+/// aligned to `alignment` is refused with [`Error::BadUpstream`]; a misaligned chunk is first given
+/// back to the upstream, so the refusal leaves the upstream and the caller as they were.
+#[cold]
+#[inline(never)]
+pub(crate) fn allocate_chunk<U: MemoryResource + ?Sized>(
+    upstream: &U,
+    bytes: usize,
+    alignment: usize,
+    stream: CudaStreamView,
+) -> Result<*mut u8> {
+    let ptr = refuse_null(upstream.allocate(bytes, alignment, stream)?, bytes)?;
+    if (ptr as usize) % alignment != 0 {
+        // Nothing else can be done with memory that breaks the contract; an error of the free
+        // would hide the one that matters, the misalignment.
+        let _ = upstream.deallocate(ptr, bytes, alignment, stream);
+        return Err(Error::BadUpstream(format!(
+            "the upstream resource returned {:#x} for {bytes} bytes aligned to {alignment}, which is not \
+             so aligned; the memory was given back",
+            ptr as usize
+        )));
+    }
+    Ok(ptr)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resource::HostMemoryResource;
+
+    #[test]
+    fn null_is_refused_only_for_non_zero_requests() {
+        assert!(refuse_null(std::ptr::null_mut(), 0).is_ok());
+        assert!(matches!(refuse_null(std::ptr::null_mut(), 1), Err(Error::BadUpstream(_))));
+    }
+
+    #[test]
+    fn an_aligned_chunk_passes() {
+        let host = HostMemoryResource::new();
+        let p = allocate_chunk(&host, 4096, 256, CudaStreamView::DEFAULT).unwrap();
+        assert_eq!(p as usize % 256, 0);
+        host.deallocate(p, 4096, 256, CudaStreamView::DEFAULT).unwrap();
+    }
+}
