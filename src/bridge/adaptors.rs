@@ -12,12 +12,13 @@ use crate::device::DeviceId;
 use crate::error::{Error, Result};
 use crate::resource::SharedResource;
 use crate::stream::CudaStreamView;
+use parking_lot::ReentrantMutex;
 use std::sync::Arc;
 
-// SAFETY: the callbacks wrap `std::function`s that RMM calls from whichever thread allocates.
+// SAFETY: the object holds the user's two `std::function`s and their arguments, which RMM calls
+// from whichever thread allocates: they are tied to no thread. They need not be thread-safe,
+// though, so the type is not `Sync`, and the callback resource calls them under one lock.
 unsafe impl Send for ffi::CppAllocationCallbacks {}
-// SAFETY: as above; both methods are const.
-unsafe impl Sync for ffi::CppAllocationCallbacks {}
 
 pub(crate) fn new_aligned_adaptor(
     upstream: &RustResource,
@@ -51,11 +52,14 @@ pub(crate) fn new_callback_memory_resource(
         if callbacks.is_null() {
             return Err(Error::InvalidArgument("null allocation callbacks".into()));
         }
-        let callbacks = Arc::new(callbacks);
+        // One thread in the user's callbacks at a time: a pool over this resource grows its
+        // shards under separate locks. Reentrant, so a callback that calls back into this
+        // resource on its own thread does not deadlock.
+        let callbacks = Arc::new(ReentrantMutex::new(callbacks));
         let dealloc = callbacks.clone();
         let allocate = move |bytes: usize, _alignment: usize, stream: CudaStreamView| -> Result<*mut u8> {
             let mut out = Outcome::ok(0);
-            if let Some(c) = callbacks.as_ref().as_ref() {
+            if let Some(c) = callbacks.lock().as_ref() {
                 c.allocate(bytes, stream.handle(), &mut out);
             }
             if out.is_ok() {
@@ -65,7 +69,7 @@ pub(crate) fn new_callback_memory_resource(
             }
         };
         let deallocate = move |ptr: *mut u8, bytes: usize, _alignment: usize, stream: CudaStreamView| -> Result<()> {
-            if let Some(c) = dealloc.as_ref().as_ref() {
+            if let Some(c) = dealloc.lock().as_ref() {
                 c.deallocate(ptr as usize, bytes, stream.handle());
             }
             Ok(())

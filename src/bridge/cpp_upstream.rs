@@ -3,18 +3,27 @@
 
 use super::ffi::{self, ErrorKind, Outcome};
 use crate::error::{Error, Result};
-use crate::resource::{same_type, MemoryResource};
+use crate::resource::upstream_check::refuse_null;
+use crate::resource::MemoryResource;
 use crate::stream::CudaStreamView;
+use parking_lot::{ReentrantMutex, ReentrantMutexGuard};
 
-// SAFETY: the C++ side wraps a `cuda::mr` resource, which RMM requires to be usable from any thread
-// (as RMM's own resources are); the wrapper itself is immutable after construction.
+// SAFETY: the C++ object (a `cpp_resource` holding a `shared_ptr` to the user's resource) is tied
+// to no thread: it may be called from, and destroyed on, any thread as long as one call runs at a
+// time. Rust reaches it only through `CppUpstream`, which holds it under a lock (the type is not
+// `Sync`: a `cuda::mr` resource need not be thread-safe, as RMM's `thread_safe_resource_adaptor`
+// shows, and RMM's pool calls its upstream under one lock).
 unsafe impl Send for ffi::CppResource {}
-// SAFETY: as above; every method takes `const&`.
-unsafe impl Sync for ffi::CppResource {}
 
-/// Owns one C++ resource wrapper.
+/// Owns one C++ resource wrapper and lets one thread at a time call into it: a pool grows its
+/// shards under separate locks, so without this a user's resource that is not thread-safe would
+/// be entered from several threads at once. Only the cold paths of a suballocator reach here. The
+/// lock is reentrant: a resource that calls back into this one on its own thread does not
+/// deadlock.
 pub struct CppUpstream {
-    inner: cxx::UniquePtr<ffi::CppResource>,
+    inner: ReentrantMutex<cxx::UniquePtr<ffi::CppResource>>,
+    /// Read once at construction: `host_accessible` is a constant of the wrapped resource.
+    host_accessible: bool,
 }
 
 impl std::fmt::Debug for CppUpstream {
@@ -26,16 +35,23 @@ impl std::fmt::Debug for CppUpstream {
 impl CppUpstream {
     /// Wraps `inner`; `None` when the pointer is null.
     pub(crate) fn new(inner: cxx::UniquePtr<ffi::CppResource>) -> Option<Self> {
-        if inner.is_null() {
-            None
-        } else {
-            Some(CppUpstream { inner })
-        }
+        let host_accessible = inner.as_ref()?.host_accessible();
+        Some(CppUpstream { inner: ReentrantMutex::new(inner), host_accessible })
     }
 
+    /// The resource, locked for one call.
+    fn lock(&self) -> Locked<'_> {
+        Locked(self.inner.lock())
+    }
+}
+
+/// A locked C++ resource.
+struct Locked<'a>(ReentrantMutexGuard<'a, cxx::UniquePtr<ffi::CppResource>>);
+
+impl Locked<'_> {
     fn resource(&self) -> &ffi::CppResource {
         // Checked non-null in `new`, never reset afterwards.
-        self.inner.as_ref().expect("CppUpstream holds a non-null resource")
+        self.0.as_ref().expect("CppUpstream holds a non-null resource")
     }
 }
 
@@ -56,9 +72,9 @@ impl MemoryResource for CppUpstream {
             return Ok(std::ptr::null_mut());
         }
         let mut out = Outcome::ok(0);
-        self.resource().allocate(bytes, alignment, stream.handle(), &mut out);
+        self.lock().resource().allocate(bytes, alignment, stream.handle(), &mut out);
         if out.is_ok() {
-            Ok(out.ptr as *mut u8)
+            refuse_null(out.ptr as *mut u8, bytes)
         } else {
             Err(to_error(out, bytes))
         }
@@ -66,19 +82,31 @@ impl MemoryResource for CppUpstream {
 
     fn deallocate(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<()> {
         if !ptr.is_null() {
-            self.resource().deallocate(ptr as usize, bytes, alignment, stream.handle());
+            self.lock().resource().deallocate(ptr as usize, bytes, alignment, stream.handle());
         }
         Ok(())
     }
 
     fn is_equal(&self, other: &dyn MemoryResource) -> bool {
-        same_type::<Self>(other)
-            && (other as &dyn std::any::Any)
-                .downcast_ref::<Self>()
-                .is_some_and(|o| self.resource().equals(o.resource()))
+        let Some(other) = (other as &dyn std::any::Any).downcast_ref::<Self>() else {
+            return false;
+        };
+        if std::ptr::eq(self, other) {
+            return true;
+        }
+        // Both locked, in address order, so that two threads comparing the pair both ways do not
+        // each hold one lock and wait for the other.
+        let (mine, theirs) = if (self as *const Self) < (other as *const Self) {
+            let mine = self.lock();
+            (mine, other.lock())
+        } else {
+            let theirs = other.lock();
+            (self.lock(), theirs)
+        };
+        mine.resource().equals(theirs.resource())
     }
 
     fn is_host_accessible(&self) -> bool {
-        self.resource().host_accessible()
+        self.host_accessible
     }
 }
