@@ -5,7 +5,7 @@
 
 use rmm::adaptor::AlignedResourceAdaptor;
 use rmm::resource::{ArenaMemoryResource, FixedSizeMemoryResource, HostMemoryResource, PoolMemoryResource};
-use rmm::{CudaStreamView, Error, MemoryResource};
+use rmm::{CudaStreamView, Error, MemoryResource, Misuse};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
@@ -77,13 +77,14 @@ impl MemoryResource for Faulty {
     }
 
     fn deallocate(&self, ptr: *mut u8, bytes: usize, _alignment: usize, stream: CudaStreamView) -> rmm::Result<()> {
-        let (asked, host, host_bytes) = self
-            .live
-            .lock()
-            .unwrap()
-            .remove(&(ptr as usize))
-            .expect("freeing a pointer this upstream did not hand out");
-        assert_eq!(asked, bytes, "freed with another size than allocated");
+        let mut live = self.live.lock().unwrap();
+        let Some(&(asked, host, host_bytes)) = live.get(&(ptr as usize)) else {
+            return Err(Misuse::UnknownPointer { ptr: ptr as usize }.into());
+        };
+        if asked != bytes {
+            return Err(Misuse::WrongSize { ptr: ptr as usize, allocated: asked, given: bytes }.into());
+        }
+        live.remove(&(ptr as usize));
         self.host.deallocate(host as *mut u8, host_bytes, 256, stream)
     }
 
@@ -208,6 +209,13 @@ fn aligned_adaptor_keeps_blocks_inside_a_misaligned_upstream() {
         }
     }
     assert_eq!(up.outstanding().0, live.len(), "one upstream range per block, the refused ones given back");
+    // A wrong size is still refused, by the upstream, and changes nothing.
+    let before = up.outstanding();
+    for &(p, bytes, alignment) in &live {
+        let wrong = adaptor.deallocate(p, bytes + MIB, alignment, S);
+        assert!(matches!(wrong, Err(Error::Misuse(Misuse::WrongSize { .. }))), "{bytes} bytes: {wrong:?}");
+    }
+    assert_eq!(up.outstanding(), before);
     for (p, bytes, alignment) in live {
         adaptor.deallocate(p, bytes, alignment, S).unwrap();
     }

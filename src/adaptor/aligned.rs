@@ -26,9 +26,11 @@ pub struct AlignedResourceAdaptor<U> {
     upstream: U,
     alignment: usize,
     alignment_threshold: usize,
-    /// Aligned pointer -> (upstream pointer, bytes asked of the upstream), for the blocks whose
-    /// pointers differ or whose upstream size is not [`upstream_size`](Self::upstream_size).
-    moved: Mutex<HashMap<usize, (usize, usize)>>,
+    /// Aligned pointer -> (upstream pointer, whether the upstream was asked for
+    /// [`widened_size`](Self::widened_size) rather than [`upstream_size`](Self::upstream_size)),
+    /// for the blocks whose pointers differ or whose size is widened. Sizes are not stored: they
+    /// follow from the size given to the free, so the upstream still refuses a wrong one.
+    moved: Mutex<HashMap<usize, (usize, bool)>>,
 }
 
 impl<U: MemoryResource> AlignedResourceAdaptor<U> {
@@ -75,6 +77,12 @@ impl<U: MemoryResource> AlignedResourceAdaptor<U> {
         align_up(bytes, alignment)?.checked_add(alignment - DEFAULT_ALIGNMENT)
     }
 
+    /// What the upstream is asked for when its pointer was not 256-aligned: an aligned block of
+    /// `bytes` fits wherever these start.
+    fn widened_size(bytes: usize, alignment: usize) -> Option<usize> {
+        bytes.checked_add(alignment - 1)
+    }
+
     /// `size` bytes from the upstream, 256-aligned as asked; a null pointer is refused.
     fn take(&self, size: usize, stream: CudaStreamView) -> Result<usize> {
         Ok(refuse_null(self.upstream.allocate(size, DEFAULT_ALIGNMENT, stream)?, size)? as usize)
@@ -88,9 +96,8 @@ impl<U: MemoryResource> AlignedResourceAdaptor<U> {
     }
 
     /// The upstream's `raw` (of `size` bytes) was not 256-aligned and holds no aligned block of
-    /// `bytes`: gives it back and takes `bytes + alignment - 1`, which hold one wherever they
-    /// start. Returns `(raw, size, aligned)` of the new memory, to be remembered whatever `raw`
-    /// is: its size is not [`upstream_size`](Self::upstream_size).
+    /// `bytes`: gives it back and takes [`widened_size`](Self::widened_size) instead. Returns
+    /// `(raw, aligned)` of the new memory, to be remembered whatever `raw` is.
     #[cold]
     #[inline(never)]
     fn take_again(
@@ -100,14 +107,13 @@ impl<U: MemoryResource> AlignedResourceAdaptor<U> {
         bytes: usize,
         alignment: usize,
         stream: CudaStreamView,
-    ) -> Result<(usize, usize, usize)> {
+    ) -> Result<(usize, usize)> {
         self.upstream.deallocate(raw as *mut u8, size, DEFAULT_ALIGNMENT, stream)?;
-        let size = bytes
-            .checked_add(alignment - 1)
+        let size = Self::widened_size(bytes, alignment)
             .ok_or_else(|| Error::out_of_memory(bytes, "size overflows the address space"))?;
         let raw = self.take(size, stream)?;
         match Self::aligned_within(raw, size, bytes, alignment) {
-            Some(aligned) => Ok((raw, size, aligned)),
+            Some(aligned) => Ok((raw, aligned)),
             // Only where `raw + size` would pass the end of the address space.
             None => {
                 let _ = self.upstream.deallocate(raw as *mut u8, size, DEFAULT_ALIGNMENT, stream);
@@ -130,12 +136,15 @@ impl<U: MemoryResource> MemoryResource for AlignedResourceAdaptor<U> {
         let raw = self.take(size, stream)?;
         // With a 256-aligned `raw` the aligned block always fits: aligned - raw <= alignment - 256
         // and align_up(bytes) <= size - that. Only an upstream breaking its contract misses.
-        let (raw, size, aligned) = match Self::aligned_within(raw, size, bytes, alignment) {
+        let (raw, aligned, widened) = match Self::aligned_within(raw, size, bytes, alignment) {
             Some(aligned) if aligned == raw => return Ok(aligned as *mut u8),
-            Some(aligned) => (raw, size, aligned),
-            None => self.take_again(raw, size, bytes, alignment, stream)?,
+            Some(aligned) => (raw, aligned, false),
+            None => {
+                let (raw, aligned) = self.take_again(raw, size, bytes, alignment, stream)?;
+                (raw, aligned, true)
+            }
         };
-        self.moved.lock().insert(aligned, (raw, size));
+        self.moved.lock().insert(aligned, (raw, widened));
         Ok(aligned as *mut u8)
     }
 
@@ -147,8 +156,10 @@ impl<U: MemoryResource> MemoryResource for AlignedResourceAdaptor<U> {
             return self.upstream.deallocate(ptr, bytes, alignment, stream);
         };
         let entry = self.moved.lock().remove(&(ptr as usize));
+        let (raw, widened) = entry.unwrap_or((ptr as usize, false));
+        let size = if widened { Self::widened_size(bytes, alignment) } else { Self::upstream_size(bytes, alignment) };
         // A size this large was never allocated: the upstream refuses it as it is.
-        let (raw, size) = entry.unwrap_or((ptr as usize, Self::upstream_size(bytes, alignment).unwrap_or(bytes)));
+        let size = size.unwrap_or(bytes);
         self.upstream.deallocate(raw as *mut u8, size, DEFAULT_ALIGNMENT, stream).inspect_err(|_| {
             // A refused free leaves everything as it was.
             if let Some(entry) = entry {
