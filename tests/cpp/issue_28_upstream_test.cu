@@ -101,7 +101,9 @@ void grow_from_16_threads(Pool& pool)
     workers.emplace_back([&] {
       cuda::stream_ref const own{cudaStreamPerThread};
       ++ready;
-      while (ready.load() < threads) {}
+      while (ready.load() < threads) {
+        std::this_thread::yield();
+      }
       std::vector<std::pair<void*, std::size_t>> blocks;
       for (std::size_t i = 1; i <= 4; ++i) {
         blocks.emplace_back(pool.allocate(own, i * MiB), i * MiB);
