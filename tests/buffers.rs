@@ -35,7 +35,9 @@ impl<U: MemoryResource> Recorder<U> {
     }
 }
 
-impl<U: MemoryResource> MemoryResource for Recorder<U> {
+// SAFETY: blocks come from the upstream unchanged and go back to it (a refused free keeps the
+// block live); the accessibility answers are the upstream's.
+unsafe impl<U: MemoryResource> MemoryResource for Recorder<U> {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
         let p = self.upstream.allocate(bytes, alignment, stream)?;
         self.calls.lock().push((true, p as usize, bytes, stream));

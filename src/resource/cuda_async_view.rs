@@ -42,7 +42,10 @@ impl CudaAsyncViewMemoryResource {
     }
 }
 
-impl MemoryResource for CudaAsyncViewMemoryResource {
+// SAFETY: blocks come from `cuMemAllocFromPoolAsync` on the viewed pool, which the constructor's
+// contract (or the owner this view holds) keeps alive; the driver aligns them to 256 bytes and
+// reuses them only after `cuMemFreeAsync`, in stream order. Pool memory is device memory only.
+unsafe impl MemoryResource for CudaAsyncViewMemoryResource {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
         if self.pool == 0 && bytes > 0 {
             cuda_alignment(alignment)?;
@@ -75,7 +78,11 @@ impl MemoryResource for CudaAsyncViewMemoryResource {
 /// pool, equality with every resource over the same pool, and the given host accessibility.
 macro_rules! pool_backed_memory_resource {
     ($ty:ty, host_accessible: $host:expr) => {
-        impl $crate::resource::MemoryResource for $ty {
+        // SAFETY: blocks come from `cuMemAllocFromPoolAsync` on the pool this resource holds (alive
+        // until it is dropped, `Drop` destroys it after the device is synchronised); the driver
+        // aligns them to 256 bytes and reuses them only after `cuMemFreeAsync`, in stream order;
+        // `$host` says whether the pool's memory is host accessible (managed memory).
+        unsafe impl $crate::resource::MemoryResource for $ty {
             fn allocate(
                 &self,
                 bytes: usize,
