@@ -57,3 +57,66 @@ fn a_pool_block_freed_through_cuda_memory_resource_is_misuse_and_the_pool_keeps_
     assert_eq!(wrong, Err(Error::Misuse(Misuse::WrongSize { ptr: own as usize, allocated: 1000, given: 999 })));
     CudaMemoryResource::new().deallocate(own, 1000, 256, S).unwrap();
 }
+
+#[test]
+fn the_stream_a_cudarc_view_reports_outlives_the_buffer_and_its_stream() {
+    if !gpu() {
+        return;
+    }
+    use cudarc::driver::{CudaContext, DeviceSlice};
+    use rmm::{CudaStream, DeviceBuffer};
+    let ctx = CudaContext::new(0).unwrap();
+    let (kept, dead) = {
+        let stream = CudaStream::new().unwrap();
+        let buf = DeviceBuffer::<u32>::zeroed(256, stream.view()).unwrap();
+        let view = buf.cudarc_view(&ctx).unwrap();
+        // cudarc's trait hands out the view's stream as an `Arc` that anyone may keep.
+        let kept = view.stream().clone();
+        (kept, stream.view().handle())
+        // The view, the buffer and the stream are dropped here.
+    };
+    assert_ne!(kept.cu_stream() as usize, dead, "a kept clone names the destroyed stream");
+    // What is kept is a stream of the context that needs no owner: using it is sound.
+    assert!(kept.cu_stream().is_null(), "the context's default stream");
+    kept.synchronize().unwrap();
+    let copied = kept.clone_htod(&[7u32; 16]).unwrap();
+    assert_eq!(kept.clone_dtoh(&copied).unwrap(), [7u32; 16]);
+}
+
+#[test]
+fn a_cudarc_view_with_the_context_of_another_stream_is_refused() {
+    if !gpu() {
+        return;
+    }
+    use cudarc::driver::{CudaContext, DeviceSlice};
+    use rmm::{CudaStream, DeviceBuffer};
+    let ctx = CudaContext::new(0).unwrap();
+    let mut device: sys::CUdevice = 0;
+    // SAFETY: the driver is initialised (CudaContext::new); device is a valid out pointer.
+    cu(unsafe { sys::cuDeviceGet(&mut device, 0) }, "cuDeviceGet");
+    let mut other: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: a valid out pointer; null parameters ask for a plain context, made current here.
+    cu(unsafe { sys::cuCtxCreate_v4(&mut other, std::ptr::null_mut(), 0, device) }, "cuCtxCreate");
+    let foreign = CudaStream::new().unwrap(); // made in `other`, current now
+    let mut popped: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: pops `other`, pushed by cuCtxCreate on this thread.
+    cu(unsafe { sys::cuCtxPopCurrent_v2(&mut popped) }, "cuCtxPopCurrent");
+    assert_eq!(popped, other);
+    {
+        let cuda: rmm::SharedResource = std::sync::Arc::new(CudaMemoryResource::new());
+        let mut buf = DeviceBuffer::<u8>::new_in(1024, foreign.view(), cuda.clone()).unwrap();
+        let refused = buf.cudarc_view(&ctx).map(|_| ());
+        assert!(matches!(refused, Err(Error::InvalidArgument(ref m)) if m.contains("context")), "{refused:?}");
+        assert!(buf.cudarc_view_mut(&ctx).is_err());
+        // A buffer on a stream of the context given is lent as before.
+        let own = CudaStream::new().unwrap();
+        let mine = DeviceBuffer::<u8>::new_in(1024, own.view(), cuda).unwrap();
+        assert_eq!(mine.cudarc_view(&ctx).unwrap().len(), 1024);
+        drop((buf, mine));
+        own.synchronize().unwrap();
+    }
+    foreign.synchronize().unwrap();
+    drop(foreign);
+    // SAFETY: nothing made in `other` is left.
+    cu(unsafe { sys::cuCtxDestroy_v2(other) }, "cuCtxDestroy");
+}

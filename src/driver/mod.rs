@@ -47,7 +47,9 @@ pub(crate) use mempool::{
     mem_pool_release_threshold, mem_pool_reserved_mem_high, mem_pool_set_release_threshold,
     mem_pool_set_reuse_allow_opportunistic,
 };
-pub(crate) use stream::{stream_create_with_flags, stream_destroy, stream_id, stream_synchronize, stream_wait_event};
+pub(crate) use stream::{
+    stream_context, stream_create_with_flags, stream_destroy, stream_id, stream_synchronize, stream_wait_event,
+};
 
 use context::with_context;
 use status::{check, check_alloc};

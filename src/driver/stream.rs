@@ -48,3 +48,13 @@ pub(crate) fn stream_wait_event(stream: CudaStreamView, event: usize) -> Result<
     let status = with_context(|| unsafe { sys::cuStreamWaitEvent(stream.as_raw(), event as sys::CUevent, 0) })?;
     check(status, "cuStreamWaitEvent")
 }
+
+/// The context the stream `handle` was created in (`cuStreamGetCtx`). `handle` must name a live
+/// stream other than the default ones (whose context is whichever is current).
+pub(crate) fn stream_context(handle: usize) -> Result<usize> {
+    ensure_driver()?;
+    let mut ctx: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: the driver is initialised; the caller names a live stream; ctx is a valid out pointer.
+    check(unsafe { sys::cuStreamGetCtx(handle as sys::CUstream, &mut ctx) }, "cuStreamGetCtx")?;
+    Ok(ctx as usize)
+}
