@@ -97,8 +97,9 @@ unsafe fn set_attribute<T>(pool: usize, attribute: sys::CUmemPool_attribute, val
 pub(crate) fn mem_alloc_from_pool_async(pool: usize, bytes: usize, stream: CudaStreamView) -> Result<usize> {
     let mut dptr: sys::CUdeviceptr = 0;
     let status = with_context(|| {
-        // SAFETY: the driver is loaded and the pool alive; dptr is a valid out pointer. A bad
-        // stream handle is the caller's contract (as for every stream-ordered call).
+        // SAFETY: the driver is loaded; the pool is alive (an owning resource holds it, or a view
+        // whose constructor's contract, or owner, keeps it); dptr is a valid out pointer. A live
+        // stream is the caller's contract (as for every stream-ordered call).
         unsafe { sys::cuMemAllocFromPoolAsync(&mut dptr, bytes, pool as sys::CUmemoryPool, stream.as_raw()) }
     })?;
     check_alloc(status, "cuMemAllocFromPoolAsync", bytes)?;
@@ -109,7 +110,9 @@ pub(crate) fn mem_alloc_from_pool_async(pool: usize, bytes: usize, stream: CudaS
 #[inline]
 pub(crate) fn mem_free_async(ptr: usize, stream: CudaStreamView) -> Result<()> {
     let status = with_context(|| {
-        // SAFETY: the driver is loaded; it reports pointers it did not hand out as an error.
+        // SAFETY: the driver is loaded; it answers a pointer no pool handed out with an error code.
+        // One that another resource's pool handed out would be freed: freeing through a resource
+        // that did not allocate is the caller's misuse (docs/errors.md), on device memory only.
         unsafe { sys::cuMemFreeAsync(ptr as sys::CUdeviceptr, stream.as_raw()) }
     })?;
     check(status, "cuMemFreeAsync")

@@ -33,8 +33,8 @@ pub(crate) use address_range::mem_allocation_base;
 pub(crate) use advise::{mem_advise_preferred_location, PreferredLocation};
 pub(crate) use attribute::device_attribute;
 pub(crate) use context::{
-    current_context, current_context_or_null, current_device, device_count, ensure_context, make_primary_current,
-    synchronize_context, synchronize_context_in_drop,
+    current_context_kept, current_device, device_count, ensure_context, make_primary_current, synchronize_context,
+    synchronize_context_in_drop,
 };
 pub(crate) use copy::{memcpy_async, memset_d8_async};
 pub(crate) use event::{event_create, event_destroy, event_record};
