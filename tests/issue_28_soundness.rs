@@ -120,3 +120,29 @@ fn a_cudarc_view_with_the_context_of_another_stream_is_refused() {
     // SAFETY: nothing made in `other` is left.
     cu(unsafe { sys::cuCtxDestroy_v2(other) }, "cuCtxDestroy");
 }
+
+#[test]
+fn a_view_of_an_owning_async_resource_keeps_its_pool_alive() {
+    if !gpu() {
+        return;
+    }
+    use rmm::resource::{CudaAsyncMemoryResource, CudaAsyncViewMemoryResource};
+    use std::sync::Arc;
+    let owner = Arc::new(CudaAsyncMemoryResource::new(None, None).unwrap());
+    let pool = owner.pool_handle();
+    let view = CudaAsyncViewMemoryResource::of(owner.clone());
+    assert!(view.is_equal(&*owner) && owner.is_equal(&view));
+    drop(owner); // the view's is now the only handle on the owner: the pool must stay
+    assert_eq!(view.pool_handle(), pool);
+    assert!(view.owner().is_some());
+    let p = view.allocate(1 << 20, 256, S).unwrap();
+    write_and_check(p, 1 << 20, 0x3c);
+    view.deallocate(p, 1 << 20, 256, S).unwrap();
+    S.synchronize().unwrap();
+    // A clone shares the owner; the pool goes when the last of them does.
+    let clone = view.clone();
+    drop(view);
+    let p = clone.allocate(4096, 256, S).unwrap();
+    clone.deallocate(p, 4096, 256, S).unwrap();
+    S.synchronize().unwrap();
+}

@@ -54,6 +54,21 @@ pub(crate) fn mem_pool_release_threshold(pool: usize) -> Result<u64> {
     get_u64_attribute(pool, sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD)
 }
 
+/// Whether the driver knows `pool` as a memory pool: one attribute is asked of it, and a handle
+/// it does not know (a pool destroyed already) is [`Error::InvalidArgument`](crate::Error).
+pub(crate) fn mem_pool_check(pool: usize) -> Result<()> {
+    super::ensure_context()?;
+    let mut value: u64 = 0;
+    let attribute = sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD;
+    // SAFETY: the driver is loaded and a context is current; the attribute's value is a
+    // cuuint64_t. The handle is the caller's: a pool the driver made, live or destroyed (a raw
+    // value the driver never handed out is the contract of the caller's `unsafe` constructor).
+    let status =
+        unsafe { sys::cuMemPoolGetAttribute(pool as sys::CUmemoryPool, attribute, (&mut value as *mut u64).cast()) };
+    check(status, "cuMemPoolGetAttribute")
+        .map_err(|e| crate::Error::InvalidArgument(format!("{pool:#x} is not a live CUDA memory pool ({e})")))
+}
+
 /// The value of a cuuint64_t `attribute` of the live `pool`.
 fn get_u64_attribute(pool: usize, attribute: sys::CUmemPool_attribute) -> Result<u64> {
     let mut value: u64 = 0;

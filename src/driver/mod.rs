@@ -43,8 +43,8 @@ pub(crate) use memory::{
     mem_prefetch_async, pointer_is_managed,
 };
 pub(crate) use mempool::{
-    mem_alloc_from_pool_async, mem_free_async, mem_get_default_managed_pool, mem_pool_create, mem_pool_destroy,
-    mem_pool_release_threshold, mem_pool_reserved_mem_high, mem_pool_set_release_threshold,
+    mem_alloc_from_pool_async, mem_free_async, mem_get_default_managed_pool, mem_pool_check, mem_pool_create,
+    mem_pool_destroy, mem_pool_release_threshold, mem_pool_reserved_mem_high, mem_pool_set_release_threshold,
     mem_pool_set_reuse_allow_opportunistic,
 };
 pub(crate) use stream::{
