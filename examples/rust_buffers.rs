@@ -32,8 +32,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // SAFETY: `stream` outlives `cu_stream`, and both live in the primary context of device 0.
     let cu_stream = unsafe { stream.view().as_cudarc_stream(&ctx) };
     let mut b = DeviceUvector::<f32>::new_in(input.len(), stream.view(), resource.clone())?;
-    cu_stream.memcpy_dtod(&a.cudarc_view(&ctx), &mut b.cudarc_view_mut(&ctx))?;
-    cu_stream.memset_zeros(&mut a.cudarc_view_mut(&ctx))?;
+    cu_stream.memcpy_dtod(&a.cudarc_view(&ctx)?, &mut b.cudarc_view_mut(&ctx)?)?;
+    cu_stream.memset_zeros(&mut a.cudarc_view_mut(&ctx)?)?;
 
     // Grow the vector (contents kept), zero its new tail with a memset, copy out.
     b.resize(12, stream.view())?;

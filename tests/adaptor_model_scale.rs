@@ -89,7 +89,9 @@ impl Recorder {
     }
 }
 
-impl MemoryResource for Recorder {
+// SAFETY: blocks come from a `HostMemoryResource` unchanged and go back to it; host memory, as
+// the answers below say.
+unsafe impl MemoryResource for Recorder {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
         self.enter();
         let got = self.host.allocate(bytes, alignment, stream);
@@ -545,10 +547,15 @@ fn callback_resource_at_scale() {
         calls: AtomicUsize::new(0),
     });
     let (h1, h2) = (heap.clone(), heap.clone());
-    let r = CallbackMemoryResource::new(
-        move |bytes, alignment, _s| h1.allocate(bytes, alignment),
-        move |ptr, bytes, alignment, _s| h2.deallocate(ptr, bytes, alignment),
-    );
+    // SAFETY: the functions hand out and take back disjoint aligned blocks of `heap`; the model
+    // only allocates and frees, it never touches the memory (which the resource calls device
+    // memory, as RMM's does).
+    let r = unsafe {
+        CallbackMemoryResource::new(
+            move |bytes, alignment, _s| h1.allocate(bytes, alignment),
+            move |ptr, bytes, alignment, _s| h2.deallocate(ptr, bytes, alignment),
+        )
+    };
     assert!(r.is_device_accessible() && !r.is_host_accessible(), "RMM's properties");
     let shape = Shape {
         ops: ops(name, SCALE),

@@ -107,7 +107,9 @@ fn take_one(n: &AtomicUsize) -> bool {
     n.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| v.checked_sub(1)).is_ok()
 }
 
-impl<R: MemoryResource> MemoryResource for Spy<R> {
+// SAFETY: blocks come from `inner` unchanged and go back to it (an injected failure hands out
+// or takes back nothing); the accessibility answers are `inner`'s.
+unsafe impl<R: MemoryResource> MemoryResource for Spy<R> {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
         self.allocs.fetch_add(1, Ordering::SeqCst);
         *self.last_alloc.lock() = (bytes, alignment);

@@ -35,7 +35,9 @@ impl<U: MemoryResource> Recorder<U> {
     }
 }
 
-impl<U: MemoryResource> MemoryResource for Recorder<U> {
+// SAFETY: blocks come from the upstream unchanged and go back to it (a refused free keeps the
+// block live); the accessibility answers are the upstream's.
+unsafe impl<U: MemoryResource> MemoryResource for Recorder<U> {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
         let p = self.upstream.allocate(bytes, alignment, stream)?;
         self.calls.lock().push((true, p as usize, bytes, stream));
@@ -390,23 +392,23 @@ fn gpu_cudarc_interop_round_trip() {
     let data: Vec<i64> = (0..4096).map(|i| i * i).collect();
     // cudarc writes into our buffer on the buffer's own stream.
     let mut a = DeviceBuffer::<i64>::new_in(4096, ours, r.clone()).unwrap();
-    cu.memcpy_htod(&data, &mut a.cudarc_view_mut(&ctx)).unwrap();
+    cu.memcpy_htod(&data, &mut a.cudarc_view_mut(&ctx).unwrap()).unwrap();
     assert_eq!(a.to_vec().unwrap(), data);
     // cudarc copies between two of our buffers on another stream: ordered both ways.
     let other = ctx.new_stream().unwrap();
     let b_stream = CudaStream::new().unwrap();
     let mut b = DeviceUvector::<i64>::new_in(4096, b_stream.view(), r.clone()).unwrap();
-    other.memcpy_dtod(&a.cudarc_view(&ctx), &mut b.cudarc_view_mut(&ctx)).unwrap();
+    other.memcpy_dtod(&a.cudarc_view(&ctx).unwrap(), &mut b.cudarc_view_mut(&ctx).unwrap()).unwrap();
     assert_eq!(b.to_vec(b_stream.view()).unwrap(), data);
     // cudarc zeroes, reads back through cudarc.
-    cu.memset_zeros(&mut a.cudarc_view_mut(&ctx)).unwrap();
-    assert_eq!(cu.clone_dtoh(&a.cudarc_view(&ctx)).unwrap(), vec![0; 4096]);
+    cu.memset_zeros(&mut a.cudarc_view_mut(&ctx).unwrap()).unwrap();
+    assert_eq!(cu.clone_dtoh(&a.cudarc_view(&ctx).unwrap()).unwrap(), vec![0; 4096]);
     // Our stream as a cudarc stream (borrowed: cudarc does not destroy it).
     let s = CudaStream::new().unwrap();
     // SAFETY: `s` outlives `wrapped`, and both belong to the primary context of device 0.
     let wrapped = unsafe { s.view().as_cudarc_stream(&ctx) };
     let c = DeviceBuffer::from_host_in(&data, s.view(), r.clone()).unwrap();
-    assert_eq!(wrapped.clone_dtoh(&c.cudarc_view(&ctx)).unwrap(), data);
+    assert_eq!(wrapped.clone_dtoh(&c.cudarc_view(&ctx).unwrap()).unwrap(), data);
     drop(wrapped);
     s.synchronize().unwrap();
     assert_eq!(c.device_ptr(), c.as_ptr() as u64);

@@ -138,7 +138,9 @@ fn cuda_async_resource_allocates_usable_memory() {
 /// another stream than it was allocated on without racing the allocation itself.
 struct SyncAfterAlloc<'a, R>(&'a R);
 
-impl<R: MemoryResource> MemoryResource for SyncAfterAlloc<'static, R> {
+// SAFETY: blocks come from the wrapped resource unchanged and go back to it. The default
+// answers (device memory) are those of every resource these tests wrap.
+unsafe impl<R: MemoryResource> MemoryResource for SyncAfterAlloc<'static, R> {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
         let p = self.0.allocate(bytes, alignment, stream)?;
         stream.synchronize()?;

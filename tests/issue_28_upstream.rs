@@ -59,7 +59,10 @@ impl Faulty {
     }
 }
 
-impl MemoryResource for Faulty {
+// SAFETY: on purpose this breaks the contract's first point (null, or 16 bytes past an aligned
+// start) to show the checks of the resources above it; every pointer it hands out lies inside host
+// memory it owns, and nothing here writes through one beyond what it owns.
+unsafe impl MemoryResource for Faulty {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> rmm::Result<*mut u8> {
         let (ptr, host, host_bytes) = match self.mode.load(Ordering::Relaxed) {
             0 => {

@@ -473,7 +473,9 @@ struct FlakyUpstream {
     refused: Arc<Mutex<Vec<usize>>>,
 }
 
-impl MemoryResource for FlakyUpstream {
+// SAFETY: blocks come from a limiting adaptor over host memory unchanged and go back to it; the
+// answers below say host memory.
+unsafe impl MemoryResource for FlakyUpstream {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
         let result = if self.rng.lock().below(4) == 0 {
             Err(Error::out_of_memory(bytes, "refused at random"))

@@ -75,7 +75,9 @@ impl CappedHost {
     }
 }
 
-impl MemoryResource for CappedHost {
+// SAFETY: blocks come from a `HostMemoryResource` unchanged and go back to it; host memory, as
+// the answer below says.
+unsafe impl MemoryResource for CappedHost {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
         if self.used.load(Ordering::SeqCst) + bytes > self.cap {
             return Err(Error::out_of_memory(bytes, "cap"));

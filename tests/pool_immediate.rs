@@ -152,7 +152,10 @@ struct ImmediateFirst {
     served: AtomicUsize,
 }
 
-impl MemoryResource for ImmediateFirst {
+// SAFETY: blocks come from `inner` unchanged, by either of its calls, and go back to it. It
+// keeps the default answers (device memory), which are wrong for the host pool inside: the
+// tests only allocate and free through it, never build a buffer over it.
+unsafe impl MemoryResource for ImmediateFirst {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
         if let Some(p) = self.inner.try_allocate_immediately(bytes, alignment, stream) {
             self.served.fetch_add(1, Ordering::Relaxed);

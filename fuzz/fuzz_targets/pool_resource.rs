@@ -96,7 +96,10 @@ struct Books {
 #[derive(Clone)]
 struct FakeUpstream(Arc<Mutex<Books>>);
 
-impl MemoryResource for FakeUpstream {
+// SAFETY: not kept in full: the addresses are made up, disjoint and aligned, but no memory lies
+// behind them. Nothing dereferences them: the target drives a pool over this upstream and never
+// builds a buffer over it.
+unsafe impl MemoryResource for FakeUpstream {
     fn allocate(&self, bytes: usize, alignment: usize, _stream: CudaStreamView) -> Result<*mut u8> {
         let mut b = self.0.lock().unwrap();
         assert_eq!((bytes % GRANULE, alignment), (0, GRANULE), "the pool asks for whole granules");

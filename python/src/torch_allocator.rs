@@ -1,18 +1,59 @@
 //! The two C functions PyTorch's `CUDAPluggableAllocator` loads from this extension
-//! (`rmm.allocators.torch.rmm_torch_allocator`): allocate from and free to a device's current
-//! resource, in pure Rust, without the GIL.
+//! (`rmm.allocators.torch.rmm_torch_allocator`): allocate from a device's current resource, and
+//! free to the resource that allocated, in pure Rust, without the GIL.
 //!
-//! They are on PyTorch's hot path (every tensor), so the common call takes no lock beyond the
-//! resource's own and allocates nothing: the resource comes from [`crate::resource_cache`].
+//! They are on PyTorch's allocation path (PyTorch caches what it frees, so they are called far
+//! less often than tensors are made), so the common call takes no lock beyond the resource's own
+//! and one shard of the owner map, and allocates nothing but the map's occasional growth: the
+//! resource comes from [`crate::resource_cache`].
 //!
-//! As RMM's hook, memory is freed to the device's current resource: changing the resource while
-//! PyTorch still holds tensors from the previous one is a usage error (the free is then refused by
-//! the new resource and the memory is lost, never handed out twice).
+//! Unlike RMM's hook, which frees to whatever resource is current at free time, each pointer goes
+//! back to the resource that handed it out: the hook remembers it, by pointer, in a sharded hash
+//! map (one insert per allocation, one remove per free), and that entry keeps the resource alive
+//! until the last of its tensors is freed. Changing the current resource while PyTorch holds
+//! tensors is then harmless. A free of a pointer the hook never handed out is ignored.
 
 use crate::resource_cache::with_resource;
-use rmm::{device, CudaStreamView, DeviceId, DEFAULT_ALIGNMENT};
+use parking_lot::Mutex;
+use rmm::{device, CudaStreamView, DeviceId, SharedResource, DEFAULT_ALIGNMENT};
+use std::collections::HashMap;
 use std::ffi::c_void;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// Shards of the owner map: frees on different threads rarely meet on one lock.
+const SHARDS: usize = 16;
+
+/// A pointer's hash: a multiply by a large odd constant (Fibonacci hashing); the high bits pick
+/// the shard, the folded ones the bucket. Pointers are not chosen by an attacker.
+#[derive(Default)]
+struct PointerHasher(u64);
+
+impl Hasher for PointerHasher {
+    fn finish(&self) -> u64 {
+        self.0 ^ (self.0 >> 29)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0 ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+}
+
+type OwnerShard = Mutex<HashMap<usize, SharedResource, BuildHasherDefault<PointerHasher>>>;
+
+/// The resource that allocated each pointer the hook handed out and PyTorch has not freed.
+static OWNERS: [OwnerShard; SHARDS] = [const { Mutex::new(HashMap::with_hasher(BuildHasherDefault::new())) }; SHARDS];
+
+fn shard(ptr: usize) -> &'static OwnerShard {
+    &OWNERS[((ptr as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 60) as usize % SHARDS]
+}
 
 extern "C-unwind" {
     /// Throws `std::bad_alloc` (cpp/torch_hook.cpp).
@@ -39,7 +80,13 @@ pub extern "C" fn rmm_rs_torch_allocate_or_null(size: usize, device: i32, stream
     let stream = CudaStreamView::from_handle(stream as usize);
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         device::with_device(DeviceId(device), || {
-            with_resource(device, |mr| mr.allocate(size, DEFAULT_ALIGNMENT, stream))
+            with_resource(device, |mr| {
+                let ptr = mr.allocate(size, DEFAULT_ALIGNMENT, stream)?;
+                if !ptr.is_null() {
+                    shard(ptr as usize).lock().insert(ptr as usize, mr.clone());
+                }
+                Ok(ptr)
+            })
         })
     }));
     match outcome {
@@ -48,27 +95,32 @@ pub extern "C" fn rmm_rs_torch_allocate_or_null(size: usize, device: i32, stream
     }
 }
 
-/// Frees `ptr` (of `size` bytes, allocated by [`rmm_rs_torch_allocate_or_null`] for `device`) on `stream`.
-/// A failure cannot be reported through this signature; the resource stays consistent.
+/// Frees `ptr` (of `size` bytes, allocated by [`rmm_rs_torch_allocate_or_null`] for `device`) on
+/// `stream`, to the resource that allocated it. A pointer the hook did not hand out is left alone.
+/// A failure cannot be reported through this signature; the resource stays consistent, and a free
+/// it refused can be made again.
 #[no_mangle]
 pub extern "C" fn rmm_rs_torch_deallocate(ptr: *mut c_void, size: usize, device: i32, stream: *mut c_void) {
     if ptr.is_null() {
         return;
     }
     let stream = CudaStreamView::from_handle(stream as usize);
+    let addr = ptr as usize;
     let _ = catch_unwind(AssertUnwindSafe(|| {
-        device::with_device(DeviceId(device), || {
-            with_resource(device, |mr| mr.deallocate(ptr.cast(), size, DEFAULT_ALIGNMENT, stream))
-        })
+        let Some(owner) = shard(addr).lock().remove(&addr) else {
+            return;
+        };
+        let freed =
+            device::with_device(DeviceId(device), || owner.deallocate(ptr.cast(), size, DEFAULT_ALIGNMENT, stream));
+        if freed.is_err() {
+            shard(addr).lock().insert(addr, owner);
+        }
     }));
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rmm::per_device_resource::{reset_per_device_resource, set_per_device_resource};
-    use rmm::resource::HostMemoryResource;
-    use std::sync::Arc;
 
     #[test]
     fn failures_are_null_not_panics() {
@@ -76,5 +128,14 @@ mod tests {
         // hook answers NULL and the free of NULL is a no-op.
         assert!(rmm_rs_torch_allocate_or_null(256, -1, std::ptr::null_mut()).is_null());
         rmm_rs_torch_deallocate(std::ptr::null_mut(), 256, -1, std::ptr::null_mut());
+        // A pointer the hook never handed out is left alone, whatever is current.
+        rmm_rs_torch_deallocate(0x1000 as *mut c_void, 256, -1, std::ptr::null_mut());
+    }
+
+    #[test]
+    fn pointers_spread_over_the_shards() {
+        let used: std::collections::HashSet<usize> =
+            (0..1024usize).map(|i| shard(0x7f00_0000_0000 + (i << 21)) as *const OwnerShard as usize).collect();
+        assert!(used.len() >= SHARDS / 2, "2 MiB-aligned pointers use {} of {SHARDS} shards", used.len());
     }
 }

@@ -141,6 +141,29 @@ def test_torch_hook_uses_the_device_resource(hooks, device_stats):
     assert other.allocation_counts.current_count == 0
 
 
+def test_torch_hook_frees_to_the_resource_that_allocated(hooks, device_stats):
+    """Changing the current resource while PyTorch holds memory: the free still goes to the
+    resource that handed the memory out (RMM's hook frees to the new one, which cannot)."""
+    alloc, free = hooks
+    device = rmm._cuda.gpu.getDevice()
+    ptr = alloc(4096, device, None)
+    assert ptr and device_stats.allocation_counts.current_bytes == 4096
+    other = StatisticsResourceAdaptor(PoolMemoryResource(CudaMemoryResource(), initial_pool_size="8MiB"))
+    mr_module.set_current_device_resource(other)
+    free(ptr, 4096, device, None)
+    assert device_stats.allocation_counts.current_bytes == 0
+    assert device_stats.allocation_counts.current_count == 0
+    assert other.allocation_counts.current_count == 0
+    # The old resource is no longer current, only kept by its allocations: once they are freed,
+    # new allocations come from the current one.
+    ptr = alloc(512, device, None)
+    assert ptr and other.allocation_counts.current_bytes == 512
+    free(ptr, 512, device, None)
+    assert other.allocation_counts.current_bytes == 0
+    free(ptr, 512, device, None)  # a second free of the same pointer is ignored
+    assert other.allocation_counts.current_count == 0
+
+
 # --- CuPy --------------------------------------------------------------------------------------
 
 

@@ -1,6 +1,7 @@
 """The resources that take memory from the driver (these need a GPU), and their argument
 checks that need none."""
 
+import gc
 import inspect
 
 import pytest
@@ -58,6 +59,45 @@ def test_cuda_async_view_of_an_owning_pool(gpu):
             return id(self)
 
     assert mr.CudaAsyncViewMemoryResource(Handle()).pool_handle() == owner.pool_handle()
+
+
+def test_cuda_async_view_keeps_its_owner_alive(gpu):
+    owner = mr.CudaAsyncMemoryResource()
+    handle = owner.pool_handle()
+    view = mr.CudaAsyncViewMemoryResource(handle)
+    del owner
+    gc.collect()
+    # The pool is still there: the view holds the resource that owns it.
+    assert view.pool_handle() == handle
+    _round_trip(view)
+
+
+def test_cuda_async_view_of_a_destroyed_pool_is_refused(gpu):
+    owner = mr.CudaAsyncMemoryResource()
+    handle = owner.pool_handle()
+    del owner
+    gc.collect()
+    with pytest.raises(ValueError, match="not a live CUDA memory pool"):
+        mr.CudaAsyncViewMemoryResource(handle)
+
+
+def test_cuda_async_view_of_a_runtime_pool(gpu):
+    """RMM's own test of the view: a pool made with the runtime API by cuda-python."""
+    runtime = pytest.importorskip("cuda.bindings.runtime")
+    import rmm._cuda.gpu
+
+    props = runtime.cudaMemPoolProps()
+    props.allocType = runtime.cudaMemAllocationType.cudaMemAllocationTypePinned
+    props.location.id = rmm._cuda.gpu.getDevice()
+    props.location.type = runtime.cudaMemLocationType.cudaMemLocationTypeDevice
+    err, pool = runtime.cudaMemPoolCreate(props)
+    assert err == runtime.cudaError_t.cudaSuccess
+    view = mr.CudaAsyncViewMemoryResource(pool)
+    assert view.pool_handle() == int(pool)
+    _round_trip(view)
+    del view
+    (err,) = runtime.cudaMemPoolDestroy(pool)
+    assert err == runtime.cudaError_t.cudaSuccess
 
 
 @pytest.mark.parametrize("cls", [mr.CudaMemoryResource, mr.ManagedMemoryResource, mr.PinnedHostMemoryResource])

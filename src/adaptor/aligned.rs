@@ -123,7 +123,10 @@ impl<U: MemoryResource> AlignedResourceAdaptor<U> {
     }
 }
 
-impl<U: MemoryResource> MemoryResource for AlignedResourceAdaptor<U> {
+// SAFETY: a block is the upstream's, or lies inside one upstream block of `upstream_size` bytes
+// (the bound is shown in `allocate`) that goes back whole when it is freed; the accessibility
+// answers are the upstream's.
+unsafe impl<U: MemoryResource> MemoryResource for AlignedResourceAdaptor<U> {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
         if bytes == 0 {
             return zero_byte_allocation(alignment);

@@ -11,9 +11,10 @@ use std::fmt;
 /// (a foreign allocator, a test double). The functions' user data is what the closures capture.
 ///
 /// The functions must keep the resource contract themselves (aligned, non-overlapping blocks;
-/// stream order). Zero-byte requests and null frees never reach them; a null pointer returned for
-/// a non-empty request becomes [`Error::OutOfMemory`]. The memory is taken as device accessible,
-/// as RMM's resource declares it.
+/// stream order), which is why [`new`](Self::new) is `unsafe`. Zero-byte requests and null frees
+/// never reach them; a null pointer returned for a non-empty request becomes
+/// [`Error::OutOfMemory`]. The memory is taken as device accessible, as RMM's resource declares
+/// it: buffers over this resource copy and fill it through the driver, never on the host.
 pub struct CallbackMemoryResource<A, D> {
     allocate: A,
     deallocate: D,
@@ -31,12 +32,20 @@ where
     D: Fn(*mut u8, usize, usize, CudaStreamView) -> Result<()> + Send + Sync + 'static,
 {
     /// A resource that calls `allocate` and `deallocate`.
-    pub fn new(allocate: A, deallocate: D) -> Self {
+    ///
+    /// # Safety
+    /// The functions keep [`MemoryResource`]'s contract for this resource: a pointer `allocate`
+    /// returns for `bytes > 0` is null (an error) or the start of `bytes` bytes of device-accessible
+    /// memory aligned to at least `max(alignment, 256)`, owned by no one else until it is passed
+    /// to `deallocate` (which frees only such pointers), and reused only in stream order.
+    pub unsafe fn new(allocate: A, deallocate: D) -> Self {
         CallbackMemoryResource { allocate, deallocate }
     }
 }
 
-impl<A, D> MemoryResource for CallbackMemoryResource<A, D>
+// SAFETY: what the functions return is what `new`'s caller promised; zero-byte requests and null
+// pointers are answered here, never by them.
+unsafe impl<A, D> MemoryResource for CallbackMemoryResource<A, D>
 where
     A: Fn(usize, usize, CudaStreamView) -> Result<*mut u8> + Send + Sync + 'static,
     D: Fn(*mut u8, usize, usize, CudaStreamView) -> Result<()> + Send + Sync + 'static,

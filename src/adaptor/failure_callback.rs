@@ -42,7 +42,9 @@ where
     }
 }
 
-impl<U, F> MemoryResource for FailureCallbackResourceAdaptor<U, F>
+// SAFETY: blocks come from the upstream unchanged and go back to it (the callback only decides
+// whether to retry); the accessibility answers are the upstream's.
+unsafe impl<U, F> MemoryResource for FailureCallbackResourceAdaptor<U, F>
 where
     U: MemoryResource,
     F: Fn(usize) -> bool + Send + Sync + 'static,

@@ -50,7 +50,9 @@ impl<U: MemoryResource> LimitingResourceAdaptor<U> {
     }
 }
 
-impl<U: MemoryResource> MemoryResource for LimitingResourceAdaptor<U> {
+// SAFETY: blocks come from the upstream unchanged and go back to it; the accessibility answers
+// are the upstream's.
+unsafe impl<U: MemoryResource> MemoryResource for LimitingResourceAdaptor<U> {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
         if bytes == 0 {
             return zero_byte_allocation(alignment);

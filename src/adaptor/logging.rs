@@ -232,7 +232,9 @@ impl<U: MemoryResource> LoggingResourceAdaptor<U> {
     }
 }
 
-impl<U: MemoryResource> MemoryResource for LoggingResourceAdaptor<U> {
+// SAFETY: blocks come from the upstream unchanged and go back to it; the accessibility answers
+// are the upstream's (logging only reads the addresses).
+unsafe impl<U: MemoryResource> MemoryResource for LoggingResourceAdaptor<U> {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
         if bytes == 0 {
             return zero_byte_allocation(alignment);

@@ -29,7 +29,9 @@ impl<U: MemoryResource> PrefetchResourceAdaptor<U> {
     }
 }
 
-impl<U: MemoryResource> MemoryResource for PrefetchResourceAdaptor<U> {
+// SAFETY: blocks come from the upstream unchanged and go back to it (a prefetch only moves pages
+// of a block just handed out); the accessibility answers are the upstream's.
+unsafe impl<U: MemoryResource> MemoryResource for PrefetchResourceAdaptor<U> {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
         if bytes == 0 {
             return zero_byte_allocation(alignment);

@@ -131,7 +131,9 @@ impl<U: MemoryResource> StatisticsResourceAdaptor<U> {
     }
 }
 
-impl<U: MemoryResource> MemoryResource for StatisticsResourceAdaptor<U> {
+// SAFETY: blocks come from the upstream unchanged and go back to it; the accessibility answers
+// are the upstream's.
+unsafe impl<U: MemoryResource> MemoryResource for StatisticsResourceAdaptor<U> {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
         if bytes == 0 {
             return zero_byte_allocation(alignment);

@@ -27,7 +27,9 @@ impl<U: MemoryResource> ThreadSafeResourceAdaptor<U> {
     }
 }
 
-impl<U: MemoryResource> MemoryResource for ThreadSafeResourceAdaptor<U> {
+// SAFETY: blocks come from the upstream unchanged and go back to it; the accessibility answers
+// are the upstream's (the lock only serialises the calls).
+unsafe impl<U: MemoryResource> MemoryResource for ThreadSafeResourceAdaptor<U> {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
         if bytes == 0 {
             return zero_byte_allocation(alignment);

@@ -118,7 +118,9 @@ impl<U: MemoryResource> TrackingResourceAdaptor<U> {
     }
 }
 
-impl<U: MemoryResource> MemoryResource for TrackingResourceAdaptor<U> {
+// SAFETY: blocks come from the upstream unchanged and go back to it; the accessibility answers
+// are the upstream's.
+unsafe impl<U: MemoryResource> MemoryResource for TrackingResourceAdaptor<U> {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
         if bytes == 0 {
             return zero_byte_allocation(alignment);

@@ -74,7 +74,10 @@ pub(crate) fn new_callback_memory_resource(
             }
             Ok(())
         };
-        Ok(Arc::new(CallbackMemoryResource::new(allocate, deallocate)) as SharedResource)
+        // SAFETY: the C++ caller of `callback_memory_resource` promises its functions keep the
+        // resource contract, as RMM requires of them; C++ is outside Rust's checks.
+        let resource = unsafe { CallbackMemoryResource::new(allocate, deallocate) };
+        Ok(Arc::new(resource) as SharedResource)
     })
 }
 

@@ -66,7 +66,10 @@ pub(super) fn to_error(out: Outcome, bytes: usize) -> Error {
     }
 }
 
-impl MemoryResource for CppUpstream {
+// SAFETY: only the C++ face makes this type, from a C++ resource; what its `allocate` returns is
+// that resource's promise under the `cuda::mr` concept (as RMM trusts its upstreams), which C++
+// code makes outside Rust's checks. It reports device accessibility, as every RMM resource.
+unsafe impl MemoryResource for CppUpstream {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
         if bytes == 0 {
             return Ok(std::ptr::null_mut());

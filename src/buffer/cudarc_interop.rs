@@ -10,19 +10,26 @@
 //! let stream = ctx.new_stream()?;
 //! let view = CudaStreamView::from(&*stream);
 //! let mut buf = DeviceBuffer::<f32>::from_host(&[1.0, 2.0, 3.0], view)?;
-//! stream.memset_zeros(&mut buf.cudarc_view_mut(&ctx))?; // cudarc writes our memory
+//! stream.memset_zeros(&mut buf.cudarc_view_mut(&ctx)?)?; // cudarc writes our memory
 //! assert_eq!(buf.to_vec()?, [0.0; 3]);
 //! # Ok(())
 //! # }
 //! ```
 //!
-//! A view lent to cudarc carries the buffer's stream. Work that cudarc enqueues on that stream
-//! needs no synchronisation; work on another cudarc stream first waits for the buffer's stream,
-//! and the host then waits for that work when cudarc releases the pointer, so that the buffer's
-//! later work and its free never overtake it.
+//! A view lent to cudarc is ordered after the buffer's stream. Work that cudarc enqueues on that
+//! stream needs no synchronisation; work on another cudarc stream first waits for the buffer's
+//! stream, and the host then waits for that work when cudarc releases the pointer, so that the
+//! buffer's later work and its free never overtake it.
+//!
+//! The stream a view reports to cudarc (`DeviceSlice::stream`, which cudarc may clone and keep)
+//! is the context's default stream (the per-thread one for a buffer on the per-thread stream),
+//! which lives as long as the context: a clone kept after the buffer and its stream are gone
+//! never names a destroyed stream. The buffer's own stream is only used while the view borrows
+//! the buffer.
 
-use super::raw::RawBuffer;
 use super::{DeviceBuffer, DeviceUvector};
+use crate::driver;
+use crate::error::{Error, Result};
 use crate::stream::CudaStreamView;
 use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{CudaContext, CudaStream as CudarcStream, DevicePtr, DevicePtrMut, DeviceSlice, SyncOnDrop};
@@ -61,6 +68,9 @@ impl CudaStreamView {
 pub struct CudarcView<'a, T> {
     ptr: CUdeviceptr,
     len: usize,
+    /// The buffer's stream: valid while the view borrows the buffer.
+    own: CudaStreamView,
+    /// What cudarc sees as the view's stream: one that lives as long as the context.
     stream: Arc<CudarcStream>,
     _borrow: PhantomData<&'a [T]>,
 }
@@ -71,26 +81,53 @@ pub struct CudarcView<'a, T> {
 pub struct CudarcViewMut<'a, T> {
     ptr: CUdeviceptr,
     len: usize,
+    /// The buffer's stream: valid while the view borrows the buffer.
+    own: CudaStreamView,
+    /// What cudarc sees as the view's stream: one that lives as long as the context.
     stream: Arc<CudarcStream>,
     _borrow: PhantomData<&'a mut [T]>,
 }
 
-/// The buffer's stream as a cudarc stream of `ctx`.
-fn borrowed_stream(raw: &RawBuffer, ctx: &Arc<CudaContext>) -> Arc<CudarcStream> {
-    // SAFETY: a buffer's stream must outlive the buffer (it is freed there), and the view that
-    // holds this stream borrows the buffer.
-    unsafe { raw.stream().as_cudarc_stream(ctx) }
+/// The stream a view of a buffer on `own` reports to cudarc: a default stream of `ctx`, which
+/// needs no owner. A buffer on a stream of another context than `ctx` is refused: cudarc would
+/// run the view's work in `ctx`.
+fn reported_stream(own: CudaStreamView, ctx: &Arc<CudaContext>) -> Result<Arc<CudarcStream>> {
+    if own.is_per_thread_default() {
+        return Ok(ctx.per_thread_stream());
+    }
+    if !own.is_default() {
+        // The buffer's stream outlives the buffer (it is freed there), which is borrowed here.
+        let belongs_to = driver::stream_context(own.handle())?;
+        if belongs_to != ctx.cu_ctx() as usize {
+            return Err(Error::InvalidArgument(format!(
+                "the buffer's stream {:#x} belongs to CUDA context {belongs_to:#x}, not to the cudarc \
+                 context {:#x} given",
+                own.handle(),
+                ctx.cu_ctx() as usize
+            )));
+        }
+    }
+    Ok(ctx.default_stream())
+}
+
+/// True when `using` is the stream `own` names (both default streams count as one).
+fn same_stream(own: CudaStreamView, using: &CudarcStream) -> bool {
+    let using = CudaStreamView::from_raw(using.cu_stream());
+    own == using || (own.is_default() && using.is_default())
 }
 
 /// What cudarc does around its use of our pointer on `using`: nothing on the buffer's own stream;
 /// on another stream, `using` first waits for the buffer's stream, and the host waits for `using`
 /// once the use is enqueued (the returned guard), so no later work on the buffer's stream, its
 /// free included, can overtake the use.
-fn order_use<'b>(own: &CudarcStream, using: &'b CudarcStream) -> SyncOnDrop<'b> {
-    if own.cu_stream() == using.cu_stream() {
+fn order_use<'b>(own: CudaStreamView, reported: &CudarcStream, using: &'b CudarcStream) -> SyncOnDrop<'b> {
+    if same_stream(own, using) {
         return SyncOnDrop::Sync(None);
     }
-    using.context().record_err(using.join(own));
+    // SAFETY: the view borrows the buffer, whose stream outlives it (a buffer is freed on its
+    // stream), and the wrapper is dropped at the end of this call: cudarc keeps nothing of it.
+    let own = unsafe { reported.context().wrap_borrowed_stream(own.as_raw()) };
+    using.context().record_err(using.join(&own));
     SyncOnDrop::sync_stream(using)
 }
 
@@ -107,7 +144,7 @@ macro_rules! device_slice {
 
         impl<T> DevicePtr<T> for $view<'_, T> {
             fn device_ptr<'b>(&'b self, stream: &'b CudarcStream) -> (CUdeviceptr, SyncOnDrop<'b>) {
-                (self.ptr, order_use(&self.stream, stream))
+                (self.ptr, order_use(self.own, &self.stream, stream))
             }
         }
     };
@@ -117,7 +154,7 @@ device_slice!(CudarcViewMut);
 
 impl<T> DevicePtrMut<T> for CudarcViewMut<'_, T> {
     fn device_ptr_mut<'b>(&'b mut self, stream: &'b CudarcStream) -> (CUdeviceptr, SyncOnDrop<'b>) {
-        (self.ptr, order_use(&self.stream, stream))
+        (self.ptr, order_use(self.own, &self.stream, stream))
     }
 }
 
@@ -131,16 +168,17 @@ macro_rules! lend_to_cudarc {
             }
 
             /// The elements lent to cudarc for reading. `ctx` must be the context the memory and
-            /// the buffer's stream belong to (for the primary context, `CudaContext::new(ordinal)`).
-            pub fn cudarc_view(&self, ctx: &Arc<CudaContext>) -> CudarcView<'_, T> {
-                let stream = borrowed_stream(self.raw(), ctx);
-                CudarcView { ptr: self.device_ptr(), len: self.len, stream, _borrow: PhantomData }
+            /// the buffer's stream belong to (for the primary context, `CudaContext::new(ordinal)`);
+            /// a buffer whose stream belongs to another context is [`Error::InvalidArgument`].
+            pub fn cudarc_view(&self, ctx: &Arc<CudaContext>) -> Result<CudarcView<'_, T>> {
+                let (own, stream) = (self.raw().stream(), reported_stream(self.raw().stream(), ctx)?);
+                Ok(CudarcView { ptr: self.device_ptr(), len: self.len, own, stream, _borrow: PhantomData })
             }
 
             /// The elements lent to cudarc for writing (see [`cudarc_view`](Self::cudarc_view)).
-            pub fn cudarc_view_mut(&mut self, ctx: &Arc<CudaContext>) -> CudarcViewMut<'_, T> {
-                let stream = borrowed_stream(self.raw(), ctx);
-                CudarcViewMut { ptr: self.device_ptr(), len: self.len, stream, _borrow: PhantomData }
+            pub fn cudarc_view_mut(&mut self, ctx: &Arc<CudaContext>) -> Result<CudarcViewMut<'_, T>> {
+                let (own, stream) = (self.raw().stream(), reported_stream(self.raw().stream(), ctx)?);
+                Ok(CudarcViewMut { ptr: self.device_ptr(), len: self.len, own, stream, _borrow: PhantomData })
             }
         }
     };

@@ -33,7 +33,8 @@ impl RawBuffer {
         if host_only && bytes > 0 {
             // Host memory fresh from an allocator is uninitialised to Rust; reading it back into a
             // value would be undefined, so it starts zeroed (device memory is written by the driver).
-            // SAFETY: `ptr` is a host allocation of `bytes` bytes that nothing else references yet.
+            // SAFETY: a resource that is not device accessible hands out host memory, `bytes` of it
+            // at `ptr`, that no one else uses (`MemoryResource`'s contract); nothing references it yet.
             unsafe { std::ptr::write_bytes(ptr as *mut u8, 0, bytes) };
         }
         Ok(RawBuffer { resource, ptr, bytes, alignment, stream, host_only })
@@ -106,8 +107,9 @@ impl RawBuffer {
             return Ok(());
         }
         if self.host_only {
-            // SAFETY: the caller keeps `src` readable for `n` bytes; `at + n` is inside this
-            // host allocation, which `src` cannot overlap (it is borrowed mutably by the caller).
+            // SAFETY: the caller keeps `src` readable for `n` bytes; `at + n` is inside this host
+            // block (the resource's contract makes it host memory of `bytes` bytes), which `src`
+            // cannot overlap (it is borrowed mutably by the caller).
             unsafe { std::ptr::copy_nonoverlapping(src, (self.ptr + at) as *mut u8, n) };
             return Ok(());
         }
@@ -125,8 +127,8 @@ impl RawBuffer {
             return Ok(());
         }
         if self.host_only {
-            // SAFETY: the caller owns `dst` for `n` bytes; the source range is inside this
-            // allocation, which `dst` cannot overlap.
+            // SAFETY: the caller owns `dst` for `n` bytes; the source range is inside this host
+            // block (the resource's contract), which `dst` cannot overlap.
             unsafe { std::ptr::copy_nonoverlapping((self.ptr + at) as *const u8, dst, n) };
             return Ok(());
         }
@@ -148,8 +150,9 @@ impl RawBuffer {
             return Ok(());
         }
         if self.host_only && src.host_only {
-            // SAFETY: both ranges lie inside live host allocations, and two live allocations
-            // never overlap.
+            // SAFETY: both ranges lie inside live host blocks (asserted above; host memory by their
+            // resources' contract), and two live blocks never overlap (the same contract; the
+            // callers copy into a fresh block).
             unsafe { std::ptr::copy_nonoverlapping((src.ptr + from) as *const u8, (self.ptr + at) as *mut u8, n) };
             return Ok(());
         }
@@ -163,7 +166,8 @@ impl RawBuffer {
             return Ok(());
         }
         if self.host_only {
-            // SAFETY: the range lies inside this live host allocation.
+            // SAFETY: the range lies inside this live host block (asserted above; host memory by
+            // the resource's contract).
             unsafe { std::ptr::write_bytes((self.ptr + at) as *mut u8, value, n) };
             return Ok(());
         }

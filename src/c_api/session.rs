@@ -80,7 +80,7 @@ fn initialize(options: RmmOptions) -> Status {
     }
     options.validate()?;
     let device = status(DeviceId::current())?;
-    let context = status(driver::current_context())?;
+    let context = status(driver::current_context_kept())?;
     let created = status(options.make_resource())?;
     let previous = set_per_device_resource(device, created.clone());
     event_log::clear();

@@ -56,6 +56,44 @@ pub(crate) fn current_context() -> Result<usize> {
     current_context_or_null()
 }
 
+/// The context current on this thread (made current first if none is), for an object that stores
+/// it to push it later ([`synchronize_context`], [`synchronize_context_in_drop`]) from any thread.
+///
+/// When it is its device's primary context, this crate takes a retain of it that is never released
+/// (once per context), so the handle stays valid for the whole process whatever the program
+/// releases: a primary context made current by the runtime, or by cuda-python, is otherwise kept
+/// only by their retains. A context the program created itself (`cuCtxCreate`) has no retain; the
+/// program keeps it alive while anything made in it lives (CUDA's rule, and RMM's).
+pub(crate) fn current_context_kept() -> Result<usize> {
+    let context = current_context()?;
+    let mut kept = KEPT_PRIMARY_CONTEXTS.lock();
+    if kept.contains(&context) {
+        return Ok(context);
+    }
+    let device = current_device()?;
+    let (mut flags, mut active) = (0u32, 0i32);
+    // SAFETY: the driver is initialised; both out pointers are valid.
+    check(unsafe { sys::cuDevicePrimaryCtxGetState(device, &mut flags, &mut active) }, "cuDevicePrimaryCtxGetState")?;
+    if active == 0 {
+        // The current context is alive, so it is not this inactive primary context: a context the
+        // program made. Retaining the primary context here would create it, for nothing.
+        return Ok(context);
+    }
+    let mut primary: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: as above; the primary context is active, so the retain only counts.
+    check(unsafe { sys::cuDevicePrimaryCtxRetain(&mut primary, device) }, "cuDevicePrimaryCtxRetain")?;
+    if primary as usize == context {
+        kept.push(context); // the retain just taken is never released
+    } else {
+        // SAFETY: releases the retain taken above.
+        check(unsafe { sys::cuDevicePrimaryCtxRelease_v2(device) }, "cuDevicePrimaryCtxRelease")?;
+    }
+    Ok(context)
+}
+
+/// Primary contexts this crate holds a retain of that it never releases.
+static KEPT_PRIMARY_CONTEXTS: parking_lot::Mutex<Vec<usize>> = parking_lot::Mutex::new(Vec::new());
+
 /// The ordinal of the current context's device (device 0's primary context is made current first
 /// if no context is).
 pub(crate) fn current_device() -> Result<i32> {
@@ -76,15 +114,17 @@ pub(crate) fn device_count() -> Result<usize> {
 }
 
 /// Blocks until all work in `context` has finished, streams destroyed since included; `context`
-/// is made current for the call when another one is.
+/// is made current for the call when another one is. `context` comes from
+/// [`current_context_kept`].
 pub(crate) fn synchronize_context(context: usize) -> Result<()> {
     let current = current_context()?;
     if current == context {
         // SAFETY: a context is current.
         return check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize");
     }
-    // SAFETY: `context` was current on some thread of this process and its primary context is
-    // never released (see `make_primary_current`); pushed and popped around one call.
+    // SAFETY: `context` came from `current_context_kept`: a primary context this crate retains for
+    // the whole process, or a context the program made and keeps alive while the object that
+    // stored it lives (the program's contract, as in RMM). Pushed and popped around one call.
     check(unsafe { sys::cuCtxPushCurrent_v2(context as sys::CUcontext) }, "cuCtxPushCurrent")?;
     // SAFETY: a context is current.
     let synced = check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize");
@@ -96,11 +136,11 @@ pub(crate) fn synchronize_context(context: usize) -> Result<()> {
 
 /// Blocks until all work in `context` has finished, for a destructor: `context` is pushed for the
 /// call whichever context is current, and errors are ignored. The driver must be initialised and
-/// `context` must have been current on some thread of this process.
+/// `context` must come from [`current_context_kept`].
 pub(crate) fn synchronize_context_in_drop(context: usize) {
-    // SAFETY: the caller's context was current once and primary contexts are never released by
-    // this crate (see `make_primary_current`); pushing it leaves the caller's current context as it
-    // was once popped.
+    // SAFETY: `context` came from `current_context_kept` (a primary context retained for the whole
+    // process, or a context the program keeps alive while the object that stored it lives);
+    // pushing it leaves the caller's current context as it was once popped.
     if unsafe { sys::cuCtxPushCurrent_v2(context as sys::CUcontext) } != sys::CUresult::CUDA_SUCCESS {
         return;
     }

@@ -22,7 +22,8 @@ pub(crate) fn event_create() -> Result<usize> {
 /// The legacy default stream needs a current context: the first call on a thread (a free on a
 /// thread that never allocated) makes one current, under the context rule of [`with_context`].
 pub(crate) fn event_record(event: usize, stream: CudaStreamView) -> Result<()> {
-    // SAFETY: the caller's event is alive; the driver reports a bad stream handle as an error.
+    // SAFETY: the caller's event is alive, and the view names a live stream during the call
+    // (CUDA's rule, `CudaStreamView`'s contract; see docs/errors.md).
     let status = with_context(|| unsafe { sys::cuEventRecord(event as sys::CUevent, stream.as_raw()) })?;
     check(status, "cuEventRecord")
 }

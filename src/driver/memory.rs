@@ -19,11 +19,13 @@ pub(crate) fn mem_alloc(bytes: usize) -> Result<usize> {
     Ok(dptr as usize)
 }
 
-/// Frees device memory from [`mem_alloc`] with `cuMemFree`.
+/// Frees device memory from [`mem_alloc`] with `cuMemFree`. The driver frees any allocation it
+/// made, whoever holds it: the caller passes only a live block it handed out (the driver-backed
+/// resources check their table of live blocks first).
 #[inline]
 pub(crate) fn mem_free(ptr: usize) -> Result<()> {
-    // SAFETY: the driver is loaded; it rejects pointers it did not hand out with an error code
-    // rather than undefined behaviour.
+    // SAFETY: the driver is loaded; the caller frees a block it owns, once (above), and the driver
+    // answers a pointer it never handed out with an error code.
     let status = with_context(|| unsafe { sys::cuMemFree_v2(ptr as sys::CUdeviceptr) })?;
     check(status, "cuMemFree")
 }
@@ -40,10 +42,11 @@ pub(crate) fn mem_alloc_managed(bytes: usize) -> Result<usize> {
 }
 
 /// Frees managed memory from [`mem_alloc_managed`] with `cuMemFree`, under the context rule of its
-/// allocation.
+/// allocation. As for [`mem_free`], the caller passes only a live block it handed out.
 pub(crate) fn mem_free_managed(ptr: usize) -> Result<()> {
     ensure_context()?;
-    // SAFETY: a context is current; the driver reports foreign pointers as an error code.
+    // SAFETY: a context is current; the caller frees a block it owns, once, and the driver answers
+    // a pointer it never handed out with an error code.
     check(unsafe { sys::cuMemFree_v2(ptr as sys::CUdeviceptr) }, "cuMemFree")
 }
 
@@ -57,10 +60,12 @@ pub(crate) fn mem_host_alloc(bytes: usize) -> Result<*mut u8> {
     Ok(p.cast())
 }
 
-/// Frees pinned host memory from [`mem_host_alloc`] with `cuMemFreeHost`.
+/// Frees pinned host memory from [`mem_host_alloc`] with `cuMemFreeHost`. As for [`mem_free`], the
+/// caller passes only a live block it handed out.
 pub(crate) fn mem_free_host(ptr: *mut u8) -> Result<()> {
     ensure_context()?;
-    // SAFETY: a context is current; the driver reports pointers it did not pin as an error code.
+    // SAFETY: a context is current; the caller frees a block it owns, once, and the driver answers
+    // a pointer it did not pin with an error code.
     check(unsafe { sys::cuMemFreeHost(ptr.cast()) }, "cuMemFreeHost")
 }
 

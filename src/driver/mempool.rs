@@ -54,6 +54,21 @@ pub(crate) fn mem_pool_release_threshold(pool: usize) -> Result<u64> {
     get_u64_attribute(pool, sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD)
 }
 
+/// Whether the driver knows `pool` as a memory pool: one attribute is asked of it, and a handle
+/// it does not know (a pool destroyed already) is [`Error::InvalidArgument`](crate::Error).
+pub(crate) fn mem_pool_check(pool: usize) -> Result<()> {
+    super::ensure_context()?;
+    let mut value: u64 = 0;
+    let attribute = sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD;
+    // SAFETY: the driver is loaded and a context is current; the attribute's value is a
+    // cuuint64_t. The handle is the caller's: a pool the driver made, live or destroyed (a raw
+    // value the driver never handed out is the contract of the caller's `unsafe` constructor).
+    let status =
+        unsafe { sys::cuMemPoolGetAttribute(pool as sys::CUmemoryPool, attribute, (&mut value as *mut u64).cast()) };
+    check(status, "cuMemPoolGetAttribute")
+        .map_err(|e| crate::Error::InvalidArgument(format!("{pool:#x} is not a live CUDA memory pool ({e})")))
+}
+
 /// The value of a cuuint64_t `attribute` of the live `pool`.
 fn get_u64_attribute(pool: usize, attribute: sys::CUmemPool_attribute) -> Result<u64> {
     let mut value: u64 = 0;
@@ -97,8 +112,9 @@ unsafe fn set_attribute<T>(pool: usize, attribute: sys::CUmemPool_attribute, val
 pub(crate) fn mem_alloc_from_pool_async(pool: usize, bytes: usize, stream: CudaStreamView) -> Result<usize> {
     let mut dptr: sys::CUdeviceptr = 0;
     let status = with_context(|| {
-        // SAFETY: the driver is loaded and the pool alive; dptr is a valid out pointer. A bad
-        // stream handle is the caller's contract (as for every stream-ordered call).
+        // SAFETY: the driver is loaded; the pool is alive (an owning resource holds it, or a view
+        // whose constructor's contract, or owner, keeps it); dptr is a valid out pointer. A live
+        // stream is the caller's contract (as for every stream-ordered call).
         unsafe { sys::cuMemAllocFromPoolAsync(&mut dptr, bytes, pool as sys::CUmemoryPool, stream.as_raw()) }
     })?;
     check_alloc(status, "cuMemAllocFromPoolAsync", bytes)?;
@@ -109,7 +125,9 @@ pub(crate) fn mem_alloc_from_pool_async(pool: usize, bytes: usize, stream: CudaS
 #[inline]
 pub(crate) fn mem_free_async(ptr: usize, stream: CudaStreamView) -> Result<()> {
     let status = with_context(|| {
-        // SAFETY: the driver is loaded; it reports pointers it did not hand out as an error.
+        // SAFETY: the driver is loaded; it answers a pointer no pool handed out with an error code.
+        // One that another resource's pool handed out would be freed: freeing through a resource
+        // that did not allocate is the caller's misuse (docs/errors.md), on device memory only.
         unsafe { sys::cuMemFreeAsync(ptr as sys::CUdeviceptr, stream.as_raw()) }
     })?;
     check(status, "cuMemFreeAsync")

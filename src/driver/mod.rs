@@ -33,8 +33,8 @@ pub(crate) use address_range::mem_allocation_base;
 pub(crate) use advise::{mem_advise_preferred_location, PreferredLocation};
 pub(crate) use attribute::device_attribute;
 pub(crate) use context::{
-    current_context, current_context_or_null, current_device, device_count, ensure_context, make_primary_current,
-    synchronize_context, synchronize_context_in_drop,
+    current_context_kept, current_device, device_count, ensure_context, make_primary_current, synchronize_context,
+    synchronize_context_in_drop,
 };
 pub(crate) use copy::{memcpy_async, memset_d8_async};
 pub(crate) use event::{event_create, event_destroy, event_record};
@@ -43,11 +43,13 @@ pub(crate) use memory::{
     mem_prefetch_async, pointer_is_managed,
 };
 pub(crate) use mempool::{
-    mem_alloc_from_pool_async, mem_free_async, mem_get_default_managed_pool, mem_pool_create, mem_pool_destroy,
-    mem_pool_release_threshold, mem_pool_reserved_mem_high, mem_pool_set_release_threshold,
+    mem_alloc_from_pool_async, mem_free_async, mem_get_default_managed_pool, mem_pool_check, mem_pool_create,
+    mem_pool_destroy, mem_pool_release_threshold, mem_pool_reserved_mem_high, mem_pool_set_release_threshold,
     mem_pool_set_reuse_allow_opportunistic,
 };
-pub(crate) use stream::{stream_create_with_flags, stream_destroy, stream_id, stream_synchronize, stream_wait_event};
+pub(crate) use stream::{
+    stream_context, stream_create_with_flags, stream_destroy, stream_id, stream_synchronize, stream_wait_event,
+};
 
 use context::with_context;
 use status::{check, check_alloc};

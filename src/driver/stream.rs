@@ -26,8 +26,9 @@ pub(crate) fn stream_destroy(handle: usize) {
 /// Blocks until all work on `stream` has finished.
 pub(crate) fn stream_synchronize(stream: CudaStreamView) -> Result<()> {
     ensure_context()?;
-    // SAFETY: the driver is loaded and a context is current; an invalid handle is reported by the
-    // driver as an error, not undefined behaviour, for handles that once were valid.
+    // SAFETY: the driver is loaded and a context is current. A view names a live stream during
+    // the call (CUDA's rule for every stream argument, and `CudaStreamView`'s contract); the
+    // driver cannot tell a destroyed stream's handle from a live one (see docs/errors.md).
     check(unsafe { sys::cuStreamSynchronize(stream.as_raw()) }, "cuStreamSynchronize")
 }
 
@@ -44,7 +45,18 @@ pub(crate) fn stream_id(handle: usize) -> Result<u64> {
 /// Makes work enqueued on `stream` from now on wait for the work `event` captured.
 /// As [`event_record`](super::event_record) does, the first call on a thread makes a context current.
 pub(crate) fn stream_wait_event(stream: CudaStreamView, event: usize) -> Result<()> {
-    // SAFETY: the caller's event is alive; the driver reports a bad stream handle as an error.
+    // SAFETY: the caller's event is alive, and the view names a live stream (as in
+    // `stream_synchronize`).
     let status = with_context(|| unsafe { sys::cuStreamWaitEvent(stream.as_raw(), event as sys::CUevent, 0) })?;
     check(status, "cuStreamWaitEvent")
+}
+
+/// The context the stream `handle` was created in (`cuStreamGetCtx`). `handle` must name a live
+/// stream other than the default ones (whose context is whichever is current).
+pub(crate) fn stream_context(handle: usize) -> Result<usize> {
+    ensure_driver()?;
+    let mut ctx: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: the driver is initialised; the caller names a live stream; ctx is a valid out pointer.
+    check(unsafe { sys::cuStreamGetCtx(handle as sys::CUstream, &mut ctx) }, "cuStreamGetCtx")?;
+    Ok(ctx as usize)
 }

@@ -294,7 +294,10 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
     }
 }
 
-impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
+// SAFETY: blocks are disjoint ranges of superblocks the upstream handed out and the arena keeps
+// until it is dropped (or returns whole and free); a block is reused only after its free, in stream
+// order; the accessibility answers are the upstream's.
+unsafe impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
     #[inline]
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
         let align = effective_alignment(alignment)?;

@@ -91,7 +91,10 @@ impl<U: MemoryResource> BinningMemoryResource<U> {
     }
 }
 
-impl<U: MemoryResource> MemoryResource for BinningMemoryResource<U> {
+// SAFETY: each request goes whole to one resource chosen by its size, the same one on free:
+// a fixed-size resource over `upstream` or `upstream` itself, all keeping the contract with
+// `upstream`'s kind of memory, whose accessibility answers these are.
+unsafe impl<U: MemoryResource> MemoryResource for BinningMemoryResource<U> {
     #[inline]
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
         let align = effective_alignment(alignment)?;

@@ -15,6 +15,13 @@ pub type CudaMemoryResource = DriverBackedResource<DeviceMemory>;
 #[derive(Debug)]
 pub enum DeviceMemory {}
 
+impl crate::resource::driver_backed::sealed::Sealed for DeviceMemory {
+    fn live() -> &'static crate::resource::live_blocks::LiveBlocks {
+        static LIVE: crate::resource::live_blocks::LiveBlocks = crate::resource::live_blocks::LiveBlocks::new();
+        &LIVE
+    }
+}
+
 impl DriverAllocation for DeviceMemory {
     const NAME: &'static str = "CudaMemoryResource";
     const DEVICE_ACCESSIBLE: bool = true;
@@ -67,7 +74,13 @@ mod tests {
         }
         let r = CudaMemoryResource::new();
         assert!(matches!(r.allocate(1024, 256, CudaStreamView::DEFAULT), Err(Error::NoDriver(_))));
-        assert!(matches!(r.deallocate(0x1000 as *mut u8, 1024, 256, CudaStreamView::DEFAULT), Err(Error::NoDriver(_))));
+    }
+
+    #[test]
+    fn a_pointer_it_never_handed_out_is_refused_before_the_driver() {
+        let r = CudaMemoryResource::new();
+        let freed = r.deallocate(0x1000 as *mut u8, 1024, 256, CudaStreamView::DEFAULT);
+        assert_eq!(freed, Err(Error::Misuse(crate::error::Misuse::UnknownPointer { ptr: 0x1000 })));
     }
 
     #[test]

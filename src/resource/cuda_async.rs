@@ -66,7 +66,7 @@ impl CudaAsyncMemoryResource {
                 device.0
             )));
         }
-        let context = driver::current_context_or_null()?;
+        let context = driver::current_context_kept()?;
         let pool = driver::mem_pool_create(device.0, export_handle_type as u32)?;
         // From here on `this` owns the pool: an early return below destroys it in Drop.
         let this = CudaAsyncMemoryResource { pool, context, device };

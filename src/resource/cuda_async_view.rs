@@ -10,39 +10,74 @@ use crate::resource::{CudaAsyncManagedMemoryResource, CudaAsyncMemoryResource, M
 use crate::stream::CudaStreamView;
 use cudarc::driver::sys;
 use std::any::Any;
+use std::sync::Arc;
 
 /// Device memory from an existing `CUmemoryPool` (`cudaMemPool_t`) that this resource does not
 /// own: dropping it leaves the pool alone. Two views are equal when they view the same pool, and a
 /// view equals the owning [`CudaAsyncMemoryResource`] of its pool (memory of one may be freed
 /// through the other).
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// A view made with [`of`](Self::of) holds the owning resource, so the pool lives as long as the
+/// view; one made from a raw handle with [`new`](Self::new) relies on its caller for that.
+#[derive(Debug, Clone)]
 pub struct CudaAsyncViewMemoryResource {
     pool: usize,
+    /// The resource that owns the pool, when the view was made from it.
+    owner: Option<Arc<CudaAsyncMemoryResource>>,
 }
+
+impl PartialEq for CudaAsyncViewMemoryResource {
+    /// Views of one pool are equal, whether or not they hold its owner.
+    fn eq(&self, other: &Self) -> bool {
+        self.pool == other.pool
+    }
+}
+
+impl Eq for CudaAsyncViewMemoryResource {}
 
 impl CudaAsyncViewMemoryResource {
     /// A view of `pool`. A null pool makes an empty view (RMM's default-constructed one), which
-    /// refuses every allocation; any other pool must support the stream-ordered allocator.
+    /// refuses every allocation. Any other pool must support the stream-ordered allocator, and is
+    /// asked one attribute (`cuMemPoolGetAttribute`): a handle the driver does not know as a pool
+    /// (one destroyed already, say) is [`Error::InvalidArgument`] here rather than a failure of
+    /// every allocation. The driver cannot vouch for an arbitrary value, hence the contract.
     ///
     /// # Safety
     /// A non-null `pool` must be a live memory pool that outlives every use of this resource and
     /// of the memory it hands out.
     pub unsafe fn new(pool: sys::CUmemoryPool) -> Result<Self> {
-        if !pool.is_null() && !async_alloc_supported(DeviceId::current()?)? {
-            return Err(Error::Unsupported(
-                "cudaMallocAsync not supported with this CUDA driver/runtime version".into(),
-            ));
+        if !pool.is_null() {
+            if !async_alloc_supported(DeviceId::current()?)? {
+                return Err(Error::Unsupported(
+                    "cudaMallocAsync not supported with this CUDA driver/runtime version".into(),
+                ));
+            }
+            driver::mem_pool_check(pool as usize)?;
         }
-        Ok(CudaAsyncViewMemoryResource { pool: pool as usize })
+        Ok(CudaAsyncViewMemoryResource { pool: pool as usize, owner: None })
+    }
+
+    /// A view of `owner`'s pool that keeps `owner` (and so the pool) alive as long as the view and
+    /// its clones: safe, unlike a view of a raw handle.
+    pub fn of(owner: Arc<CudaAsyncMemoryResource>) -> Self {
+        CudaAsyncViewMemoryResource { pool: owner.pool_handle() as usize, owner: Some(owner) }
     }
 
     /// The pool viewed (null for an empty view).
     pub fn pool_handle(&self) -> sys::CUmemoryPool {
         self.pool as sys::CUmemoryPool
     }
+
+    /// The resource that owns the pool, when the view was made with [`of`](Self::of).
+    pub fn owner(&self) -> Option<&Arc<CudaAsyncMemoryResource>> {
+        self.owner.as_ref()
+    }
 }
 
-impl MemoryResource for CudaAsyncViewMemoryResource {
+// SAFETY: blocks come from `cuMemAllocFromPoolAsync` on the viewed pool, which the constructor's
+// contract (or the owner this view holds) keeps alive; the driver aligns them to 256 bytes and
+// reuses them only after `cuMemFreeAsync`, in stream order. Pool memory is device memory only.
+unsafe impl MemoryResource for CudaAsyncViewMemoryResource {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
         if self.pool == 0 && bytes > 0 {
             cuda_alignment(alignment)?;
@@ -75,7 +110,11 @@ impl MemoryResource for CudaAsyncViewMemoryResource {
 /// pool, equality with every resource over the same pool, and the given host accessibility.
 macro_rules! pool_backed_memory_resource {
     ($ty:ty, host_accessible: $host:expr) => {
-        impl $crate::resource::MemoryResource for $ty {
+        // SAFETY: blocks come from `cuMemAllocFromPoolAsync` on the pool this resource holds (alive
+        // until it is dropped, `Drop` destroys it after the device is synchronised); the driver
+        // aligns them to 256 bytes and reuses them only after `cuMemFreeAsync`, in stream order;
+        // `$host` says whether the pool's memory is host accessible (managed memory).
+        unsafe impl $crate::resource::MemoryResource for $ty {
             fn allocate(
                 &self,
                 bytes: usize,
@@ -162,11 +201,12 @@ mod tests {
 
     #[test]
     fn views_of_one_pool_are_equal() {
-        let a = CudaAsyncViewMemoryResource { pool: 0x10 };
-        let b = CudaAsyncViewMemoryResource { pool: 0x10 };
-        let c = CudaAsyncViewMemoryResource { pool: 0x20 };
+        let a = CudaAsyncViewMemoryResource { pool: 0x10, owner: None };
+        let b = CudaAsyncViewMemoryResource { pool: 0x10, owner: None };
+        let c = CudaAsyncViewMemoryResource { pool: 0x20, owner: None };
         assert!(a.is_equal(&b));
         assert!(!a.is_equal(&c));
         assert!(!a.is_equal(&crate::resource::CudaMemoryResource::new()));
+        assert!(a == b && a != c);
     }
 }

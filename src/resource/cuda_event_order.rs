@@ -1,7 +1,7 @@
 //! [`StreamOrder`] for device memory: one CUDA event per stream, recorded when the pool publishes
 //! that stream's free blocks.
 
-use crate::driver::{current_context, stream_id, synchronize_context};
+use crate::driver::{current_context_kept, stream_id, synchronize_context};
 use crate::error::{Error, Result};
 use crate::event::CudaEvent;
 use crate::pool::{next_retirement_number, StreamKey, StreamOrder, IDENTITY_TRUSTED, IDENTITY_UNKNOWN};
@@ -42,7 +42,7 @@ impl CudaEventOrder {
     /// Notes the current context as the pool's, the first time one is current.
     fn note_context(&self) {
         if self.context.get().is_none() {
-            if let Ok(context) = current_context() {
+            if let Ok(context) = current_context_kept() {
                 let _ = self.context.set(context);
             }
         }

@@ -7,6 +7,7 @@
 //! names those, and [`DriverBackedResource`] does the rest the same way for all of them.
 
 use crate::error::{Error, Result};
+use crate::resource::live_blocks::LiveBlocks;
 use crate::resource::{effective_alignment, same_type, MemoryResource, DEFAULT_ALIGNMENT};
 use crate::stream::CudaStreamView;
 use std::fmt;
@@ -27,8 +28,23 @@ pub(crate) fn cuda_alignment(alignment: usize) -> Result<usize> {
     }
 }
 
-/// One kind of driver memory: the calls that allocate and free it and who may access it.
-pub trait DriverAllocation: 'static {
+/// Keeps [`DriverAllocation`] to this crate's kinds: `DriverBackedResource` writes through what
+/// `allocate` returns, so a kind outside the crate would be a way to hand safe code any address.
+pub(crate) mod sealed {
+    use super::LiveBlocks;
+
+    /// A kind of driver memory of this crate, with its process-wide table of live blocks.
+    pub trait Sealed {
+        /// The blocks of this kind handed out and not yet freed, by any instance.
+        fn live() -> &'static LiveBlocks;
+    }
+}
+
+/// One kind of driver memory: the calls that allocate and free it and who may access it. Sealed:
+/// implemented by [`DeviceMemory`](crate::resource::cuda::DeviceMemory),
+/// [`ManagedMemory`](crate::resource::managed::ManagedMemory) and
+/// [`PinnedHostMemory`](crate::resource::pinned_host::PinnedHostMemory) only.
+pub trait DriverAllocation: sealed::Sealed + 'static {
     /// The resource's name, as `Debug` prints it.
     const NAME: &'static str;
     /// Whether kernels may access the memory.
@@ -39,17 +55,20 @@ pub trait DriverAllocation: 'static {
     /// Allocates `bytes` (never 0) with one driver call; the driver aligns it to 256 bytes.
     fn allocate(bytes: usize) -> Result<*mut u8>;
 
-    /// Frees `ptr` (never null) with one driver call; the driver reports a pointer it did not hand
-    /// out as an error.
+    /// Frees `ptr` (never null, always a live block of this kind) with one driver call.
     fn free(ptr: *mut u8) -> Result<()>;
 }
 
-/// A stateless resource that takes each block from the driver with `A`'s calls. Alignments up to
-/// 256 bytes are accepted (what every CUDA allocation call guarantees); zero bytes give null
-/// without a driver call; frees while the process exits leave the driver alone, since the memory
-/// goes with the process.
+/// A resource that takes each block from the driver with `A`'s calls. Alignments up to 256 bytes
+/// are accepted (what every CUDA allocation call guarantees); zero bytes give null without a
+/// driver call; frees while the process exits leave the driver alone, since the memory goes with
+/// the process.
 ///
-/// Stateless: any instance may free memory allocated by any other of the same `A`.
+/// All instances of one `A` are equal: any may free memory allocated by any other. They share one
+/// process-wide record of the blocks handed out, so a free of a pointer no instance handed out
+/// (another resource's, or a pool's block carved from a chunk of this kind), or with another size,
+/// is [`Misuse`](crate::error::Misuse) and never reaches the driver. A pool block that spans its
+/// whole chunk cannot be told from the chunk: do not free a pool's blocks through its upstream.
 pub struct DriverBackedResource<A>(PhantomData<fn() -> A>);
 
 impl<A: DriverAllocation> DriverBackedResource<A> {
@@ -59,26 +78,33 @@ impl<A: DriverAllocation> DriverBackedResource<A> {
     }
 }
 
-impl<A: DriverAllocation> MemoryResource for DriverBackedResource<A> {
+// SAFETY: every block is one allocation of the driver, 256-byte aligned, of at least the bytes
+// asked, accessible as `A` declares; the live table frees only what this kind handed out, once,
+// with the size it was handed out with (`DriverAllocation` is sealed: only this crate's kinds).
+unsafe impl<A: DriverAllocation> MemoryResource for DriverBackedResource<A> {
     #[inline]
     fn allocate(&self, bytes: usize, alignment: usize, _stream: CudaStreamView) -> Result<*mut u8> {
         cuda_alignment(alignment)?;
         if bytes == 0 {
             return Ok(std::ptr::null_mut());
         }
-        A::allocate(bytes)
+        let ptr = A::allocate(bytes)?;
+        A::live().insert(ptr as usize, bytes);
+        Ok(ptr)
     }
 
     #[inline]
-    fn deallocate(&self, ptr: *mut u8, _bytes: usize, _alignment: usize, _stream: CudaStreamView) -> Result<()> {
+    fn deallocate(&self, ptr: *mut u8, bytes: usize, _alignment: usize, _stream: CudaStreamView) -> Result<()> {
         if ptr.is_null() {
             return Ok(());
         }
+        A::live().take(ptr as usize, bytes)?;
         // While the process exits the driver may be gone: the memory goes with the process.
         if crate::process_exit::process_is_exiting() {
             return Ok(());
         }
-        A::free(ptr)
+        // A free the driver refused leaves the block live, to be freed again.
+        A::free(ptr).inspect_err(|_| A::live().put_back(ptr as usize, bytes))
     }
 
     fn is_equal(&self, other: &dyn MemoryResource) -> bool {
@@ -133,6 +159,68 @@ mod tests {
         assert_traits::<CudaMemoryResource>();
         assert_traits::<ManagedMemoryResource>();
         assert_traits::<PinnedHostMemoryResource>();
+    }
+
+    /// Host memory behind the driver-backed skeleton, so its bookkeeping runs without a GPU; counts
+    /// the frees that reach the "driver".
+    enum FakeDriver {}
+
+    static FAKE_FREES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+    impl sealed::Sealed for FakeDriver {
+        fn live() -> &'static LiveBlocks {
+            static LIVE: LiveBlocks = LiveBlocks::new();
+            &LIVE
+        }
+    }
+
+    impl DriverAllocation for FakeDriver {
+        const NAME: &'static str = "FakeDriver";
+        const DEVICE_ACCESSIBLE: bool = false;
+        const HOST_ACCESSIBLE: bool = true;
+
+        fn allocate(bytes: usize) -> Result<*mut u8> {
+            let mut p = std::ptr::null_mut();
+            // SAFETY: a valid out pointer; 256 is a power of two and a multiple of the pointer size.
+            if unsafe { libc::posix_memalign(&mut p, CUDA_ALIGNMENT, bytes) } != 0 {
+                return Err(Error::out_of_memory(bytes, "posix_memalign"));
+            }
+            Ok(p.cast())
+        }
+
+        fn free(ptr: *mut u8) -> Result<()> {
+            FAKE_FREES.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            // SAFETY: the skeleton frees only live blocks of this kind, which came from posix_memalign.
+            unsafe { libc::free(ptr.cast()) };
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_pool_block_freed_through_its_upstream_kind_is_refused_and_the_pool_stays_intact() {
+        use crate::error::Misuse;
+        use crate::resource::PoolMemoryResource;
+        let s = CudaStreamView::DEFAULT;
+        let pool = PoolMemoryResource::new(DriverBackedResource::<FakeDriver>::new(), 1 << 20, None).unwrap();
+        let p = pool.allocate(256, 256, s).unwrap();
+        // Another instance of the upstream's kind: equal to the pool's upstream, so it could free
+        // the chunk; the block is not one of its blocks.
+        let other = DriverBackedResource::<FakeDriver>::new();
+        let refused = other.deallocate(p, 256, 256, s);
+        assert!(
+            matches!(refused, Err(Error::Misuse(Misuse::WrongSize { .. } | Misuse::UnknownPointer { .. }))),
+            "{refused:?}"
+        );
+        assert_eq!(FAKE_FREES.load(std::sync::atomic::Ordering::SeqCst), 0, "the chunk reached the driver");
+        // The pool still owns its chunk: its block is usable and goes back to it.
+        // SAFETY: p is a live 256-byte block of host memory.
+        unsafe { p.write_bytes(0x5a, 256) };
+        pool.deallocate(p, 256, 256, s).unwrap();
+        pool.check_invariants().unwrap();
+        assert_eq!(<FakeDriver as sealed::Sealed>::live().len(), 1, "the pool's one chunk");
+        drop(pool);
+        assert_eq!(<FakeDriver as sealed::Sealed>::live().len(), 0);
+        assert_eq!(FAKE_FREES.load(std::sync::atomic::Ordering::SeqCst), 1);
     }
 
     #[test]

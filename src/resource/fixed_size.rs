@@ -276,7 +276,10 @@ impl<U: MemoryResource> FixedSizeMemoryResource<U> {
     }
 }
 
-impl<U: MemoryResource> MemoryResource for FixedSizeMemoryResource<U> {
+// SAFETY: blocks are disjoint fixed-size slices of chunks the upstream handed out and this
+// resource keeps until it is dropped; a block is reused only after its free, in stream order; the
+// accessibility answers are the upstream's.
+unsafe impl<U: MemoryResource> MemoryResource for FixedSizeMemoryResource<U> {
     #[inline]
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
         self.check_request(bytes, alignment)?;

@@ -28,7 +28,9 @@ impl HostMemoryResource {
     }
 }
 
-impl MemoryResource for HostMemoryResource {
+// SAFETY: every block is a fresh `alloc` of exactly its size and effective alignment, host memory
+// (not device accessible), freed only when the live map shows this resource handed it out.
+unsafe impl MemoryResource for HostMemoryResource {
     fn allocate(&self, bytes: usize, alignment: usize, _stream: CudaStreamView) -> Result<*mut u8> {
         let align = effective_alignment(alignment)?;
         if bytes == 0 {

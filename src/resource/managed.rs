@@ -14,6 +14,13 @@ pub type ManagedMemoryResource = DriverBackedResource<ManagedMemory>;
 #[derive(Debug)]
 pub enum ManagedMemory {}
 
+impl crate::resource::driver_backed::sealed::Sealed for ManagedMemory {
+    fn live() -> &'static crate::resource::live_blocks::LiveBlocks {
+        static LIVE: crate::resource::live_blocks::LiveBlocks = crate::resource::live_blocks::LiveBlocks::new();
+        &LIVE
+    }
+}
+
 impl DriverAllocation for ManagedMemory {
     const NAME: &'static str = "ManagedMemoryResource";
     const DEVICE_ACCESSIBLE: bool = true;

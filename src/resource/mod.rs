@@ -19,6 +19,7 @@ mod cuda_event_order;
 mod driver_backed;
 pub mod fixed_size;
 pub mod host;
+mod live_blocks;
 pub mod managed;
 pub mod pinned_host;
 pub mod pool;
@@ -56,7 +57,78 @@ pub const MAX_ALIGNMENT: usize = 1 << 30;
 ///
 /// Zero-byte requests return a null pointer without touching any upstream, and freeing a null
 /// pointer is a no-op.
-pub trait MemoryResource: Any + Send + Sync {
+///
+/// # Safety
+///
+/// Safe code writes through the pointers a resource hands out (a
+/// [`DeviceBuffer`](crate::buffer::DeviceBuffer) fills and copies its memory, on the host when the
+/// resource says it is not device accessible), so an implementation promises, for as long as
+/// the block is not freed:
+///
+/// 1. `allocate(bytes, alignment, _)` (and `allocate_sync`, and a `Some` of
+///    `try_allocate_immediately`) that succeeds with `bytes > 0` returns a non-null pointer to
+///    `bytes` bytes aligned to at least `max(alignment, 256)`, not overlapping any other block
+///    it has handed out and not yet taken back, nor any memory it does not own;
+/// 2. the block is accessible as [`is_device_accessible`](Self::is_device_accessible) and
+///    [`is_host_accessible`](Self::is_host_accessible) say: host code may read and write it
+///    when `is_host_accessible()` or `!is_device_accessible()` (host memory), kernels and the
+///    driver's copies when `is_device_accessible()`; both answers never change;
+/// 3. a block is handed out again only after it was freed (through `self` or a resource for
+///    which [`is_equal`](Self::is_equal) is true), in stream order;
+/// 4. `deallocate` never releases memory it did not hand out, or hands out in another block.
+///
+/// Resources that wrap another keep these promises by forwarding what it returns; resources that
+/// forward pointers from user code (a callback) put the promise on whoever supplies that code,
+/// through an `unsafe` constructor.
+///
+/// ```compile_fail,E0200
+/// use rmm::{CudaStreamView, MemoryResource, Result};
+///
+/// struct Mine;
+///
+/// // Rejected: without `unsafe`, safe code could hand any address to a buffer.
+/// impl MemoryResource for Mine {
+///     fn allocate(&self, _: usize, _: usize, _: CudaStreamView) -> Result<*mut u8> {
+///         Ok(0x1000 as *mut u8)
+///     }
+///     fn deallocate(&self, _: *mut u8, _: usize, _: usize, _: CudaStreamView) -> Result<()> {
+///         Ok(())
+///     }
+/// }
+/// ```
+///
+/// An implementation says why it keeps the contract:
+///
+/// ```
+/// use rmm::resource::HostMemoryResource;
+/// use rmm::{CudaStreamView, MemoryResource, Result};
+///
+/// /// Counts the blocks it passes through.
+/// struct Counting {
+///     inner: HostMemoryResource,
+///     count: std::sync::atomic::AtomicUsize,
+/// }
+///
+/// // SAFETY: every block comes from `inner` unchanged and goes back to it; the accessibility
+/// // answers are `inner`'s.
+/// unsafe impl MemoryResource for Counting {
+///     fn allocate(&self, bytes: usize, alignment: usize, s: CudaStreamView) -> Result<*mut u8> {
+///         let p = self.inner.allocate(bytes, alignment, s)?;
+///         self.count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+///         Ok(p)
+///     }
+///     fn deallocate(&self, p: *mut u8, bytes: usize, alignment: usize, s: CudaStreamView) -> Result<()> {
+///         self.inner.deallocate(p, bytes, alignment, s)
+///     }
+///     fn is_device_accessible(&self) -> bool {
+///         self.inner.is_device_accessible()
+///     }
+///     fn is_host_accessible(&self) -> bool {
+///         self.inner.is_host_accessible()
+///     }
+/// }
+/// ```
+pub unsafe trait MemoryResource: Any + Send + Sync {
     /// Allocates `bytes` aligned to `alignment` (a power of two; values below 256 give 256), usable
     /// by work on `stream` enqueued after this call.
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8>;
@@ -121,7 +193,8 @@ pub trait MemoryResource: Any + Send + Sync {
 /// A shared, type-erased resource: what the per-device table stores and what adaptors may share.
 pub type SharedResource = Arc<dyn MemoryResource>;
 
-impl<R: MemoryResource + ?Sized> MemoryResource for Arc<R> {
+// SAFETY: every call goes to the shared resource, whose promises an `Arc` handle inherits.
+unsafe impl<R: MemoryResource + ?Sized> MemoryResource for Arc<R> {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
         (**self).allocate(bytes, alignment, stream)
     }

@@ -16,6 +16,13 @@ pub type PinnedHostMemoryResource = DriverBackedResource<PinnedHostMemory>;
 #[derive(Debug)]
 pub enum PinnedHostMemory {}
 
+impl crate::resource::driver_backed::sealed::Sealed for PinnedHostMemory {
+    fn live() -> &'static crate::resource::live_blocks::LiveBlocks {
+        static LIVE: crate::resource::live_blocks::LiveBlocks = crate::resource::live_blocks::LiveBlocks::new();
+        &LIVE
+    }
+}
+
 impl DriverAllocation for PinnedHostMemory {
     const NAME: &'static str = "PinnedHostMemoryResource";
     const DEVICE_ACCESSIBLE: bool = true;

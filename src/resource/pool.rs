@@ -500,7 +500,10 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     }
 }
 
-impl<U: MemoryResource> MemoryResource for PoolMemoryResource<U> {
+// SAFETY: blocks are disjoint ranges of chunks the upstream handed out and the pool keeps until
+// it is dropped; a block is handed out again only after its free, in stream order (`StreamOrder`);
+// the accessibility answers are the upstream's.
+unsafe impl<U: MemoryResource> MemoryResource for PoolMemoryResource<U> {
     #[inline]
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
         match self.allocate_at_home(bytes, alignment, stream) {

@@ -41,7 +41,9 @@ pub(crate) fn device_portion(bytes: usize, free: usize, headroom: usize) -> usiz
     allocatable.min(bytes) & !(DEFAULT_ALIGNMENT - 1)
 }
 
-impl MemoryResource for SamHeadroomMemoryResource {
+// SAFETY: blocks come from a `SystemMemoryResource` unchanged (advice only sets where pages prefer
+// to live) and go back to it; the accessibility answers are the same as its.
+unsafe impl MemoryResource for SamHeadroomMemoryResource {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
         let p = self.system.allocate(bytes, alignment, stream)?;
         if p.is_null() {

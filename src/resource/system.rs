@@ -50,7 +50,10 @@ impl SystemMemoryResource {
     }
 }
 
-impl MemoryResource for SystemMemoryResource {
+// SAFETY: every block comes from the process-wide host heap (`HostMemoryResource`, which keeps the
+// contract) and goes back to it; the constructor checked that the device can access such memory
+// (pageable memory access), so it is both host and device accessible.
+unsafe impl MemoryResource for SystemMemoryResource {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
         SYSTEM_HEAP.allocate(bytes, alignment, stream)
     }

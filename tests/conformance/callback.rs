@@ -3,8 +3,14 @@
 conformance!(Spec { device_accessible: true, host_accessible: false, ..Spec::HOST }, || {
     let pool = std::sync::Arc::new(crate::common::host_pool());
     let upstream = pool.clone();
-    rmm::adaptor::CallbackMemoryResource::new(
-        move |bytes, alignment, stream| rmm::MemoryResource::allocate(&*pool, bytes, alignment, stream),
-        move |ptr, bytes, alignment, stream| rmm::MemoryResource::deallocate(&*upstream, ptr, bytes, alignment, stream),
-    )
+    // SAFETY: the functions forward to a pool, which keeps the contract; its host memory is called
+    // device memory here (RMM's declaration), so the suite only allocates and frees through it.
+    unsafe {
+        rmm::adaptor::CallbackMemoryResource::new(
+            move |bytes, alignment, stream| rmm::MemoryResource::allocate(&*pool, bytes, alignment, stream),
+            move |ptr, bytes, alignment, stream| {
+                rmm::MemoryResource::deallocate(&*upstream, ptr, bytes, alignment, stream)
+            },
+        )
+    }
 });

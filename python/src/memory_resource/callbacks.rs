@@ -45,7 +45,10 @@ impl CallbackMemoryResource {
                 called.map(|_| ()).map_err(|e| from_callback(py, e, bytes))
             })
         };
-        let resource: SharedResource = Arc::new(a::CallbackMemoryResource::new(allocate, deallocate));
+        // SAFETY: the Python caller promises its functions return valid device memory and free
+        // only that, RMM's contract for this class; Python code is outside Rust's checks.
+        let callback = unsafe { a::CallbackMemoryResource::new(allocate, deallocate) };
+        let resource: SharedResource = Arc::new(callback);
         PyClassInitializer::from(DeviceMemoryResource::new(resource)).add_subclass(CallbackMemoryResource)
     }
 }
@@ -65,7 +68,9 @@ struct PyFailureCallback {
     inner: Inner,
 }
 
-impl MemoryResource for PyFailureCallback {
+// SAFETY: blocks come from the core adaptor unchanged (it keeps the contract over its upstream)
+// and go back to it; the accessibility answers are its own.
+unsafe impl MemoryResource for PyFailureCallback {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> rmm::Result<*mut u8> {
         let result = self.inner.allocate(bytes, alignment, stream);
         let raised = CALLBACK_ERROR.with(|e| e.borrow_mut().take());

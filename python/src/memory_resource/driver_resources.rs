@@ -4,13 +4,14 @@
 use super::DeviceMemoryResource;
 use crate::error::IntoPy;
 use crate::helper::optional_size_arg;
+use parking_lot::Mutex;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyInt};
 use rmm::capabilities::AllocationHandleType;
 use rmm::resource as r;
 use rmm::SharedResource;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 /// The base-class part of a resource object over `resource`.
 fn base(resource: SharedResource) -> PyClassInitializer<DeviceMemoryResource> {
@@ -53,6 +54,7 @@ impl CudaAsyncMemoryResource {
             .detach(|| r::CudaAsyncMemoryResource::with_export_handle_type(initial, release_threshold, handle_type))
             .py()?;
         let pool = Arc::new(pool);
+        register_owner(&pool);
         Ok(base(pool.clone()).add_subclass(CudaAsyncMemoryResource { pool }))
     }
 
@@ -61,6 +63,24 @@ impl CudaAsyncMemoryResource {
     fn pool_handle(&self) -> usize {
         self.pool.pool_handle() as usize
     }
+}
+
+/// The live owning async resources by pool handle, so that a view made from the handle one of
+/// them gave out (`pool_handle()`) keeps it alive. Weak: the table itself keeps nothing alive; a
+/// pool destroyed and its handle reused by a new pool cannot be mistaken, since the old entry no
+/// longer upgrades.
+static OWNERS: Mutex<Vec<(usize, Weak<r::CudaAsyncMemoryResource>)>> = Mutex::new(Vec::new());
+
+/// Notes `pool` as the owner of its pool handle (and forgets owners that are gone).
+fn register_owner(pool: &Arc<r::CudaAsyncMemoryResource>) {
+    let mut owners = OWNERS.lock();
+    owners.retain(|(_, owner)| owner.strong_count() > 0);
+    owners.push((pool.pool_handle() as usize, Arc::downgrade(pool)));
+}
+
+/// The live owning resource of the pool `handle`, if one of ours made it.
+fn owner_of(handle: usize) -> Option<Arc<r::CudaAsyncMemoryResource>> {
+    OWNERS.lock().iter().rev().filter(|(h, _)| *h == handle).find_map(|(_, owner)| owner.upgrade())
 }
 
 /// The pool handle of a `CudaAsyncViewMemoryResource` argument: an int, or a cuda-python
@@ -82,6 +102,9 @@ fn pool_handle_arg(handle: &Bound<'_, PyAny>) -> PyResult<usize> {
 }
 
 /// `cudaMallocAsync` from a pool someone else owns (RMM's `cuda_async_view_memory_resource`).
+/// When the handle is the pool of a live `CudaAsyncMemoryResource` (its `pool_handle()`), the
+/// view keeps that resource, and so the pool, alive; any other handle is checked with the driver
+/// (a pool it does not know is a `ValueError`) and must outlive the view, as in RMM.
 #[pyclass(module = "rmm.pylibrmm.memory_resource._memory_resource", extends = DeviceMemoryResource, subclass, frozen)]
 pub struct CudaAsyncViewMemoryResource {
     view: Arc<r::CudaAsyncViewMemoryResource>,
@@ -92,8 +115,12 @@ impl CudaAsyncViewMemoryResource {
     #[new]
     fn new(py: Python<'_>, pool_handle: &Bound<'_, PyAny>) -> PyResult<PyClassInitializer<Self>> {
         let pool = pool_handle_arg(pool_handle)?;
-        // SAFETY: RMM's contract for this class: the pool outlives the resource and its memory.
-        let view = py.detach(|| unsafe { r::CudaAsyncViewMemoryResource::new(pool as *mut _) }).py()?;
+        let view = match owner_of(pool) {
+            Some(owner) => r::CudaAsyncViewMemoryResource::of(owner),
+            // SAFETY: RMM's contract for this class, which the Python caller takes on: the pool
+            // outlives the resource and its memory (Python code is outside Rust's checks).
+            None => py.detach(|| unsafe { r::CudaAsyncViewMemoryResource::new(pool as *mut _) }).py()?,
+        };
         let view = Arc::new(view);
         Ok(base(view.clone()).add_subclass(CudaAsyncViewMemoryResource { view }))
     }
