@@ -92,7 +92,8 @@ impl CudaAsyncViewMemoryResource {
     #[new]
     fn new(py: Python<'_>, pool_handle: &Bound<'_, PyAny>) -> PyResult<PyClassInitializer<Self>> {
         let pool = pool_handle_arg(pool_handle)?;
-        // SAFETY: RMM's contract for this class: the pool outlives the resource and its memory.
+        // SAFETY: not checked here: RMM's contract for this class, which the Python caller takes
+        // on, is that `pool` is a live memory pool that outlives the resource and its memory.
         let view = py.detach(|| unsafe { r::CudaAsyncViewMemoryResource::new(pool as *mut _) }).py()?;
         let view = Arc::new(view);
         Ok(base(view.clone()).add_subclass(CudaAsyncViewMemoryResource { view }))
