@@ -10,13 +10,20 @@
 //! [`Logger::set_level`] here.
 //!
 //! Lines have RMM's default pattern `[%6t][%H:%M:%S:%f][%-6l] %v`: OS thread id, local time
-//! with microseconds, the level's spdlog name, the message.
+//! with microseconds, the level's spdlog name, the message. The time zone is asked once, not per
+//! line, so formatting never reads the environment while other threads may change it
+//! ([`rmm_rs_log_utc_offset`] says how).
 
+mod file;
 mod level;
 mod line;
+mod local_time;
 mod sink;
 
+pub use file::{open_log_file, LogFileMode, LOG_FILE_PERMISSIONS};
 pub use level::Level;
+pub(crate) use local_time::{init as init_local_time, local_hms};
+pub use local_time::{rmm_rs_log_utc_offset, HORIZON_DAYS};
 pub use sink::Sink;
 
 use parking_lot::Mutex;
@@ -37,6 +44,7 @@ pub struct Logger {
 impl Logger {
     /// A logger at level info that never flushes by itself, writing to `sink`.
     pub fn new(sink: Sink) -> Logger {
+        local_time::init();
         Logger {
             level: AtomicI32::new(Level::Info as i32),
             flush_level: AtomicI32::new(Level::Off as i32),

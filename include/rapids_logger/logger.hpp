@@ -12,6 +12,10 @@
 #include <rapids_logger/detail/pattern.hpp>
 #include <rapids_logger/log_levels.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
@@ -87,17 +91,39 @@ class sink {
 /// A shared sink, as loggers hold them.
 using sink_ptr = std::shared_ptr<sink>;
 
-/// Appends lines to a file (created if missing; emptied first when `truncate`).
+namespace detail {
+
+/// Opens the log file `filename` for writing as the Rust side opens every log file
+/// (rmm::logger::open_log_file): created with mode 0644 (before the umask) when missing, emptied
+/// when `truncate` else appended to, and never through a symbolic link at the path, which another
+/// user of a shared directory could have planted. Throws std::runtime_error naming the file.
+inline std::FILE* open_log_file(std::string const& filename, bool truncate)
+{
+  int const flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (truncate ? O_TRUNC : O_APPEND);
+  int const fd    = ::open(filename.c_str(), flags, 0644);
+  std::FILE* file = fd < 0 ? nullptr : ::fdopen(fd, truncate ? "w" : "a");
+  if (file == nullptr) {
+    int const error = errno;
+    if (fd >= 0) { ::close(fd); }
+    struct stat st {};
+    std::string const why = (::lstat(filename.c_str(), &st) == 0 && S_ISLNK(st.st_mode))
+                              ? "it is a symbolic link, which log files are never opened through"
+                              : std::strerror(error);
+    throw std::runtime_error("rapids_logger: cannot open log file '" + filename + "': " + why);
+  }
+  return file;
+}
+
+}  // namespace detail
+
+/// Appends lines to a file (created if missing; emptied first when `truncate`; never opened
+/// through a symbolic link: see detail::open_log_file).
 class basic_file_sink_mt : public sink {
  public:
-  /// @throws std::runtime_error if the file cannot be opened
+  /// @throws std::runtime_error if the file cannot be opened or is a symbolic link
   explicit basic_file_sink_mt(std::string const& filename, bool truncate = false)
-    : file_{std::fopen(filename.c_str(), truncate ? "w" : "a")}
+    : file_{detail::open_log_file(filename, truncate)}
   {
-    if (file_ == nullptr) {
-      throw std::runtime_error("rapids_logger: cannot open log file '" + filename +
-                               "': " + std::strerror(errno));
-    }
   }
   ~basic_file_sink_mt() override { std::fclose(file_); }
 

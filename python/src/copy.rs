@@ -5,7 +5,9 @@
 //! addresses) on the given stream, except where both sides are known to be host memory (a buffer
 //! of a host resource and a Python host buffer) or there is no CUDA driver at all (then every
 //! address is host memory): the CPU copies those at once. As in RMM, a copy on the default stream
-//! is waited for; on another stream it may still run when the call returns.
+//! is waited for; on another stream a copy between device addresses may still run when the call
+//! returns. A copy from or to a Python host object (bytes, a NumPy array) is waited for on every
+//! stream before the object's buffer is released ([`wait_before_release`]).
 
 use crate::error::{to_py, IntoPy};
 use crate::host_buffer::HostBuffer;
@@ -55,6 +57,20 @@ pub fn sync_if_default(stream: CudaStreamView, enqueued: bool) -> rmm::Result<()
     }
 }
 
+/// Waits for a copy enqueued on `stream` that reads or writes a Python host buffer, before the
+/// caller releases that buffer: once released its exporter may free or reuse the memory, and a
+/// pinned (page-locked) buffer is read or written by the copy engine until the copy has run on
+/// the stream. (The driver is done with a pageable buffer when `cuMemcpyAsync` returns, but the
+/// two cannot be told apart without asking the driver about every buffer.) RMM waits only on the
+/// default stream, and so reads or writes a released pinned buffer.
+pub fn wait_before_release(stream: CudaStreamView, enqueued: bool) -> rmm::Result<()> {
+    if enqueued {
+        stream.synchronize()
+    } else {
+        Ok(())
+    }
+}
+
 /// Copies `len(hb)` bytes from the device address `db` into the writable host buffer `hb`.
 #[pyfunction]
 #[pyo3(signature = (db, hb, stream = StreamArg::Omitted))]
@@ -63,11 +79,14 @@ pub fn copy_ptr_to_host(py: Python<'_>, db: usize, hb: &Bound<'_, PyAny>, stream
     let host = HostBuffer::get(hb, true, "hb")?;
     let (dst, n) = (host.addr(), host.len());
     py.detach(|| {
-        // SAFETY: `host` holds the destination until this returns; the caller vouches for `db`.
+        // SAFETY: `host` holds the destination until it is dropped, after this closure, which
+        // waits for the copy; the caller vouches for `db`.
         let enqueued = unsafe { copy_bytes(dst, db, n, view, false)? };
-        sync_if_default(view, enqueued)
+        wait_before_release(view, enqueued)
     })
-    .py()
+    .py()?;
+    drop(host);
+    Ok(())
 }
 
 /// Copies the host buffer `hb` to the device address `db`.
@@ -78,12 +97,15 @@ pub fn copy_host_to_ptr(py: Python<'_>, hb: &Bound<'_, PyAny>, db: usize, stream
     let host = HostBuffer::get(hb, false, "hb")?;
     let (src, n) = (host.addr(), host.len());
     py.detach(|| {
-        // SAFETY: `host` holds the source until this returns (a pageable source has been read
-        // when the driver call returns); the caller vouches for `db`.
+        // SAFETY: `host` holds the source until it is dropped, after this closure, which waits
+        // for the copy (a pinned source is read until the copy has run); the caller vouches for
+        // `db`.
         let enqueued = unsafe { copy_bytes(db, src, n, view, false)? };
-        sync_if_default(view, enqueued)
+        wait_before_release(view, enqueued)
     })
-    .py()
+    .py()?;
+    drop(host);
+    Ok(())
 }
 
 /// Copies `count` bytes from the device address `d_src` to `d_dst`, on `stream` (not waited for,

@@ -50,7 +50,9 @@ fn cupy_names(py: Python<'_>) -> PyResult<&'static CupyNames> {
         let get_device = exported_function(py, "cupy_backends.cuda.api.runtime", "getDevice", &GET_DEVICE_SIGNATURES);
         let stream_ptr = exported_function(py, "cupy_backends.cuda.stream", "get_stream_ptr", &STREAM_PTR_SIGNATURES);
         Ok(CupyNames {
-            // SAFETY: Cython exported these functions under the C signatures checked above.
+            // SAFETY: `exported_function` found each under one of the C signatures these types
+            // spell and returned a non-null address (as a fn pointer must be); the modules stay
+            // imported, so the code stays loaded.
             exported: get_device.zip(stream_ptr).map(|(d, s)| unsafe {
                 (std::mem::transmute::<*mut c_void, GetDevice>(d), std::mem::transmute::<*mut c_void, StreamPtr>(s))
             }),

@@ -8,7 +8,7 @@
 //! while waiting for the GIL. A buffer of a host resource (no device access) is copied by the CPU,
 //! so it works without a GPU.
 
-use crate::copy::{copy_bytes, sync_if_default};
+use crate::copy::{copy_bytes, sync_if_default, wait_before_release};
 use crate::error::{to_py, IntoPy};
 use crate::host_buffer::HostBuffer;
 use crate::memory_resource::{current_resource_object, resource_object, DeviceMemoryResource};
@@ -40,9 +40,10 @@ pub struct DeviceBuffer {
 
 impl DeviceBuffer {
     /// A buffer of `size` bytes from `mr` (the current device resource when `None`) on `stream`,
-    /// filled from `src` (address, whether it is known host memory) unless that is null. Waits
-    /// for the copy when `stream` is the default stream. Inlined so that callers building the
-    /// Python object at once (`for_device`) do not copy the struct on the way (measured).
+    /// filled from `src` unless that is null: an address and whether it is a Python host buffer
+    /// the caller holds only until this returns (then the copy is waited for on any stream, else
+    /// only on the default stream, as in RMM). Inlined so that callers building the Python object
+    /// at once (`for_device`) do not copy the struct on the way (measured).
     #[inline(always)]
     fn create(
         py: Python<'_>,
@@ -63,9 +64,15 @@ impl DeviceBuffer {
         let buffer = DeviceBuffer { mr, state: Mutex::new(state) };
         if let Some((src, src_is_host)) = src.filter(|&(src, _)| src != 0 && size != 0) {
             py.detach(|| {
-                // SAFETY: `ptr` holds `size` fresh bytes; the caller vouches for `src`.
+                // SAFETY: `ptr` holds `size` fresh bytes; a host buffer at `src` is held by the
+                // caller until this returns, after the wait below; a raw address is the caller's
+                // to keep valid until the copy has run (RMM's contract for `DeviceBuffer(ptr=)`).
                 let enqueued = unsafe { copy_bytes(ptr, src, size, view, host_only && src_is_host)? };
-                sync_if_default(view, enqueued)
+                if src_is_host {
+                    wait_before_release(view, enqueued)
+                } else {
+                    sync_if_default(view, enqueued)
+                }
             })
             .py()?;
         }
@@ -96,42 +103,75 @@ impl DeviceBuffer {
         self.mr.get().is_host_only()
     }
 
-    /// Moves the memory to `view`: work enqueued there from now on (copies, the free) first waits
-    /// for the work enqueued on the old stream, so a free on the new stream never hands the
-    /// memory out while the old one may still use it.
-    fn move_to(&self, st: &mut State, view: CudaStreamView) -> rmm::Result<()> {
+    /// Orders `view` after the work enqueued so far on the buffer's stream, so that memory used
+    /// there from now on (copies, the free) is never touched while the old stream may still use
+    /// it. Changes nothing in the buffer: the caller moves it once everything else succeeded.
+    fn order_after(&self, st: &State, view: CudaStreamView) -> rmm::Result<()> {
         if view != st.view && !self.host_only() && st.capacity > 0 {
             let event = CudaEvent::new()?;
             event.record(st.view)?;
             event.wait_on(view)?;
         }
-        st.view = view;
         Ok(())
     }
 
-    /// Replaces the allocation with one of `capacity` bytes holding the same first `size` bytes,
-    /// on the buffer's stream.
-    fn reallocate(&self, st: &mut State, capacity: usize) -> rmm::Result<()> {
-        let new_ptr = self.resource().allocate(capacity, DEFAULT_ALIGNMENT, st.view)? as usize;
-        // SAFETY: both allocations are live and distinct; `size <= capacity` of each.
-        if let Err(e) = unsafe { copy_bytes(new_ptr, st.ptr, st.size, st.view, self.host_only()) } {
-            let _ = self.resource().deallocate(new_ptr as *mut u8, capacity, DEFAULT_ALIGNMENT, st.view);
+    /// A new allocation of `capacity` bytes on `view` holding the first `size` bytes of the
+    /// buffer's, for the caller to swap in. On an error nothing changed (the new block is freed).
+    fn reallocate(&self, st: &State, capacity: usize, view: CudaStreamView) -> rmm::Result<usize> {
+        let new_ptr = self.resource().allocate(capacity, DEFAULT_ALIGNMENT, view)? as usize;
+        // SAFETY: both allocations are live and distinct; `size <= capacity` of each; the copy is
+        // on `view`, which is ordered after the buffer's stream (`order_after`), and the old block
+        // is freed on `view` after it.
+        if let Err(e) = unsafe { copy_bytes(new_ptr, st.ptr, st.size, view, self.host_only()) } {
+            let _ = self.resource().deallocate(new_ptr as *mut u8, capacity, DEFAULT_ALIGNMENT, view);
             return Err(e);
         }
-        let (old_ptr, old_capacity) = (st.ptr, st.capacity);
-        st.ptr = new_ptr;
-        st.capacity = capacity;
-        if old_capacity > 0 {
-            // Freed on the stream the copy is on, after it.
-            self.resource().deallocate(old_ptr as *mut u8, old_capacity, DEFAULT_ALIGNMENT, st.view)?;
-        }
-        Ok(())
+        Ok(new_ptr)
     }
 
-    /// Makes `stream` the buffer's stream object (after `move_to` moved the memory to it).
-    fn set_stream_object(&self, stream: Bound<'_, Stream>) {
-        let old = std::mem::replace(&mut self.state.lock().stream, stream.unbind());
-        drop(old);
+    /// `reserve` and `resize`: grows the allocation to `capacity` bytes if it is smaller, sets the
+    /// size to `new_size` if given, and moves the buffer to `stream`. The stream, the object that
+    /// keeps it alive, the allocation and the size change together under one hold of the lock,
+    /// and only once nothing can fail: after an error the buffer is as it was.
+    fn change(
+        &self,
+        py: Python<'_>,
+        stream: Bound<'_, Stream>,
+        capacity: usize,
+        new_size: Option<usize>,
+    ) -> PyResult<()> {
+        let view = stream.get().view();
+        // Swapped with the buffer's stream object on success, so that whichever object leaves
+        // (the old one, or on failure the new one) is dropped here with the GIL held.
+        let mut stream = stream.unbind();
+        py.detach(|| -> rmm::Result<()> {
+            let mut st = self.state.lock();
+            self.order_after(&st, view)?;
+            let old_block = if capacity > st.capacity {
+                let new_ptr = self.reallocate(&st, capacity, view)?;
+                let old = (st.ptr, st.capacity);
+                (st.ptr, st.capacity) = (new_ptr, capacity);
+                Some(old)
+            } else {
+                None
+            };
+            st.view = view;
+            std::mem::swap(&mut st.stream, &mut stream);
+            if let Some(size) = new_size {
+                st.size = size;
+            }
+            match old_block {
+                // Freed on the new stream, after the copy. A failed free leaves the buffer moved
+                // and grown (consistent) and the old block leaked; the error says so.
+                Some((ptr, bytes)) if bytes > 0 => {
+                    self.resource().deallocate(ptr as *mut u8, bytes, DEFAULT_ALIGNMENT, view)
+                }
+                _ => Ok(()),
+            }
+        })
+        .py()?;
+        drop(stream);
+        Ok(())
     }
 
     fn size_now(&self) -> usize {
@@ -250,10 +290,7 @@ impl DeviceBuffer {
     /// `stream` (default: the buffer's); does nothing for other memory.
     #[pyo3(signature = (device = None, stream = None))]
     fn prefetch(&self, py: Python<'_>, device: Option<i32>, stream: Option<Bound<'_, PyAny>>) -> PyResult<()> {
-        let view = match stream {
-            Some(s) => stream_object(s)?.get().view(),
-            None => self.state.lock().view,
-        };
+        let given = stream.map(|s| stream_object(s).map(|s| s.get().view())).transpose()?;
         if self.host_only() {
             return Ok(()); // host memory is never managed memory
         }
@@ -263,7 +300,8 @@ impl DeviceBuffer {
         };
         py.detach(|| {
             let st = self.state.lock();
-            rmm::prefetch::prefetch(st.ptr as *const u8, st.size, device, view)
+            // The buffer's stream read under the same lock as the memory: alive while it is held.
+            rmm::prefetch::prefetch(st.ptr as *const u8, st.size, device, given.unwrap_or(st.view))
         })
         .py()
     }
@@ -272,26 +310,41 @@ impl DeviceBuffer {
     fn copy(slf: &Bound<'_, Self>) -> PyResult<Self> {
         let py = slf.py();
         let this = slf.get();
-        let (ptr, size, view) = py
-            .detach(|| -> rmm::Result<_> {
+        loop {
+            // The stream object is cloned with the GIL; the copy is made on its stream only if the
+            // buffer is still there when the lock is taken again without the GIL (else, moved
+            // meanwhile by `reserve` or `resize`, try again), so the new buffer's stream object
+            // is always the one that keeps its stream alive.
+            let (stream, view) = {
                 let st = this.state.lock();
-                if st.size == 0 {
-                    return Ok((0, 0, st.view));
-                }
-                let ptr = this.resource().allocate(st.size, DEFAULT_ALIGNMENT, st.view)? as usize;
-                // SAFETY: a fresh allocation and a live one, `size` bytes each.
-                let copied = unsafe { copy_bytes(ptr, st.ptr, st.size, st.view, this.host_only()) }
-                    .and_then(|enqueued| sync_if_default(st.view, enqueued));
-                if let Err(e) = copied {
-                    let _ = this.resource().deallocate(ptr as *mut u8, st.size, DEFAULT_ALIGNMENT, st.view);
-                    return Err(e);
-                }
-                Ok((ptr, st.size, st.view))
-            })
-            .py()?;
-        let stream = this.state.lock().stream.clone_ref(py);
-        let state = State { ptr, size, capacity: size, view, stream };
-        Ok(DeviceBuffer { mr: this.mr.clone_ref(py), state: Mutex::new(state) })
+                (st.stream.clone_ref(py), st.view)
+            };
+            let copied = py
+                .detach(|| -> rmm::Result<Option<(usize, usize)>> {
+                    let st = this.state.lock();
+                    if st.view != view {
+                        return Ok(None);
+                    }
+                    if st.size == 0 {
+                        return Ok(Some((0, 0)));
+                    }
+                    let ptr = this.resource().allocate(st.size, DEFAULT_ALIGNMENT, view)? as usize;
+                    // SAFETY: a fresh allocation and a live one, `size` bytes each, both used on
+                    // the buffer's stream.
+                    let copied = unsafe { copy_bytes(ptr, st.ptr, st.size, view, this.host_only()) }
+                        .and_then(|enqueued| sync_if_default(view, enqueued));
+                    if let Err(e) = copied {
+                        let _ = this.resource().deallocate(ptr as *mut u8, st.size, DEFAULT_ALIGNMENT, view);
+                        return Err(e);
+                    }
+                    Ok(Some((ptr, st.size)))
+                })
+                .py()?;
+            if let Some((ptr, size)) = copied {
+                let state = State { ptr, size, capacity: size, view, stream };
+                return Ok(DeviceBuffer { mr: this.mr.clone_ref(py), state: Mutex::new(state) });
+            }
+        }
     }
 
     fn __copy__(slf: &Bound<'_, Self>) -> PyResult<Self> {
@@ -316,9 +369,9 @@ impl DeviceBuffer {
         let py = slf.py();
         let this = slf.get();
         let view = stream.resolve(py)?.get().view();
-        let (ary, fresh) = match ary {
-            Some(a) if !a.is_none() => (a, false),
-            _ => (numpy_empty(py)?.call1(((this.size_now(),), "u1"))?, true),
+        let ary = match ary {
+            Some(a) if !a.is_none() => a,
+            _ => numpy_empty(py)?.call1(((this.size_now(),), "u1"))?,
         };
         let host = HostBuffer::get(&ary, true, "ary")?;
         let (dst, room) = (host.addr(), host.len());
@@ -330,11 +383,11 @@ impl DeviceBuffer {
                     st.size
                 )));
             }
-            // SAFETY: `host` holds `room >= size` writable bytes until this returns; the
-            // buffer's memory is live while the lock is held.
+            // SAFETY: `host` holds `room >= size` writable bytes until it is dropped, after the
+            // wait below; the buffer's memory is live while the lock is held.
             let enqueued = unsafe { copy_bytes(dst, st.ptr, st.size, view, this.host_only()) }.map_err(to_py)?;
-            // A new array is the caller's only when it is filled.
-            if enqueued && fresh { view.synchronize() } else { sync_if_default(view, enqueued) }.map_err(to_py)
+            // Whether `ary` is new or the caller's, it is filled when this returns.
+            wait_before_release(view, enqueued).map_err(to_py)
         })?;
         drop(host);
         Ok(ary)
@@ -351,10 +404,13 @@ impl DeviceBuffer {
             if n > st.size {
                 return Err(PyValueError::new_err(format!("Argument `ary` is too large. Need space for {n} bytes.")));
             }
-            // SAFETY: `host` holds `n` readable bytes until this returns; `n <= size`.
+            // SAFETY: `host` holds `n` readable bytes until it is dropped, after the wait below;
+            // `n <= size`.
             let enqueued = unsafe { copy_bytes(st.ptr, src, n, view, self.host_only()) }.map_err(to_py)?;
-            sync_if_default(view, enqueued).map_err(to_py)
-        })
+            wait_before_release(view, enqueued).map_err(to_py)
+        })?;
+        drop(host);
+        Ok(())
     }
 
     /// Copies a 1-D contiguous object with `__cuda_array_interface__` (at most `size` bytes) to
@@ -387,7 +443,9 @@ impl DeviceBuffer {
             if n > st.size {
                 return Err(PyValueError::new_err(format!("Argument `hb` is too large. Need space for {n} bytes.")));
             }
-            // SAFETY: the object vouches for `n` bytes at `src`; `n <= size`.
+            // SAFETY: the object vouches for `n` readable bytes at `src` until the copy has run, and
+            // `n <= size`. Not waited for (RMM's contract): on a stream other than the buffer's,
+            // the caller orders freeing the buffer after the copy, as with cudaMemcpyAsync.
             unsafe { copy_bytes(st.ptr, src, n, view, false) }.map(|_| ()).map_err(to_py)
         })
     }
@@ -419,18 +477,7 @@ impl DeviceBuffer {
     #[pyo3(signature = (new_capacity, stream = StreamArg::Omitted))]
     fn reserve(&self, py: Python<'_>, new_capacity: usize, stream: StreamArg<'_>) -> PyResult<()> {
         let stream = stream.resolve(py)?;
-        let view = stream.get().view();
-        py.detach(|| -> rmm::Result<()> {
-            let mut st = self.state.lock();
-            self.move_to(&mut st, view)?;
-            if new_capacity > st.capacity {
-                self.reallocate(&mut st, new_capacity)?;
-            }
-            Ok(())
-        })
-        .py()?;
-        self.set_stream_object(stream);
-        Ok(())
+        self.change(py, stream, new_capacity, None)
     }
 
     /// Sets the size to `new_size`, keeping the contents up to the smaller size; reallocates only
@@ -438,19 +485,7 @@ impl DeviceBuffer {
     #[pyo3(signature = (new_size, stream = StreamArg::Omitted))]
     fn resize(&self, py: Python<'_>, new_size: usize, stream: StreamArg<'_>) -> PyResult<()> {
         let stream = stream.resolve(py)?;
-        let view = stream.get().view();
-        py.detach(|| -> rmm::Result<()> {
-            let mut st = self.state.lock();
-            self.move_to(&mut st, view)?;
-            if new_size > st.capacity {
-                self.reallocate(&mut st, new_size)?;
-            }
-            st.size = new_size;
-            Ok(())
-        })
-        .py()?;
-        self.set_stream_object(stream);
-        Ok(())
+        self.change(py, stream, new_size, Some(new_size))
     }
 
     /// Bytes allocated (at least `size`).

@@ -121,8 +121,8 @@ impl HostBuffer {
 
 impl Drop for HostBuffer {
     fn drop(&mut self) {
-        // SAFETY: the view was filled by a successful PyObject_GetBuffer and is released once;
-        // buffers are only made and dropped by code holding the GIL.
+        // SAFETY: the view was filled by a successful PyObject_GetBuffer (a failed one never
+        // makes a HostBuffer) and is released once, here, with the GIL held by `attach`.
         Python::attach(|_| unsafe { PyBuffer_Release(&mut *self.view) });
     }
 }

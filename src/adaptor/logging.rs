@@ -14,11 +14,11 @@
 
 use crate::adaptor::zero_byte_allocation;
 use crate::error::{Error, Result};
+use crate::logger::{init_local_time, local_hms, open_log_file, LogFileMode};
 use crate::resource::MemoryResource;
 use crate::stream::CudaStreamView;
 use parking_lot::Mutex;
 use std::fmt;
-use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -120,7 +120,8 @@ pub fn format_log_stream(handle: usize) -> String {
     }
 }
 
-/// Local time of day as `HH:MM:SS.ffffff`, as spdlog's `%H:%M:%S.%f`.
+/// Local time of day as `HH:MM:SS.ffffff`, as spdlog's `%H:%M:%S.%f`, from the zone the logger
+/// asked once (no time-zone call per row: see [`crate::logger`]).
 fn time_of_day(now: SystemTime) -> String {
     // A clock set before 1970 has no meaningful time of day; print midnight rather than fail.
     let since_epoch = now.duration_since(UNIX_EPOCH).unwrap_or_default();
@@ -128,29 +129,13 @@ fn time_of_day(now: SystemTime) -> String {
     format!("{h:02}:{m:02}:{s:02}.{:06}", since_epoch.subsec_micros())
 }
 
-/// Hours, minutes and seconds of the local time `secs` after the epoch (UTC where the C library
-/// cannot tell).
-fn local_hms(secs: u64) -> (u32, u32, u32) {
-    #[cfg(unix)]
-    {
-        let t = secs as libc::time_t;
-        // SAFETY: an all-zero `tm` is a valid value (integers and a null zone name pointer).
-        let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-        // SAFETY: both pointers are valid for the call; localtime_r is the thread-safe form.
-        if !unsafe { libc::localtime_r(&t, &mut tm) }.is_null() {
-            return (tm.tm_hour as u32, tm.tm_min as u32, tm.tm_sec as u32);
-        }
-    }
-    let day = secs % 86_400;
-    ((day / 3600) as u32, (day / 60 % 60) as u32, (day % 60) as u32)
-}
-
 impl<U: MemoryResource> LoggingResourceAdaptor<U> {
     /// Wraps `upstream`, logging to `filename`, or when `None` to the file named by the
-    /// `RMM_LOG_FILE` environment variable. The file is created, or truncated if it exists.
+    /// `RMM_LOG_FILE` environment variable. The file is created, or truncated if it exists; a
+    /// symbolic link at the path is refused ([`open_log_file`]).
     ///
     /// Errors: [`Error::InvalidArgument`] when neither names a file; [`Error::Io`] when the file
-    /// cannot be created.
+    /// cannot be created or is a symbolic link.
     pub fn new(upstream: U, filename: Option<&Path>) -> Result<Self> {
         let from_env;
         let path = match filename {
@@ -163,7 +148,7 @@ impl<U: MemoryResource> LoggingResourceAdaptor<U> {
             }
         };
         let shown = path.display().to_string();
-        let file = File::create(path).map_err(|e| Error::Io { path: shown.clone(), message: e.to_string() })?;
+        let file = open_log_file(path, LogFileMode::Truncate)?;
         Ok(Self::with_log_sink(upstream, Box::new(WriterSink(BufWriter::new(Box::new(file)))), shown))
     }
 
@@ -174,6 +159,7 @@ impl<U: MemoryResource> LoggingResourceAdaptor<U> {
 
     /// Wraps `upstream`, handing each line to `sink`; `name` names it in errors.
     pub fn with_log_sink(upstream: U, sink: Box<dyn LogSink>, name: String) -> Self {
+        init_local_time();
         let mut sink = Sink { out: sink, path: name, error: None };
         let header = sink.out.write_line(LOG_HEADER);
         sink.record(header);

@@ -6,10 +6,13 @@ use super::codes::{code, RmmError};
 use super::guarded;
 use super::session::Session;
 use crate::device::available_device_memory;
+use crate::logger::{open_log_file, LogFileMode};
 use crate::stream::CudaStreamView;
 use parking_lot::Mutex;
 use std::ffi::{c_char, CStr};
 use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::Path;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -136,7 +139,8 @@ fn to_csv() -> String {
 }
 
 /// `rmmError_t rmmWriteLog(const char* filename)`: writes the log as CSV to `filename`, replacing
-/// it. `RMM_ERROR_IO` when it cannot be written, `RMM_ERROR_INVALID_ARGUMENT` for a null name.
+/// it (never through a symbolic link, as every log file). `RMM_ERROR_IO` when it cannot be
+/// written or is a link, `RMM_ERROR_INVALID_ARGUMENT` for a null name.
 ///
 /// # Safety
 /// `filename` is null or a NUL-terminated string.
@@ -148,7 +152,8 @@ pub unsafe extern "C" fn rmmWriteLog(filename: *const c_char) -> RmmError {
         }
         // SAFETY: not null (checked above); the caller passes a NUL-terminated string.
         let path = unsafe { CStr::from_ptr(filename) }.to_string_lossy().into_owned();
-        code(std::fs::write(&path, to_csv()).map_err(|_| RmmError::IO))
+        let file = open_log_file(Path::new(&path), LogFileMode::Truncate).map_err(|_| RmmError::IO);
+        code(file.and_then(|mut f| f.write_all(to_csv().as_bytes()).map_err(|_| RmmError::IO)))
     })
 }
 

@@ -17,17 +17,10 @@ fn thread_id() -> i64 {
     unsafe { libc::gettid() as i64 }
 }
 
-/// Hours, minutes, seconds and microseconds of the local time now.
-fn local_time() -> (i32, i32, i32, u32) {
+/// Hours, minutes, seconds and microseconds of the local time now (the zone asked once: see
+/// [`local_time`](super::local_time)).
+fn local_time() -> (u32, u32, u32, u32) {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    let secs = now.as_secs() as libc::time_t;
-    // SAFETY: an all-zero tm is a valid value to be overwritten.
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    // SAFETY: both pointers are to live locals; localtime_r is the thread-safe form.
-    let ok = unsafe { !libc::localtime_r(&secs, &mut tm).is_null() };
-    if !ok {
-        let day = now.as_secs() % 86_400;
-        return ((day / 3600) as i32, (day / 60 % 60) as i32, (day % 60) as i32, now.subsec_micros());
-    }
-    (tm.tm_hour, tm.tm_min, tm.tm_sec, now.subsec_micros())
+    let (h, m, s) = super::local_time::local_hms(now.as_secs());
+    (h, m, s, now.subsec_micros())
 }

@@ -1,6 +1,8 @@
 //! Where the logger's lines go.
 
-use std::fs::{File, OpenOptions};
+use super::file::{open_log_file, LogFileMode};
+use crate::error::Result;
+use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -23,9 +25,13 @@ pub enum Sink {
 
 impl Sink {
     /// A file sink; the file is created, and emptied first when `truncate` (else appended to).
-    pub fn file(path: impl AsRef<Path>, truncate: bool) -> io::Result<Sink> {
+    /// Opened as every log file is ([`open_log_file`]): never through a symbolic link.
+    ///
+    /// Errors: [`Error::Io`](crate::Error::Io) naming the path when it cannot be opened.
+    pub fn file(path: impl AsRef<Path>, truncate: bool) -> Result<Sink> {
         let path = path.as_ref().to_path_buf();
-        let file = OpenOptions::new().create(true).write(true).append(!truncate).truncate(truncate).open(&path)?;
+        let mode = if truncate { LogFileMode::Truncate } else { LogFileMode::Append };
+        let file = open_log_file(&path, mode)?;
         Ok(Sink::File { path, file })
     }
 
@@ -34,10 +40,7 @@ impl Sink {
     pub fn from_env(var: &str) -> Sink {
         match std::env::var_os(var) {
             Some(name) if !name.is_empty() => Sink::file(&name, true).unwrap_or_else(|e| {
-                eprintln!(
-                    "rmm: cannot open log file {} (from {var}): {e}; logging to stderr",
-                    Path::new(&name).display()
-                );
+                eprintln!("rmm: {e} (the log file from {var}); logging to stderr");
                 Sink::Stderr
             }),
             _ => Sink::Stderr,

@@ -186,8 +186,12 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
             "**************************************************\nFailed to allocate {bytes} bytes\n{}",
             self.memory_log()
         );
-        if let Ok(mut file) = std::fs::OpenOptions::new().create(true).append(true).open(DUMP_FILE) {
-            let _ = file.write_all(text.as_bytes());
+        // The allocation fails either way; a dump that cannot be written is said on the logger.
+        match crate::logger::open_log_file(std::path::Path::new(DUMP_FILE), crate::logger::LogFileMode::Append) {
+            Ok(mut file) => {
+                let _ = file.write_all(text.as_bytes());
+            }
+            Err(e) => crate::log_warn!("arena memory dump not written: {e}"),
         }
     }
 
