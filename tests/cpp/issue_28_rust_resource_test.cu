@@ -55,6 +55,16 @@ TEST(Issue28NullPointer, ANonZeroRequestNeverReturnsNull)
   EXPECT_EQ(stats.allocate(default_stream(), 0), nullptr);
 }
 
+bool never_retry_null(std::size_t, void*) { return false; }
+
+TEST(Issue28NullPointer, TheFailureCallbackAdaptorDoesNotPassNullOn)
+{
+  // Its allocations call the C++ upstream from C++, not through Rust.
+  mr::failure_callback_resource_adaptor<rmm::bad_alloc> adaptor{null_resource{}, never_retry_null, nullptr};
+  EXPECT_THROW((void)adaptor.allocate(default_stream(), 256), rmm::bad_alloc);
+  EXPECT_EQ(adaptor.allocate(default_stream(), 0), nullptr);
+}
+
 constexpr char moved[] = "moved from";
 
 TEST(Issue28MovedFrom, AllocateThrowsLogicErrorAndDeallocateFreesNothing)
