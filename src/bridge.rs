@@ -14,9 +14,9 @@
 //!
 //! | channel | used by | on the C++ side |
 //! | --- | --- | --- |
-//! | an `Outcome` returned (kind, message, pointer) | `allocate`, `try_deallocate`, `pop_counters`, `flush_log`, the per-device calls | thrown by kind |
+//! | an `Outcome` returned (kind, message, pointer) | `allocate`, `try_deallocate`, `pop_counters`, `flush_log` | thrown by kind |
 //! | 0 from `allocate_or_null`, the error kept per thread and read by `take_allocate_error` | the allocation fast path, which returns just the pointer | a 0 with a non-`Ok` error is thrown; 0 with `Ok` was a 0-byte request |
-//! | kept in the handle, read by `status` | every `new_*` constructor: a handle is always returned | thrown by the C++ constructor |
+//! | kept in the handle, read by `status` | every `new_*` constructor and `exchange_rust_per_device_resource`: a handle is always returned | thrown by the C++ constructor or setter |
 //! | a line on stderr naming pointer, size, alignment and stream; the resource is unchanged | `deallocate`, which C++ calls from `noexcept` code | nothing to throw |
 //! | a line on stderr | `register_stream`, `retire_stream` (stream constructors and destructors) | nothing to throw |
 //!
@@ -206,13 +206,24 @@ pub(crate) mod ffi {
         /// A C++ resource that is not ours, seen as a Rust resource (for example a pool's upstream).
         fn new_cpp_resource_wrapper(resource: UniquePtr<CppResource>) -> Box<RustResource>;
 
+        // The Rust per-device table, which `rmm/mr/per_device_resource.hpp` keeps in agreement
+        // with the C++ one.
         /// Makes `resource` the Rust per-device resource of `device`, so Rust code called from C++
-        /// uses the same memory as the C++ code that set it.
-        fn set_rust_per_device_resource(device: i32, resource: &RustResource) -> Outcome;
-        /// Puts `device` back on the initial Rust resource.
-        fn reset_rust_per_device_resource(device: i32);
-        /// The Rust per-device resource of `device` (a CUDA resource unless one was set).
+        /// uses the same memory as the C++ code that set it; returns the one it replaced (a
+        /// handle whose `status` is the error when `resource` failed construction: then nothing
+        /// changed).
+        fn exchange_rust_per_device_resource(device: i32, resource: &RustResource) -> Box<RustResource>;
+        /// Puts `device` back on the initial Rust resource; returns the one it had.
+        fn reset_rust_per_device_resource(device: i32) -> Box<RustResource>;
+        /// The Rust per-device resource of `device` (the initial one, `cuda_memory_resource`'s,
+        /// unless one was set).
         fn get_rust_per_device_resource(device: i32) -> Box<RustResource>;
+        /// Changes whenever any device's Rust resource is set or reset.
+        fn rust_per_device_generation() -> u64;
+        /// Whether `resource` is the very Rust per-device resource of `device` (not merely equal).
+        fn rust_per_device_resource_is(device: i32, resource: &RustResource) -> bool;
+        /// The handle a moved-from C++ resource calls: allocations fail, frees are refused.
+        fn new_moved_from_resource() -> Box<RustResource>;
 
         /// `rmm::cuda_stream` created the stream `handle`: pools trust its handle until it retires.
         fn register_stream(handle: usize);

@@ -7,7 +7,7 @@ mod common;
 use cudarc::driver::sys;
 use rmm::c_api::*;
 use rmm::device::DeviceId;
-use rmm::per_device_resource::get_per_device_resource;
+use rmm::per_device_resource::{get_per_device_resource, set_per_device_resource};
 use rmm::resource::{same_type, CudaMemoryResource, ManagedMemoryResource, PoolMemoryResource};
 use rmm::CudaStream;
 use std::ffi::{c_char, c_long, c_void, CStr};
@@ -24,7 +24,7 @@ const HERE: *const c_char = c"tests/c_api.rs".as_ptr();
 const S0: sys::CUstream = null_mut();
 
 fn opts(mode: RmmAllocationMode, pool: usize, logging: bool) -> RmmOptions {
-    RmmOptions { allocation_mode: mode, initial_pool_size: pool, enable_logging: logging }
+    RmmOptions::new(mode, pool, logging)
 }
 
 fn init(mode: RmmAllocationMode, pool: usize) {
@@ -378,4 +378,84 @@ fn logging_records_each_call_with_its_site() {
     assert_eq!(rmmLogSize(), text.len());
     assert_eq!(rmmFinalize(), RmmError::SUCCESS);
     assert!(text.len() > rmmLogSize(), "finalize empties the log");
+}
+
+/// C code may leave any byte in the `bool` field (C reads it as true when not 0): a byte of 2
+/// turns logging on, and `rmmIsInitialized` hands back a valid `bool` (1).
+#[test]
+fn a_logging_byte_of_two_is_true() {
+    let _g = lock();
+    if !common::gpu() {
+        return;
+    }
+    let mut o = opts(RmmAllocationMode::CUDA_DEFAULT_ALLOCATION, 0, false);
+    // Written as a C caller would: a raw byte, not a Rust value (the field is one byte in C).
+    // SAFETY: `enable_logging` is a one-byte field of `o`.
+    unsafe { std::ptr::addr_of_mut!(o.enable_logging).cast::<u8>().write(2) };
+    assert_eq!(unsafe { rmmInitialize(&mut o) }, RmmError::SUCCESS);
+    let p = alloc(1000, S0);
+    assert_eq!(free(p, S0), RmmError::SUCCESS);
+    let mut seen = RmmOptions::default();
+    assert!(unsafe { rmmIsInitialized(&mut seen) });
+    // SAFETY: as above, read as the byte it is.
+    assert_eq!(unsafe { std::ptr::addr_of!(seen.enable_logging).cast::<u8>().read() }, 1);
+    let mut buf = vec![0u8; rmmLogSize()];
+    assert_eq!(unsafe { rmmGetLog(buf.as_mut_ptr().cast(), buf.len()) }, RmmError::SUCCESS);
+    let text = String::from_utf8(buf).unwrap();
+    assert_eq!(text.lines().count(), 3, "the header, the alloc and the free: {text}");
+    assert_eq!(rmmFinalize(), RmmError::SUCCESS);
+}
+
+/// A realloc whose free of the old block fails after the copy gives the new block back: the
+/// caller's pointer stays valid and live, nothing else is outstanding.
+#[test]
+fn realloc_whose_old_free_fails_leaks_nothing() {
+    use rmm::adaptor::CallbackMemoryResource;
+    use rmm::resource::HostMemoryResource;
+    use rmm::{Error, MemoryResource, Misuse};
+    use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
+
+    let _g = lock();
+    if !common::gpu() {
+        return;
+    }
+    init(RmmAllocationMode::CUDA_DEFAULT_ALLOCATION, 0);
+    let device = DeviceId::current().unwrap();
+    let host = Arc::new(HostMemoryResource::new());
+    let outstanding = Arc::new(AtomicIsize::new(0));
+    let refuse = Arc::new(AtomicUsize::new(0));
+    let (h1, h2, o1, o2, r) = (host.clone(), host, outstanding.clone(), outstanding.clone(), refuse.clone());
+    let counted = CallbackMemoryResource::new(
+        move |bytes, alignment, stream| {
+            let p = h1.allocate(bytes, alignment, stream)?;
+            o1.fetch_add(1, Ordering::SeqCst);
+            Ok(p)
+        },
+        move |ptr: *mut u8, bytes, alignment, stream| {
+            if r.load(Ordering::SeqCst) == ptr as usize {
+                return Err(Error::Misuse(Misuse::UnknownPointer { ptr: ptr as usize }));
+            }
+            h2.deallocate(ptr, bytes, alignment, stream)?;
+            o2.fetch_sub(1, Ordering::SeqCst);
+            Ok(())
+        },
+    );
+    let created = set_per_device_resource(device, Arc::new(counted));
+
+    let mut p = alloc(1000, S0);
+    // SAFETY: `p` is a live host block of 1000 bytes.
+    unsafe { std::ptr::write_bytes(p.cast::<u8>(), 7, 1000) };
+    let first = p;
+    refuse.store(p as usize, Ordering::SeqCst);
+    assert_eq!(unsafe { rmmRealloc(&mut p, 5000, S0, HERE, line!()) }, RmmError::INVALID_ARGUMENT);
+    assert_eq!(p, first, "the caller keeps its pointer");
+    assert_eq!(outstanding.load(Ordering::SeqCst), 1, "the new block was given back");
+    // SAFETY: `p` is still a live host block of 1000 bytes.
+    assert!(unsafe { std::slice::from_raw_parts(p.cast::<u8>(), 1000) }.iter().all(|&b| b == 7));
+    refuse.store(0, Ordering::SeqCst);
+    assert_eq!(free(p, S0), RmmError::SUCCESS, "the old block is still live");
+    assert_eq!(outstanding.load(Ordering::SeqCst), 0);
+
+    set_per_device_resource(device, created);
+    assert_eq!(rmmFinalize(), RmmError::SUCCESS);
 }

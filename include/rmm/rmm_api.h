@@ -58,7 +58,8 @@ typedef struct {
   rmmAllocationMode_t allocation_mode; /**< Allocation strategy */
   size_t initial_pool_size; /**< Bytes the pool takes at once (rounded up to a multiple of 256);
                                  0: half of the device's total memory */
-  bool enable_logging;      /**< Record alloc/realloc/free events for rmmWriteLog/rmmGetLog */
+  bool enable_logging;      /**< Record alloc/realloc/free events for rmmWriteLog/rmmGetLog; the
+                                 byte is read as C reads a bool, any non-zero value meaning true */
 } rmmOptions_t;
 
 /** Initialises the memory manager with `options` (the defaults when NULL). RMM_SUCCESS,
@@ -83,7 +84,8 @@ rmmError_t rmmAlloc(void** ptr, size_t size, cudaStream_t stream, const char* fi
 
 /** Moves `*ptr` to a new allocation of `new_size` bytes, copying what fits on `stream`, and frees
  * the old one on `stream`. A NULL `*ptr` allocates; `new_size` 0 frees. On failure `*ptr` and its
- * memory are unchanged. */
+ * memory are unchanged and nothing else stays allocated (a new block whose old one could not be
+ * freed is given back). */
 rmmError_t rmmRealloc(void** ptr, size_t new_size, cudaStream_t stream, const char* file, unsigned int line);
 
 /** Frees `ptr` on `stream`. NULL is a no-op; a pointer not handed out by rmmAlloc/rmmRealloc (or

@@ -12,8 +12,8 @@ use crate::error::{Error, Result};
 use crate::per_device_resource;
 use crate::resource::cuda_async_view::async_pool_of;
 use crate::resource::{
-    CudaMemoryResource, HostMemoryResource, ManagedMemoryResource, MemoryResource, PinnedHostMemoryResource,
-    PoolMemoryResource, SharedResource,
+    HostMemoryResource, ManagedMemoryResource, MemoryResource, PinnedHostMemoryResource, PoolMemoryResource,
+    SharedResource,
 };
 use crate::stream::CudaStreamView;
 use std::any::Any;
@@ -296,8 +296,18 @@ pub(crate) fn new_cpp_resource_wrapper(resource: cxx::UniquePtr<ffi::CppResource
     })
 }
 
+/// The resource of every C++ `cuda_memory_resource`: the Rust per-device table's initial resource
+/// itself, so that the two tables can tell "still the initial resource" by identity.
 pub(crate) fn new_cuda_memory_resource() -> Box<RustResource> {
-    RustResource::make("cuda_memory_resource", || Ok(Arc::new(CudaMemoryResource::new()) as SharedResource))
+    RustResource::make("cuda_memory_resource", || Ok(per_device_resource::initial_resource()))
+}
+
+/// What a moved-from C++ resource calls instead of its (gone) handle: it owns nothing, so every
+/// allocation fails and every free is refused (and reported) by the construction error.
+pub(crate) fn new_moved_from_resource() -> Box<RustResource> {
+    RustResource::make("moved-from resource", || {
+        Err(Error::InvalidArgument("the resource was moved from and owns no memory; nothing was freed".into()))
+    })
 }
 
 pub(crate) fn new_managed_memory_resource() -> Box<RustResource> {
@@ -353,29 +363,40 @@ pub(crate) fn new_logging_adaptor(upstream: &RustResource, path: &str, auto_flus
     })
 }
 
-pub(crate) fn set_rust_per_device_resource(device: i32, resource: &RustResource) -> Outcome {
-    guard_outcome("set_rust_per_device_resource", ErrorKind::Logic, || match resource.shared() {
-        Ok(r) => {
-            per_device_resource::set_per_device_resource(DeviceId(device), r.clone());
-            Outcome::ok(0)
-        }
-        Err(e) => Outcome::from_error(&e, Context::Construct),
+/// Makes `resource` the Rust per-device resource of `device` and returns the one it replaced, for
+/// the caller to drop when it likes (C++ drops it after releasing its own table's lock). A handle
+/// whose construction failed changes nothing and comes back with its error as the status.
+pub(crate) fn exchange_rust_per_device_resource(device: i32, resource: &RustResource) -> Box<RustResource> {
+    RustResource::make("per-device resource", || {
+        let r = resource.shared()?.clone();
+        Ok(per_device_resource::set_per_device_resource(DeviceId(device), r))
     })
 }
 
-pub(crate) fn reset_rust_per_device_resource(device: i32) {
-    guard(
-        "reset_rust_per_device_resource",
-        |_| (),
-        || {
-            // The previous resource is dropped here, after the table's lock was released.
-            drop(per_device_resource::reset_per_device_resource(DeviceId(device)));
-        },
-    )
+/// Puts `device` back on the initial Rust resource and returns the one it had.
+pub(crate) fn reset_rust_per_device_resource(device: i32) -> Box<RustResource> {
+    RustResource::make("per-device resource", || Ok(per_device_resource::reset_per_device_resource(DeviceId(device))))
 }
 
 pub(crate) fn get_rust_per_device_resource(device: i32) -> Box<RustResource> {
     RustResource::make("per-device resource", || Ok(per_device_resource::get_per_device_resource(DeviceId(device))))
+}
+
+/// The Rust table's generation ([`per_device_resource::generation`]).
+pub(crate) fn rust_per_device_generation() -> u64 {
+    per_device_resource::generation()
+}
+
+/// Whether `resource` is (the same object as) the Rust per-device resource of `device`.
+pub(crate) fn rust_per_device_resource_is(device: i32, resource: &RustResource) -> bool {
+    guard(
+        "rust_per_device_resource_is",
+        |_| false,
+        || {
+            let current = per_device_resource::get_per_device_resource(DeviceId(device));
+            resource.shared().is_ok_and(|r| Arc::ptr_eq(r, &current))
+        },
+    )
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -78,6 +78,24 @@ fn realloc(inout: *mut *mut c_void, new_size: usize, stream: CudaStreamView, sit
 /// `stream`: the copy is queued before the free, so the stream-ordered free keeps the old block
 /// from reuse until the copy has run. On failure `old` stays live and unchanged.
 fn move_to_new(s: &Session, old: usize, new_size: usize, stream: CudaStreamView) -> Result<usize, RmmError> {
+    move_with(s, old, new_size, stream, driver::memcpy_async)
+}
+
+/// [`move_to_new`] with the copy `copy(dst, src, bytes, stream)` (tests pass a host copy).
+///
+/// Every failure leaves the caller where it was: `*ptr` still names `old`, which is live and
+/// holds its data, and nothing else is live. That includes a refused free of `old` after the copy
+/// (a resource that no longer knows the block, a foreign upstream that fails): the new block is
+/// given back and the error returned, rather than handing out the new block while `old` stays
+/// behind. Were the new block refused too, it stays in the live table, so that `rmmFinalize`
+/// frees it and reports the failure.
+fn move_with(
+    s: &Session,
+    old: usize,
+    new_size: usize,
+    stream: CudaStreamView,
+    copy: impl FnOnce(usize, usize, usize, CudaStreamView) -> crate::Result<()>,
+) -> Result<usize, RmmError> {
     let old_live = s.live.take(old).ok_or(RmmError::INVALID_ARGUMENT)?;
     let resource = s.current_resource();
     let new = match resource.allocate(new_size, DEFAULT_ALIGNMENT, stream) {
@@ -88,21 +106,18 @@ fn move_to_new(s: &Session, old: usize, new_size: usize, stream: CudaStreamView)
         }
     };
     let n = old_live.bytes.min(new_size);
-    if n > 0 {
-        if let Err(e) = driver::memcpy_async(new, old, n, stream) {
-            let _ = resource.deallocate(new as *mut u8, new_size, DEFAULT_ALIGNMENT, stream);
-            s.live.insert(old, old_live);
-            return Err(RmmError::from_error(&e));
+    let moved = if n > 0 { copy(new, old, n, stream) } else { Ok(()) };
+    let freed_old =
+        moved.and_then(|()| old_live.resource.deallocate(old as *mut u8, old_live.bytes, DEFAULT_ALIGNMENT, stream));
+    if let Err(e) = freed_old {
+        if new != 0 && resource.deallocate(new as *mut u8, new_size, DEFAULT_ALIGNMENT, stream).is_err() {
+            s.live.insert(new, Live { bytes: new_size, resource });
         }
+        s.live.insert(old, old_live);
+        return Err(RmmError::from_error(&e));
     }
     if new != 0 {
         s.live.insert(new, Live { bytes: new_size, resource });
-    }
-    let (old_bytes, old_resource) = (old_live.bytes, old_live.resource.clone());
-    if let Err(e) = old_resource.deallocate(old as *mut u8, old_bytes, DEFAULT_ALIGNMENT, stream) {
-        // The data moved; the old block is kept live so that finalize frees it.
-        s.live.insert(old, old_live);
-        return Err(RmmError::from_error(&e));
     }
     Ok(new)
 }
@@ -190,4 +205,82 @@ pub unsafe extern "C" fn rmmFree(ptr: *mut c_void, stream: CUstream, file: *cons
 #[no_mangle]
 pub unsafe extern "C" fn rmmGetAllocationOffset(offset: *mut c_long, ptr: *mut c_void, _stream: CUstream) -> RmmError {
     guarded(RmmError::UNKNOWN, || code(allocation_offset(offset, ptr as usize)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::adaptor::CallbackMemoryResource;
+    use crate::device::DeviceId;
+    use crate::error::{Error, Misuse};
+    use crate::per_device_resource::{reset_per_device_resource, set_per_device_resource};
+    use crate::resource::{HostMemoryResource, MemoryResource};
+    use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    /// Host memory that counts what is outstanding and refuses to free the pointer in `refuse`.
+    struct Counted {
+        host: HostMemoryResource,
+        outstanding: AtomicIsize,
+        refuse: AtomicUsize,
+    }
+
+    /// A host copy, as the driver's would be on host memory.
+    fn host_copy(dst: usize, src: usize, n: usize, _: CudaStreamView) -> crate::Result<()> {
+        // SAFETY: both blocks are live host allocations of at least `n` bytes that do not overlap.
+        unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, n) };
+        Ok(())
+    }
+
+    #[test]
+    fn realloc_whose_old_free_fails_leaves_only_the_old_block() {
+        let device = DeviceId(-2808);
+        let c = Arc::new(Counted {
+            host: HostMemoryResource::new(),
+            outstanding: AtomicIsize::new(0),
+            refuse: AtomicUsize::new(0),
+        });
+        let (ca, cd) = (c.clone(), c.clone());
+        let resource = CallbackMemoryResource::new(
+            move |bytes, alignment, stream| {
+                let p = ca.host.allocate(bytes, alignment, stream)?;
+                ca.outstanding.fetch_add(1, Ordering::SeqCst);
+                Ok(p)
+            },
+            move |ptr: *mut u8, bytes, alignment, stream| {
+                if cd.refuse.load(Ordering::SeqCst) == ptr as usize {
+                    return Err(Error::Misuse(Misuse::UnknownPointer { ptr: ptr as usize }));
+                }
+                cd.host.deallocate(ptr, bytes, alignment, stream)?;
+                cd.outstanding.fetch_sub(1, Ordering::SeqCst);
+                Ok(())
+            },
+        );
+        set_per_device_resource(device, Arc::new(resource));
+        let s = Session::for_tests(device);
+        let stream = CudaStreamView::DEFAULT;
+
+        let old = allocate(&s, 1000, stream).unwrap();
+        // SAFETY: `old` is a live host block of 1000 bytes.
+        unsafe { std::ptr::write_bytes(old as *mut u8, 7, 1000) };
+        c.refuse.store(old, Ordering::SeqCst);
+        assert_eq!(move_with(&s, old, 5000, stream, host_copy), Err(RmmError::INVALID_ARGUMENT));
+        assert_eq!(c.outstanding.load(Ordering::SeqCst), 1, "the new block was given back");
+        assert_eq!(s.live.len(), 1);
+        assert_eq!(s.live.containing(old), Some(old), "the caller's pointer is still live");
+        // SAFETY: `old` is still a live host block of 1000 bytes.
+        assert!(unsafe { std::slice::from_raw_parts(old as *const u8, 1000) }.iter().all(|&b| b == 7));
+
+        // Once the resource frees it again, the same realloc succeeds and nothing else is live.
+        c.refuse.store(0, Ordering::SeqCst);
+        let new = move_with(&s, old, 5000, stream, host_copy).unwrap();
+        assert_eq!((c.outstanding.load(Ordering::SeqCst), s.live.len()), (1, 1));
+        assert_eq!(s.live.containing(new), Some(new));
+        // SAFETY: `new` is a live host block of 5000 bytes, its first 1000 copied from `old`.
+        assert!(unsafe { std::slice::from_raw_parts(new as *const u8, 1000) }.iter().all(|&b| b == 7));
+        let l = s.live.take(new).unwrap();
+        l.resource.deallocate(new as *mut u8, l.bytes, DEFAULT_ALIGNMENT, stream).unwrap();
+        assert_eq!(c.outstanding.load(Ordering::SeqCst), 0);
+        reset_per_device_resource(device);
+    }
 }

@@ -78,7 +78,7 @@ impl Timer {
 
     /// Adds a row for a call that succeeded, if the session was initialised with logging.
     pub fn record(self, s: &Session, kind: Kind, ptr: usize, size: usize, stream: CudaStreamView, site: Site) {
-        if !s.options.enable_logging {
+        if !s.options.logging_enabled() {
             return;
         }
         let end = Instant::now();

@@ -28,7 +28,8 @@ impl RmmAllocationMode {
     }
 }
 
-/// `rmmOptions_t`, field for field. `bool` is one byte in C, C++ and Rust alike.
+/// `rmmOptions_t`, field for field (the layout of the original `rmm.h`, whose last field is a C
+/// `bool`).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct RmmOptions {
@@ -36,11 +37,32 @@ pub struct RmmOptions {
     pub allocation_mode: RmmAllocationMode,
     /// Bytes the pool takes at once (pool modes only); 0 means half of the device's total memory.
     pub initial_pool_size: usize,
-    /// Record every alloc, realloc and free for `rmmWriteLog` / `rmmGetLog`.
-    pub enable_logging: bool,
+    /// Record every alloc, realloc and free for `rmmWriteLog` / `rmmGetLog` when not 0.
+    ///
+    /// The C header declares a `bool`, one byte as here. It is read as a byte because a C caller
+    /// can leave any value in it (an uninitialised struct, a `memset`, an `int` assigned through a
+    /// cast): a Rust `bool` holding anything but 0 or 1 is undefined behaviour, so it cannot take
+    /// the field. Any non-zero byte means true, C's rule; `rmmIsInitialized` writes back 0 or 1.
+    pub enable_logging: u8,
 }
 
 impl RmmOptions {
+    /// Options with `enable_logging` set from a Rust `bool`.
+    pub fn new(allocation_mode: RmmAllocationMode, initial_pool_size: usize, enable_logging: bool) -> Self {
+        RmmOptions { allocation_mode, initial_pool_size, enable_logging: u8::from(enable_logging) }
+    }
+
+    /// Whether the event log records calls: `enable_logging` is not 0.
+    pub fn logging_enabled(&self) -> bool {
+        self.enable_logging != 0
+    }
+
+    /// The same options with `enable_logging` as 0 or 1, the two values a C `bool` may hold: what
+    /// the session keeps and `rmmIsInitialized` hands back.
+    pub(crate) fn normalized(self) -> Self {
+        RmmOptions { enable_logging: u8::from(self.logging_enabled()), ..self }
+    }
+
     /// Checks the options, so that a bad value is refused before anything is built.
     pub(crate) fn validate(&self) -> std::result::Result<(), RmmError> {
         let known = RmmAllocationMode::POOL_ALLOCATION.0 | RmmAllocationMode::CUDA_MANAGED_MEMORY.0;
@@ -88,11 +110,7 @@ mod tests {
 
     #[test]
     fn unknown_mode_bits_and_overflowing_sizes_are_refused() {
-        let ok = |mode, size| RmmOptions {
-            allocation_mode: RmmAllocationMode(mode),
-            initial_pool_size: size,
-            enable_logging: false,
-        };
+        let ok = |mode, size| RmmOptions::new(RmmAllocationMode(mode), size, false);
         for mode in 0..4 {
             assert_eq!(ok(mode, 1000).validate(), Ok(()));
         }
@@ -108,5 +126,20 @@ mod tests {
         assert_eq!(std::mem::size_of::<RmmOptions>(), 24);
         assert_eq!(std::mem::offset_of!(RmmOptions, initial_pool_size), 8);
         assert_eq!(std::mem::offset_of!(RmmOptions, enable_logging), 16);
+        assert_eq!(std::mem::size_of_val(&RmmOptions::default().enable_logging), 1, "a C bool is one byte");
+    }
+
+    #[test]
+    fn any_non_zero_logging_byte_is_true_and_normalizes_to_one() {
+        // The bytes a C caller may leave in the struct, read as C code lays them out.
+        for byte in 0..=u8::MAX {
+            let mut raw = [0u8; std::mem::size_of::<RmmOptions>()];
+            raw[std::mem::offset_of!(RmmOptions, enable_logging)] = byte;
+            // SAFETY: RmmOptions is repr(C) of an i32, a usize and a u8: every bit pattern of its
+            // size is a valid value, and read_unaligned needs no alignment of `raw`.
+            let o: RmmOptions = unsafe { std::ptr::read_unaligned(raw.as_ptr().cast()) };
+            assert_eq!(o.logging_enabled(), byte != 0, "byte {byte}");
+            assert_eq!(o.normalized().enable_logging, u8::from(byte != 0), "byte {byte}");
+        }
     }
 }

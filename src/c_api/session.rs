@@ -7,6 +7,10 @@
 //! live (the original destroyed its pool, and with it their memory; after finalize those pointers
 //! are dangling in both), and before `rmmInitialize` it returns `RMM_ERROR_NOT_INITIALIZED`, as the
 //! original header documents.
+//!
+//! The resource is set in the Rust per-device table; the C++ table (`rmm/mr/per_device_resource.hpp`)
+//! takes over whatever that table holds on its next read, so C++ code of the same program allocates
+//! from the resource `rmmInitialize` made, and from the restored one after `rmmFinalize`.
 
 use super::codes::{code, status, RmmError, Status};
 use super::live::LiveTable;
@@ -52,6 +56,21 @@ impl Session {
     /// The resource allocations come from now: the current resource of the session's device.
     pub fn current_resource(&self) -> SharedResource {
         get_per_device_resource(self.device)
+    }
+
+    /// A session on `device` that allocates from whatever is current there, for unit tests of the
+    /// entry points' bodies (no driver needed).
+    #[cfg(test)]
+    pub(crate) fn for_tests(device: DeviceId) -> Session {
+        let current = get_per_device_resource(device);
+        Session {
+            options: RmmOptions::default(),
+            device,
+            context: 0,
+            created: current.clone(),
+            previous: current,
+            live: LiveTable::default(),
+        }
     }
 
     /// Frees what is still live and puts the previous resource back if ours is still current.
@@ -107,7 +126,7 @@ fn finalize() -> Status {
 pub unsafe extern "C" fn rmmInitialize(options: *mut RmmOptions) -> RmmError {
     guarded(RmmError::UNKNOWN, || {
         // SAFETY: the caller passes null or a valid rmmOptions_t.
-        let options = unsafe { options.as_ref() }.copied().unwrap_or_default();
+        let options = unsafe { options.as_ref() }.copied().unwrap_or_default().normalized();
         code(initialize(options))
     })
 }

@@ -80,6 +80,32 @@ static void one_round(rmmAllocationMode_t mode)
   EXPECT(rmmFinalize() == RMM_SUCCESS);
 }
 
+/* enable_logging is a C bool, but a C program can leave any byte there (memset, a cast): any
+ * non-zero byte means true, and rmmIsInitialized hands back a valid bool. */
+static void logging_byte_of_two(void)
+{
+  rmmOptions_t options;
+  memset(&options, 0, sizeof options);
+  options.allocation_mode = CudaDefaultAllocation;
+  unsigned char two = 2;
+  memcpy((unsigned char*)&options + offsetof(rmmOptions_t, enable_logging), &two, 1);
+  EXPECT(rmmInitialize(&options) == RMM_SUCCESS);
+  void* p = NULL;
+  EXPECT(RMM_ALLOC(&p, 1000, 0) == RMM_SUCCESS);
+  EXPECT(RMM_FREE(p, 0) == RMM_SUCCESS);
+  char log[4096] = {0};
+  EXPECT(rmmLogSize() < sizeof log);
+  EXPECT(rmmGetLog(log, sizeof log - 1) == RMM_SUCCESS);
+  EXPECT(strstr(log, "Alloc,") != NULL && strstr(log, "Free,") != NULL);
+  rmmOptions_t seen;
+  memset(&seen, 0xff, sizeof seen);
+  EXPECT(rmmIsInitialized(&seen));
+  unsigned char byte = 0;
+  memcpy(&byte, (unsigned char*)&seen + offsetof(rmmOptions_t, enable_logging), 1);
+  EXPECT(byte == 1);
+  EXPECT(rmmFinalize() == RMM_SUCCESS);
+}
+
 int main(void)
 {
   layout();
@@ -93,6 +119,7 @@ int main(void)
   one_round(PoolAllocation);
   one_round(CudaManagedMemory);
   one_round((rmmAllocationMode_t)(PoolAllocation | CudaManagedMemory));
+  logging_byte_of_two();
   if (failures) {
     fprintf(stderr, "c_api_test: %d of %d checks failed\n", failures, checks);
     return 1;

@@ -79,9 +79,9 @@ class binning_memory_resource
   {
     if (bin_resource.has_value()) {
       detail::upstream_resource const bin{*bin_resource};
-      detail::check(rmm_rs::binning_add_bin_resource(handle(), allocation_size, bin.handle()));
+      detail::check(rmm_rs::binning_add_bin_resource(live_handle(), allocation_size, bin.handle()));
     } else {
-      detail::check(rmm_rs::binning_add_bin(handle(), allocation_size));
+      detail::check(rmm_rs::binning_add_bin(live_handle(), allocation_size));
     }
   }
 

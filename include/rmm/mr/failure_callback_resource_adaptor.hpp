@@ -91,24 +91,33 @@ class failure_callback_resource_adaptor final
   {
   }
 
+  /// The upstream given at construction (a moved-from adaptor's is detail::moved_from_resource).
   [[nodiscard]] device_async_resource_ref get_upstream_resource() const noexcept
   {
+    if (impl_.get() == nullptr) { return device_async_resource_ref{detail::moved_from_upstream()}; }
     return impl_.get()->get_upstream_resource();
   }
 
   /// @throws ExceptionType (the upstream's own exception) once the callback returns false
+  /// @throws rmm::logic_error when this adaptor was moved from
   [[nodiscard]] void* allocate(cuda::stream_ref stream,
                                std::size_t bytes,
                                std::size_t alignment = rmm::CUDA_ALLOCATION_ALIGNMENT)
   {
+    if (impl_.get() == nullptr) { detail::throw_moved_from(); }
     return impl_.get()->allocate(stream, bytes, alignment);
   }
 
+  /// On a moved-from adaptor the free is refused and reported, as by every Rust-backed resource.
   void deallocate(cuda::stream_ref stream,
                   void* ptr,
                   std::size_t bytes,
                   std::size_t alignment = rmm::CUDA_ALLOCATION_ALIGNMENT) noexcept
   {
+    if (impl_.get() == nullptr) {
+      base::deallocate(stream, ptr, bytes, alignment);
+      return;
+    }
     impl_.get()->deallocate(stream, ptr, bytes, alignment);
   }
 

@@ -43,9 +43,9 @@ class limiting_resource_adaptor final
   }
 
   /// Bytes currently allocated through this adaptor.
-  [[nodiscard]] std::size_t get_allocated_bytes() const { return handle().allocated_bytes(); }
+  [[nodiscard]] std::size_t get_allocated_bytes() const { return live_handle().allocated_bytes(); }
   /// The limit given at construction.
-  [[nodiscard]] std::size_t get_allocation_limit() const { return handle().allocation_limit(); }
+  [[nodiscard]] std::size_t get_allocation_limit() const { return live_handle().allocation_limit(); }
 
  private:
   static rust::Box<rmm_rs::RustResource> make(rmm_rs::RustResource const& upstream,

@@ -75,14 +75,14 @@ class statistics_resource_adaptor final
 
   /// Starts a new region: counters restart from zero; returns the (bytes, allocations) counters
   /// of the enclosing region as they were.
-  std::pair<counter, counter> push_counters() { return convert(handle().push_counters()); }
+  std::pair<counter, counter> push_counters() { return convert(live_handle().push_counters()); }
 
   /// Ends the innermost region, folding it into the enclosing one; returns its counters.
   /// @throws rmm::out_of_range when there is no pushed region
   std::pair<counter, counter> pop_counters()
   {
     rmm_rs::CounterPair popped{};
-    detail::check(handle().pop_counters(popped));
+    detail::check(live_handle().pop_counters(popped));
     return convert(popped);
   }
 

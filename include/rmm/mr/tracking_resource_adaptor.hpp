@@ -46,6 +46,10 @@ class tracking_map_cache {
   /// Rebuilds the map from what the Rust adaptor `handle` tracks now, and returns it.
   map_type const& refresh(rmm_rs::RustResource const& handle) const
   {
+    if (state_.get() == nullptr) {  // a moved-from adaptor tracks nothing
+      static map_type const none;
+      return none;
+    }
     auto& s = *state_.get();
     std::lock_guard<std::mutex> lock{s.mutex};
     s.map.clear();

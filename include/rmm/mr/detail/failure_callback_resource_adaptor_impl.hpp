@@ -5,6 +5,7 @@
 #pragma once
 
 #include <rmm/aligned.hpp>
+#include <rmm/error.hpp>
 #include <rmm/mr/failure_callback_t.hpp>
 #include <rmm/resource_ref.hpp>
 
@@ -13,6 +14,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 #include <utility>
 
 namespace rmm::mr::detail {
@@ -45,7 +47,13 @@ class failure_callback_resource_adaptor_impl {
   {
     while (true) {
       try {
-        return upstream_->allocate(stream, bytes, alignment);
+        void* const ptr = upstream_->allocate(stream, bytes, alignment);
+        // As every resource of ours: a non-zero request never returns null (see rust_resource).
+        if (ptr == nullptr && bytes != 0) {
+          throw rmm::bad_alloc{"the upstream returned a null pointer for a request of " +
+                               std::to_string(bytes) + " bytes"};
+        }
+        return ptr;
       } catch (ExceptionType const&) {
         if (!callback_ || !callback_(bytes, callback_arg_)) { throw; }
       }

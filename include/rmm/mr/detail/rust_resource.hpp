@@ -24,9 +24,11 @@
 #include <cuda/stream_ref>
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -52,6 +54,23 @@ inline void check(rmm_rs::Outcome const& out)
   if (out.kind != rmm_rs::ErrorKind::Ok) { throw_outcome(out); }
 }
 
+/// What calling a moved-from resource throws. Moving a resource moves its state: the object moved
+/// from owns nothing until something is assigned to it.
+[[noreturn]] inline void throw_moved_from()
+{
+  throw rmm::logic_error{"rmm: the memory resource was moved from; use the object it was moved to"};
+}
+
+/// The Rust handle that stands in for a moved-from resource's: it owns nothing, allocating through
+/// it fails, a free through it is refused and reported on stderr (naming pointer and size), and
+/// its queries (pool size, counters, ...) answer zero. Never destroyed, as the stateless handles.
+[[nodiscard]] inline rmm_rs::RustResource const& moved_from_handle()
+{
+  static rust::Box<rmm_rs::RustResource> const* const handle =
+    new rust::Box<rmm_rs::RustResource>{rmm_rs::new_moved_from_resource()};  // NOLINT
+  return **handle;
+}
+
 /// The integer a stream crosses the bridge as.
 [[nodiscard]] inline std::size_t stream_handle(cuda::stream_ref stream) noexcept
 {
@@ -62,6 +81,32 @@ inline void check(rmm_rs::Outcome const& out)
 inline constexpr cuda::stream_ref default_stream{cudaStream_t{nullptr}};
 
 using any_device_resource = cuda::mr::any_resource<cuda::mr::device_accessible>;
+
+/// The upstream a moved-from pool or adaptor reports: allocating from it throws rmm::logic_error,
+/// and a free through it is refused and reported, as on the moved-from resource itself.
+struct moved_from_resource {
+  void* allocate(cuda::stream_ref, std::size_t, std::size_t) { throw_moved_from(); }
+  void deallocate(cuda::stream_ref stream, void* ptr, std::size_t bytes, std::size_t alignment) noexcept
+  {
+    moved_from_handle().deallocate(
+      reinterpret_cast<std::uintptr_t>(ptr), bytes, alignment, stream_handle(stream));
+  }
+  void* allocate_sync(std::size_t, std::size_t) { throw_moved_from(); }
+  void deallocate_sync(void* ptr, std::size_t bytes, std::size_t alignment) noexcept
+  {
+    deallocate(default_stream, ptr, bytes, alignment);
+  }
+  bool operator==(moved_from_resource const&) const noexcept { return true; }
+  bool operator!=(moved_from_resource const&) const noexcept { return false; }
+  friend void get_property(moved_from_resource const&, cuda::mr::device_accessible) noexcept {}
+};
+
+/// The one moved_from_resource (it holds no state).
+inline moved_from_resource& moved_from_upstream()
+{
+  static moved_from_resource r;
+  return r;
+}
 
 /// Any C++ cuda::mr resource (not one of ours), seen from Rust. Shares ownership of the one copy
 /// of the resource with the C++ object that took it as upstream.
@@ -105,6 +150,72 @@ class rust_resource_tag {};
 /// True for the Rust-backed resource types of rmm::mr.
 template <class R>
 inline constexpr bool is_rust_resource_v = std::is_base_of_v<rust_resource_tag, std::decay_t<R>>;
+
+/**
+ * @brief Finds the Rust handle of a Rust-backed resource held by an any_resource, so that setting
+ * one as the current resource gives Rust code the resource itself rather than a call through C++.
+ *
+ * Each Rust-backed type adds its caster when its first object is made (rust_handle_registrar, a
+ * base of rust_resource): an any_resource can only hold an object that was made, so no list of
+ * every type is needed. The casters form a list that only grows, pushed without a lock or an
+ * allocation, so that making a resource stays noexcept where it was. An any_resource made from a
+ * resource_ref holds a copy of the referenced object (CCCL copies it), which for these types
+ * shares the original's state.
+ */
+struct rust_handle_caster {
+  /// The handle of `r` if it holds the caster's type (null when that object was moved from), or
+  /// nothing when it holds another type.
+  std::optional<shared_handle> (*cast)(any_device_resource const& r);
+  rust_handle_caster const* next;
+};
+
+/// The head of the casters' list.
+inline std::atomic<rust_handle_caster const*>& rust_handle_casters() noexcept
+{
+  static std::atomic<rust_handle_caster const*> head{nullptr};
+  return head;
+}
+
+/// The handle of the Rust-backed resource `r` holds, nothing when it holds another resource.
+/// @throws rmm::logic_error when it holds a moved-from one
+inline std::optional<shared_handle> find_rust_handle(any_device_resource const& r)
+{
+  for (auto const* c = rust_handle_casters().load(std::memory_order_acquire); c != nullptr; c = c->next) {
+    if (auto handle = c->cast(r)) {
+      if (*handle == nullptr) { throw_moved_from(); }
+      return handle;
+    }
+  }
+  return std::nullopt;
+}
+
+/// Adds the caster of `Derived` to the list when the first `Derived` is made. Empty, and copied
+/// trivially: only the constructors that make a new object (not copies) get here.
+template <class Derived>
+class rust_handle_registrar {
+ protected:
+  rust_handle_registrar() noexcept
+  {
+    static bool const registered = push();
+    (void)registered;
+  }
+
+ private:
+  static bool push() noexcept
+  {
+    static rust_handle_caster node{&cast, nullptr};
+    auto& head = rust_handle_casters();
+    node.next  = head.load(std::memory_order_relaxed);
+    while (!head.compare_exchange_weak(node.next, &node, std::memory_order_release, std::memory_order_relaxed)) {}
+    return true;
+  }
+  static std::optional<shared_handle> cast(any_device_resource const& r)
+  {
+    auto const* held = cuda::mr::resource_cast<Derived>(&r);
+    if (held == nullptr) { return std::nullopt; }
+    return held->shared();
+  }
+};
 
 /// True for what a Rust-backed resource accepts as its upstream: any device-accessible
 /// cuda::mr resource (ours, a user's, a resource_ref, an any_resource), or a pointer to one.
@@ -165,6 +276,7 @@ class upstream_resource {
   template <class R>
   void init_rust(R const& r)
   {
+    if (r.moved_from()) { throw_moved_from(); }
     resource_ = std::make_shared<any_device_resource>(r);
     handle_   = r.shared();
   }
@@ -190,9 +302,24 @@ class shared_rust_state {
   // Copies share both holders; shared_holder says why these copies may be called from
   // __host__ __device__ code (the implicit ones are then fine).
 
-  /// The Rust handle, for passing this resource across the bridge.
-  [[nodiscard]] rmm_rs::RustResource const& handle() const noexcept { return **box_.get(); }
-  /// The shared Rust handle: every copy of this resource holds the same one.
+  /// The Rust handle, for passing this resource across the bridge. A moved-from resource has
+  /// none: it answers with moved_from_handle(), so that the noexcept members (deallocate, the
+  /// queries) do no harm on it.
+  [[nodiscard]] rmm_rs::RustResource const& handle() const noexcept
+  {
+    auto const* box = box_.get();
+    if (box == nullptr) { return moved_from_handle(); }
+    return **box;
+  }
+  /// The Rust handle for members that may throw: rmm::logic_error on a moved-from resource.
+  [[nodiscard]] rmm_rs::RustResource const& live_handle() const
+  {
+    if (moved_from()) { throw_moved_from(); }
+    return **box_.get();
+  }
+  /// True once this object was moved from (and nothing was assigned to it since).
+  [[nodiscard]] bool moved_from() const noexcept { return box_.get() == nullptr; }
+  /// The shared Rust handle: every copy of this resource holds the same one (null once moved from).
   [[nodiscard]] shared_handle const& shared() const noexcept { return box_.shared(); }
 
  protected:
@@ -218,10 +345,13 @@ class shared_rust_state {
     return box_.get() != nullptr && other.box_.get() != nullptr && handle().is_equal(other.handle());
   }
 
-  /// The upstream given at construction (adaptors and pools only).
+  /// The upstream given at construction (adaptors and pools only); for a moved-from resource a
+  /// resource that throws rmm::logic_error from allocate and refuses every free.
   [[nodiscard]] cuda::mr::resource_ref<cuda::mr::device_accessible> upstream_ref() const noexcept
   {
-    return cuda::mr::resource_ref<cuda::mr::device_accessible>{*upstream_.get()};
+    auto* upstream = upstream_.get();
+    if (upstream == nullptr) { return cuda::mr::resource_ref<cuda::mr::device_accessible>{moved_from_upstream()}; }
+    return cuda::mr::resource_ref<cuda::mr::device_accessible>{*upstream};
   }
 
  private:
@@ -257,6 +387,10 @@ class stateless_rust_state {
     return *handle;
   }
   [[nodiscard]] static rmm_rs::RustResource const& handle() noexcept { return **shared(); }
+  /// handle(): these resources cannot be moved from.
+  [[nodiscard]] static rmm_rs::RustResource const& live_handle() noexcept { return handle(); }
+  /// Never: moving one leaves an object as usable as any other instance.
+  [[nodiscard]] static constexpr bool moved_from() noexcept { return false; }
 
  protected:
   /// Every instance is interchangeable: memory of one may be freed through another.
@@ -273,23 +407,21 @@ class stateless_rust_state {
  * `get_property` for each of `Properties`.
  */
 template <class Derived, class State, class... Properties>
-class rust_resource : public rust_resource_tag, public State {
+class rust_resource : public rust_resource_tag, public State, private rust_handle_registrar<Derived> {
  public:
   [[nodiscard]] void* allocate(cuda::stream_ref stream,
                                std::size_t bytes,
                                std::size_t alignment = rmm::CUDA_ALLOCATION_ALIGNMENT)
   {
     auto const ptr = this->handle().allocate_or_null(bytes, alignment, stream_handle(stream));
-    if (ptr == 0) {
-      // A failure, or a 0-byte request (null, no error).
-      auto const out = rmm_rs::take_allocate_error();
-      if (out.kind != rmm_rs::ErrorKind::Ok) { throw_outcome(out); }
-    }
+    if (ptr == 0) { null_allocation(bytes); }
     return reinterpret_cast<void*>(ptr);
   }
 
   /// Never throws; a refused free (double free, wrong size, foreign pointer) is reported on stderr
-  /// naming pointer and size, and the resource is left unchanged.
+  /// naming pointer and size, and the resource is left unchanged. A moved-from resource owns
+  /// nothing, so it refuses every free that way: no std::terminate, since nothing can be corrupted;
+  /// the block stays with the object moved to, which frees it when it goes.
   void deallocate(cuda::stream_ref stream,
                   void* ptr,
                   std::size_t bytes,
@@ -328,6 +460,25 @@ class rust_resource : public rust_resource_tag, public State {
 
  protected:
   using State::State;
+
+ private:
+  /// The slow path of allocate, which got a null pointer: returns only for a 0-byte request (RMM
+  /// hands out null for those). A non-zero request never returns null: a Rust error is thrown as
+  /// its RMM exception, a moved-from resource throws rmm::logic_error, and a null with no error
+  /// (an upstream that "succeeded" with null) throws rmm::bad_alloc. bad_alloc, not logic_error:
+  /// the caller did nothing wrong and got no memory, which RMM code handles by catching
+  /// rmm::bad_alloc or std::bad_alloc (as failure_callback_resource_adaptor and the
+  /// out-of-memory handlers of RAPIDS libraries do), so that is where it must land.
+  __attribute__((noinline, cold)) void null_allocation(std::size_t bytes) const
+  {
+    auto const out = rmm_rs::take_allocate_error();  // taken first: it is reported once
+    if (this->moved_from()) { throw_moved_from(); }
+    if (out.kind != rmm_rs::ErrorKind::Ok) { throw_outcome(out); }
+    if (bytes != 0) {
+      throw rmm::bad_alloc{"the resource returned a null pointer for a request of " +
+                           std::to_string(bytes) + " bytes"};
+    }
+  }
 };
 
 }  // namespace rmm::mr::detail
