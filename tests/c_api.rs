@@ -425,21 +425,25 @@ fn realloc_whose_old_free_fails_leaks_nothing() {
     let outstanding = Arc::new(AtomicIsize::new(0));
     let refuse = Arc::new(AtomicUsize::new(0));
     let (h1, h2, o1, o2, r) = (host.clone(), host, outstanding.clone(), outstanding.clone(), refuse.clone());
-    let counted = CallbackMemoryResource::new(
-        move |bytes, alignment, stream| {
-            let p = h1.allocate(bytes, alignment, stream)?;
-            o1.fetch_add(1, Ordering::SeqCst);
-            Ok(p)
-        },
-        move |ptr: *mut u8, bytes, alignment, stream| {
-            if r.load(Ordering::SeqCst) == ptr as usize {
-                return Err(Error::Misuse(Misuse::UnknownPointer { ptr: ptr as usize }));
-            }
-            h2.deallocate(ptr, bytes, alignment, stream)?;
-            o2.fetch_sub(1, Ordering::SeqCst);
-            Ok(())
-        },
-    );
+    // SAFETY: the callbacks hand out and free blocks of a host resource, which meets the
+    // resource contract; refusing a free changes nothing.
+    let counted = unsafe {
+        CallbackMemoryResource::new(
+            move |bytes, alignment, stream| {
+                let p = h1.allocate(bytes, alignment, stream)?;
+                o1.fetch_add(1, Ordering::SeqCst);
+                Ok(p)
+            },
+            move |ptr: *mut u8, bytes, alignment, stream| {
+                if r.load(Ordering::SeqCst) == ptr as usize {
+                    return Err(Error::Misuse(Misuse::UnknownPointer { ptr: ptr as usize }));
+                }
+                h2.deallocate(ptr, bytes, alignment, stream)?;
+                o2.fetch_sub(1, Ordering::SeqCst);
+                Ok(())
+            },
+        )
+    };
     let created = set_per_device_resource(device, Arc::new(counted));
 
     let mut p = alloc(1000, S0);

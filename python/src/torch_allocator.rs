@@ -15,38 +15,17 @@
 
 use crate::resource_cache::with_resource;
 use parking_lot::Mutex;
+use rmm::resource::AddressHasher;
 use rmm::{device, CudaStreamView, DeviceId, SharedResource, DEFAULT_ALIGNMENT};
 use std::collections::HashMap;
 use std::ffi::c_void;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::BuildHasherDefault;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// Shards of the owner map: frees on different threads rarely meet on one lock.
 const SHARDS: usize = 16;
 
-/// A pointer's hash: a multiply by a large odd constant (Fibonacci hashing); the high bits pick
-/// the shard, the folded ones the bucket. Pointers are not chosen by an attacker.
-#[derive(Default)]
-struct PointerHasher(u64);
-
-impl Hasher for PointerHasher {
-    fn finish(&self) -> u64 {
-        self.0 ^ (self.0 >> 29)
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0 ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-    fn write_usize(&mut self, n: usize) {
-        self.write_u64(n as u64);
-    }
-}
-
-type OwnerShard = Mutex<HashMap<usize, SharedResource, BuildHasherDefault<PointerHasher>>>;
+type OwnerShard = Mutex<HashMap<usize, SharedResource, BuildHasherDefault<AddressHasher>>>;
 
 /// The resource that allocated each pointer the hook handed out and PyTorch has not freed.
 static OWNERS: [OwnerShard; SHARDS] = [const { Mutex::new(HashMap::with_hasher(BuildHasherDefault::new())) }; SHARDS];

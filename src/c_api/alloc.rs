@@ -241,21 +241,25 @@ mod tests {
             refuse: AtomicUsize::new(0),
         });
         let (ca, cd) = (c.clone(), c.clone());
-        let resource = CallbackMemoryResource::new(
-            move |bytes, alignment, stream| {
-                let p = ca.host.allocate(bytes, alignment, stream)?;
-                ca.outstanding.fetch_add(1, Ordering::SeqCst);
-                Ok(p)
-            },
-            move |ptr: *mut u8, bytes, alignment, stream| {
-                if cd.refuse.load(Ordering::SeqCst) == ptr as usize {
-                    return Err(Error::Misuse(Misuse::UnknownPointer { ptr: ptr as usize }));
-                }
-                cd.host.deallocate(ptr, bytes, alignment, stream)?;
-                cd.outstanding.fetch_sub(1, Ordering::SeqCst);
-                Ok(())
-            },
-        );
+        // SAFETY: the callbacks hand out and free blocks of a host resource, which meets the
+        // resource contract; refusing a free changes nothing.
+        let resource = unsafe {
+            CallbackMemoryResource::new(
+                move |bytes, alignment, stream| {
+                    let p = ca.host.allocate(bytes, alignment, stream)?;
+                    ca.outstanding.fetch_add(1, Ordering::SeqCst);
+                    Ok(p)
+                },
+                move |ptr: *mut u8, bytes, alignment, stream| {
+                    if cd.refuse.load(Ordering::SeqCst) == ptr as usize {
+                        return Err(Error::Misuse(Misuse::UnknownPointer { ptr: ptr as usize }));
+                    }
+                    cd.host.deallocate(ptr, bytes, alignment, stream)?;
+                    cd.outstanding.fetch_sub(1, Ordering::SeqCst);
+                    Ok(())
+                },
+            )
+        };
         set_per_device_resource(device, Arc::new(resource));
         let s = Session::for_tests(device);
         let stream = CudaStreamView::DEFAULT;

@@ -64,11 +64,12 @@ impl Default for LiveBlocks {
     }
 }
 
-/// A hash of an address: a multiply by a large odd constant (Fibonacci hashing), folded so that
-/// the high bits reach the low ones the table indexes with. Addresses are not chosen by an
-/// attacker, so no keyed hash is needed.
+/// The hasher of maps keyed by an address (live driver blocks, the PyTorch hook's owners): a
+/// multiply by a large odd constant (Fibonacci hashing), folded so that the high bits reach the
+/// low ones the table indexes with. Addresses are not chosen by an attacker, so no keyed hash is
+/// needed.
 #[derive(Debug, Default)]
-struct AddressHasher(u64);
+pub struct AddressHasher(u64);
 
 impl Hasher for AddressHasher {
     fn finish(&self) -> u64 {

@@ -37,6 +37,7 @@ pub use cuda_event_order::CudaEventOrder;
 pub use driver_backed::{DriverAllocation, DriverBackedResource};
 pub use fixed_size::FixedSizeMemoryResource;
 pub use host::HostMemoryResource;
+pub use live_blocks::AddressHasher;
 pub use managed::ManagedMemoryResource;
 pub use pinned_host::PinnedHostMemoryResource;
 pub use pool::PoolMemoryResource;
