@@ -17,7 +17,7 @@ use std::collections::HashMap;
 /// The block never leaves what the upstream gave: an upstream that breaks its contract with a
 /// pointer not 256-aligned, so that the block would not fit, gets that memory back and is asked
 /// for `bytes + alignment - 1` bytes, which hold an aligned block wherever they start. A null
-/// pointer for the over-allocation is refused with [`Error::BadUpstream`].
+/// pointer for the over-allocation is refused as out of memory.
 ///
 /// A request's own alignment is honoured too: the larger of it and `alignment` is used (RMM
 /// ignores the request's alignment). Alignments below 256 count as 256, the upstream's minimum.

@@ -1,15 +1,18 @@
 //! Checks of what an upstream hands back, made where a suballocator takes memory from it (the
 //! cold path, never per block): the pool, the arena and the fixed-size resource carve blocks out
 //! of a chunk by arithmetic on its address, so a null or misaligned chunk would put blocks outside
-//! the memory the upstream gave. Such a chunk is refused with [`Error::BadUpstream`] instead.
+//! the memory the upstream gave. A misaligned chunk is refused with [`Error::BadUpstream`]
+//! instead; a null one is the C way of saying "no memory" and becomes [`Error::OutOfMemory`], so
+//! callers that retry or back off on out-of-memory (a pool halving its growth, RMM's
+//! `failure_callback_resource_adaptor`) treat it as they treat the upstream's own.
 
 use crate::error::{Error, Result};
 use crate::resource::MemoryResource;
 use crate::stream::CudaStreamView;
 
-/// `ptr` as the upstream returned it for a request of `bytes`, or [`Error::BadUpstream`] when it is
-/// null although `bytes` is not 0: an upstream that cannot allocate must fail, not "succeed" with
-/// null (there is nothing to give back).
+/// `ptr` as the upstream returned it for a request of `bytes`, or [`Error::OutOfMemory`] when it is
+/// null although `bytes` is not 0: a null pointer is never handed on as memory (there is nothing
+/// to give back).
 #[inline]
 pub(crate) fn refuse_null(ptr: *mut u8, bytes: usize) -> Result<*mut u8> {
     if ptr.is_null() && bytes != 0 {
@@ -21,13 +24,13 @@ pub(crate) fn refuse_null(ptr: *mut u8, bytes: usize) -> Result<*mut u8> {
 #[cold]
 #[inline(never)]
 fn null_error(bytes: usize) -> Error {
-    Error::BadUpstream(format!("the upstream resource returned a null pointer for {bytes} bytes"))
+    Error::out_of_memory(bytes, "the upstream resource returned a null pointer")
 }
 
 /// Takes `bytes` aligned to `alignment` from `upstream` for a suballocator to carve blocks out of.
-/// Errors of the upstream pass through unchanged. A null pointer (for `bytes` above 0) or one not
-/// aligned to `alignment` is refused with [`Error::BadUpstream`]; a misaligned chunk is first given
-/// back to the upstream, so the refusal leaves the upstream and the caller as they were.
+/// Errors of the upstream pass through unchanged. A null pointer (for `bytes` above 0) is
+/// [`Error::OutOfMemory`]; one not aligned to `alignment` is given back to the upstream and refused
+/// with [`Error::BadUpstream`], so the refusal leaves the upstream and the caller as they were.
 #[cold]
 #[inline(never)]
 pub(crate) fn allocate_chunk<U: MemoryResource + ?Sized>(
@@ -58,7 +61,7 @@ mod tests {
     #[test]
     fn null_is_refused_only_for_non_zero_requests() {
         assert!(refuse_null(std::ptr::null_mut(), 0).is_ok());
-        assert!(matches!(refuse_null(std::ptr::null_mut(), 1), Err(Error::BadUpstream(_))));
+        assert!(matches!(refuse_null(std::ptr::null_mut(), 1), Err(Error::OutOfMemory { .. })));
     }
 
     #[test]

@@ -205,13 +205,19 @@ static_assert(cuda::mr::resource_with<faulty_resource, cuda::mr::device_accessib
 TEST(UpstreamContract, APoolRefusesNullOrMisalignedUpstreamMemoryAndKeepsWorking)
 {
   using mode = faulty_resource::mode;
-  for (auto [bad, text] : {std::pair{mode::null, "null pointer"}, std::pair{mode::misaligned, "not so aligned"}}) {
+  // A null chunk is the upstream saying "no memory": the pool backs off and reports out of memory.
+  for (auto [bad, text] : {std::pair{mode::null, "out of memory"}, std::pair{mode::misaligned, "not so aligned"}}) {
     faulty_resource up;
     rmm::mr::pool_memory_resource pool{up, MiB};
     void* a = pool.allocate(default_stream(), MiB);
     auto const size = pool.pool_size();
     up.set(bad);
-    expect_throws_exactly<rmm::logic_error>([&] { (void)pool.allocate(default_stream(), 4 * MiB); }, text);
+    auto const refuse = [&] { (void)pool.allocate(default_stream(), 4 * MiB); };
+    if (bad == mode::null) {
+      expect_throws_exactly<rmm::out_of_memory>(refuse, text);
+    } else {
+      expect_throws_exactly<rmm::logic_error>(refuse, text);
+    }
     EXPECT_EQ(pool.pool_size(), size);
     EXPECT_EQ(up.outstanding(), 1u) << "the refused chunk was given back";
 
@@ -228,7 +234,7 @@ TEST(UpstreamContract, AnAdaptorRefusesANullPointerFromAUserResource)
   faulty_resource up;
   rmm::mr::statistics_resource_adaptor stats{up};
   up.set(faulty_resource::mode::null);
-  expect_throws_exactly<rmm::logic_error>([&] { (void)stats.allocate(default_stream(), MiB); }, "null pointer");
+  expect_throws_exactly<rmm::out_of_memory>([&] { (void)stats.allocate(default_stream(), MiB); }, "null pointer");
   EXPECT_EQ(stats.get_allocations_counter().value, 0);
 
   up.set(faulty_resource::mode::good);
