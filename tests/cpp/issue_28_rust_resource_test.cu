@@ -4,6 +4,7 @@
 //   noexcept members (deallocate, the queries) do no harm: a free is refused and reported.
 // Needs no GPU: everything sits over host memory.
 
+#include "stateful_resources.hpp"
 #include "test_utils.hpp"
 
 #include <rmm/mr/aligned_resource_adaptor.hpp>
@@ -55,12 +56,10 @@ TEST(Issue28NullPointer, ANonZeroRequestNeverReturnsNull)
   EXPECT_EQ(stats.allocate(default_stream(), 0), nullptr);
 }
 
-bool never_retry_null(std::size_t, void*) { return false; }
-
 TEST(Issue28NullPointer, TheFailureCallbackAdaptorDoesNotPassNullOn)
 {
   // Its allocations call the C++ upstream from C++, not through Rust.
-  mr::failure_callback_resource_adaptor<rmm::bad_alloc> adaptor{null_resource{}, never_retry_null, nullptr};
+  mr::failure_callback_resource_adaptor<rmm::bad_alloc> adaptor{null_resource{}, rmm::test::stateful::never_retry, nullptr};
   EXPECT_THROW((void)adaptor.allocate(default_stream(), 256), rmm::bad_alloc);
   EXPECT_EQ(adaptor.allocate(default_stream(), 0), nullptr);
 }
@@ -95,38 +94,8 @@ TEST(Issue28MovedFrom, AllocateThrowsLogicErrorAndDeallocateFreesNothing)
   EXPECT_EQ(upstream.s->outstanding, 0);
 }
 
-bool never_retry(std::size_t, void*) { return false; }
-
-// Every stateful class that needs no GPU and can be moved from, each over a fresh host upstream
-// (fixed_size_memory_resource and binning_memory_resource declare a destructor, as RMM's do, so a
-// move copies them).
-struct pool {
-  static mr::pool_memory_resource make() { return mr::pool_memory_resource{new_delete_resource{}, 0}; }
-};
-struct statistics {
-  static mr::statistics_resource_adaptor make() { return mr::statistics_resource_adaptor{new_delete_resource{}}; }
-};
-struct tracking {
-  static mr::tracking_resource_adaptor make() { return mr::tracking_resource_adaptor{new_delete_resource{}}; }
-};
-struct limiting {
-  static mr::limiting_resource_adaptor make() { return mr::limiting_resource_adaptor{new_delete_resource{}, 1 << 20}; }
-};
-struct logging {
-  static mr::logging_resource_adaptor make() { return mr::logging_resource_adaptor{new_delete_resource{}, "/dev/null"}; }
-};
-struct aligned {
-  static mr::aligned_resource_adaptor make() { return mr::aligned_resource_adaptor{new_delete_resource{}, 4096}; }
-};
-struct thread_safe {
-  static mr::thread_safe_resource_adaptor make() { return mr::thread_safe_resource_adaptor{new_delete_resource{}}; }
-};
-struct failure_callback {
-  static mr::failure_callback_resource_adaptor<> make()
-  {
-    return mr::failure_callback_resource_adaptor<>{new_delete_resource{}, never_retry, nullptr};
-  }
-};
+// Every stateful class that needs no GPU and can be moved from (stateful_resources.hpp).
+using namespace rmm::test::stateful;
 
 template <class Factory>
 class Issue28MovedFromEach : public ::testing::Test {};

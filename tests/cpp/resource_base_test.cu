@@ -3,6 +3,7 @@
 // copy/move semantics. Needs no GPU: the pools and adaptors sit over a host resource, and the
 // stateless resources are compared without being called.
 
+#include "stateful_resources.hpp"
 #include "test_utils.hpp"
 
 #include <rmm/mr/cuda_async_memory_resource.hpp>
@@ -67,36 +68,8 @@ static_assert(std::is_nothrow_move_constructible_v<mr::limiting_resource_adaptor
 static_assert(std::is_nothrow_copy_assignable_v<mr::cuda_async_memory_resource>);
 static_assert(std::is_nothrow_move_assignable_v<mr::failure_callback_resource_adaptor<>>);
 
-bool never_retry(std::size_t, void*) { return false; }
-
-// One factory per stateful class that needs no GPU, each over a fresh host upstream.
-struct pool {
-  static mr::pool_memory_resource make() { return mr::pool_memory_resource{new_delete_resource{}, 0}; }
-};
-struct statistics {
-  static mr::statistics_resource_adaptor make() { return mr::statistics_resource_adaptor{new_delete_resource{}}; }
-};
-struct tracking {
-  static mr::tracking_resource_adaptor make() { return mr::tracking_resource_adaptor{new_delete_resource{}}; }
-};
-struct limiting {
-  static mr::limiting_resource_adaptor make()
-  {
-    return mr::limiting_resource_adaptor{new_delete_resource{}, std::size_t{1} << 20};
-  }
-};
-struct logging {
-  static mr::logging_resource_adaptor make()
-  {
-    return mr::logging_resource_adaptor{new_delete_resource{}, "/dev/null"};
-  }
-};
-struct failure_callback {
-  static mr::failure_callback_resource_adaptor<> make()
-  {
-    return mr::failure_callback_resource_adaptor<>{new_delete_resource{}, never_retry, nullptr};
-  }
-};
+// One factory per stateful class that needs no GPU (stateful_resources.hpp).
+using namespace rmm::test::stateful;
 
 template <class Factory>
 class SharedResource : public ::testing::Test {};
