@@ -15,12 +15,7 @@ pub type CudaMemoryResource = DriverBackedResource<DeviceMemory>;
 #[derive(Debug)]
 pub enum DeviceMemory {}
 
-impl crate::resource::driver_backed::sealed::Sealed for DeviceMemory {
-    fn live() -> &'static crate::resource::live_blocks::LiveBlocks {
-        static LIVE: crate::resource::live_blocks::LiveBlocks = crate::resource::live_blocks::LiveBlocks::new();
-        &LIVE
-    }
-}
+crate::resource::driver_backed::sealed_driver_kind!(DeviceMemory);
 
 impl DriverAllocation for DeviceMemory {
     const NAME: &'static str = "CudaMemoryResource";

@@ -40,6 +40,20 @@ pub(crate) mod sealed {
     }
 }
 
+/// Makes `$kind` a sealed driver kind with a table of live blocks of its own.
+macro_rules! sealed_driver_kind {
+    ($kind:ty) => {
+        impl $crate::resource::driver_backed::sealed::Sealed for $kind {
+            fn live() -> &'static $crate::resource::live_blocks::LiveBlocks {
+                static LIVE: $crate::resource::live_blocks::LiveBlocks =
+                    $crate::resource::live_blocks::LiveBlocks::new();
+                &LIVE
+            }
+        }
+    };
+}
+pub(crate) use sealed_driver_kind;
+
 /// One kind of driver memory: the calls that allocate and free it and who may access it. Sealed:
 /// implemented by [`DeviceMemory`](crate::resource::cuda::DeviceMemory),
 /// [`ManagedMemory`](crate::resource::managed::ManagedMemory) and
@@ -167,12 +181,7 @@ mod tests {
 
     static FAKE_FREES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
-    impl sealed::Sealed for FakeDriver {
-        fn live() -> &'static LiveBlocks {
-            static LIVE: LiveBlocks = LiveBlocks::new();
-            &LIVE
-        }
-    }
+    sealed_driver_kind!(FakeDriver);
 
     impl DriverAllocation for FakeDriver {
         const NAME: &'static str = "FakeDriver";

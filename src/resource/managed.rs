@@ -14,12 +14,7 @@ pub type ManagedMemoryResource = DriverBackedResource<ManagedMemory>;
 #[derive(Debug)]
 pub enum ManagedMemory {}
 
-impl crate::resource::driver_backed::sealed::Sealed for ManagedMemory {
-    fn live() -> &'static crate::resource::live_blocks::LiveBlocks {
-        static LIVE: crate::resource::live_blocks::LiveBlocks = crate::resource::live_blocks::LiveBlocks::new();
-        &LIVE
-    }
-}
+crate::resource::driver_backed::sealed_driver_kind!(ManagedMemory);
 
 impl DriverAllocation for ManagedMemory {
     const NAME: &'static str = "ManagedMemoryResource";

@@ -16,12 +16,7 @@ pub type PinnedHostMemoryResource = DriverBackedResource<PinnedHostMemory>;
 #[derive(Debug)]
 pub enum PinnedHostMemory {}
 
-impl crate::resource::driver_backed::sealed::Sealed for PinnedHostMemory {
-    fn live() -> &'static crate::resource::live_blocks::LiveBlocks {
-        static LIVE: crate::resource::live_blocks::LiveBlocks = crate::resource::live_blocks::LiveBlocks::new();
-        &LIVE
-    }
-}
+crate::resource::driver_backed::sealed_driver_kind!(PinnedHostMemory);
 
 impl DriverAllocation for PinnedHostMemory {
     const NAME: &'static str = "PinnedHostMemoryResource";
