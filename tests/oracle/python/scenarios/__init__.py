@@ -1,0 +1,1 @@
+"""The oracle scenarios, one module an area (see the README)."""

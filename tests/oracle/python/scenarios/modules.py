@@ -1,0 +1,249 @@
+"""Every module of RMM's Python package: its names, its callables' signatures, its classes'
+members. These need no GPU: importing ``rmm`` creates no CUDA context."""
+
+import importlib
+import inspect
+
+from oracle_lib import register
+
+#: Every module of RMM 26.10's Python package (the allocators' modules need their library).
+MODULES = [
+    "rmm",
+    "rmm.rmm",
+    "rmm.mr",
+    "rmm.mr.experimental",
+    "rmm.statistics",
+    "rmm._version",
+    "rmm._cuda",
+    "rmm._cuda.gpu",
+    "rmm.librmm",
+    "rmm.librmm._logger",
+    "rmm.pylibrmm",
+    "rmm.pylibrmm.memory_resource",
+    "rmm.pylibrmm.memory_resource.experimental",
+    "rmm.pylibrmm.memory_resource._memory_resource",
+    "rmm.pylibrmm.device_buffer",
+    "rmm.pylibrmm.stream",
+    "rmm.pylibrmm.logger",
+    "rmm.pylibrmm.helper",
+    "rmm.pylibrmm.utils",
+    "rmm.pylibrmm.cuda_stream_pool",
+    "rmm.allocators",
+    "rmm.allocators.cupy",
+    "rmm.allocators.numba",
+    "rmm.allocators.torch",
+]
+
+#: Classes whose members are compared: (module, class name).
+CLASSES = [("rmm.mr", n) for n in [
+    "ArenaMemoryResource", "BinningMemoryResource", "CallbackMemoryResource",
+    "CudaAsyncMemoryResource", "CudaAsyncViewMemoryResource", "CudaMemoryResource",
+    "DeviceMemoryResource", "FailureCallbackResourceAdaptor", "FixedSizeMemoryResource",
+    "LimitingResourceAdaptor", "LoggingResourceAdaptor", "ManagedMemoryResource",
+    "PinnedHostMemoryResource", "PoolMemoryResource", "PrefetchResourceAdaptor",
+    "SamHeadroomMemoryResource", "StatisticsResourceAdaptor", "SystemMemoryResource",
+    "TrackingResourceAdaptor", "UpstreamResourceAdaptor",
+]] + [
+    ("rmm.mr.experimental", "CudaAsyncManagedMemoryResource"),
+    ("rmm", "DeviceBuffer"),
+    ("rmm", "RMMError"),
+    ("rmm", "level_enum"),
+    ("rmm.pylibrmm.stream", "Stream"),
+    ("rmm.pylibrmm", "CudaStreamFlags"),
+    ("rmm.pylibrmm", "CudaStreamPool"),
+    ("rmm.statistics", "Statistics"),
+    ("rmm.statistics", "ProfilerRecords"),
+    ("rmm.statistics", "ProfilerContext"),
+    ("rmm._cuda.gpu", "CUDARuntimeError"),
+    ("rmm._cuda.gpu", "CUDADriverError"),
+    ("rmm.allocators.numba", "RMMNumbaManager"),
+]
+
+# Names every module has that say how it was built (.py or compiled), not what it offers.
+_BUILD_NAMES = {"__builtins__", "__cached__", "__file__", "__loader__", "__spec__", "__path__",
+                "__package__", "__doc__", "__name__", "__test__", "__pyx_capi__", "__annotations__",
+                "__dict__", "__weakref__", "__module__", "__qualname__", "__firstlineno__",
+                "__static_attributes__", "__slotnames__", "__pyx_vtable__", "__reduce_cython__",
+                "__setstate_cython__", "__annotate__", "__conditional_annotations__"}
+
+
+def signature_of(obj):
+    """inspect.signature as text, or what kept it from being read."""
+    try:
+        return str(inspect.signature(obj))
+    except (TypeError, ValueError) as e:
+        return {"no_signature": type(e).__name__}
+
+
+def member_kind(cls, name):
+    """'property', 'method', 'staticmethod', 'classmethod' or 'value' for a class member."""
+    try:
+        raw = inspect.getattr_static(cls, name)
+    except AttributeError:
+        return "missing"
+    if isinstance(raw, staticmethod):
+        return "staticmethod"
+    if isinstance(raw, classmethod) or type(raw).__name__ == "classmethod_descriptor":
+        return "classmethod"
+    if isinstance(raw, property) or inspect.isgetsetdescriptor(raw) or inspect.ismemberdescriptor(
+        raw
+    ):
+        return "property"
+    if callable(raw) or inspect.ismethoddescriptor(raw):
+        return "method"
+    return "value"
+
+
+def _import(t, modname):
+    try:
+        return importlib.import_module(modname)
+    except ModuleNotFoundError as e:
+        missing = getattr(e, "name", "") or ""
+        if missing and not missing.startswith("rmm"):
+            t.skip(f"{modname} needs {missing}, not installed")
+        t.rec("import", {"raises": type(e).__name__, "message": str(e)})
+    except Exception as e:  # noqa: BLE001
+        t.rec("import", {"raises": type(e).__name__})
+    return None
+
+
+def _names_scenario(modname):
+    def run(t):
+        mod = _import(t, modname)
+        if mod is None:
+            return
+        # `_native` is rmm-rs's compiled core: the one name it must add.
+        names = [n for n in dir(mod) if n not in _BUILD_NAMES and n != "_native"]
+        t.rec("public", sorted(n for n in names if not n.startswith("_")))
+        t.rec("private", sorted(n for n in names if n.startswith("_")))
+        t.rec("__all__", sorted(getattr(mod, "__all__", [])) if hasattr(mod, "__all__") else None)
+        t.rec("is_package", hasattr(mod, "__path__"))
+
+    return run
+
+
+def _kinds_scenario(modname):
+    def run(t):
+        mod = _import(t, modname)
+        if mod is None:
+            return
+        for n in sorted(dir(mod)):
+            if n.startswith("_"):
+                continue
+            v = getattr(mod, n)
+            if inspect.ismodule(v):
+                kind = "module:" + v.__name__
+            elif inspect.isclass(v):
+                kind = "class"
+            elif callable(v):
+                kind = "callable"
+            else:
+                kind = "value:" + type(v).__name__
+            t.rec(n, kind)
+
+    return run
+
+
+def _signatures_scenario(modname):
+    def run(t):
+        mod = _import(t, modname)
+        if mod is None:
+            return
+        for n in sorted(dir(mod)):
+            if n.startswith("_"):
+                continue
+            v = getattr(mod, n)
+            if callable(v) and not inspect.isclass(v):
+                t.rec(n, signature_of(v))
+
+    return run
+
+
+def _class_scenario(modname, clsname):
+    def run(t):
+        mod = _import(t, modname)
+        if mod is None:
+            return
+        cls = t.call("getattr", getattr, mod, clsname, conv=lambda c: c.__name__)
+        if cls is None:
+            return
+        t.rec("module", cls.__module__)
+        t.rec("qualname", cls.__qualname__)
+        t.rec("mro", [c.__name__ for c in cls.__mro__])
+        members = sorted(n for n in dir(cls) if not n.startswith("_"))
+        t.rec("members", members)
+        dunders = sorted(n for n in dir(cls) if n.startswith("__") and n not in _BUILD_NAMES
+                         and n in vars(cls))
+        t.rec("own_dunders", dunders)
+        for n in members:
+            kind = member_kind(cls, n)
+            entry = {"kind": kind}
+            if kind in ("method", "staticmethod", "classmethod"):
+                entry["signature"] = signature_of(getattr(cls, n))
+            t.rec(n, entry)
+        t.rec("constructor", signature_of(cls))
+
+    return run
+
+
+for _m in MODULES:
+    _short = _m.replace(".", "_")
+    register(_names_scenario(_m), __name__, f"names/{_m}", needs_gpus=0)
+    register(_kinds_scenario(_m), __name__, f"kinds/{_m}", needs_gpus=0)
+    register(_signatures_scenario(_m), __name__, f"signatures/{_m}", needs_gpus=0)
+for _m, _c in CLASSES:
+    register(_class_scenario(_m, _c), __name__, f"class/{_m}.{_c}", needs_gpus=0)
+
+
+def _level_enum_members(t):
+    import rmm
+
+    t.rec("members", [(m.name, int(m.value)) for m in rmm.level_enum])
+    t.rec("is_int", isinstance(rmm.level_enum.info, int))
+
+
+register(_level_enum_members, __name__, "level_enum_members", needs_gpus=0)
+
+
+def _stream_flags_members(t):
+    from rmm.pylibrmm import CudaStreamFlags
+
+    t.rec("members", [(m.name, int(m.value)) for m in CudaStreamFlags])
+
+
+register(_stream_flags_members, __name__, "stream_flags_members", needs_gpus=0)
+
+
+def _version(t):
+    import rmm
+
+    t.rec("version", rmm.__version__)
+    t.rec("git_commit_type", type(rmm.__git_commit__).__name__)
+
+
+register(_version, __name__, "version", needs_gpus=0)
+
+
+def _parse_bytes(t):
+    from rmm.pylibrmm.helper import parse_bytes
+
+    for s in [0, 1, 1024, "1", "1B", "1KB", "1kB", "1KiB", "1 MiB", "1.5GB", "2GiB", "10 MB",
+              "1e3", "5kb", "1TiB", "1 kilobyte", "abc", "", "-1", "1.5", -5, 3.5, None, "MB"]:
+        t.call(f"parse_bytes({s!r})", parse_bytes, s)
+
+
+register(_parse_bytes, __name__, "parse_bytes", needs_gpus=0)
+
+
+def _rmm_error(t):
+    import rmm
+
+    e = rmm.RMMError(3, "boom")
+    t.rec("errcode", e.errcode)
+    t.rec("str", str(e))
+    t.rec("args", list(e.args))
+    t.rec("is_exception", isinstance(e, Exception))
+    t.call("one_arg", rmm.RMMError, "x")
+
+
+register(_rmm_error, __name__, "rmm_error", needs_gpus=0)
