@@ -3,6 +3,7 @@ members. These need no GPU: importing ``rmm`` creates no CUDA context."""
 
 import importlib
 import inspect
+import re
 
 from oracle_lib import register
 
@@ -67,12 +68,46 @@ _BUILD_NAMES = {"__builtins__", "__cached__", "__file__", "__loader__", "__spec_
                 "__setstate_cython__", "__annotate__", "__conditional_annotations__"}
 
 
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
 def signature_of(obj):
-    """inspect.signature as text, or what kept it from being read."""
+    """inspect.signature as text (string annotations evaluated, object addresses cut), or what
+    kept it from being read."""
     try:
-        return str(inspect.signature(obj))
+        try:
+            sig = inspect.signature(obj, eval_str=True)
+        except Exception:  # noqa: BLE001 - an annotation that does not evaluate: keep it as text
+            sig = inspect.signature(obj)
     except (TypeError, ValueError) as e:
         return {"no_signature": type(e).__name__}
+    return _ADDRESS.sub(" at 0x...", str(sig))
+
+
+def is_foreign(name, value):
+    """True for a module-level name that only re-exports something from outside rmm (``np``,
+    ``Optional``, ``warnings``): such names are listed apart from rmm's own."""
+    if name.startswith("__"):
+        return False
+    if inspect.ismodule(value):
+        origin = value.__name__
+    elif inspect.isclass(value) or inspect.isroutine(value) or (
+        callable(value) and hasattr(value, "__qualname__")
+    ):
+        origin = getattr(value, "__module__", None) or ""
+    else:
+        origin = type(value).__module__
+    return not origin.startswith("rmm")
+
+
+def _is_build_name(name):
+    return name in _BUILD_NAMES or name.startswith("__pyx")
+
+
+# Dunders that say how a class was built (Cython's pickling stubs, __init__ beside __cinit__), not
+# what it does: what they do is compared by the behaviour scenarios.
+_BUILD_DUNDERS = {"__init__", "__new__", "__reduce__", "__setstate__", "__reduce_ex__",
+                  "__getstate__", "__init_subclass__", "__subclasshook__", "__class_getitem__"}
 
 
 def member_kind(cls, name):
@@ -113,11 +148,23 @@ def _names_scenario(modname):
         if mod is None:
             return
         # `_native` is rmm-rs's compiled core: the one name it must add.
-        names = [n for n in dir(mod) if n not in _BUILD_NAMES and n != "_native"]
+        names = [n for n in dir(mod) if not _is_build_name(n) and n != "_native"
+                 and not is_foreign(n, getattr(mod, n))]
         t.rec("public", sorted(n for n in names if not n.startswith("_")))
         t.rec("private", sorted(n for n in names if n.startswith("_")))
         t.rec("__all__", sorted(getattr(mod, "__all__", [])) if hasattr(mod, "__all__") else None)
         t.rec("is_package", hasattr(mod, "__path__"))
+
+    return run
+
+
+def _imports_scenario(modname):
+    def run(t):
+        mod = _import(t, modname)
+        if mod is None:
+            return
+        t.rec("foreign", sorted(n for n in dir(mod) if not _is_build_name(n)
+                                and is_foreign(n, getattr(mod, n))))
 
     return run
 
@@ -128,7 +175,7 @@ def _kinds_scenario(modname):
         if mod is None:
             return
         for n in sorted(dir(mod)):
-            if n.startswith("_"):
+            if n.startswith("_") or is_foreign(n, getattr(mod, n)):
                 continue
             v = getattr(mod, n)
             if inspect.ismodule(v):
@@ -150,7 +197,7 @@ def _signatures_scenario(modname):
         if mod is None:
             return
         for n in sorted(dir(mod)):
-            if n.startswith("_"):
+            if n.startswith("_") or is_foreign(n, getattr(mod, n)):
                 continue
             v = getattr(mod, n)
             if callable(v) and not inspect.isclass(v):
@@ -173,7 +220,7 @@ def _class_scenario(modname, clsname):
         members = sorted(n for n in dir(cls) if not n.startswith("_"))
         t.rec("members", members)
         dunders = sorted(n for n in dir(cls) if n.startswith("__") and n not in _BUILD_NAMES
-                         and n in vars(cls))
+                         and n not in _BUILD_DUNDERS and n in vars(cls))
         t.rec("own_dunders", dunders)
         for n in members:
             kind = member_kind(cls, n)
@@ -187,9 +234,9 @@ def _class_scenario(modname, clsname):
 
 
 for _m in MODULES:
-    _short = _m.replace(".", "_")
     register(_names_scenario(_m), __name__, f"names/{_m}", needs_gpus=0)
     register(_kinds_scenario(_m), __name__, f"kinds/{_m}", needs_gpus=0)
+    register(_imports_scenario(_m), __name__, f"imports/{_m}", needs_gpus=0)
     register(_signatures_scenario(_m), __name__, f"signatures/{_m}", needs_gpus=0)
 for _m, _c in CLASSES:
     register(_class_scenario(_m, _c), __name__, f"class/{_m}.{_c}", needs_gpus=0)
@@ -225,8 +272,12 @@ register(_version, __name__, "version", needs_gpus=0)
 
 
 def _parse_bytes(t):
-    from rmm.pylibrmm.helper import parse_bytes
+    import rmm.pylibrmm.helper as helper
 
+    parse_bytes = getattr(helper, "parse_bytes", None)
+    t.rec("exported", parse_bytes is not None)
+    if parse_bytes is None:
+        return
     for s in [0, 1, 1024, "1", "1B", "1KB", "1kB", "1KiB", "1 MiB", "1.5GB", "2GiB", "10 MB",
               "1e3", "5kb", "1TiB", "1 kilobyte", "abc", "", "-1", "1.5", -5, 3.5, None, "MB"]:
         t.call(f"parse_bytes({s!r})", parse_bytes, s)

@@ -521,3 +521,13 @@ def available_device_memory(t):
     free, total = v
     t.rec("free_le_total", 0 < free <= total)
     t.rec("types", [type(free).__name__, type(total).__name__])
+
+
+@scenario()
+def parse_bytes_via_pool(t):
+    import rmm
+
+    cuda = rmm.mr.CudaMemoryResource()
+    for s in [0, 1024, "1", "1B", "1KB", "1kB", "1KiB", "1 MiB", "1.5MB", "2MiB", "10 MB", "1e3",
+              "5kb", "1 kilobyte", "abc", "", "-1", "1.5", -5, 3.5, "MB", "1 M", "1MiB ", " 1MiB"]:
+        t.call(f"pool({s!r})", lambda: rmm.mr.PoolMemoryResource(cuda, s).pool_size())
