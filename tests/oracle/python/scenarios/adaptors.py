@@ -44,20 +44,6 @@ for _k, (_lim, _sizes) in _LIMIT_CASES.items():
 
 
 @scenario()
-def limiting_constructor(t):
-    import rmm
-
-    L = rmm.mr.LimitingResourceAdaptor
-    cuda = rmm.mr.CudaMemoryResource()
-    for label, args, kw in [("kw", (), {"allocation_limit": 100}), ("negative", (-1,), {}),
-                            ("str", ("1MiB",), {}), ("float", (1.5,), {}), ("none", (None,), {}),
-                            ("missing", (), {})]:
-        mr = t.call(label, L, cuda, *args, **kw, conv=lambda m: type(m).__name__)
-        if mr is not None:
-            t.call(label + ".limit", mr.get_allocation_limit)
-
-
-@scenario()
 def limiting_over_pool(t):
     import rmm
 
@@ -111,17 +97,6 @@ for _cs in (False, True):
     for _k, _sizes in {"one": [1000], "zero": [0, 0], "mixed": [1, 256, 4096, 1 << 20],
                        "many": [128] * 20}.items():
         register(_tracking(_sizes, _cs), __name__, f"tracking/{_k}/stacks={_cs}")
-
-
-@scenario()
-def tracking_constructor(t):
-    import rmm
-
-    T = rmm.mr.TrackingResourceAdaptor
-    cuda = rmm.mr.CudaMemoryResource()
-    for label, args, kw in [("default", (), {}), ("kw", (), {"capture_stacks": True}),
-                            ("int", (1,), {}), ("str", ("yes",), {}), ("none", (None,), {})]:
-        t.call(label, T, cuda, *args, **kw, conv=lambda m: type(m).__name__)
 
 
 @scenario()

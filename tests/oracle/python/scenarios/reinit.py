@@ -170,18 +170,29 @@ def set_get_current(t):
     del b
 
 
-@scenario()
-def per_device_bad_ids(t):
-    import rmm
+def _per_device_bad(label, fn_name, args):
+    # One scenario per call: RMM may crash on some of these, and a crash ends its scenario only.
+    def run(t):
+        import rmm
 
-    mr = rmm.mr.CudaMemoryResource()
-    t.call("set_neg", rmm.mr.set_per_device_resource, -1, mr)
-    t.call("set_str", rmm.mr.set_per_device_resource, "0", mr)
-    t.call("set_none_mr", rmm.mr.set_per_device_resource, 0, None)
-    t.call("get_neg", rmm.mr.get_per_device_resource, -1, conv=_describe)
-    t.call("get_str", rmm.mr.get_per_device_resource, "0", conv=_describe)
-    t.call("get_beyond", rmm.mr.get_per_device_resource, 64, conv=_describe)
-    t.call("current_after", lambda: _describe(rmm.mr.get_current_device_resource()))
+        fn = getattr(rmm.mr, fn_name)
+        real = [rmm.mr.CudaMemoryResource() if a == "<mr>" else a for a in args]
+        t.call(label, fn, *real, conv=_describe)
+        t.call("current_after", lambda: _describe(rmm.mr.get_current_device_resource()))
+
+    return run
+
+
+for _label, _fn, _args in [
+    ("set_neg", "set_per_device_resource", (-1, "<mr>")),
+    ("set_str", "set_per_device_resource", ("0", "<mr>")),
+    ("set_none_mr", "set_per_device_resource", (0, None)),
+    ("set_beyond", "set_per_device_resource", (64, "<mr>")),
+    ("get_neg", "get_per_device_resource", (-1,)),
+    ("get_str", "get_per_device_resource", ("0",)),
+    ("get_beyond", "get_per_device_resource", (64,)),
+]:
+    register(_per_device_bad(_label, _fn, _args), __name__, f"per_device_bad/{_label}")
 
 
 @scenario()
