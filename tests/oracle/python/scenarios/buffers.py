@@ -387,3 +387,31 @@ def buffer_on_stream(t):
     t.call("copy_to_host_stream", c.copy_to_host, stream=s, conv=lambda a: bytes(a))
     t.call("tobytes_none", c.tobytes, None)
     t.call("tobytes_int", c.tobytes, 0)
+
+
+def _mr_size(name, size):
+    def run(t):
+        import rmm
+
+        mr = make(rmm, name)
+        data = bytes((i * 13) % 251 for i in range(size))
+        b = t.call("construct", rmm.DeviceBuffer, size=size, mr=mr, conv=lambda b: b.size)
+        if b is None:
+            return
+        t.rec("ptr", ptr_facts(b.ptr))
+        t.rec("capacity", b.capacity())
+        t.call("copy_from_host", b.copy_from_host, data)
+        t.rec("content", b.tobytes() == data)
+        c = t.call("copy", b.copy, conv=lambda c: [c.size, c.capacity()])
+        if c is not None:
+            t.rec("copy_content", c.tobytes() == data)
+        t.call("resize_double", b.resize, 2 * size + 1)
+        t.rec("after_resize", [b.size, b.capacity(), b.tobytes()[:size] == data])
+        del b, c
+
+    return run
+
+
+for _n in DEVICE_RESOURCES:
+    for _s in [0, 1, 1000, 1 << 20]:
+        register(_mr_size(_n, _s), __name__, f"mr_size/{_n}/{_s}")

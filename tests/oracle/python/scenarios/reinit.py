@@ -192,7 +192,8 @@ for _label, _fn, _args in [
     ("get_str", "get_per_device_resource", ("0",)),
     ("get_beyond", "get_per_device_resource", (64,)),
 ]:
-    register(_per_device_bad(_label, _fn, _args), __name__, f"per_device_bad/{_label}")
+    register(_per_device_bad(_label, _fn, _args), __name__, f"per_device_bad/{_label}",
+             isolate=True)
 
 
 @scenario()
