@@ -262,3 +262,22 @@ def test_runner_skips_what_needs_more_gpus(tmp_path):
     res, _ = run_runner(tmp_path, "--impl", "ours", "--scenarios", str(pkg), "--min-gpus", "2",
                         env_extra={"ORACLE_GPUS": "0"})
     assert list(res) == ["basic/h_two"]
+
+
+def test_runner_reports_a_worker_dying_after_its_last_scenario(tmp_path):
+    pkg = tmp_path / "fake_scenarios"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "atexit_crash.py").write_text(textwrap.dedent('''
+        import atexit, os
+        from oracle_lib import scenario
+
+        @scenario(needs_gpus=0)
+        def last(t):
+            atexit.register(os._exit, 3)
+            t.rec("done", True)
+    '''))
+    res, out = run_runner(tmp_path, "--impl", "ours", "--scenarios", str(pkg),
+                          env_extra={"ORACLE_GPUS": "0"})
+    assert res["atexit_crash/last"]["trace"] == [["done", True]]
+    assert "the worker exited with 3 after its last scenario (atexit_crash/last)" in out

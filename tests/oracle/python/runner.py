@@ -220,14 +220,23 @@ def run_group(impl, gpus, names, timeout, stderr_file, package):
                            "reason": msg["reason"], "trace": trace, "detail": msg["detail"]}
                     remaining.remove(msg["end"])
                     current, trace = None, []
+            if not remaining:
+                break
         sel.close()
-        rc = p.wait()
+        p.stdout.close()
+        try:
+            rc = p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            rc = p.wait()
+        if not remaining:
+            if rc != 0:
+                print(f"runner {impl}: the worker exited with {rc} after its last scenario "
+                      f"({names[-1]})", flush=True)
+            return
         if current is None:
-            if remaining and ended is None:
-                # Died between scenarios (or before the first): the next one takes the blame.
-                current, trace = remaining[0], []
-            elif not remaining:
-                return
+            # Died between scenarios (or before the first): the next one takes the blame.
+            current, trace = remaining[0], []
         if ended is None:
             ended = ["crash", f"worker exited with {rc}"]
         trace.append(ended)

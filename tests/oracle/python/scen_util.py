@@ -1,7 +1,16 @@
 """Helpers shared by the scenario modules: resource factories, pointer facts, size classes."""
 
 import os
+import re
 import tempfile
+
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+
+
+def no_addresses(text):
+    """``text`` with every hexadecimal address replaced by ``0x...`` (reprs name their object's
+    address)."""
+    return _ADDRESS.sub("0x...", text)
 
 #: Sizes every resource is asked for: 0, odd, around the 256-byte alignment, pages, megabytes.
 SIZE_CLASSES = [0, 1, 7, 8, 255, 256, 257, 4096, 65536, 1 << 20, 3 << 20, 1 << 26]

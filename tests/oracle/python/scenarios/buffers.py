@@ -2,7 +2,7 @@
 pickling, resize/reserve, refusals, and the module-level copy helpers."""
 
 from oracle_lib import register, scenario
-from scen_util import DEVICE_RESOURCES, HUGE, make, ptr_facts
+from scen_util import DEVICE_RESOURCES, HUGE, make, no_addresses, ptr_facts
 
 BUFFER_SIZES = [0, 1, 7, 255, 256, 1000, 4096, 1 << 20]
 
@@ -370,6 +370,8 @@ def buffer_attributes(t):
     t.call("weakref", lambda: __import__("weakref").ref(b)() is b)
     t.call("memoryview", lambda: memoryview(b).nbytes)
     t.call("stream_type", lambda: type(b.stream).__name__)
+    t.rec("repr", no_addresses(repr(b)))
+    t.rec("str", no_addresses(str(b)))
 
 
 @scenario()

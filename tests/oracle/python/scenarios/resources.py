@@ -1,7 +1,7 @@
 """Every resource of rmm.mr: construction, each size class, refusals, wrong arguments."""
 
 from oracle_lib import register, scenario
-from scen_util import HUGE, RESOURCES, SIZE_CLASSES, make, ptr_facts
+from scen_util import HUGE, RESOURCES, SIZE_CLASSES, make, no_addresses, ptr_facts
 
 
 def _alloc_size(name, size):
@@ -67,6 +67,8 @@ def _facts(name):
 
         mr = make(rmm, name)
         t.rec("type", type(mr).__name__)
+        t.rec("repr", no_addresses(repr(mr)))
+        t.rec("str", no_addresses(str(mr)))
         t.rec("is_device_mr", isinstance(mr, rmm.mr.DeviceMemoryResource))
         t.rec("is_adaptor", isinstance(mr, rmm.mr.UpstreamResourceAdaptor))
         if isinstance(mr, rmm.mr.UpstreamResourceAdaptor):

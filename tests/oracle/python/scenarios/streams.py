@@ -22,6 +22,9 @@ def new_stream(t):
     t.rec("eq_self", s == s)
     t.rec("hash_stable", hash(s) == hash(s))
     t.rec("ne_other", s != Stream())
+    from scen_util import no_addresses
+
+    t.rec("repr", no_addresses(repr(s)))
 
 
 @scenario()
