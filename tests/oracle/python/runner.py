@@ -145,7 +145,14 @@ def worker_main(impl, gpus, package):
         proto.write(json.dumps(obj) + "\n")
         proto.flush()
 
+    # A worker running one scenario (an isolated one) touches nothing before it; otherwise the
+    # state to put back is read before the first scenario.
     baseline = None
+    if len(names) > 1:
+        try:
+            baseline = _Baseline(gpus)
+        except Exception as e:  # noqa: BLE001
+            print(f"runner: worker cannot read its baseline: {e!r}", file=sys.stderr)
     for i, name in enumerate(names):
         sc = registry[name]
         if i > 0 and baseline is not None:
@@ -167,11 +174,6 @@ def worker_main(impl, gpus, package):
             send({"rec": ["escaped", oracle_lib.raised(e)]})
             detail = f"{type(e).__name__}: {e}"
         send({"end": name, "status": status, "reason": reason, "detail": detail})
-        if baseline is None:
-            try:
-                baseline = _Baseline(gpus)
-            except Exception as e:  # noqa: BLE001
-                print(f"runner: worker cannot read its baseline: {e!r}", file=sys.stderr)
     proto.close()
 
 

@@ -191,3 +191,64 @@ def stream_in_allocations(t):
             if p is not None:
                 t.call(f"{label}.{mrname}.free", mr.deallocate, p, 4096, s)
             s.synchronize()
+
+
+def _wrong_stream(name):
+    def run(t):
+        import rmm
+        from rmm.pylibrmm.stream import Stream
+        from scen_util import make, ptr_facts
+
+        mr = make(rmm, name)
+        s1, s2 = Stream(), Stream()
+        ptrs = []
+        for i, n in enumerate([256, 4096, 1 << 20]):
+            p = t.call(f"alloc_s1:{n}", mr.allocate, n, s1, conv=ptr_facts)
+            if p is not None:
+                ptrs.append((p, n))
+        s1.synchronize()
+        for p, n in ptrs:
+            t.call(f"free_s2:{n}", mr.deallocate, p, n, s2)
+        for n in [256, 4096, 1 << 20]:
+            p = t.call(f"realloc_s2:{n}", mr.allocate, n, s2, conv=ptr_facts)
+            if p is not None:
+                t.call(f"refree_s1:{n}", mr.deallocate, p, n, s1)
+        s1.synchronize()
+        s2.synchronize()
+
+    return run
+
+
+for _n in ["cuda", "cuda_async", "pool", "arena", "binning", "fixed_size", "statistics",
+           "tracking", "limiting"]:
+    from oracle_lib import register as _register
+
+    _register(_wrong_stream(_n), __name__, f"wrong_stream/{_n}")
+
+
+@scenario()
+def buffer_consumers(t):
+    import rmm
+
+    data = bytes(range(64))
+    b = rmm.DeviceBuffer.to_device(data)
+    try:
+        import cupy
+    except Exception:  # noqa: BLE001
+        cupy = None
+    if cupy is not None:
+        a = t.call("cupy_asarray", cupy.asarray, b, conv=lambda a: [a.dtype.str, list(a.shape)])
+        if a is not None:
+            t.rec("cupy_content", bytes(cupy.asnumpy(a)) == data)
+            t.rec("cupy_shares", a.data.ptr == b.ptr)
+    try:
+        from numba import cuda
+    except Exception:  # noqa: BLE001
+        cuda = None
+    if cuda is not None:
+        a = t.call("numba_as_cuda_array", cuda.as_cuda_array, b,
+                   conv=lambda a: [str(a.dtype), list(a.shape)])
+        if a is not None:
+            t.rec("numba_content", a.copy_to_host().tobytes() == data)
+    if cupy is None and cuda is None:
+        t.skip("neither cupy nor numba-cuda installed")
