@@ -370,6 +370,7 @@ def buffer_attributes(t):
     t.call("weakref", lambda: __import__("weakref").ref(b)() is b)
     t.call("memoryview", lambda: memoryview(b).nbytes)
     t.call("stream_type", lambda: type(b.stream).__name__)
+    t.call("deepcopy", lambda: __import__("copy").deepcopy(b).size)
     t.rec("repr", no_addresses(repr(b)))
     t.rec("str", no_addresses(str(b)))
 

@@ -1,7 +1,7 @@
 """Every resource of rmm.mr: construction, each size class, refusals, wrong arguments."""
 
 from oracle_lib import register, scenario
-from scen_util import HUGE, RESOURCES, SIZE_CLASSES, make, no_addresses, ptr_facts
+from scen_util import HUGE, RESOURCES, SIZE_CLASSES, make, no_addresses, ptr_facts, stats_dict
 
 
 def _alloc_size(name, size):
@@ -528,3 +528,64 @@ _CTOR_CASES = {
 for _cls, (_up, _probes, _cases) in _CTOR_CASES.items():
     for _label, _args, _kw in _cases:
         register(_ctor_case(_cls, _up, _args, _kw, _probes), __name__, f"ctor/{_cls}/{_label}")
+
+
+@scenario()
+def subclass_in_python(t):
+    import rmm
+
+    def define(base):
+        class Mine(base):
+            pass
+
+        return Mine
+
+    for base in ["DeviceMemoryResource", "CudaMemoryResource", "UpstreamResourceAdaptor",
+                 "StatisticsResourceAdaptor"]:
+        cls = t.call(base + ".subclass", define, getattr(rmm.mr, base),
+                     conv=lambda c: c.__name__)
+        if cls is None:
+            continue
+        if base in ("UpstreamResourceAdaptor", "StatisticsResourceAdaptor"):
+            mr = t.call(base + ".construct", cls, rmm.mr.CudaMemoryResource(),
+                        conv=lambda m: type(m).__name__)
+        else:
+            mr = t.call(base + ".construct", cls, conv=lambda m: type(m).__name__)
+        if mr is None:
+            continue
+        p = t.call(base + ".allocate", mr.allocate, 1024, conv=ptr_facts)
+        if p is not None:
+            t.call(base + ".deallocate", mr.deallocate, p, 1024)
+        t.call(base + ".as_current", rmm.mr.set_current_device_resource, mr)
+        t.call(base + ".buffer", lambda: rmm.DeviceBuffer(size=10).size)
+        rmm.mr.set_current_device_resource(rmm.mr.CudaMemoryResource())
+
+
+@scenario()
+def arena_dump_on_failure(t):
+    import os
+    import tempfile
+
+    import rmm
+
+    d = tempfile.mkdtemp(prefix="oracle-arena-")
+    old = os.getcwd()
+    os.chdir(d)
+    try:
+        mr = rmm.mr.ArenaMemoryResource(rmm.mr.CudaMemoryResource(), 1 << 22, True)
+        t.call("too_big", mr.allocate, 1 << 23, conv=ptr_facts)
+        del mr
+        t.rec("files", sorted(os.listdir(d)))
+    finally:
+        os.chdir(old)
+
+
+@scenario()
+def refusals_terabyte(t):
+    import rmm
+
+    for name in ["cuda", "managed", "cuda_async", "pool", "arena", "limiting", "statistics"]:
+        mr = make(rmm, name)
+        t.call(name, mr.allocate, 1 << 40, conv=ptr_facts)
+        if hasattr(mr, "allocation_counts"):
+            t.rec(name + ".counts", stats_dict(mr.allocation_counts))
