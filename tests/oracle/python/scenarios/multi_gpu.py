@@ -35,7 +35,7 @@ def per_device_resources(t):
     _set(1)
     t.rec("current_on1", rmm.mr.get_current_device_resource() is b)
     buf = rmm.DeviceBuffer(size=1000)
-    t.rec("buf_mr_is_b", buf.mr is b)
+    t.call("buf_mr_is_b", lambda buf=buf: buf.mr is b)
     t.rec("counts_b", stats_dict(b.allocation_counts))
     t.rec("counts_a", stats_dict(a.allocation_counts))
     del buf

@@ -212,7 +212,7 @@ def current_survives_drop(t):
     mr = rmm.mr.get_current_device_resource()
     t.rec("chain", _describe(mr))
     b = rmm.DeviceBuffer(size=1 << 20)
-    t.rec("buffer_mr_is_current", b.mr is mr)
+    t.call("buffer_mr_is_current", lambda b=b: b.mr is mr)
     rmm.mr.set_current_device_resource(rmm.mr.CudaMemoryResource())
     gc.collect()
     t.rec("buffer_still_readable", len(b.tobytes()))

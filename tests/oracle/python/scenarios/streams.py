@@ -103,7 +103,7 @@ def stream_from_cuda_core(t):
     cs = dev.create_stream()
     s = t.call("from_core", Stream, cs, conv=lambda s: s.is_default())
     if s is not None:
-        t.rec("handle_matches", s.__cuda_stream__()[1] == int(cs.handle))
+        t.call("handle_matches", lambda: s.__cuda_stream__()[1] == int(cs.handle))
 
 
 @scenario()
@@ -128,9 +128,9 @@ def stream_from_numba(t):
     ns = cuda.stream()
     s = t.call("from_numba", Stream, ns, conv=lambda s: s.is_default())
     if s is not None:
-        t.rec("handle_matches", s.__cuda_stream__()[1] == int(ns.handle.value
-                                                               if hasattr(ns.handle, "value")
-                                                               else ns.handle))
+        h = ns.handle
+        t.call("handle_matches", lambda: s.__cuda_stream__()[1] == int(
+            h.value if hasattr(h, "value") else h))
     t.call("from_numba_default", Stream, cuda.default_stream(), conv=lambda s: s.is_default())
 
 
