@@ -281,3 +281,13 @@ def test_runner_reports_a_worker_dying_after_its_last_scenario(tmp_path):
                           env_extra={"ORACLE_GPUS": "0"})
     assert res["atexit_crash/last"]["trace"] == [["done", True]]
     assert "the worker exited with 3 after its last scenario (atexit_crash/last)" in out
+
+
+def test_compare_per_scenario_lists_every_difference_once_counted(tmp_path):
+    rmm = [rec("m/a", [["x", 1], ["y", 2], ["z", 3], ["w", 0]])]
+    ours = [rec("m/a", [["x", 1], ["y", 5], ["z", 4], ["w", 0]])]
+    rc, out = run_compare(tmp_path, rmm, ours, "--name", "t", "--per-scenario", "5")
+    assert rc == 1
+    assert [ln for ln in out.splitlines() if ln.startswith("DIVERGE")] == [
+        "DIVERGE m/a at #1 y", "DIVERGE m/a at #2 z"]
+    assert out.splitlines()[-1] == "oracle t: 1 scenarios, 0 agree, 1 diverge, 0 skipped"

@@ -40,9 +40,10 @@ def load(path):
     return out
 
 
-def first_difference(a, b):
-    """(index, label, a's value, b's value) at the first differing trace entry, or None."""
-    for i in range(max(len(a), len(b))):
+def first_difference(a, b, start=0):
+    """(index, label, a's value, b's value) at the first differing trace entry from ``start``,
+    or None."""
+    for i in range(start, max(len(a), len(b))):
         ea = a[i] if i < len(a) else None
         eb = b[i] if i < len(b) else None
         if ea != eb:
@@ -60,8 +61,21 @@ def show(v, limit=400):
     return s if len(s) <= limit else s[:limit] + "..."
 
 
-def compare(rmm, ours):
-    """(agree, diverge, skipped, divergences, notes) for two loaded files."""
+def all_differences(a, b, limit):
+    """Up to ``limit`` differing entries, as first_difference gives them."""
+    out, i = [], 0
+    while len(out) < limit:
+        d = first_difference(a, b, i)
+        if d is None:
+            break
+        out.append(d)
+        i = d[0] + 1
+    return out
+
+
+def compare(rmm, ours, per_scenario=1):
+    """(agree, diverge, skipped, divergences, notes) for two loaded files; each divergence lists
+    up to ``per_scenario`` differing trace entries."""
     names = list(rmm) + [n for n in ours if n not in rmm]
     agree, skipped, divergences = 0, 0, []
     one_sided = {}  # (who, reason) -> scenario names skipped on that side only
@@ -79,16 +93,16 @@ def compare(rmm, ours):
                 why = (a if who == "RMM" else b)["reason"]
                 one_sided.setdefault((who, why), []).append(name)
             continue
-        diff = first_difference(a["trace"], b["trace"])
-        if diff is None:
+        diffs = all_differences(a["trace"], b["trace"], max(1, per_scenario))
+        if not diffs:
             agree += 1
             continue
-        i, label, va, vb = diff
         extra = "; ".join(
             f"{who} detail: {r['detail']}" for who, r in (("RMM", a), ("ours", b))
             if r.get("detail")
         )
-        divergences.append((name, f"#{i} {label}", va, vb, extra))
+        for n, (i, label, va, vb) in enumerate(diffs):
+            divergences.append((name, f"#{i} {label}", va, vb, extra if n == 0 else ""))
     notes = []
     for (who, why), group in one_sided.items():
         if len(group) == 1:
@@ -96,7 +110,7 @@ def compare(rmm, ours):
         else:
             notes.append(f"note {len(group)} scenarios ({group[0]}, ...) skipped for {who} only: "
                          f"{why}")
-    return agree, len(divergences), skipped, divergences, notes
+    return agree, len({d[0] for d in divergences}), skipped, divergences, notes
 
 
 def main(argv=None):
@@ -105,6 +119,8 @@ def main(argv=None):
     ap.add_argument("ours")
     ap.add_argument("--name", help="the summary's name (default: ours's file name)")
     ap.add_argument("--max-shown", type=int, default=0, help="print at most N divergences (0: all)")
+    ap.add_argument("--per-scenario", type=int, default=1,
+                    help="differing trace entries shown per scenario (default 1: the first)")
     args = ap.parse_args(argv)
     name = args.name or args.ours.rsplit("/", 1)[-1].removesuffix(".jsonl")
     try:
@@ -112,7 +128,7 @@ def main(argv=None):
     except (OSError, ValueError) as e:
         print(f"oracle {name}: cannot compare: {e}")
         return 2
-    agree, diverge, skipped, divergences, notes = compare(rmm, ours)
+    agree, diverge, skipped, divergences, notes = compare(rmm, ours, args.per_scenario)
     for n, (scn, where, va, vb, extra) in enumerate(divergences):
         if args.max_shown and n >= args.max_shown:
             print(f"... {len(divergences) - n} more divergences not shown")
