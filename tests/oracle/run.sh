@@ -92,7 +92,7 @@ for pair in "${pairs[@]}"; do
     echo "oracle $name: not compared: missing $( [ -f "$OUT/$a" ] || echo "$a " )$( [ -f "$OUT/$b" ] || echo "$b")" | tee -a "$OUT/summary.txt"
     continue
   fi
-  "$PYTHON" "$compare" "$OUT/$a" "$OUT/$b" --name "$name" >"$OUT/$name.diff.txt"
+  "$PYTHON" "$compare" "$OUT/$a" "$OUT/$b" --name "$name" --per-scenario 5 >"$OUT/$name.diff.txt"
   rc=$?
   [ $rc -eq 0 ] || status=1
   tail -n 1 "$OUT/$name.diff.txt" >>"$OUT/summary.txt"
