@@ -418,3 +418,34 @@ def _mr_size(name, size):
 for _n in DEVICE_RESOURCES:
     for _s in [0, 1, 1000, 1 << 20]:
         register(_mr_size(_n, _s), __name__, f"mr_size/{_n}/{_s}")
+
+
+@scenario()
+def pinned_host_buffer(t):
+    import rmm
+
+    mr = rmm.mr.PinnedHostMemoryResource()
+    b = t.call("construct", rmm.DeviceBuffer, size=1000, mr=mr, conv=lambda b: b.size)
+    if b is None:
+        return
+    t.call("copy_from_host", b.copy_from_host, bytes(range(250)) * 4)
+    t.call("tobytes", lambda: b.tobytes()[:4])
+    t.call("copy", lambda: b.copy().tobytes()[-4:])
+    t.call("resize", b.resize, 3000)
+    t.rec("size", b.size)
+
+
+@scenario()
+def free_memory_tracks_buffers(t):
+    import gc
+
+    import rmm
+
+    free0, _ = rmm.mr.available_device_memory()
+    b = rmm.DeviceBuffer(size=256 << 20)
+    free1, _ = rmm.mr.available_device_memory()
+    t.rec("dropped_by_at_least_size", free0 - free1 >= 256 << 20)
+    del b
+    gc.collect()
+    free2, _ = rmm.mr.available_device_memory()
+    t.rec("given_back", free2 - free1 >= 256 << 20)
