@@ -4,6 +4,8 @@
 underneath are the Rust resources of the ``rmm-rs`` crate.
 """
 
+import warnings
+
 from rmm import mr
 from rmm._version import __git_commit__, __version__
 from rmm.mr import disable_logging, enable_logging, get_log_filenames

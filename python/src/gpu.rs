@@ -1,6 +1,6 @@
 //! The device queries behind `rmm._cuda.gpu`, over the core's driver module. Failures are raised
-//! as `(status, message)` pairs in a `RuntimeError` subclass defined in Python
-//! (`CUDARuntimeError`); here they carry the CUDA runtime's error number for the failure.
+//! as `rmm._cuda.gpu.CUDARuntimeError` (made by `rmm._cuda.gpu._runtime_error(status, message)`),
+//! carrying the CUDA runtime's error number for the failure and RMM's `"<name>: <text>"` message.
 
 use pyo3::prelude::*;
 use rmm::{DeviceId, Error};
@@ -14,18 +14,18 @@ const INVALID_DEVICE: i32 = 101;
 /// for the errors device queries meet (`CUDA_ERROR_NO_DEVICE` is 100 in both).
 fn status(err: Error) -> (i32, String) {
     match err {
-        Error::NoDriver(m) => (NO_DEVICE, format!("cudaErrorNoDevice: no CUDA-capable device is detected ({m})")),
-        Error::InvalidArgument(m) => (INVALID_DEVICE, format!("cudaErrorInvalidDevice: invalid device ordinal ({m})")),
+        Error::NoDriver(_) => (NO_DEVICE, "cudaErrorNoDevice: no CUDA-capable device is detected".into()),
+        Error::InvalidArgument(_) => (INVALID_DEVICE, "cudaErrorInvalidDevice: invalid device ordinal".into()),
         Error::Cuda { code, ref name, .. } => (code as i32, format!("{name}: {err}")),
         other => (999, other.to_string()),
     }
 }
 
-/// Raises `rmm._cuda.gpu.CUDARuntimeError(status, message)`.
+/// Raises `rmm._cuda.gpu.CUDARuntimeError` with the runtime status and message of `err`.
 fn raise(py: Python<'_>, err: Error) -> PyErr {
     let (code, message) = status(err);
-    match py.import("rmm._cuda.gpu").and_then(|m| m.getattr("CUDARuntimeError")) {
-        Ok(cls) => match cls.call1((code, message)) {
+    match py.import("rmm._cuda.gpu").and_then(|m| m.getattr("_runtime_error")) {
+        Ok(make) => match make.call1((code, message)) {
             Ok(exc) => PyErr::from_value(exc),
             Err(e) => e,
         },

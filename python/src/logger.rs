@@ -4,16 +4,29 @@
 
 use pyo3::prelude::*;
 use rmm::logger::{default_logger, Level};
+use std::sync::atomic::{AtomicI32, Ordering};
 
 /// The logger's level.
 #[pyfunction]
 fn _logger_level() -> i32 {
-    default_logger().level() as i32
+    let level = default_logger().level() as i32;
+    // `n_levels` was set from Python and the logger still holds what it maps to: give back what
+    // was set, as RMM's logger (which stores the number as given) does.
+    let requested = REQUESTED_LEVEL.load(Ordering::Relaxed);
+    if requested > level && Level::from_i32(requested) as i32 == level {
+        requested
+    } else {
+        level
+    }
 }
+
+/// The last level set from Python, as given (the logger keeps `n_levels` as `off`).
+static REQUESTED_LEVEL: AtomicI32 = AtomicI32::new(-1);
 
 /// Sets the logger's level (values above `off`, as `n_levels`, mean `off`).
 #[pyfunction]
 fn _logger_set_level(level: i32) {
+    REQUESTED_LEVEL.store(level, Ordering::Relaxed);
     default_logger().set_level(Level::from_i32(level))
 }
 

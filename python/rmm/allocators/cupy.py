@@ -6,6 +6,15 @@ current stream and frees them on that stream when CuPy drops the memory; install
 array) and imports CuPy on first use.
 """
 
+from typing import Any
+
+from rmm import pylibrmm
 from rmm._native import rmm_cupy_allocator
+from rmm.pylibrmm.stream import Stream
+
+try:  # RMM's module holds CuPy (or None) as `cupy`; the allocator imports it itself.
+    import cupy
+except ImportError:
+    cupy = None
 
 __all__ = ["rmm_cupy_allocator"]
