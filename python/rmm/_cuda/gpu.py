@@ -41,12 +41,25 @@ def _error_text(get_name, get_string, status, fallback):
         return fallback
 
 
+# cudaGetErrorName and cudaGetErrorString of the statuses this package raises, for a message
+# without cuda-bindings.
+_RUNTIME_TEXT = {
+    1: ("cudaErrorInvalidValue", "invalid argument"),
+    2: ("cudaErrorMemoryAllocation", "out of memory"),
+    3: ("cudaErrorInitializationError", "initialization error"),
+    35: ("cudaErrorInsufficientDriver", "CUDA driver version is insufficient for CUDA runtime version"),
+    100: ("cudaErrorNoDevice", "no CUDA-capable device is detected"),
+    101: ("cudaErrorInvalidDevice", "invalid device ordinal"),
+}
+
+
 class CUDARuntimeError(RuntimeError):
     """A CUDA runtime call failed; ``status`` is its ``cudaError_t``."""
 
     def __init__(self, status):
         self.status = status
-        fallback = f"cudaError {int(status)}"
+        name, text = _RUNTIME_TEXT.get(int(status), (f"cudaError {int(status)}", "unknown error"))
+        fallback = f"{name}: {text}"
         if runtime is not None:
             text = _error_text(runtime.cudaGetErrorName, runtime.cudaGetErrorString, status, fallback)
         else:

@@ -99,7 +99,8 @@ impl UpstreamResourceAdaptor {
 /// The Rust resource of an `upstream_mr` argument, with a clear error for anything else.
 pub fn upstream_arg(upstream: &Bound<'_, PyAny>) -> PyResult<(Py<DeviceMemoryResource>, SharedResource)> {
     if upstream.is_none() {
-        return Err(pyo3::exceptions::PyTypeError::new_err("Argument `upstream_mr` must not be None"));
+        // RMM raises this as a plain Exception (its Cython constructors let None through).
+        return Err(pyo3::exceptions::PyException::new_err("Argument `upstream_mr` must not be None"));
     }
     let mr = upstream.cast::<DeviceMemoryResource>().map_err(|_| {
         pyo3::exceptions::PyTypeError::new_err(format!(

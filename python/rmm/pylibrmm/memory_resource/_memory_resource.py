@@ -45,6 +45,8 @@ from rmm.statistics import Statistics  # noqa: F401 (what allocation_counts retu
 
 # cudaErrorNoDevice: RMM warns instead of failing when there is no device to initialise.
 _CUDA_ERROR_NO_DEVICE = 100
+# cudaErrorInsufficientDriver: no driver at all (RMM's _initialize raises it).
+_CUDA_ERROR_INSUFFICIENT_DRIVER = 35
 
 
 def _append_id(filename, id):
@@ -60,7 +62,7 @@ def _on_device(device, make):
     try:
         original = getDevice()
     except CUDARuntimeError as e:
-        if e.status == _CUDA_ERROR_NO_DEVICE:
+        if e.status in (_CUDA_ERROR_NO_DEVICE, _CUDA_ERROR_INSUFFICIENT_DRIVER):
             return make()
         raise
     if original == device:
