@@ -26,7 +26,7 @@ CYTHON_NAMES = {"__reduce_cython__", "__setstate_cython__"}
 # Members not matched yet, each with the reason. RMM's `Stream._init_from_*` fill in a
 # half-made Stream from its constructor (ours is immutable once made; `Stream(obj)` does the same
 # work); RMM's `UpstreamResourceAdaptor(upstream_mr)` alone makes an object with no resource whose
-# allocations crash, so ours cannot be constructed directly.
+# allocations crash, so ours cannot be constructed directly (docs/differences.md).
 KNOWN_GAPS = {
     "Stream._init_from_cuda_stream_protocol",
     "Stream._init_from_cupy_stream",

@@ -137,6 +137,8 @@ def test_reinitialize_larger_initial_than_maximum(gpu):  # noqa: F811 (the fixtu
     try:
         with pytest.raises(RuntimeError, match="Initial pool size exceeds the maximum pool size!"):
             rmm.reinitialize(pool_allocator=True, initial_pool_size=2048, maximum_pool_size=1024)
+        # As in RMM, the old resources were dropped first: the device gets a default one.
+        assert type(mr.get_current_device_resource()) is mr.CudaMemoryResource
     finally:
         rmm.reinitialize()
 
@@ -175,3 +177,9 @@ def test_logging_level_round_trips_every_level(level):
         assert rmm.get_logging_level().name == level.name
     finally:
         rmm.set_logging_level(before)
+
+
+def test_upstream_resource_adaptor_cannot_be_made_directly(host_mr):
+    # RMM makes an object with no resource (its allocate crashes): docs/differences.md.
+    with pytest.raises(TypeError):
+        mr.UpstreamResourceAdaptor(host_mr)
