@@ -4,7 +4,17 @@
 underneath are the Rust resources of the ``rmm-rs`` crate.
 """
 
-from rmm import mr
+import os as _os
+import warnings
+
+from rmm import _conflicts
+
+# RMM's own rmm-cu13/librmm-cu13 in the same environment: refused or warned about, before
+# anything else is imported (see rmm/_conflicts.py).
+_conflicts.check(_os.path.dirname(__file__))
+del _os
+
+from rmm import mr  # noqa: E402
 from rmm._version import __git_commit__, __version__
 from rmm.mr import disable_logging, enable_logging, get_log_filenames
 from rmm.pylibrmm.device_buffer import DeviceBuffer

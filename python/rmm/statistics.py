@@ -14,7 +14,9 @@ from collections.abc import Callable, Generator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import wraps
-from typing import Any, Literal, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
+
+import rmm.mr
 
 # Looked up on the module at each call, so that the current resource is always read afresh.
 from rmm.pylibrmm import memory_resource as _mr
@@ -211,9 +213,9 @@ class ProfilerRecords:
         return self.report()
 
 
-def _describe(func: object) -> str:
+def _get_descriptive_name_of_object(obj: object) -> str:
     """``file:line(qualified name)`` of a function, looking through decorators."""
-    inner: Any = inspect.unwrap(func)  # type: ignore[arg-type]
+    inner: Any = inspect.unwrap(obj)  # type: ignore[arg-type]
     _, line = inspect.getsourcelines(inner)
     return f"{inspect.getfile(inner)}:{line}({inner.__qualname__})"
 
@@ -240,7 +242,7 @@ class ProfilerContext:
 
     def __call__(self, func: Callable[P, T]) -> Callable[P, T]:
         """Wrap `func` so that each call is profiled."""
-        name = self._name or _describe(func)
+        name = self._name or _get_descriptive_name_of_object(func)
         records = self._records
 
         @wraps(func)

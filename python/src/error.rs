@@ -19,6 +19,12 @@ pub fn to_py(err: rmm::Error) -> PyErr {
             PyRuntimeError::new_err(m[FROM_CALLBACK.len()..].to_string())
         }
         E::OutOfMemory { .. } => PyMemoryError::new_err(msg),
+        // No driver: RMM's first CUDA call (getDevice, in Python) raises CUDARuntimeError
+        // (cudaErrorInsufficientDriver), a RuntimeError; ours says too what was not found.
+        E::NoDriver(_) => Python::attach(|py| {
+            let (code, text) = crate::gpu::status(E::NoDriver(String::new()));
+            crate::gpu::raise_status(py, code, format!("{text} ({msg})"))
+        }),
         E::BadAlignment { .. } | E::InvalidArgument(_) | E::SizeOverflow { .. } => PyValueError::new_err(msg),
         E::Io { .. } => PyOSError::new_err(msg),
         // An upstream (a Python callback, say) that returned null or misaligned memory.

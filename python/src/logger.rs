@@ -4,28 +4,48 @@
 
 use pyo3::prelude::*;
 use rmm::logger::{default_logger, Level};
+use std::sync::atomic::{AtomicI32, Ordering};
 
 /// The logger's level.
 #[pyfunction]
 fn _logger_level() -> i32 {
-    default_logger().level() as i32
+    as_set(&REQUESTED_LEVEL, default_logger().level() as i32)
 }
+
+/// `level` (what the logger holds), or the value last set from Python where that was `n_levels`
+/// and the logger still holds what it maps to (`off`): RMM's logger stores the number as given.
+fn as_set(requested: &AtomicI32, level: i32) -> i32 {
+    let requested = requested.load(Ordering::Relaxed);
+    if requested > level && Level::from_i32(requested) as i32 == level {
+        requested
+    } else {
+        level
+    }
+}
+
+/// The last level set from Python, as given (the logger keeps `n_levels` as `off`).
+static REQUESTED_LEVEL: AtomicI32 = AtomicI32::new(-1);
 
 /// Sets the logger's level (values above `off`, as `n_levels`, mean `off`).
 #[pyfunction]
 fn _logger_set_level(level: i32) {
+    REQUESTED_LEVEL.store(level, Ordering::Relaxed);
     default_logger().set_level(Level::from_i32(level))
 }
 
 /// The level at and above which each message is flushed at once.
 #[pyfunction]
 fn _logger_flush_level() -> i32 {
-    default_logger().flush_level() as i32
+    as_set(&REQUESTED_FLUSH_LEVEL, default_logger().flush_level() as i32)
 }
+
+/// The last flush level set from Python, as given.
+static REQUESTED_FLUSH_LEVEL: AtomicI32 = AtomicI32::new(-1);
 
 /// Sets the flush level.
 #[pyfunction]
 fn _logger_flush_on(level: i32) {
+    REQUESTED_FLUSH_LEVEL.store(level, Ordering::Relaxed);
     default_logger().flush_on(Level::from_i32(level))
 }
 

@@ -216,18 +216,6 @@ impl Stream {
     }
 }
 
-/// The stream of a `stream=` argument: a `Stream`, or anything `Stream(obj)` accepts.
-pub fn stream_arg(py: Python<'_>, stream: Option<&Bound<'_, PyAny>>) -> PyResult<CudaStreamView> {
-    match stream {
-        None => Ok(CudaStreamView::DEFAULT),
-        Some(s) if s.is_none() => Ok(CudaStreamView::DEFAULT),
-        Some(s) => match s.cast::<Stream>() {
-            Ok(s) => Ok(s.get().view()),
-            Err(_) => Ok(Stream::new(py, Some(s), None)?.view()),
-        },
-    }
-}
-
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<OwningStream>()?;
     m.add_class::<Stream>()?;

@@ -44,7 +44,7 @@ def test_tracking(host_mr):
 def test_tracking_captures_stacks(host_mr):
     tr = mr.TrackingResourceAdaptor(host_mr, capture_stacks=True)
     p = tr.allocate(64)
-    assert "allocated at" in tr.get_outstanding_allocations_str()
+    assert " B : callstack:\n#0 in " in tr.get_outstanding_allocations_str()
     tr.deallocate(p, 64)
 
 

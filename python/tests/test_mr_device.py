@@ -21,7 +21,20 @@ def test_cuda_async_signature():
     }
 
 
-@pytest.mark.parametrize("bad", ["not a pool", 1.5, None, -1, True, object()])
+class _PoolHandle:
+    """What cuda-python's cudaMemPool_t offers: int() is the handle, getPtr() its storage."""
+
+    def __init__(self, handle):
+        self.handle = handle
+
+    def __int__(self):
+        return self.handle
+
+    def getPtr(self):
+        return id(self)
+
+
+@pytest.mark.parametrize("bad", ["not a pool", 1.5, None, -1, True, object(), 0x1234])
 def test_cuda_async_view_rejects_non_handles(bad):
     with pytest.raises(ValueError, match="cudaMemPool_t or CUmemoryPool"):
         mr.CudaAsyncViewMemoryResource(bad)
@@ -47,24 +60,15 @@ def test_cuda_async_ipc_and_fabric_together_is_runtime_error(gpu):
 
 def test_cuda_async_view_of_an_owning_pool(gpu):
     owner = mr.CudaAsyncMemoryResource()
-    view = mr.CudaAsyncViewMemoryResource(owner.pool_handle())
+    view = mr.CudaAsyncViewMemoryResource(_PoolHandle(owner.pool_handle()))
     assert view.pool_handle() == owner.pool_handle()
     _round_trip(view)
-
-    class Handle:  # what cuda-python's cudaMemPool_t offers: int() is the handle
-        def __int__(self):
-            return owner.pool_handle()
-
-        def getPtr(self):  # the address of the handle's storage, not the handle
-            return id(self)
-
-    assert mr.CudaAsyncViewMemoryResource(Handle()).pool_handle() == owner.pool_handle()
 
 
 def test_cuda_async_view_keeps_its_owner_alive(gpu):
     owner = mr.CudaAsyncMemoryResource()
     handle = owner.pool_handle()
-    view = mr.CudaAsyncViewMemoryResource(handle)
+    view = mr.CudaAsyncViewMemoryResource(_PoolHandle(handle))
     del owner
     gc.collect()
     # The pool is still there: the view holds the resource that owns it.
@@ -78,7 +82,7 @@ def test_cuda_async_view_of_a_destroyed_pool_is_refused(gpu):
     del owner
     gc.collect()
     with pytest.raises(ValueError, match="not a live CUDA memory pool"):
-        mr.CudaAsyncViewMemoryResource(handle)
+        mr.CudaAsyncViewMemoryResource(_PoolHandle(handle))
 
 
 def test_cuda_async_view_of_a_runtime_pool(gpu):

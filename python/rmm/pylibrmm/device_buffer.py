@@ -1,5 +1,7 @@
 """Device memory buffers (RMM's ``rmm.pylibrmm.device_buffer``)."""
 
+import numpy as np
+
 from rmm._native import (
     DeviceBuffer,
     copy_device_to_ptr,
@@ -7,6 +9,7 @@ from rmm._native import (
     copy_ptr_to_host,
     to_device,
 )
+from rmm.pylibrmm.stream import DEFAULT_STREAM
 
 __all__ = [
     "DeviceBuffer",

@@ -52,7 +52,9 @@ impl StatisticsResourceAdaptor {
     /// Ends the innermost frame (its counts are added to the one below); returns it. Popping the
     /// last frame is an `IndexError`, as RMM's C++ `std::out_of_range` reaches Python.
     fn pop_counters(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let frame = self.adaptor.pop_counters().map_err(|e| PyIndexError::new_err(e.to_string()))?;
+        // RMM throws std::out_of_range with this message, which Cython raises as IndexError.
+        let frame =
+            self.adaptor.pop_counters().map_err(|_| PyIndexError::new_err("cannot pop the last counter pair"))?;
         statistics(py, frame)
     }
 }
@@ -106,17 +108,52 @@ impl TrackingResourceAdaptor {
         self.adaptor.allocated_bytes()
     }
 
-    /// One line per outstanding allocation (address, size, and the stack when captured).
+    /// One line per outstanding allocation, by address, in RMM's format (`0x7f..: 256 B`, then
+    /// ` : callstack:` and the frames when stacks are captured); empty when none is outstanding.
     fn get_outstanding_allocations_str(&self) -> String {
-        self.adaptor.report()
+        outstanding_allocations_str(&self.adaptor.outstanding_allocations())
     }
 
     /// Writes `get_outstanding_allocations_str()` to RMM's debug log (as RMM, at debug level,
     /// so it shows only when the logging level is debug or trace).
     fn log_outstanding_allocations(&self, py: Python<'_>) {
         let adaptor = &self.adaptor;
-        py.detach(|| rmm::log_debug!("Outstanding Allocations: {}", adaptor.report()))
+        py.detach(|| {
+            let report = outstanding_allocations_str(&adaptor.outstanding_allocations());
+            rmm::log_debug!("Outstanding Allocations: {}", report)
+        })
     }
+}
+
+/// RMM's `tracking_resource_adaptor::get_outstanding_allocations_str()`: for each allocation, by
+/// address, `<address>: <bytes> B` (the address as C++ streams a pointer: `0x..`, or `0` for
+/// null) and a newline; with a captured stack, ` : callstack:`, one `#<i> in <frame>` line per
+/// frame and a blank line. Nothing outstanding gives an empty string.
+fn outstanding_allocations_str(records: &[a::AllocationRecord]) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    // Writing into a String cannot fail; the results are ignored for that reason.
+    for r in records {
+        if r.ptr == 0 {
+            s.push('0');
+        } else {
+            let _ = write!(s, "{:#x}", r.ptr);
+        }
+        let _ = write!(s, ": {} B", r.bytes);
+        if let Some(stack) = &r.stack {
+            s.push_str(" : callstack:\n");
+            // Rust prints a backtrace as `N: symbol` lines, each followed by `at file:line`.
+            for line in stack.to_string().lines() {
+                if let Some((index, symbol)) = line.trim().split_once(": ") {
+                    if index.parse::<usize>().is_ok() {
+                        let _ = writeln!(s, "#{index} in {symbol}");
+                    }
+                }
+            }
+        }
+        s.push('\n');
+    }
+    s
 }
 
 /// Prefetches every allocation to the device it is made on (RMM's `prefetch_resource_adaptor`).

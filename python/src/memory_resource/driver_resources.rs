@@ -7,7 +7,6 @@ use crate::helper::optional_size_arg;
 use parking_lot::Mutex;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyInt};
 use rmm::capabilities::AllocationHandleType;
 use rmm::resource as r;
 use rmm::SharedResource;
@@ -83,17 +82,11 @@ fn owner_of(handle: usize) -> Option<Arc<r::CudaAsyncMemoryResource>> {
     OWNERS.lock().iter().rev().filter(|(h, _)| *h == handle).find_map(|(_, owner)| owner.upgrade())
 }
 
-/// The pool handle of a `CudaAsyncViewMemoryResource` argument: an int, or a cuda-python
-/// `cudaMemPool_t` / `CUmemoryPool` (an object with `getPtr()` whose `int()` is the handle).
-/// Anything else (floats, bools, strings) is RMM's `ValueError`.
+/// The pool handle of a `CudaAsyncViewMemoryResource` argument: a cuda-python `cudaMemPool_t` or
+/// `CUmemoryPool` (an object with `getPtr()` whose `int()` is the handle). Anything else, a plain
+/// int included, is RMM's `ValueError`.
 fn pool_handle_arg(handle: &Bound<'_, PyAny>) -> PyResult<usize> {
     let refuse = || PyValueError::new_err("pool_handle must be a cudaMemPool_t or CUmemoryPool");
-    if handle.is_instance_of::<PyBool>() {
-        return Err(refuse());
-    }
-    if handle.is_instance_of::<PyInt>() {
-        return handle.extract::<usize>().map_err(|_| refuse());
-    }
     if !(handle.hasattr("getPtr")? && handle.hasattr("__int__")?) {
         return Err(refuse());
     }

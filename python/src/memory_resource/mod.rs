@@ -7,7 +7,7 @@
 //! answers `upstream_mr`), so a Python program sees the same objects it passed in.
 
 use crate::error::IntoPy;
-use crate::stream::stream_arg;
+use crate::stream::StreamArg;
 use pyo3::prelude::*;
 use rmm::{SharedResource, DEFAULT_ALIGNMENT};
 
@@ -51,17 +51,19 @@ impl DeviceMemoryResource {
 #[pymethods]
 impl DeviceMemoryResource {
     /// Allocates `nbytes` for use on `stream`; returns the address as an int.
-    #[pyo3(signature = (nbytes, stream = None))]
-    fn allocate(&self, py: Python<'_>, nbytes: usize, stream: Option<&Bound<'_, PyAny>>) -> PyResult<usize> {
-        let stream = stream_arg(py, stream)?;
+    /// `stream` left out is `DEFAULT_STREAM`; given, it must be a `Stream` (`None` is RMM's
+    /// `TypeError`).
+    #[pyo3(signature = (nbytes, stream = StreamArg::Omitted))]
+    fn allocate(&self, py: Python<'_>, nbytes: usize, stream: StreamArg<'_>) -> PyResult<usize> {
+        let stream = stream.resolve(py)?.get().view();
         let resource = &self.resource;
         py.detach(|| resource.allocate(nbytes, DEFAULT_ALIGNMENT, stream).map(|p| p as usize)).py()
     }
 
     /// Frees `ptr` (of `nbytes`) on `stream`.
-    #[pyo3(signature = (ptr, nbytes, stream = None))]
-    fn deallocate(&self, py: Python<'_>, ptr: usize, nbytes: usize, stream: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
-        let stream = stream_arg(py, stream)?;
+    #[pyo3(signature = (ptr, nbytes, stream = StreamArg::Omitted))]
+    fn deallocate(&self, py: Python<'_>, ptr: usize, nbytes: usize, stream: StreamArg<'_>) -> PyResult<()> {
+        let stream = stream.resolve(py)?.get().view();
         let resource = &self.resource;
         py.detach(|| resource.deallocate(ptr as *mut u8, nbytes, DEFAULT_ALIGNMENT, stream)).py()
     }
@@ -97,7 +99,8 @@ impl UpstreamResourceAdaptor {
 /// The Rust resource of an `upstream_mr` argument, with a clear error for anything else.
 pub fn upstream_arg(upstream: &Bound<'_, PyAny>) -> PyResult<(Py<DeviceMemoryResource>, SharedResource)> {
     if upstream.is_none() {
-        return Err(pyo3::exceptions::PyTypeError::new_err("Argument `upstream_mr` must not be None"));
+        // RMM raises this as a plain Exception (its Cython constructors let None through).
+        return Err(pyo3::exceptions::PyException::new_err("Argument `upstream_mr` must not be None"));
     }
     let mr = upstream.cast::<DeviceMemoryResource>().map_err(|_| {
         pyo3::exceptions::PyTypeError::new_err(format!(

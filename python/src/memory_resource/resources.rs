@@ -57,6 +57,15 @@ impl PoolMemoryResource {
             None => rmm::percent_of_free_device_memory(50).py()?,
         };
         let maximum = optional_size_arg(maximum_pool_size)?;
+        if let Some(maximum) = maximum {
+            // RMM checks the sizes' alignment first (below, as the core does), then throws
+            // rmm::logic_error, which Cython raises as RuntimeError.
+            if initial > maximum && initial % 256 == 0 && maximum % 256 == 0 {
+                return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                    "Initial pool size exceeds the maximum pool size!",
+                ));
+            }
+        }
         let pool = Arc::new(py.detach(|| r::PoolMemoryResource::new(resource, initial, maximum)).py()?);
         Ok(UpstreamResourceAdaptor::init(upstream, pool.clone()).add_subclass(PoolMemoryResource { pool }))
     }

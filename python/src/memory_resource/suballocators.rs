@@ -108,6 +108,12 @@ impl BinningMemoryResource {
         self.bin_mrs.lock().iter().map(|b| b.clone_ref(py)).collect()
     }
 
+    /// The same list under the name of RMM's attribute.
+    #[getter(_bin_mrs)]
+    fn bin_mrs_attribute(&self, py: Python<'_>) -> Vec<Py<DeviceMemoryResource>> {
+        self.bin_mrs(py)
+    }
+
     /// The sizes of the bins, increasing (not part of RMM's Python API; for tests).
     fn _bin_sizes(&self) -> Vec<usize> {
         self.binning.bin_sizes()

@@ -7,8 +7,9 @@ path and adds the functions that are naturally Python: ``_initialize`` (behind
 
 import os
 import warnings
+from collections import defaultdict  # noqa: F401 (a name RMM's module has)
 
-from rmm._cuda.gpu import CUDARuntimeError, getDevice, setDevice
+from rmm._cuda.gpu import CUDARuntimeError, driver, getDevice, runtime, setDevice  # noqa: F401
 from rmm._native import (
     ArenaMemoryResource,
     BinningMemoryResource,
@@ -39,9 +40,13 @@ from rmm._native import (
     set_per_device_resource,
 )
 from rmm.pylibrmm.helper import parse_bytes
+from rmm.pylibrmm.stream import DEFAULT_STREAM  # noqa: F401 (the default of every stream=)
+from rmm.statistics import Statistics  # noqa: F401 (what allocation_counts returns)
 
 # cudaErrorNoDevice: RMM warns instead of failing when there is no device to initialise.
 _CUDA_ERROR_NO_DEVICE = 100
+# cudaErrorInsufficientDriver: no driver at all (RMM's _initialize raises it).
+_CUDA_ERROR_INSUFFICIENT_DRIVER = 35
 
 
 def _append_id(filename, id):
@@ -57,7 +62,7 @@ def _on_device(device, make):
     try:
         original = getDevice()
     except CUDARuntimeError as e:
-        if e.status == _CUDA_ERROR_NO_DEVICE:
+        if e.status in (_CUDA_ERROR_NO_DEVICE, _CUDA_ERROR_INSUFFICIENT_DRIVER):
             return make()
         raise
     if original == device:
