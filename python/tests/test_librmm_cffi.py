@@ -364,6 +364,20 @@ def test_memory_goes_back_to_the_current_resource_when_arrays_die(nb, legacy):
         del a
         gc.collect()
         assert freed == [None] and stats.allocation_counts.current_count == 0
+
+        # The raw calls: realloc moves a block (the original's form, without a pointer, allocates).
+        p = lib.rmmAlloc(100, stream)
+        q = lib.rmmRealloc(200, stream, ptr=p)
+        assert q != p
+        with pytest.raises(legacy.RMMError) as e:
+            lib.rmmFree(p, stream)
+        assert errcode(e) == "RMM_ERROR_INVALID_ARGUMENT"
+        r = lib.rmmRealloc(64, 0)
+        assert stats.allocation_counts.current_bytes == 200 + 64
+        lib.rmmFree(q, stream)
+        lib.rmmFree(r)
+        stream.synchronize()
+        assert stats.allocation_counts.current_count == 0
     finally:
         rmm.mr.set_current_device_resource(before)
 
@@ -424,10 +438,12 @@ def test_ipc_handle_of_a_pool_block_opens_in_another_process(nb, legacy, cfg):
     cfg.use_pool_allocator = True
     cfg.initial_pool_size = 32 << 20
     lib.initialize()
-    first = lib.device_array(3000, dtype=np.uint8)  # so that the next block lies inside the chunk
     values = np.arange(5000, dtype=np.int64) * 3 - 7
-    shared = lib.to_device(values)
-    offset = lib.rmmGetAllocationOffset(shared.device_ctypes_pointer.value)
+    # Two blocks of the pool's chunk: at least one lies past its start.
+    arrays = [lib.to_device(values + i) for i in range(2)]
+    offsets = [lib.rmmGetAllocationOffset(a.device_ctypes_pointer.value) for a in arrays]
+    pick = int(np.argmax(offsets))
+    shared, values, offset = arrays[pick], values + pick, offsets[pick]
     assert offset > 0
     handle = lib.get_ipc_handle(shared)
     assert handle._ipc_handle.offset == offset
@@ -443,6 +459,6 @@ def test_ipc_handle_of_a_pool_block_opens_in_another_process(nb, legacy, cfg):
     assert not isinstance(got, str), got
     np.testing.assert_array_equal(got, values)
     assert child.exitcode == 0
-    del first, shared
+    del arrays, shared
     cfg.use_pool_allocator, cfg.initial_pool_size = False, 0
     lib.initialize()
