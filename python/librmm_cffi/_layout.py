@@ -35,7 +35,7 @@ def extent(shape, strides, itemsize):
     if any(n == 0 for n in shape):
         return 0
     low = high = 0
-    for n, s in zip(shape, strides):
+    for n, s in zip(shape, strides, strict=True):
         reach = s * (n - 1)
         if reach > 0:
             high += reach
