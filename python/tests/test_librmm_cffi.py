@@ -277,37 +277,37 @@ def nb(gpu, legacy, cfg):
 
 _compiles = []
 
+# Kernels compiled from source in a namespace where `cuda` is a global, as in a user's module.
+KERNELS = """
+@cuda.jit
+def probe(out):
+    out[0] = 1
+
+@cuda.jit
+def write(out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = 2 * i + 1
+"""
+
 
 @pytest.fixture
 def write_kernel(nb):
     """A kernel writing ``2 * i + 1`` at each index. Skips, with Numba's error, where numba-cuda
     cannot compile a kernel on its own memory (a NumPy it does not support, say): that is no fault
     of this module."""
+    kernels = {"cuda": nb}
+    exec(KERNELS, kernels)
     if not _compiles:
         try:
             probe = nb.device_array(1, dtype=np.int32)
-            _probe_kernel(nb)[1, 1](probe)
+            kernels["probe"][1, 1](probe)
             _compiles.append(int(probe.copy_to_host()[0]) == 1 or "the probe kernel wrote nothing")
         except Exception as e:
             _compiles.append(f"{type(e).__name__}: {e}")
     if _compiles[0] is not True:
         pytest.skip(f"numba-cuda cannot compile a kernel here: {_compiles[0]}")
-
-    @nb.jit
-    def write(out):
-        i = nb.grid(1)
-        if i < out.size:
-            out[i] = 2 * i + 1
-
-    return write
-
-
-def _probe_kernel(cuda):
-    @cuda.jit
-    def one(out):
-        out[0] = 1
-
-    return one
+    return kernels["write"]
 
 
 @pytest.mark.parametrize("pool", [False, True])
