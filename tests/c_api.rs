@@ -98,6 +98,17 @@ fn bad_options_are_refused_and_initialize_nothing() {
 }
 
 #[test]
+fn reinitialize_refuses_bad_options_and_needs_a_device() {
+    let _g = lock();
+    assert_eq!(reinitialize(opts(RmmAllocationMode(4), 0, false)), RmmError::INVALID_ARGUMENT);
+    assert!(!unsafe { rmmIsInitialized(null_mut()) });
+    if !rmm::cuda_available() {
+        assert_eq!(reinitialize(RmmOptions::default()), RmmError::CUDA_ERROR);
+        assert!(!unsafe { rmmIsInitialized(null_mut()) });
+    }
+}
+
+#[test]
 fn without_a_device_initialize_is_a_cuda_error() {
     if rmm::cuda_available() {
         return;
@@ -155,6 +166,42 @@ fn initialize_twice_keeps_the_first_options_and_finalize_restores_the_resource()
     init(RmmAllocationMode(3), 1 << 20);
     assert!(same_type::<PoolMemoryResource<ManagedMemoryResource>>(&*get_per_device_resource(device)));
     assert_eq!(rmmFinalize(), RmmError::SUCCESS);
+}
+
+#[test]
+fn reinitialize_applies_new_options_and_keeps_old_blocks_valid() {
+    let _g = lock();
+    if !common::gpu() {
+        return;
+    }
+    let device = DeviceId::current().unwrap();
+    let before = get_per_device_resource(device);
+    assert_eq!(reinitialize(RmmOptions::default()), RmmError::SUCCESS, "not initialised: it initialises");
+    let old = alloc(4096, S0);
+    let data: Vec<u8> = (0..4096u32).map(|i| (i * 13) as u8).collect();
+    upload(old, &data);
+
+    let pool = opts(RmmAllocationMode::POOL_ALLOCATION, 4 << 20, false);
+    assert_eq!(reinitialize(pool), RmmError::SUCCESS);
+    let mut seen = RmmOptions::default();
+    assert!(unsafe { rmmIsInitialized(&mut seen) });
+    assert_eq!(seen, pool);
+    let installed = get_per_device_resource(device);
+    assert!(same_type::<PoolMemoryResource<CudaMemoryResource>>(&*installed));
+    assert_eq!(reinitialize(pool), RmmError::SUCCESS);
+    assert!(Arc::ptr_eq(&get_per_device_resource(device), &installed), "the same options are a no-op");
+
+    let new = alloc(4096, S0);
+    let mut offset: c_long = -1;
+    assert_eq!(unsafe { rmmGetAllocationOffset(&mut offset, new, S0) }, RmmError::SUCCESS);
+    assert_eq!(download(old, data.len()), data, "the block from before is untouched");
+    assert_eq!(free(old, S0), RmmError::SUCCESS, "and freed through the resource it came from");
+    assert_eq!(free(new, S0), RmmError::SUCCESS);
+    // Bad options leave the session as it was.
+    assert_eq!(reinitialize(opts(RmmAllocationMode(8), 0, false)), RmmError::INVALID_ARGUMENT);
+    assert!(Arc::ptr_eq(&get_per_device_resource(device), &installed));
+    assert_eq!(rmmFinalize(), RmmError::SUCCESS);
+    assert!(Arc::ptr_eq(&get_per_device_resource(device), &before), "finalize restores the first resource");
 }
 
 /// Copies `data` to `p` and waits for the copy: a copy from pageable memory may still be running

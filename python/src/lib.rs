@@ -14,6 +14,7 @@ mod error;
 mod gpu;
 mod helper;
 mod host_buffer;
+mod legacy;
 mod logger;
 mod memory_resource;
 mod resource_cache;
@@ -34,5 +35,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     copy::register(m)?;
     device_buffer::register(m)?;
     stream_pool::register(m)?;
+    legacy::register(m)?;
     Ok(())
 }

@@ -26,7 +26,7 @@ pub use codes::{rmmGetErrorString, RmmError};
 pub use event_log::{rmmGetLog, rmmLogSize, rmmWriteLog};
 pub use info::rmmGetInfo;
 pub use options::{RmmAllocationMode, RmmOptions};
-pub use session::{rmmFinalize, rmmInitialize, rmmIsInitialized};
+pub use session::{reinitialize, rmmFinalize, rmmInitialize, rmmIsInitialized};
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 

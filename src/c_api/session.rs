@@ -97,13 +97,60 @@ fn initialize(options: RmmOptions) -> Status {
     if slot.is_some() {
         return Ok(());
     }
+    let (device, context, created) = build(&options)?;
+    switch(&mut slot, options, device, context, created);
+    Ok(())
+}
+
+/// Checks `options` and makes their resource on the current device: everything a session needs
+/// that may fail, done before any state changes.
+fn build(options: &RmmOptions) -> Result<(DeviceId, usize, SharedResource), RmmError> {
     options.validate()?;
     let device = status(DeviceId::current())?;
     let context = status(driver::current_context_kept())?;
     let created = status(options.make_resource())?;
-    let previous = set_per_device_resource(device, created.clone());
+    Ok((device, context, created))
+}
+
+/// Installs `created` as the current resource of `device` in a new session in `slot`, taking over
+/// the session there if any: its live allocations stay live (each is freed through the resource
+/// it came from, which they keep alive), and the resource that was current before it is still the
+/// one finalize puts back. No driver call: this cannot fail.
+fn switch(slot: &mut Option<Session>, options: RmmOptions, device: DeviceId, context: usize, created: SharedResource) {
+    let live = LiveTable::default();
+    let previous = match slot.take() {
+        None => set_per_device_resource(device, created.clone()),
+        Some(old) => {
+            for (ptr, l) in old.live.drain() {
+                live.insert(ptr, l);
+            }
+            let old_is_current = Arc::ptr_eq(&get_per_device_resource(old.device), &old.created);
+            if old.device != device {
+                if old_is_current {
+                    set_per_device_resource(old.device, old.previous.clone());
+                }
+                set_per_device_resource(device, created.clone())
+            } else {
+                let replaced = set_per_device_resource(device, created.clone());
+                if old_is_current {
+                    old.previous
+                } else {
+                    replaced
+                }
+            }
+        }
+    };
     event_log::clear();
-    *slot = Some(Session { options, device, context, created, previous, live: LiveTable::default() });
+    *slot = Some(Session { options, device, context, created, previous, live });
+}
+
+fn reinitialize_body(options: RmmOptions) -> Status {
+    let mut slot = SESSION.write();
+    if slot.as_ref().is_some_and(|s| s.options == options) {
+        return Ok(());
+    }
+    let (device, context, created) = build(&options)?;
+    switch(&mut slot, options, device, context, created);
     Ok(())
 }
 
@@ -139,6 +186,18 @@ pub extern "C" fn rmmFinalize() -> RmmError {
     guarded(RmmError::UNKNOWN, || code(finalize()))
 }
 
+/// Initialises with `options` as `rmmInitialize` does, except when already initialised with
+/// other options: then the resource they ask for replaces the session's (as the original's
+/// `rmmInitialize` applied new options). Allocations made before stay valid and are freed by
+/// `rmmFree` or `rmmFinalize` through the resource they came from, and `rmmFinalize` puts back the
+/// resource that was current before the first initialisation (or the one installed since, if the
+/// session's resource was no longer current). The same options again are a
+/// no-op. On failure (bad options, no device, a pool that cannot be had) the session is unchanged.
+/// Not part of the C ABI: the legacy Python module's `initialize()` calls it.
+pub fn reinitialize(options: RmmOptions) -> RmmError {
+    guarded(RmmError::UNKNOWN, || code(reinitialize_body(options.normalized())))
+}
+
 /// `bool rmmIsInitialized(rmmOptions_t* options)`: whether `rmmInitialize` succeeded and
 /// `rmmFinalize` has not run since; when it has and `options` is not null, the options in use are
 /// written there.
@@ -157,4 +216,64 @@ pub unsafe extern "C" fn rmmIsInitialized(options: *mut RmmOptions) -> bool {
         })
         .is_ok()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::c_api::live::Live;
+    use crate::per_device_resource::reset_per_device_resource;
+    use crate::resource::{HostMemoryResource, MemoryResource};
+
+    fn host() -> SharedResource {
+        Arc::new(HostMemoryResource::new())
+    }
+
+    #[test]
+    fn switch_keeps_live_blocks_and_the_first_previous_resource() {
+        let device = DeviceId(-2811);
+        let original = host();
+        set_per_device_resource(device, original.clone());
+        let (first, second) = (host(), host());
+        let mut slot = None;
+        switch(&mut slot, RmmOptions::default(), device, 0, first.clone());
+        assert!(Arc::ptr_eq(&get_per_device_resource(device), &first));
+        let p = first.allocate(100, DEFAULT_ALIGNMENT, CudaStreamView::DEFAULT).unwrap() as usize;
+        slot.as_ref().unwrap().live.insert(p, Live { bytes: 100, resource: first.clone() });
+
+        let pool = RmmOptions::new(crate::c_api::RmmAllocationMode::POOL_ALLOCATION, 1 << 20, false);
+        switch(&mut slot, pool, device, 0, second.clone());
+        let s = slot.take().unwrap();
+        assert!(Arc::ptr_eq(&get_per_device_resource(device), &second), "the new resource is current");
+        assert_eq!(s.options, pool);
+        assert_eq!(s.live.containing(p), Some(p), "the old block is still live");
+        assert!(Arc::ptr_eq(&s.previous, &original), "finalize still restores the first resource");
+        drop(first);
+        let l = s.live.take(p).unwrap();
+        l.resource.deallocate(p as *mut u8, l.bytes, DEFAULT_ALIGNMENT, CudaStreamView::DEFAULT).unwrap();
+        s.release().unwrap();
+        assert!(Arc::ptr_eq(&get_per_device_resource(device), &original));
+        reset_per_device_resource(device);
+    }
+
+    #[test]
+    fn switch_after_another_resource_was_installed_restores_that_one() {
+        let (device, other_device) = (DeviceId(-2812), DeviceId(-2813));
+        let (first, user, second) = (host(), host(), host());
+        let mut slot = None;
+        switch(&mut slot, RmmOptions::default(), device, 0, first);
+        set_per_device_resource(device, user.clone());
+        switch(&mut slot, RmmOptions::default(), device, 0, second.clone());
+        assert!(Arc::ptr_eq(&slot.as_ref().unwrap().previous, &user));
+
+        // To another device: the first device gets its resource back at once.
+        let third = host();
+        switch(&mut slot, RmmOptions::default(), other_device, 0, third.clone());
+        assert!(Arc::ptr_eq(&get_per_device_resource(device), &user));
+        assert!(Arc::ptr_eq(&get_per_device_resource(other_device), &third));
+        slot.take().unwrap().release().unwrap();
+        assert!(!Arc::ptr_eq(&get_per_device_resource(other_device), &third));
+        reset_per_device_resource(device);
+        reset_per_device_resource(other_device);
+    }
 }
