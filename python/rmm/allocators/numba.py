@@ -88,5 +88,3 @@ del _, _method
 
 # What NUMBA_CUDA_MEMORY_MANAGER=rmm.allocators.numba selects.
 _numba_memory_manager = RMMNumbaManager
-
-__all__ = ["RMMNumbaManager"]
