@@ -38,6 +38,15 @@ pub fn to_py(err: rmm::Error) -> PyErr {
 /// exception's message in its `what()`, which Cython raises as the `MemoryError`'s message.
 const OUT_OF_MEMORY_WHAT: &str = "std::bad_alloc: out_of_memory: ";
 
+/// True for an error that carries a Python callback's exception (made by [`from_callback`]).
+pub fn is_from_callback(err: &rmm::Error) -> bool {
+    match err {
+        rmm::Error::OutOfMemory { pool: None, reason, .. } => reason.starts_with(FROM_CALLBACK),
+        rmm::Error::Unsupported(m) => m.starts_with(FROM_CALLBACK),
+        _ => false,
+    }
+}
+
 /// Starts the message of an error that carries a Python callback's exception.
 const FROM_CALLBACK: &str = "Python callback raised: ";
 

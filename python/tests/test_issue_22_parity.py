@@ -144,3 +144,39 @@ def test_enable_logging_names_every_device_file_after_the_current_device(gpu, tm
     finally:
         rmm.disable_logging()
         rmm.reinitialize()
+
+
+def test_none_as_a_resource_is_a_type_error_not_a_crash():
+    # RMM dies of SIGSEGV here (docs/differences.md#set-resource-none).
+    with pytest.raises(TypeError):
+        mr.set_current_device_resource(None)
+    with pytest.raises(TypeError):
+        mr.set_per_device_resource(0, None)
+
+
+def test_cuda_async_resource_has_no_pool_handle_method():
+    # RMM's CudaAsyncMemoryResource has none; its view and the managed async resource have one.
+    assert not hasattr(mr.CudaAsyncMemoryResource, "pool_handle")
+    assert hasattr(mr.CudaAsyncViewMemoryResource, "pool_handle")
+    assert hasattr(mr.experimental.CudaAsyncManagedMemoryResource, "pool_handle")
+
+
+def test_cupy_hook_without_cupy_raises_rmms_module_not_found(monkeypatch):
+    import rmm.allocators.cupy as hook
+
+    monkeypatch.setattr(hook, "cupy", None)
+    with pytest.raises(ModuleNotFoundError, match="^No module named 'cupy'$"):
+        hook.rmm_cupy_allocator(10)
+
+
+def test_deallocate_callback_exception_is_rmms_system_error(host_mr):
+    def deallocate(ptr, nbytes, stream):
+        host_mr.deallocate(ptr, nbytes, stream)
+        raise ValueError("free failed")
+
+    cb = mr.CallbackMemoryResource(lambda n, s: host_mr.allocate(n, s), deallocate)
+    for resource in (cb, mr.StatisticsResourceAdaptor(cb)):
+        p = resource.allocate(100)
+        with pytest.raises(SystemError, match="returned a result with an exception set") as info:
+            resource.deallocate(p, 100)
+        assert "free failed" in str(info.value.__cause__)
