@@ -4,6 +4,8 @@ level, no ``DeviceBuffer.mr``/``.stream``, Cython's messages for bad ints, the p
 and a callback's ``MemoryError`` as RMM's ``rmm::out_of_memory`` reads."""
 
 import importlib
+import sys
+import types
 
 import pytest
 
@@ -164,6 +166,8 @@ def test_cuda_async_resource_has_no_pool_handle_method():
 def test_cupy_hook_without_cupy_raises_rmms_module_not_found(monkeypatch):
     import rmm.allocators.cupy as hook
 
+    # An importable "cupy", so that only the module's `cupy = None` can make the hook refuse.
+    monkeypatch.setitem(sys.modules, "cupy", types.ModuleType("cupy"))
     monkeypatch.setattr(hook, "cupy", None)
     with pytest.raises(ModuleNotFoundError, match="^No module named 'cupy'$"):
         hook.rmm_cupy_allocator(10)
