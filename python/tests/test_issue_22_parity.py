@@ -184,3 +184,27 @@ def test_deallocate_callback_exception_is_rmms_system_error(host_mr):
         with pytest.raises(SystemError, match="returned a result with an exception set") as info:
             resource.deallocate(p, 100)
         assert "free failed" in str(info.value.__cause__)
+
+
+def test_reinitialize_argument_errors_are_rmms(gpu):  # noqa: F811 (the fixture)
+    try:
+        with pytest.raises(OverflowError, match="^can't convert negative value to size_t$"):
+            rmm.reinitialize(pool_allocator=True, initial_pool_size=-1)
+        with pytest.raises(TypeError, match="^an integer is required$"):
+            rmm.reinitialize(devices="0")
+        with pytest.raises(RuntimeError, match="^Error, Initial pool size required to be a multiple of 256 bytes$"):
+            rmm.reinitialize(pool_allocator=True, initial_pool_size=1000)
+        with pytest.raises(cuda_gpu.CUDARuntimeError, match="^cudaErrorInvalidDevice: invalid device ordinal$"):
+            rmm.reinitialize(devices=99)
+    finally:
+        rmm.reinitialize()
+
+
+def test_buffer_and_stream_on_a_gpu_as_rmms(gpu):  # noqa: F811 (the fixture)
+    buf = rmm.DeviceBuffer(size=16)
+    with pytest.raises(AttributeError):
+        buf.mr  # noqa: B018 (the access is the test)
+    with pytest.raises(AttributeError):
+        buf.stream  # noqa: B018
+    assert buf._mr is mr.get_current_device_resource() and buf._stream is DEFAULT_STREAM
+    assert repr(Stream()).startswith("<rmm.pylibrmm.stream.Stream object at 0x")
