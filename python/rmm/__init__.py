@@ -12,7 +12,7 @@ from rmm import _conflicts
 # RMM's own rmm-cu13/librmm-cu13 in the same environment: refused or warned about, before
 # anything else is imported (see rmm/_conflicts.py).
 _conflicts.check(_os.path.dirname(__file__))
-del _os
+del _os, _conflicts
 
 from rmm import mr  # noqa: E402
 from rmm._version import __git_commit__, __version__

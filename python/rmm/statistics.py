@@ -5,8 +5,6 @@ its stack of counter frames gives nested regions (``push_statistics``/``pop_stat
 ``statistics()`` context, the ``profiler``) their own counts.
 """
 
-from __future__ import annotations
-
 import inspect
 import threading
 from collections import defaultdict
@@ -16,10 +14,8 @@ from dataclasses import dataclass
 from functools import wraps
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
 
+# rmm.mr's functions are looked up at each call, so that the current resource is read afresh.
 import rmm.mr
-
-# Looked up on the module at each call, so that the current resource is always read afresh.
-from rmm.pylibrmm import memory_resource as _mr
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -53,28 +49,21 @@ class Statistics:
     total_count: int
 
 
-def _statistics_mr() -> Any:
-    """The current device resource when it gathers statistics, else None."""
-    mr = _mr.get_current_device_resource()
-    return mr if isinstance(mr, _mr.StatisticsResourceAdaptor) else None
-
-
 def enable_statistics() -> None:
     """Enable allocation statistics: wrap the current device resource in a
     ``StatisticsResourceAdaptor`` unless it already is one (so calling this twice is harmless).
 
     The adaptor must stay the current resource while statistics are gathered.
     """
-    if _statistics_mr() is None:
-        _mr.set_current_device_resource(
-            _mr.StatisticsResourceAdaptor(_mr.get_current_device_resource())
-        )
+    mr = rmm.mr.get_current_device_resource()
+    if not isinstance(mr, rmm.mr.StatisticsResourceAdaptor):
+        rmm.mr.set_current_device_resource(rmm.mr.StatisticsResourceAdaptor(mr))
 
 
 def get_statistics() -> Statistics | None:
     """The counters of the innermost frame, or None when statistics are not enabled."""
-    mr = _statistics_mr()
-    return None if mr is None else mr.allocation_counts
+    mr = rmm.mr.get_current_device_resource()
+    return None if not isinstance(mr, rmm.mr.StatisticsResourceAdaptor) else mr.allocation_counts
 
 
 def push_statistics() -> Statistics | None:
@@ -83,8 +72,8 @@ def push_statistics() -> Statistics | None:
     Returns the counters of the frame that was current before the push, or None (and does
     nothing) when statistics are not enabled.
     """
-    mr = _statistics_mr()
-    return None if mr is None else mr.push_counters()
+    mr = rmm.mr.get_current_device_resource()
+    return None if not isinstance(mr, rmm.mr.StatisticsResourceAdaptor) else mr.push_counters()
 
 
 def pop_statistics() -> Statistics | None:
@@ -96,8 +85,8 @@ def pop_statistics() -> Statistics | None:
     IndexError
         If no frame was pushed.
     """
-    mr = _statistics_mr()
-    return None if mr is None else mr.pop_counters()
+    mr = rmm.mr.get_current_device_resource()
+    return None if not isinstance(mr, rmm.mr.StatisticsResourceAdaptor) else mr.pop_counters()
 
 
 @contextmanager
@@ -115,20 +104,20 @@ def statistics() -> Generator[None, None, None]:
     """
     previous = None
     if push_statistics() is None:
-        previous = _mr.get_current_device_resource()
+        previous = rmm.mr.get_current_device_resource()
         enable_statistics()
-    inside = _mr.get_current_device_resource()
+    inside = rmm.mr.get_current_device_resource()
     try:
         yield
     finally:
-        if _mr.get_current_device_resource() is not inside:
+        if rmm.mr.get_current_device_resource() is not inside:
             raise ValueError(
                 "RMM memory source stack was changed while in the statistics context"
             )
         if previous is None:
             pop_statistics()
         else:
-            _mr.set_current_device_resource(previous)
+            rmm.mr.set_current_device_resource(previous)
 
 
 class ProfilerRecords:
@@ -257,7 +246,7 @@ class ProfilerContext:
 
         return profiled
 
-    def __enter__(self) -> ProfilerContext:
+    def __enter__(self) -> "ProfilerContext":
         if not self._name:
             raise ValueError(
                 "When profiler is used as a context manager, a name must be provided"
@@ -290,16 +279,3 @@ def profiler(
         for the function's file, line and name.
     """
     return ProfilerContext(records, name)
-
-
-__all__ = [
-    "ProfilerRecords",
-    "Statistics",
-    "default_profiler_records",
-    "enable_statistics",
-    "get_statistics",
-    "pop_statistics",
-    "profiler",
-    "push_statistics",
-    "statistics",
-]

@@ -5,11 +5,12 @@
 
 use crate::device_buffer::DeviceBuffer;
 use crate::stream::{default_stream_object, Stream};
+use pyo3::exceptions::PyModuleNotFoundError;
 use pyo3::ffi::c_str;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyCapsule, PyCapsuleMethods};
+use pyo3::types::{PyCapsule, PyCapsuleMethods, PyDict};
 use std::ffi::{c_void, CStr};
 
 /// CuPy's C function `cupy_backends.cuda.stream.get_stream_ptr(device_id)`: the handle of the
@@ -117,12 +118,27 @@ fn device_and_stream<'py>(py: Python<'py>, cupy: &CupyNames) -> PyResult<(i32, B
 /// `cupy.cuda.set_allocator(rmm_cupy_allocator)`.
 #[pyfunction]
 pub fn rmm_cupy_allocator(py: Python<'_>, nbytes: usize) -> PyResult<Py<PyAny>> {
+    cupy_not_set_aside(py)?;
     let cupy = cupy_names(py)?;
     let (device, stream) = device_and_stream(py, cupy)?;
     let (owner, ptr) = DeviceBuffer::for_device(py, nbytes, stream, device)?;
     // The device is known, so CuPy need not ask the driver which device owns the pointer.
     let memory = cupy.unowned_memory.call1(py, (ptr, nbytes, owner, device))?;
     cupy.memory_pointer.call1(py, (memory, 0))
+}
+
+/// The namespace of `rmm.allocators.cupy`, looked up once.
+static HOOK_MODULE: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
+
+/// As RMM's allocator: `ModuleNotFoundError` where `rmm.allocators.cupy.cupy` is None (CuPy
+/// missing at import, or set aside since). One dictionary lookup.
+fn cupy_not_set_aside(py: Python<'_>) -> PyResult<()> {
+    let namespace =
+        HOOK_MODULE.get_or_try_init(py, || Ok::<_, PyErr>(py.import("rmm.allocators.cupy")?.dict().unbind()))?;
+    match namespace.bind(py).get_item(intern!(py, "cupy"))? {
+        Some(value) if value.is_none() => Err(PyModuleNotFoundError::new_err("No module named 'cupy'")),
+        _ => Ok(()),
+    }
 }
 
 /// How the hook reads CuPy's current device and stream: "exported C function" or "Python call"

@@ -250,14 +250,15 @@ impl DeviceBuffer {
         self.state.lock().ptr
     }
 
-    /// The resource the memory comes from.
-    #[getter]
+    /// The resource the memory comes from (private: RMM's `DeviceBuffer` has no `mr` attribute).
+    #[getter(_mr)]
     fn mr(&self, py: Python<'_>) -> Py<DeviceMemoryResource> {
         self.mr.clone_ref(py)
     }
 
-    /// The stream the memory is ordered and freed on.
-    #[getter]
+    /// The stream the memory is ordered and freed on (private: RMM's `DeviceBuffer` has no
+    /// `stream` attribute).
+    #[getter(_stream)]
     fn stream(&self, py: Python<'_>) -> Py<Stream> {
         self.state.lock().stream.clone_ref(py)
     }

@@ -11,9 +11,10 @@ pub fn to_py(err: rmm::Error) -> PyErr {
     let msg = err.to_string();
     match err {
         // A Python exception raised in a callback: RMM rethrows it as `rmm::out_of_memory` (a
-        // MemoryError) or `std::runtime_error`, with the exception's own message.
+        // MemoryError whose message is that error's `what()`) or `std::runtime_error` (a
+        // RuntimeError with the exception's own message).
         E::OutOfMemory { pool: None, reason, .. } if reason.starts_with(FROM_CALLBACK) => {
-            PyMemoryError::new_err(reason[FROM_CALLBACK.len()..].to_string())
+            PyMemoryError::new_err(format!("{OUT_OF_MEMORY_WHAT}{}", &reason[FROM_CALLBACK.len()..]))
         }
         E::Unsupported(m) if m.starts_with(FROM_CALLBACK) => {
             PyRuntimeError::new_err(m[FROM_CALLBACK.len()..].to_string())
@@ -30,6 +31,19 @@ pub fn to_py(err: rmm::Error) -> PyErr {
         // An upstream (a Python callback, say) that returned null or misaligned memory.
         E::BadUpstream(_) => PyRuntimeError::new_err(msg),
         _ => PyRuntimeError::new_err(msg),
+    }
+}
+
+/// What RMM's `rmm::out_of_memory` (thrown for a callback's `MemoryError`) puts before the
+/// exception's message in its `what()`, which Cython raises as the `MemoryError`'s message.
+const OUT_OF_MEMORY_WHAT: &str = "std::bad_alloc: out_of_memory: ";
+
+/// True for an error that carries a Python callback's exception (made by [`from_callback`]).
+pub fn is_from_callback(err: &rmm::Error) -> bool {
+    match err {
+        rmm::Error::OutOfMemory { pool: None, reason, .. } => reason.starts_with(FROM_CALLBACK),
+        rmm::Error::Unsupported(m) => m.starts_with(FROM_CALLBACK),
+        _ => false,
     }
 }
 

@@ -1,5 +1,5 @@
 //! The device queries behind `rmm._cuda.gpu`, over the core's driver module. Failures are raised
-//! as `rmm._cuda.gpu.CUDARuntimeError` (made by `rmm._cuda.gpu._runtime_error(status, message)`),
+//! as `rmm._cuda.gpu.CUDARuntimeError` (made by `CUDARuntimeError._from_native(status, message)`),
 //! carrying the CUDA runtime's error number for the failure and RMM's `"<name>: <text>"` message.
 
 use pyo3::prelude::*;
@@ -53,7 +53,8 @@ pub(crate) fn raise(py: Python<'_>, err: Error) -> PyErr {
 
 /// Raises `rmm._cuda.gpu.CUDARuntimeError` with `code` and `message`.
 pub(crate) fn raise_status(py: Python<'_>, code: i32, message: String) -> PyErr {
-    match py.import("rmm._cuda.gpu").and_then(|m| m.getattr("_runtime_error")) {
+    let make = py.import("rmm._cuda.gpu").and_then(|m| m.getattr("CUDARuntimeError")?.getattr("_from_native"));
+    match make {
         Ok(make) => match make.call1((code, message)) {
             Ok(exc) => PyErr::from_value(exc),
             Err(e) => e,
@@ -70,7 +71,8 @@ fn _get_device(py: Python<'_>) -> PyResult<i32> {
 
 /// Makes `device` current on this thread.
 #[pyfunction]
-fn _set_device(py: Python<'_>, device: i32) -> PyResult<()> {
+fn _set_device(py: Python<'_>, device: &Bound<'_, PyAny>) -> PyResult<()> {
+    let device = crate::helper::c_int_arg(device)?;
     py.detach(|| rmm::device::set_current_device(DeviceId(device))).map_err(|e| raise(py, e))
 }
 

@@ -1,6 +1,6 @@
 //! `rmm.pylibrmm.helper.parse_bytes`: sizes given as ints or as strings such as `"1GiB"`.
 
-use pyo3::exceptions::{PyOverflowError, PyValueError};
+use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyInt, PyString};
 
@@ -51,7 +51,28 @@ pub fn parse_bytes(s: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
 /// A size argument as a `usize` (negative ints are an `OverflowError`, as for C's `size_t`).
 pub fn size_arg(s: &Bound<'_, PyAny>) -> PyResult<usize> {
     let v = parse_bytes(s)?;
-    v.bind(s.py()).extract::<usize>().map_err(|_| PyOverflowError::new_err(format!("{s} is not a valid size in bytes")))
+    size_t_arg(v.bind(s.py()))
+}
+
+/// An int argument as a `usize`, failing as Cython's conversion to `size_t` does: `TypeError`
+/// "an integer is required" for a non-int, `OverflowError` for a negative or too large one.
+pub fn size_t_arg(v: &Bound<'_, PyAny>) -> PyResult<usize> {
+    let int = v.call_method0("__index__").map_err(|_| PyTypeError::new_err("an integer is required"))?;
+    int.extract::<usize>().map_err(|_| {
+        let negative = int.lt(0).unwrap_or(false);
+        PyOverflowError::new_err(if negative {
+            "can't convert negative value to size_t"
+        } else {
+            "value too large to convert to size_t"
+        })
+    })
+}
+
+/// An int argument as an `i32`, failing as Cython's conversion to `int` does: `TypeError`
+/// "an integer is required" for a non-int, `OverflowError` for one out of range.
+pub fn c_int_arg(v: &Bound<'_, PyAny>) -> PyResult<i32> {
+    let int = v.call_method0("__index__").map_err(|_| PyTypeError::new_err("an integer is required"))?;
+    int.extract::<i32>().map_err(|_| PyOverflowError::new_err("value too large to convert to int"))
 }
 
 /// An optional size argument: `None` stays `None`.

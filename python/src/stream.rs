@@ -210,10 +210,6 @@ impl Stream {
     fn __hash__(&self) -> u64 {
         self.handle as u64
     }
-
-    fn __repr__(&self) -> String {
-        format!("<rmm.pylibrmm.stream.Stream handle=0x{:x}>", self.handle)
-    }
 }
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

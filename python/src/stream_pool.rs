@@ -2,9 +2,13 @@
 //! (RMM's `rmm::cuda_stream_pool`).
 
 use crate::error::IntoPy;
+use crate::helper::size_t_arg;
 use crate::stream::{Stream, NON_BLOCKING, SYNC_DEFAULT};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
+
+/// RMM's default number of streams in a pool.
+const DEFAULT_POOL_SIZE: usize = rmm::CudaStreamPool::DEFAULT_SIZE;
 
 /// A pool of `pool_size` streams created with `flags`; the `Stream`s it hands out keep it alive.
 #[pyclass(module = "rmm.pylibrmm.cuda_stream_pool", name = "CudaStreamPool", frozen)]
@@ -15,8 +19,9 @@ pub struct CudaStreamPool {
 #[pymethods]
 impl CudaStreamPool {
     #[new]
-    #[pyo3(signature = (pool_size = rmm::CudaStreamPool::DEFAULT_SIZE, flags = SYNC_DEFAULT))]
-    fn new(py: Python<'_>, pool_size: usize, flags: u32) -> PyResult<Self> {
+    #[pyo3(signature = (pool_size = None, flags = SYNC_DEFAULT))]
+    fn new(py: Python<'_>, pool_size: Option<&Bound<'_, PyAny>>, flags: u32) -> PyResult<Self> {
+        let pool_size = pool_size.map_or(Ok(DEFAULT_POOL_SIZE), size_t_arg)?;
         // RMM_EXPECTS (rmm::logic_error, a RuntimeError in Python) in RMM's constructor.
         if pool_size == 0 {
             return Err(PyRuntimeError::new_err("Stream pool size must be greater than zero"));

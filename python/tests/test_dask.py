@@ -189,7 +189,7 @@ def test_dask_deserialization_copies_the_bytes(monkeypatch):
     payload = np.random.default_rng(0).integers(0, 256, 4099, dtype=np.uint8).tobytes()
     header = {"shape": (len(payload),), "typestr": "|u1", "strides": (1,)}
     out = proto.dask_deserialize_rmm_device_buffer(header, [payload])
-    assert isinstance(out, real) and out.size == len(payload) and out.mr is host
+    assert isinstance(out, real) and out.size == len(payload) and out._mr is host
     assert out.tobytes() == payload
 
 

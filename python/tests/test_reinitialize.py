@@ -13,9 +13,9 @@ from rmm.pylibrmm.memory_resource import _memory_resource as _mr
 @pytest.fixture
 def clean_devices():
     """Leaves the per-device table as a fresh process has it."""
-    _mr._clear_per_device_resources()
+    rmm._native._clear_per_device_resources()
     yield
-    _mr._clear_per_device_resources()
+    rmm._native._clear_per_device_resources()
 
 
 def test_reinitialize_signature():

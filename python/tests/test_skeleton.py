@@ -3,7 +3,7 @@
 import pytest
 
 import rmm
-from rmm.pylibrmm.helper import parse_bytes
+from rmm._native import parse_bytes
 from rmm.pylibrmm.memory_resource import (
     CudaMemoryResource,
     DeviceMemoryResource,

@@ -21,8 +21,9 @@ from rmm.pylibrmm.memory_resource import StatisticsResourceAdaptor
 def current(host_mr, monkeypatch):
     """A stand-in current device resource: a host resource, settable through the module."""
     slot = {"mr": host_mr}
-    monkeypatch.setattr(mr_module, "get_current_device_resource", lambda: slot["mr"])
-    monkeypatch.setattr(mr_module, "set_current_device_resource", lambda mr: slot.update(mr=mr))
+    for module in (mr_module, rmm.mr):  # rmm.statistics calls rmm.mr's, as RMM's does
+        monkeypatch.setattr(module, "get_current_device_resource", lambda: slot["mr"])
+        monkeypatch.setattr(module, "set_current_device_resource", lambda mr: slot.update(mr=mr))
     return slot
 
 

@@ -1,4 +1,4 @@
-"""rmm.pylibrmm.stream.Stream, CudaStreamPool and rmm.pylibrmm.utils.as_stream."""
+"""rmm.pylibrmm.stream.Stream and CudaStreamPool."""
 
 import gc
 import weakref
@@ -15,7 +15,6 @@ from rmm.pylibrmm.stream import (
     CudaStreamFlags,
     Stream,
 )
-from rmm.pylibrmm.utils import as_stream
 
 
 class ProtocolStream:
@@ -66,12 +65,6 @@ def test_stream_construction_errors():
         Stream(ProtocolStream(5), flags=CudaStreamFlags.NON_BLOCKING)
     with pytest.raises(TypeError, match="Cannot create stream from <class 'int'>"):
         Stream(42)
-
-
-def test_as_stream():
-    assert as_stream(DEFAULT_STREAM) is DEFAULT_STREAM
-    with pytest.raises(TypeError):
-        as_stream(None)
 
 
 def test_stream_pool_size_zero_is_runtime_error():

@@ -17,5 +17,3 @@ try:
     import cupy
 except ImportError:
     cupy = None
-
-__all__ = ["rmm_cupy_allocator"]

@@ -16,7 +16,7 @@ from numba.cuda import HostOnlyCUDAMemoryManager, IpcHandle, MemoryPointer
 from rmm import pylibrmm
 
 
-def _forget_when_freed(key: int, allocations: dict[int, Any]) -> Callable[[], None]:
+def _make_emm_plugin_finalizer(handle: int, allocations: dict[int, Any]) -> Callable[[], None]:
     """The finalizer of one MemoryPointer: drops the allocation that keeps its memory."""
 
     def finalizer() -> None:
@@ -24,7 +24,7 @@ def _forget_when_freed(key: int, allocations: dict[int, Any]) -> Callable[[], No
         # finalizers then run (at exit) with nothing left to drop. Only that case is skipped, so
         # a missing key in a non-empty dict still shows up as an error.
         if allocations:
-            del allocations[key]
+            del allocations[handle]
 
     return finalizer
 
@@ -52,7 +52,7 @@ class RMMNumbaManager(HostOnlyCUDAMemoryManager):
             self.context,
             CUdeviceptr(key),
             size,
-            finalizer=_forget_when_freed(key, self.allocations),
+            finalizer=_make_emm_plugin_finalizer(key, self.allocations),
         )
 
     def get_ipc_handle(self, memory: MemoryPointer) -> IpcHandle:
@@ -78,15 +78,12 @@ class RMMNumbaManager(HostOnlyCUDAMemoryManager):
 
 
 # The inherited docstrings name `BaseCUDAMemoryManager` without its module; qualify it so that
-# documentation tools resolve the reference.
-for _, _method in inspect.getmembers(RMMNumbaManager, inspect.isfunction):
-    if _method.__doc__ is not None:
-        _method.__doc__ = _method.__doc__.replace(
+# documentation tools resolve the reference. (The loop's names stay module names, as in RMM's.)
+for _, method in inspect.getmembers(RMMNumbaManager, inspect.isfunction):
+    if method.__doc__ is not None:
+        method.__doc__ = method.__doc__.replace(
             ":class:`BaseCUDAMemoryManager`", ":class:`numba.cuda.BaseCUDAMemoryManager`"
         )
-del _, _method
 
 # What NUMBA_CUDA_MEMORY_MANAGER=rmm.allocators.numba selects.
 _numba_memory_manager = RMMNumbaManager
-
-__all__ = ["RMMNumbaManager"]

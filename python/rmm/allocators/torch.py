@@ -27,5 +27,3 @@ else:
         )
         del _native_module
     del is_available
-
-__all__ = ["rmm_torch_allocator"]

@@ -1,11 +1,67 @@
 """Memory resources and the per-device current resource (RMM's ``rmm.mr``)."""
 
-import importlib
+from rmm.mr import experimental
+from rmm.pylibrmm.memory_resource import (
+    ArenaMemoryResource,
+    BinningMemoryResource,
+    CallbackMemoryResource,
+    CudaAsyncMemoryResource,
+    CudaAsyncViewMemoryResource,
+    CudaMemoryResource,
+    DeviceMemoryResource,
+    FailureCallbackResourceAdaptor,
+    FixedSizeMemoryResource,
+    LimitingResourceAdaptor,
+    LoggingResourceAdaptor,
+    ManagedMemoryResource,
+    PinnedHostMemoryResource,
+    PoolMemoryResource,
+    PrefetchResourceAdaptor,
+    SamHeadroomMemoryResource,
+    StatisticsResourceAdaptor,
+    SystemMemoryResource,
+    TrackingResourceAdaptor,
+    UpstreamResourceAdaptor,
+    available_device_memory,
+    disable_logging,
+    enable_logging,
+    get_current_device_resource,
+    get_log_filenames,
+    get_per_device_resource,
+    is_initialized,
+    set_current_device_resource,
+    set_per_device_resource,
+)
 
-from rmm.pylibrmm.memory_resource import *  # noqa: F401,F403  (every resource and function)
-from rmm.pylibrmm.memory_resource import __all__ as _resource_names
-
-# The star import binds pylibrmm's `experimental`; rmm.mr has its own submodule of that name.
-experimental = importlib.import_module("rmm.mr.experimental")
-
-__all__ = list(_resource_names)
+__all__ = [
+    "ArenaMemoryResource",
+    "BinningMemoryResource",
+    "CallbackMemoryResource",
+    "CudaAsyncMemoryResource",
+    "CudaAsyncViewMemoryResource",
+    "CudaMemoryResource",
+    "DeviceMemoryResource",
+    "FailureCallbackResourceAdaptor",
+    "FixedSizeMemoryResource",
+    "LimitingResourceAdaptor",
+    "LoggingResourceAdaptor",
+    "ManagedMemoryResource",
+    "PinnedHostMemoryResource",
+    "PoolMemoryResource",
+    "PrefetchResourceAdaptor",
+    "SamHeadroomMemoryResource",
+    "StatisticsResourceAdaptor",
+    "SystemMemoryResource",
+    "TrackingResourceAdaptor",
+    "UpstreamResourceAdaptor",
+    "available_device_memory",
+    "disable_logging",
+    "enable_logging",
+    "experimental",
+    "get_current_device_resource",
+    "get_log_filenames",
+    "get_per_device_resource",
+    "is_initialized",
+    "set_current_device_resource",
+    "set_per_device_resource",
+]

@@ -3,5 +3,3 @@
 from typing import Optional  # noqa: F401 (a name RMM's module has)
 
 from rmm._native import CudaStreamPool
-
-__all__ = ["CudaStreamPool"]

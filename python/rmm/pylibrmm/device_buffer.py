@@ -10,11 +10,3 @@ from rmm._native import (
     to_device,
 )
 from rmm.pylibrmm.stream import DEFAULT_STREAM
-
-__all__ = [
-    "DeviceBuffer",
-    "copy_device_to_ptr",
-    "copy_host_to_ptr",
-    "copy_ptr_to_host",
-    "to_device",
-]

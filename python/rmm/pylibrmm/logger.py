@@ -63,14 +63,3 @@ def set_flush_level(level):
 def get_flush_level():
     """The current flush level, a ``level_enum``."""
     return level_enum(_native._logger_flush_level())
-
-
-__all__ = [
-    "flush_logger",
-    "get_flush_level",
-    "get_logging_level",
-    "level_enum",
-    "set_flush_level",
-    "set_logging_level",
-    "should_log",
-]

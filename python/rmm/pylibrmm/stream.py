@@ -17,13 +17,3 @@ class CudaStreamFlags(IntEnum):
 
     SYNC_DEFAULT = 0
     NON_BLOCKING = 1
-
-
-__all__ = [
-    "CudaStreamFlags",
-    "DEFAULT_STREAM",
-    "LEGACY_DEFAULT_STREAM",
-    "PER_THREAD_DEFAULT_STREAM",
-    "Stream",
-    "_OwningStream",
-]

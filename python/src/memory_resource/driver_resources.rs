@@ -57,8 +57,9 @@ impl CudaAsyncMemoryResource {
         Ok(base(pool.clone()).add_subclass(CudaAsyncMemoryResource { pool }))
     }
 
-    /// The handle of the pool, as an int (not part of RMM's Python API; kept for symmetry with
-    /// the view).
+    /// The handle of the pool, as an int. Private: RMM's class has no such method (its view,
+    /// `CudaAsyncViewMemoryResource`, has `pool_handle()`).
+    #[pyo3(name = "_pool_handle")]
     fn pool_handle(&self) -> usize {
         self.pool.pool_handle() as usize
     }

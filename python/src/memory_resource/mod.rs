@@ -8,6 +8,7 @@
 
 use crate::error::IntoPy;
 use crate::stream::StreamArg;
+use pyo3::exceptions::PySystemError;
 use pyo3::prelude::*;
 use rmm::{SharedResource, DEFAULT_ALIGNMENT};
 
@@ -62,10 +63,23 @@ impl DeviceMemoryResource {
 
     /// Frees `ptr` (of `nbytes`) on `stream`.
     #[pyo3(signature = (ptr, nbytes, stream = StreamArg::Omitted))]
-    fn deallocate(&self, py: Python<'_>, ptr: usize, nbytes: usize, stream: StreamArg<'_>) -> PyResult<()> {
+    /// A Python deallocate callback that raised makes this raise `SystemError` ("... returned a
+    /// result with an exception set", the callback's exception as its cause), as RMM's does: its
+    /// callback leaves the exception set and its `deallocate` returns normally.
+    fn deallocate(slf: &Bound<'_, Self>, ptr: usize, nbytes: usize, stream: StreamArg<'_>) -> PyResult<()> {
+        let py = slf.py();
         let stream = stream.resolve(py)?.get().view();
-        let resource = &self.resource;
-        py.detach(|| resource.deallocate(ptr as *mut u8, nbytes, DEFAULT_ALIGNMENT, stream)).py()
+        let resource = &slf.get().resource;
+        match py.detach(|| resource.deallocate(ptr as *mut u8, nbytes, DEFAULT_ALIGNMENT, stream)) {
+            Ok(()) => Ok(()),
+            Err(e) if crate::error::is_from_callback(&e) => {
+                let method = slf.getattr("deallocate")?.repr()?.to_string();
+                let error = PySystemError::new_err(format!("{method} returned a result with an exception set"));
+                error.set_cause(py, Some(crate::error::to_py(e)));
+                Err(error)
+            }
+            Err(e) => Err(crate::error::to_py(e)),
+        }
     }
 }
 

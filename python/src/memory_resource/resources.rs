@@ -57,14 +57,19 @@ impl PoolMemoryResource {
             None => rmm::percent_of_free_device_memory(50).py()?,
         };
         let maximum = optional_size_arg(maximum_pool_size)?;
-        if let Some(maximum) = maximum {
-            // RMM checks the sizes' alignment first (below, as the core does), then throws
-            // rmm::logic_error, which Cython raises as RuntimeError.
-            if initial > maximum && initial % 256 == 0 && maximum % 256 == 0 {
-                return Err(pyo3::exceptions::PyRuntimeError::new_err(
-                    "Initial pool size exceeds the maximum pool size!",
-                ));
-            }
+        // RMM checks the initial size's alignment, the maximum's, then their order, each with
+        // RMM_EXPECTS (rmm::logic_error, which Cython raises as RuntimeError).
+        let refused = if initial % 256 != 0 {
+            Some("Error, Initial pool size required to be a multiple of 256 bytes")
+        } else if maximum.is_some_and(|m| m % 256 != 0) {
+            Some("Error, Maximum pool size required to be a multiple of 256 bytes")
+        } else if maximum.is_some_and(|m| initial > m) {
+            Some("Initial pool size exceeds the maximum pool size!")
+        } else {
+            None
+        };
+        if let Some(message) = refused {
+            return Err(pyo3::exceptions::PyRuntimeError::new_err(message));
         }
         let pool = Arc::new(py.detach(|| r::PoolMemoryResource::new(resource, initial, maximum)).py()?);
         Ok(UpstreamResourceAdaptor::init(upstream, pool.clone()).add_subclass(PoolMemoryResource { pool }))

@@ -10,6 +10,7 @@ import warnings
 from collections import defaultdict  # noqa: F401 (a name RMM's module has)
 
 from rmm._cuda.gpu import CUDARuntimeError, driver, getDevice, runtime, setDevice  # noqa: F401
+from rmm import _native
 from rmm._native import (
     ArenaMemoryResource,
     BinningMemoryResource,
@@ -31,22 +32,14 @@ from rmm._native import (
     SystemMemoryResource,
     TrackingResourceAdaptor,
     UpstreamResourceAdaptor,
-    _clear_per_device_resources,
-    _per_device_resources,
     available_device_memory,
     get_current_device_resource,
     get_per_device_resource,
     set_current_device_resource,
     set_per_device_resource,
 )
-from rmm.pylibrmm.helper import parse_bytes
 from rmm.pylibrmm.stream import DEFAULT_STREAM  # noqa: F401 (the default of every stream=)
 from rmm.statistics import Statistics  # noqa: F401 (what allocation_counts returns)
-
-# cudaErrorNoDevice: RMM warns instead of failing when there is no device to initialise.
-_CUDA_ERROR_NO_DEVICE = 100
-# cudaErrorInsufficientDriver: no driver at all (RMM's _initialize raises it).
-_CUDA_ERROR_INSUFFICIENT_DRIVER = 35
 
 
 def _append_id(filename, id):
@@ -54,24 +47,6 @@ def _append_id(filename, id):
     ``"a.dev1.txt"``."""
     name, ext = os.path.splitext(filename)
     return f"{name}.dev{id}{ext}"
-
-
-def _on_device(device, make):
-    """``make()`` run with ``device`` current, the previous device restored afterwards. Without
-    any device (host-memory resources on a machine without a GPU) it simply runs ``make()``."""
-    try:
-        original = getDevice()
-    except CUDARuntimeError as e:
-        if e.status in (_CUDA_ERROR_NO_DEVICE, _CUDA_ERROR_INSUFFICIENT_DRIVER):
-            return make()
-        raise
-    if original == device:
-        return make()
-    setDevice(device)
-    try:
-        return make()
-    finally:
-        setDevice(original)
 
 
 def _initialize(
@@ -87,8 +62,8 @@ def _initialize(
     ``rmm.reinitialize`` does after running its hooks)."""
     upstream = ManagedMemoryResource if managed_memory else CudaMemoryResource
     if pool_allocator:
-        initial = None if initial_pool_size is None else parse_bytes(initial_pool_size)
-        maximum = None if maximum_pool_size is None else parse_bytes(maximum_pool_size)
+        initial = None if initial_pool_size is None else _native.parse_bytes(initial_pool_size)
+        maximum = None if maximum_pool_size is None else _native.parse_bytes(maximum_pool_size)
 
         def make():
             return PoolMemoryResource(upstream(), initial_pool_size=initial, maximum_pool_size=maximum)
@@ -99,12 +74,12 @@ def _initialize(
     try:
         original_device = getDevice()
     except CUDARuntimeError as e:
-        if e.status == _CUDA_ERROR_NO_DEVICE:
+        if e.status == 100:  # cudaErrorNoDevice: RMM warns instead of failing
             warnings.warn(str(e))
             return
         raise
 
-    _clear_per_device_resources()
+    _native._clear_per_device_resources()
     if devices is None:
         devices = [0]
     elif isinstance(devices, int):
@@ -122,12 +97,12 @@ def _initialize(
 
 def is_initialized():
     """True when every device's resource is usable (RMM's check; always so once set)."""
-    return all(isinstance(mr, DeviceMemoryResource) for _, mr in _per_device_resources())
+    return all(isinstance(mr, DeviceMemoryResource) for _, mr in _native._per_device_resources())
 
 
 def _flush_logs():
     """Flushes the log of every device whose resource is a ``LoggingResourceAdaptor``."""
-    for _, mr in _per_device_resources():
+    for _, mr in _native._per_device_resources():
         if isinstance(mr, LoggingResourceAdaptor):
             mr.flush()
 
@@ -136,19 +111,19 @@ def enable_logging(log_file_name=None):
     """Wraps each device's resource (device 0 when none was set) in a ``LoggingResourceAdaptor``.
 
     ``log_file_name`` defaults to the ``RMM_LOG_FILE`` environment variable (``ValueError`` when
-    neither is given); each device logs to its own file, the name with ``.dev<id>`` put before the
-    extension (see ``get_log_filenames``)."""
-    devices = [d for d, _ in _per_device_resources()] or [0]
+    neither is given). As in RMM, every adaptor is made on the current device, so each file name
+    gets the current device's ``.dev<id>`` before its extension (two devices share one file); see
+    ``get_log_filenames``."""
+    devices = [d for d, _ in _native._per_device_resources()] or [0]
     for device in devices:
         each_mr = get_per_device_resource(device)
         if not isinstance(each_mr, LoggingResourceAdaptor):
-            logged = _on_device(device, lambda: LoggingResourceAdaptor(each_mr, log_file_name))
-            set_per_device_resource(device, logged)
+            set_per_device_resource(device, LoggingResourceAdaptor(each_mr, log_file_name))
 
 
 def disable_logging():
     """Puts back the resource under each device's ``LoggingResourceAdaptor``."""
-    for device, each_mr in _per_device_resources():
+    for device, each_mr in _native._per_device_resources():
         if isinstance(each_mr, LoggingResourceAdaptor):
             set_per_device_resource(device, each_mr.get_upstream())
 
@@ -157,42 +132,10 @@ def get_log_filenames():
     """The log file of each device in use, ``None`` for a device that is not logging."""
     return {
         device: each_mr.get_file_name() if isinstance(each_mr, LoggingResourceAdaptor) else None
-        for device, each_mr in _per_device_resources()
+        for device, each_mr in _native._per_device_resources()
     }
 
 
-__all__ = [
-    "ArenaMemoryResource",
-    "BinningMemoryResource",
-    "CallbackMemoryResource",
-    "CudaAsyncMemoryResource",
-    "CudaAsyncViewMemoryResource",
-    "CudaMemoryResource",
-    "DeviceMemoryResource",
-    "FailureCallbackResourceAdaptor",
-    "FixedSizeMemoryResource",
-    "LimitingResourceAdaptor",
-    "LoggingResourceAdaptor",
-    "ManagedMemoryResource",
-    "PinnedHostMemoryResource",
-    "PoolMemoryResource",
-    "PrefetchResourceAdaptor",
-    "SamHeadroomMemoryResource",
-    "StatisticsResourceAdaptor",
-    "SystemMemoryResource",
-    "TrackingResourceAdaptor",
-    "UpstreamResourceAdaptor",
-    "available_device_memory",
-    "disable_logging",
-    "enable_logging",
-    "get_current_device_resource",
-    "get_log_filenames",
-    "get_per_device_resource",
-    "is_initialized",
-    "set_current_device_resource",
-    "set_per_device_resource",
-]
-
 # As in RMM, importing the resources imports rmm.statistics (the type their counters come back
 # as), so `import rmm` makes `rmm.statistics` available.
-import rmm.statistics  # noqa: E402,F401
+__import__("rmm.statistics")  # binds no name here, as in RMM's module
