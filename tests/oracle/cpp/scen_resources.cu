@@ -1,0 +1,259 @@
+// Generic scenarios over every resource and adaptor configuration (factories()): construction,
+// allocations of many sizes through device_async_resource_ref and allocate_sync, huge requests,
+// alignment arguments, equality of copies and refs, other streams, many live blocks.
+#include "common.hpp"
+
+#include <rmm/mr/aligned_resource_adaptor.hpp>
+#include <rmm/mr/arena_memory_resource.hpp>
+#include <rmm/mr/binning_memory_resource.hpp>
+#include <rmm/mr/callback_memory_resource.hpp>
+#include <rmm/mr/cuda_async_managed_memory_resource.hpp>
+#include <rmm/mr/cuda_async_memory_resource.hpp>
+#include <rmm/mr/cuda_async_view_memory_resource.hpp>
+#include <rmm/mr/cuda_memory_resource.hpp>
+#include <rmm/mr/failure_callback_resource_adaptor.hpp>
+#include <rmm/mr/fixed_size_memory_resource.hpp>
+#include <rmm/mr/limiting_resource_adaptor.hpp>
+#include <rmm/mr/logging_resource_adaptor.hpp>
+#include <rmm/mr/managed_memory_resource.hpp>
+#include <rmm/mr/pinned_host_memory_resource.hpp>
+#include <rmm/mr/pool_memory_resource.hpp>
+#include <rmm/mr/prefetch_resource_adaptor.hpp>
+#include <rmm/mr/statistics_resource_adaptor.hpp>
+#include <rmm/mr/system_memory_resource.hpp>
+#include <rmm/mr/thread_safe_resource_adaptor.hpp>
+#include <rmm/mr/tracking_resource_adaptor.hpp>
+
+#include <sstream>
+
+namespace oracle {
+
+namespace {
+constexpr std::size_t MiB = std::size_t{1} << 20;
+
+std::ostream& log_sink()
+{
+  static std::ostringstream s;
+  s.str("");
+  return s;
+}
+}  // namespace
+
+void alloc_free(trace& t,
+                std::string const& label,
+                rmm::device_async_resource_ref ref,
+                std::size_t bytes,
+                std::size_t alignment)
+{
+  void* p = nullptr;
+  bool ok = t.call(label + ".allocate", [&] {
+    p = ref.allocate(default_stream(), bytes, alignment);
+    return true;
+  });
+  if (!ok) { return; }
+  t.ptr(label, p);
+  t.call(label + ".deallocate", [&] { ref.deallocate(default_stream(), p, bytes, alignment); });
+  t.add(label + ".sync", cudaStreamSynchronize(nullptr) == cudaSuccess);
+}
+
+std::vector<factory> const& factories()
+{
+  using namespace rmm::mr;
+  static std::vector<factory> const f{
+    {"cuda", [] { return any_dev{cuda_memory_resource{}}; }},
+    {"managed", [] { return any_dev{managed_memory_resource{}}; }},
+    {"pinned_host", [] { return any_dev{pinned_host_memory_resource{}}; }},
+    {"cuda_async", [] { return any_dev{cuda_async_memory_resource{}}; }},
+    {"cuda_async_sized",
+     [] { return any_dev{cuda_async_memory_resource{4 * MiB, 64 * MiB}}; }},
+    {"cuda_async_managed", [] { return any_dev{cuda_async_managed_memory_resource{}}; }},
+    {"cuda_async_view",
+     [] {
+       cudaMemPool_t pool{};
+       RMM_CUDA_TRY(cudaDeviceGetDefaultMemPool(&pool, 0));
+       return any_dev{cuda_async_view_memory_resource{pool}};
+     }},
+    {"pool", [] { return any_dev{pool_memory_resource{cuda_memory_resource{}, MiB}}; }},
+    {"pool_max",
+     [] { return any_dev{pool_memory_resource{cuda_memory_resource{}, 0, 16 * MiB}}; }},
+    {"pool_managed",
+     [] { return any_dev{pool_memory_resource{managed_memory_resource{}, 2 * MiB}}; }},
+    {"pool_async",
+     [] { return any_dev{pool_memory_resource{cuda_async_memory_resource{}, 2 * MiB}}; }},
+    {"arena", [] { return any_dev{arena_memory_resource{cuda_memory_resource{}, 64 * MiB}}; }},
+    {"binning", [] { return any_dev{binning_memory_resource{cuda_memory_resource{}, 3, 12}}; }},
+    {"binning_nobins", [] { return any_dev{binning_memory_resource{cuda_memory_resource{}}}; }},
+    {"fixed_size", [] { return any_dev{fixed_size_memory_resource{cuda_memory_resource{}}}; }},
+    {"fixed_size_4k",
+     [] { return any_dev{fixed_size_memory_resource{cuda_memory_resource{}, 4096, 8}}; }},
+    {"aligned_4k",
+     [] { return any_dev{aligned_resource_adaptor{cuda_memory_resource{}, 4096}}; }},
+    {"aligned_default", [] { return any_dev{aligned_resource_adaptor{cuda_memory_resource{}}}; }},
+    {"limiting",
+     [] { return any_dev{limiting_resource_adaptor{cuda_memory_resource{}, 16 * MiB}}; }},
+    {"statistics", [] { return any_dev{statistics_resource_adaptor{cuda_memory_resource{}}}; }},
+    {"tracking", [] { return any_dev{tracking_resource_adaptor{cuda_memory_resource{}}}; }},
+    {"logging",
+     [] { return any_dev{logging_resource_adaptor{cuda_memory_resource{}, log_sink()}}; }},
+    {"thread_safe", [] { return any_dev{thread_safe_resource_adaptor{cuda_memory_resource{}}}; }},
+    {"prefetch", [] { return any_dev{prefetch_resource_adaptor{managed_memory_resource{}}}; }},
+    {"failure_callback",
+     [] {
+       return any_dev{failure_callback_resource_adaptor<>{
+         cuda_memory_resource{}, [](std::size_t, void*) { return false; }, nullptr}};
+     }},
+    {"callback",
+     [] {
+       return any_dev{callback_memory_resource{
+         [](std::size_t n, cuda::stream_ref, void*) -> void* {
+           void* p = nullptr;
+           return cudaMalloc(&p, n) == cudaSuccess ? p : (cudaGetLastError(), nullptr);
+         },
+         [](void* p, std::size_t, cuda::stream_ref, void*) { cudaFree(p); }}};
+     }},
+    {"statistics_over_pool",
+     [] {
+       return any_dev{
+         statistics_resource_adaptor{pool_memory_resource{cuda_memory_resource{}, MiB}}};
+     }},
+    {"tracking_over_binning",
+     [] {
+       return any_dev{tracking_resource_adaptor{
+         binning_memory_resource{pool_memory_resource{cuda_memory_resource{}, 4 * MiB}, 8, 14}}};
+     }},
+    {"limiting_over_arena",
+     [] {
+       return any_dev{limiting_resource_adaptor{
+         arena_memory_resource{cuda_memory_resource{}, 32 * MiB}, 8 * MiB}};
+     }},
+    {"system",
+     [] {
+       int pageable = 0;
+       cudaDeviceGetAttribute(&pageable, cudaDevAttrPageableMemoryAccess, 0);
+       if (!pageable) { throw skip{"the device lacks pageable memory access (HMM/ATS)"}; }
+       return any_dev{system_memory_resource{}};
+     }},
+  };
+  return f;
+}
+
+void register_resources()
+{
+  std::vector<std::size_t> const sizes{0,    1,     8,       255,     256,    257,
+                                       1000, 4096,  65536,   1 << 20, 3 << 20};
+  std::vector<std::size_t> const alignments{1, 2, 64, 128, 256, 512, 4096, 3};
+  for (auto const& fac : factories()) {
+    auto const area = "resource/" + fac.name;
+    auto const make = fac.make;
+    add(area, "construct", [make](trace& t) {
+      t.add("gpus>0", device_count() > 0);
+      t.call("construct", [&] {
+        auto r = make();
+        return true;
+      });
+    });
+    for (auto n : sizes) {
+      add(area, "ref_alloc_" + std::to_string(n), [make, n](trace& t) {
+        auto r = make();
+        alloc_free(t, "a", rmm::device_async_resource_ref{r}, n);
+      });
+    }
+    for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{4096}}) {
+      add(area, "sync_alloc_" + std::to_string(n), [make, n](trace& t) {
+        auto r  = make();
+        void* p = nullptr;
+        if (!t.call("allocate_sync", [&] {
+              p = r.allocate_sync(n, 256);
+              return true;
+            })) {
+          return;
+        }
+        t.ptr("p", p);
+        t.call("deallocate_sync", [&] { r.deallocate_sync(p, n, 256); });
+      });
+    }
+    add(area, "huge", [make](trace& t) {
+      auto r = make();
+      alloc_free(t, "pb", rmm::device_async_resource_ref{r}, std::size_t{1} << 50);
+      alloc_free(t, "after", rmm::device_async_resource_ref{r}, 1000);
+    });
+    add(area, "max_size_t", [make](trace& t) {
+      auto r = make();
+      alloc_free(t, "max", rmm::device_async_resource_ref{r}, ~std::size_t{0} - 255);
+      alloc_free(t, "after", rmm::device_async_resource_ref{r}, 1000);
+    });
+    for (auto a : alignments) {
+      add(area, "align_" + std::to_string(a), [make, a](trace& t) {
+        auto r = make();
+        alloc_free(t, "a", rmm::device_async_resource_ref{r}, 1000, a);
+      });
+    }
+    add(area, "equality", [make](trace& t) {
+      auto r    = make();
+      auto copy = r;
+      auto other = make();
+      t.add("copy==", r == copy);
+      t.add("other==", r == other);
+      rmm::device_async_resource_ref ra{r}, rc{copy}, ro{other};
+      t.add("ref copy==", ra == rc);
+      t.add("ref other==", ra == ro);
+      t.add("ref self==", ra == rmm::device_async_resource_ref{r});
+    });
+    add(area, "stream", [make](trace& t) {
+      auto r = make();
+      rmm::cuda_stream s;
+      rmm::device_async_resource_ref ref{r};
+      void* p = nullptr;
+      if (!t.call("allocate", [&] {
+            p = ref.allocate(cuda::stream_ref{s}, 5000, 256);
+            return true;
+          })) {
+        return;
+      }
+      t.ptr("p", p);
+      t.add("memset", cudaMemsetAsync(p, 1, 5000, s.value()) == cudaSuccess);
+      t.call("deallocate", [&] { ref.deallocate(cuda::stream_ref{s}, p, 5000, 256); });
+      t.add("sync", cudaStreamSynchronize(s.value()) == cudaSuccess);
+    });
+    add(area, "many", [make](trace& t) {
+      auto r = make();
+      rmm::device_async_resource_ref ref{r};
+      std::vector<std::pair<void*, std::size_t>> live;
+      int fails = 0, unaligned = 0;
+      for (int i = 0; i < 64; ++i) {
+        std::size_t n = std::size_t{1} << (i % 17);
+        try {
+          void* p = ref.allocate(default_stream(), n, 256);
+          if (reinterpret_cast<std::uintptr_t>(p) % 256 != 0) { ++unaligned; }
+          live.emplace_back(p, n);
+        } catch (...) {
+          ++fails;
+        }
+      }
+      t.add("live", live.size());
+      t.add("fails", fails);
+      t.add("unaligned", unaligned);
+      for (auto it = live.rbegin(); it != live.rend(); ++it) {
+        ref.deallocate(default_stream(), it->first, it->second, 256);
+      }
+      t.add("sync", cudaDeviceSynchronize() == cudaSuccess);
+    });
+    add(area, "reuse", [make](trace& t) {
+      auto r = make();
+      rmm::device_async_resource_ref ref{r};
+      for (int i = 0; i < 3; ++i) {
+        void* p = nullptr;
+        if (!t.call("alloc" + std::to_string(i), [&] {
+              p = ref.allocate(default_stream(), 12345, 256);
+              return true;
+            })) {
+          return;
+        }
+        ref.deallocate(default_stream(), p, 12345, 256);
+      }
+      t.add("sync", cudaDeviceSynchronize() == cudaSuccess);
+    });
+  }
+}
+
+}  // namespace oracle
