@@ -58,6 +58,7 @@ common=(-std=c++20 -O1 -arch="$ARCH" -Xcompiler=-Wall -Xcompiler=-Wno-unused-var
         -DTHRUST_DISABLE_ABI_NAMESPACE -DTHRUST_IGNORE_ABI_NAMESPACE_ERROR -DCCCL_DISABLE_PDL
         --extended-lambda)
 sources=("$SRC"/*.cu)
+objs() { local s; for s in "${sources[@]}"; do echo "$WORK/$1/$(basename "${s%.cu}").o"; done; }
 mkdir -p "$CARRY" "$WORK"
 
 # compile SIDE: every source into $WORK/SIDE/*.o, two at a time.
@@ -88,7 +89,7 @@ for side in $SIDES; do
       CARGO_TARGET_DIR="$target" cargo build --release --quiet --manifest-path "$REPO/Cargo.toml"
       echo "== nvcc (ours)"
       compile ours
-      "$nvcc" -arch="$ARCH" "$WORK"/ours/*.o -o "$WORK/oracle_cpp_ours" \
+      "$nvcc" -arch="$ARCH" $(objs ours) -o "$WORK/oracle_cpp_ours" \
         "$target/release/librmm.a" -lpthread -ldl -L"$cuda_home/lib" -L"$cuda_home/lib64"
       strip -o "$CARRY/oracle_cpp_ours" "$WORK/oracle_cpp_ours"
       ;;
@@ -96,7 +97,7 @@ for side in $SIDES; do
       rmm="$(find_rmm)"
       echo "== nvcc (RMM 26.10 from $rmm)"
       compile rmm
-      "$nvcc" -arch="$ARCH" "$WORK"/rmm/*.o -o "$WORK/oracle_cpp_rmm" \
+      "$nvcc" -arch="$ARCH" $(objs rmm) -o "$WORK/oracle_cpp_rmm" \
         -L"$cuda_home/lib" -L"$cuda_home/lib64" -L"$rmm/librmm/lib64" -L"$rmm/rapids_logger/lib64" \
         -lrmm -lrapids_logger -Xlinker -rpath -Xlinker '$ORIGIN'
       strip -o "$CARRY/oracle_cpp_rmm" "$WORK/oracle_cpp_rmm"

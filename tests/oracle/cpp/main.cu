@@ -224,6 +224,24 @@ std::vector<scenario const*> members(std::string const& group, std::string const
   return m;
 }
 
+/// Seconds one scenario may run (ORACLE_TIMEOUT_S, default 60).
+unsigned timeout_s()
+{
+  char const* v = std::getenv("ORACLE_TIMEOUT_S");
+  return v != nullptr ? static_cast<unsigned>(std::strtoul(v, nullptr, 10)) : 60U;
+}
+
+/// The harness's own check: with ORACLE_SELFTEST_CRASH set, this scenario dies of SIGSEGV, and
+/// the runner must record {"crash": 11} and go on with the next scenario of its group.
+void register_selftest()
+{
+  add("harness", "crash_selftest", [](trace& t) {
+    if (std::getenv("ORACLE_SELFTEST_CRASH") != nullptr) { std::raise(SIGSEGV); }
+    t.add("crash", "not requested");
+  });
+  add("harness", "after_crash", [](trace& t) { t.add("side_independent", true); });
+}
+
 int run_parent(char const* self, std::string const& filter)
 {
   for (auto const& g : groups()) {
@@ -291,6 +309,7 @@ int main(int argc, char** argv)
   register_adaptors();
   register_containers();
   register_misc();
+  register_selftest();
 
   std::string group, filter, only;
   std::size_t from = 0;
@@ -327,7 +346,7 @@ int main(int argc, char** argv)
   if (!group.empty()) {
     auto const m = members(group, filter);
     for (std::size_t k = from; k < m.size(); ++k) {
-      alarm(120);  // a hung scenario is recorded as a crash (SIGALRM)
+      alarm(timeout_s());  // a hung scenario is recorded as a crash (SIGALRM)
       run_here(*m[k]);
     }
     return 0;

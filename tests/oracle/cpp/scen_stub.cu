@@ -1,6 +1,0 @@
-#include "common.hpp"
-namespace oracle {
-
-
-void register_misc() {}
-}
