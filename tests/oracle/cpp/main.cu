@@ -28,6 +28,7 @@ void register_resources();
 void register_adaptors();
 void register_containers();
 void register_misc();
+void register_api();
 
 std::string quote(std::string const& s)
 {
@@ -309,6 +310,7 @@ int main(int argc, char** argv)
   register_adaptors();
   register_containers();
   register_misc();
+  register_api();
   register_selftest();
 
   std::string group, filter, only;
