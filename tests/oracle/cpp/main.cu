@@ -225,11 +225,11 @@ std::vector<scenario const*> members(std::string const& group, std::string const
   return m;
 }
 
-/// Seconds one scenario may run (ORACLE_TIMEOUT_S, default 60).
+/// Seconds one scenario may run (ORACLE_TIMEOUT_S, default 30).
 unsigned timeout_s()
 {
   char const* v = std::getenv("ORACLE_TIMEOUT_S");
-  return v != nullptr ? static_cast<unsigned>(std::strtoul(v, nullptr, 10)) : 60U;
+  return v != nullptr ? static_cast<unsigned>(std::strtoul(v, nullptr, 10)) : 30U;
 }
 
 /// The harness's own check: with ORACLE_SELFTEST_CRASH set, this scenario dies of SIGSEGV, and

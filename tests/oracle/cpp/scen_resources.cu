@@ -19,6 +19,7 @@
 #include <rmm/mr/pinned_host_memory_resource.hpp>
 #include <rmm/mr/pool_memory_resource.hpp>
 #include <rmm/mr/prefetch_resource_adaptor.hpp>
+#include <rmm/mr/sam_headroom_memory_resource.hpp>
 #include <rmm/mr/statistics_resource_adaptor.hpp>
 #include <rmm/mr/system_memory_resource.hpp>
 #include <rmm/mr/thread_safe_resource_adaptor.hpp>
@@ -126,6 +127,30 @@ std::vector<factory> const& factories()
        return any_dev{limiting_resource_adaptor{
          arena_memory_resource{cuda_memory_resource{}, 32 * MiB}, 8 * MiB}};
      }},
+    {"pool_pinned_host",
+     [] { return any_dev{pool_memory_resource{pinned_host_memory_resource{}, MiB}}; }},
+    {"cuda_async_view_user_pool",
+     [] {
+       // A pool the user made; never destroyed (the process ends with the scenario group).
+       static cudaMemPool_t pool = [] {
+         cudaMemPoolProps props{};
+         props.allocType     = cudaMemAllocationTypePinned;
+         props.handleTypes   = cudaMemHandleTypeNone;
+         props.location.type = cudaMemLocationTypeDevice;
+         props.location.id   = 0;
+         cudaMemPool_t p{};
+         RMM_CUDA_TRY(cudaMemPoolCreate(&p, &props));
+         return p;
+       }();
+       return any_dev{cuda_async_view_memory_resource{pool}};
+     }},
+    {"sam_headroom",
+     [] {
+       int pageable = 0;
+       cudaDeviceGetAttribute(&pageable, cudaDevAttrPageableMemoryAccess, 0);
+       if (!pageable) { throw skip{"the device lacks pageable memory access (HMM/ATS)"}; }
+       return any_dev{sam_headroom_memory_resource{MiB}};
+     }},
     {"system",
      [] {
        int pageable = 0;
@@ -198,6 +223,42 @@ void register_resources()
       t.add("ref copy==", ra == rc);
       t.add("ref other==", ra == ro);
       t.add("ref self==", ra == rmm::device_async_resource_ref{r});
+      static rmm::mr::cuda_memory_resource cm;
+      t.add("ref ==cuda", ra == rmm::device_async_resource_ref{cm});
+    });
+    add(area, "free_other_stream", [make](trace& t) {
+      auto r = make();
+      rmm::cuda_stream s1, s2;
+      rmm::device_async_resource_ref ref{r};
+      void* p = nullptr;
+      if (!t.call("allocate_s1", [&] {
+            p = ref.allocate(cuda::stream_ref{s1}, 3000, 256);
+            return true;
+          })) {
+        return;
+      }
+      t.call("deallocate_s2", [&] { ref.deallocate(cuda::stream_ref{s2}, p, 3000, 256); });
+      s1.synchronize();
+      s2.synchronize();
+      alloc_free(t, "again_s1", ref, 3000);
+      alloc_free(t, "again_default", ref, 3000);
+    });
+    add(area, "free_order", [make](trace& t) {
+      // Allocate a few sizes, free in allocation order, allocate again: pointers reused or not
+      // is not compared (addresses); only success and alignment.
+      auto r = make();
+      rmm::device_async_resource_ref ref{r};
+      std::vector<std::pair<void*, std::size_t>> v;
+      for (std::size_t n : {std::size_t{512}, std::size_t{70000}, std::size_t{2} << 20}) {
+        try {
+          v.emplace_back(ref.allocate(default_stream(), n, 256), n);
+        } catch (...) {
+          t.add("fail" + std::to_string(n), describe_current_exception(false));
+        }
+      }
+      t.add("got", v.size());
+      for (auto& [p, n] : v) { ref.deallocate(default_stream(), p, n, 256); }
+      alloc_free(t, "after", ref, 70000);
     });
     add(area, "stream", [make](trace& t) {
       auto r = make();
