@@ -25,6 +25,7 @@
 #include <rmm/mr/thread_safe_resource_adaptor.hpp>
 #include <rmm/mr/tracking_resource_adaptor.hpp>
 
+#include <optional>
 #include <sstream>
 
 namespace oracle {
@@ -164,6 +165,7 @@ std::vector<factory> const& factories()
 
 void register_resources()
 {
+  using namespace rmm::mr;
   std::vector<std::size_t> const sizes{0,    1,     8,       255,     256,    257,
                                        1000, 4096,  65536,   1 << 20, 3 << 20};
   std::vector<std::size_t> const alignments{1, 2, 64, 128, 256, 512, 4096, 3};
@@ -242,6 +244,75 @@ void register_resources()
       s2.synchronize();
       alloc_free(t, "again_s1", ref, 3000);
       alloc_free(t, "again_default", ref, 3000);
+    });
+    // The same sequence through adaptors stacked over this resource.
+    add(area, "statistics_over", [make](trace& t) {
+      statistics_resource_adaptor st{make()};
+      std::vector<std::pair<void*, std::size_t>> live;
+      for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{1000}, MiB, std::size_t{0}}) {
+        try {
+          live.emplace_back(st.allocate(default_stream(), n, 256), n);
+        } catch (...) {
+          t.add("fail" + std::to_string(n), describe_current_exception(false));
+        }
+      }
+      auto b = st.get_bytes_counter();
+      auto a = st.get_allocations_counter();
+      t.add("bytes", std::vector<long long>{b.value, b.peak, b.total});
+      t.add("allocs", std::vector<long long>{a.value, a.peak, a.total});
+      for (auto& [p, n] : live) { st.deallocate(default_stream(), p, n, 256); }
+      t.add("bytes_end", st.get_bytes_counter().value);
+      t.add("allocs_end", st.get_allocations_counter().value);
+    });
+    add(area, "tracking_over", [make](trace& t) {
+      tracking_resource_adaptor tr{make()};
+      std::vector<std::pair<void*, std::size_t>> live;
+      for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{1000}, MiB, std::size_t{0}}) {
+        try {
+          live.emplace_back(tr.allocate(default_stream(), n, 256), n);
+        } catch (...) {
+          t.add("fail" + std::to_string(n), describe_current_exception(false));
+        }
+      }
+      t.add("outstanding", tr.get_outstanding_allocations().size());
+      t.add("bytes", tr.get_allocated_bytes());
+      for (auto& [p, n] : live) { tr.deallocate(default_stream(), p, n, 256); }
+      t.add("outstanding_end", tr.get_outstanding_allocations().size());
+      t.add("bytes_end", tr.get_allocated_bytes());
+    });
+    add(area, "limiting_over", [make](trace& t) {
+      limiting_resource_adaptor lim{make(), 2 * MiB};
+      std::vector<std::pair<void*, std::size_t>> live;
+      for (std::size_t n : {std::size_t{0}, std::size_t{1000}, MiB, MiB, std::size_t{256}}) {
+        try {
+          live.emplace_back(lim.allocate(default_stream(), n, 256), n);
+          t.add("ok" + std::to_string(live.size()), lim.get_allocated_bytes());
+        } catch (...) {
+          t.add("fail" + std::to_string(n), describe_current_exception(false));
+        }
+      }
+      for (auto& [p, n] : live) { lim.deallocate(default_stream(), p, n, 256); }
+      t.add("end", lim.get_allocated_bytes());
+    });
+    add(area, "pool_over", [make](trace& t) {
+      std::optional<pool_memory_resource> pool;
+      if (!t.call("construct", [&] {
+            pool.emplace(make(), 0, 8 * MiB);
+            return true;
+          })) {
+        return;
+      }
+      std::vector<std::pair<void*, std::size_t>> live;
+      for (std::size_t n : {std::size_t{1000}, 3 * MiB, 3 * MiB, 3 * MiB, std::size_t{0}}) {
+        try {
+          live.emplace_back(pool->allocate(default_stream(), n, 256), n);
+          t.add("ok" + std::to_string(live.size()), pool->pool_size());
+        } catch (...) {
+          t.add("fail" + std::to_string(n), describe_current_exception(false));
+        }
+      }
+      for (auto& [p, n] : live) { pool->deallocate(default_stream(), p, n, 256); }
+      t.add("end", pool->pool_size());
     });
     add(area, "free_order", [make](trace& t) {
       // Allocate a few sizes, free in allocation order, allocate again: pointers reused or not
