@@ -113,3 +113,6 @@ du -ch "$CARRY" | tail -1
 for side in $SIDES; do
   echo "oracle_cpp_$side: $("$CARRY/oracle_cpp_$side" --list | wc -l) scenarios"
 done
+if [ "$SIDES" = "ours rmm" ] || [ "$SIDES" = "rmm ours" ]; then
+  bash "$SRC/selftest.sh"
+fi
