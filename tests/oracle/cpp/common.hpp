@@ -39,4 +39,12 @@ void alloc_free(trace& t,
                 std::size_t bytes,
                 std::size_t alignment = 256);
 
+/// A random allocate/free sequence over `ref` (seeded; the same on both sides); records the
+/// outcome of each step ('a' allocated, 'f' freed, 'o' out_of_memory, 'x' other exception).
+void random_sequence(trace& t,
+                     rmm::device_async_resource_ref ref,
+                     std::uint64_t seed,
+                     std::size_t max_bytes,
+                     int steps);
+
 }  // namespace oracle

@@ -24,6 +24,7 @@
 #include <rmm/mr/statistics_resource_adaptor.hpp>
 #include <rmm/mr/tracking_resource_adaptor.hpp>
 
+#include <optional>
 #include <random>
 #include <set>
 
@@ -260,6 +261,8 @@ void register_errors()
   });
 }
 
+}  // namespace
+
 /// A random allocate/free sequence over `ref`; records the outcome of each step compactly.
 void random_sequence(trace& t, ref_t ref, std::uint64_t seed, std::size_t max_bytes, int steps)
 {
@@ -295,6 +298,8 @@ void random_sequence(trace& t, ref_t ref, std::uint64_t seed, std::size_t max_by
   for (auto& [p, n] : live) { ref.deallocate(default_stream(), p, n, 256); }
   t.add("sync", cudaDeviceSynchronize() == cudaSuccess);
 }
+
+namespace {
 
 void register_random()
 {
@@ -496,6 +501,64 @@ void register_two_gpu()
     cudaDeviceSynchronize();
     cudaSetDevice(0);
   });
+  add(A, "uvector_copy_on_other_device", [](trace& t) {
+    need_devices(2);
+    rec2 r;
+    cudaSetDevice(0);
+    rmm::device_uvector<int> v{16, s0(), r.mr};
+    v.set_element(3, 33, s0());
+    cudaSetDevice(1);
+    t.call_msg("copy", [&] {
+      rmm::device_uvector<int> w{v, s0(), r.mr};
+      t.add("copy.mem_device", memory_device(w.data()));
+      return w.element(3, s0());
+    });
+    r.dump(t, "events");
+  });
+  for (int made_on = 0; made_on < 2; ++made_on) {
+    struct kind {
+      char const* name;
+      std::function<any_dev()> make;
+    };
+    std::vector<kind> const kinds{
+      {"pool", [] { return any_dev{pool_memory_resource{cuda_memory_resource{}, 0}}; }},
+      {"arena", [] { return any_dev{arena_memory_resource{cuda_memory_resource{}, 16 * MiB}}; }},
+      {"cuda_async", [] { return any_dev{cuda_async_memory_resource{}}; }},
+      {"binning", [] { return any_dev{binning_memory_resource{cuda_memory_resource{}, 8, 12}}; }},
+      {"statistics", [] { return any_dev{statistics_resource_adaptor{cuda_memory_resource{}}}; }},
+    };
+    for (auto const& k : kinds) {
+      auto make = k.make;
+      add(A, std::string{k.name} + "_made_on_" + std::to_string(made_on) + "_used_on_other",
+          [make, made_on](trace& t) {
+            need_devices(2);
+            cudaSetDevice(made_on);
+            std::optional<any_dev> r;
+            if (!t.call("construct", [&] {
+                  r.emplace(make());
+                  return true;
+                })) {
+              return;
+            }
+            cudaSetDevice(1 - made_on);
+            for (std::size_t n : {std::size_t{1000}, 2 * MiB}) {
+              void* q = nullptr;
+              auto l  = "alloc" + std::to_string(n);
+              if (t.call(l, [&] {
+                    q = r->allocate(default_stream(), n, 256);
+                    return true;
+                  })) {
+                t.add(l + ".mem_device", memory_device(q));
+                r->deallocate(default_stream(), q, n, 256);
+              }
+            }
+            t.add("sync", cudaDeviceSynchronize() == cudaSuccess);
+            cudaSetDevice(made_on);
+            r.reset();
+            t.add("current_after", current_device());
+          });
+    }
+  }
   for (int dev = 0; dev < 2; ++dev) {
     add(A, "recording_on_device" + std::to_string(dev), [dev](trace& t) {
       need_devices(2);

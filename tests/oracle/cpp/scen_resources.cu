@@ -314,6 +314,16 @@ void register_resources()
       for (auto& [p, n] : live) { pool->deallocate(default_stream(), p, n, 256); }
       t.add("end", pool->pool_size());
     });
+    for (std::uint64_t seed : {11, 12, 13}) {
+      add(area, "random_seed" + std::to_string(seed), [make, seed](trace& t) {
+        statistics_resource_adaptor st{make()};
+        random_sequence(t, rmm::device_async_resource_ref{st}, seed, MiB + 3, 200);
+        auto b = st.get_bytes_counter();
+        auto a = st.get_allocations_counter();
+        t.add("bytes", std::vector<long long>{b.value, b.peak, b.total});
+        t.add("allocs", std::vector<long long>{a.value, a.peak, a.total});
+      });
+    }
     add(area, "free_order", [make](trace& t) {
       // Allocate a few sizes, free in allocation order, allocate again: pointers reused or not
       // is not compared (addresses); only success and alignment.
