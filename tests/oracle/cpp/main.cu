@@ -29,6 +29,7 @@ void register_adaptors();
 void register_containers();
 void register_misc();
 void register_api();
+void register_more();
 
 std::string quote(std::string const& s)
 {
@@ -311,6 +312,7 @@ int main(int argc, char** argv)
   register_containers();
   register_misc();
   register_api();
+  register_more();
   register_selftest();
 
   std::string group, filter, only;
