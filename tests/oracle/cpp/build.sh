@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Builds the C++ oracle scenarios twice, into .oracle/ (carry it to the GPU machine):
+#   .oracle/oracle_cpp_rmm    against RMM 26.10 (its headers, librmm.so; both .so files beside it)
+#   .oracle/oracle_cpp_ours   against rmm-rs (include/, target/release/librmm.a, cxx bridge headers)
+# No GPU needed. Needs nvcc 13 + CCCL (.venv-cuda or CUDA_HOME), cargo, and RMM 26.10's wheels
+# unpacked (RMM_DIR, default build/bench/rmm as benches/run_side_by_side.sh build leaves it; or
+# RMM_WHEEL_DIR holding librmm_cu13-26.10.0*.whl and rapids_logger*.whl, unpacked here).
+#   bash tests/oracle/cpp/build.sh          # both sides
+#   SIDES=ours bash tests/oracle/cpp/build.sh   # one side (ours or rmm)
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
+SRC="$REPO/tests/oracle/cpp"
+CARRY="$REPO/.oracle"
+WORK="$REPO/build/oracle-cpp"
+ARCH="${ARCH:-sm_90}"
+SIDES="${SIDES:-ours rmm}"
+
+die() { echo "oracle build: $*" >&2; exit 1; }
+
+find_cuda_home() {
+  if [ -n "${CUDA_HOME:-}" ]; then echo "$CUDA_HOME"; return; fi
+  local c
+  for c in "$REPO"/.venv-cuda/lib/python3*/site-packages/nvidia/cu13; do
+    if [ -x "$c/bin/nvcc" ]; then echo "$c"; return; fi
+  done
+  if command -v nvcc >/dev/null; then dirname "$(dirname "$(command -v nvcc)")"; return; fi
+  die "no nvcc: run .ci/install-toolchain.sh (makes .venv-cuda) or set CUDA_HOME"
+}
+
+find_rmm() {
+  local d
+  for d in "${RMM_DIR:-}" "$REPO/build/bench/rmm" "$WORK/rmm"; do
+    if [ -n "$d" ] && [ -f "$d/librmm/lib64/librmm.so" ] && [ -f "$d/rapids_logger/lib64/librapids_logger.so" ]; then
+      echo "$d"; return
+    fi
+  done
+  local wheels="${RMM_WHEEL_DIR:-}"
+  [ -n "$wheels" ] || die "RMM 26.10 not found: set RMM_DIR (unpacked wheels) or RMM_WHEEL_DIR (the wheels)"
+  rm -rf "$WORK/rmm" && mkdir -p "$WORK/rmm"
+  local w
+  for w in "$wheels"/librmm_cu13-26.10.0-*.whl "$wheels"/rapids_logger-*.whl; do
+    [ -f "$w" ] || die "RMM_WHEEL_DIR=$wheels lacks the librmm-cu13 26.10.0 or rapids-logger wheel"
+    python3 -m zipfile -e "$w" "$WORK/rmm"
+  done
+  echo "$WORK/rmm"
+}
+
+cuda_home="$(find_cuda_home)"
+nvcc="$cuda_home/bin/nvcc"
+cccl="${CCCL_INCLUDE:-$cuda_home/include/cccl}"
+target="${CARGO_TARGET_DIR:-$REPO/target}"
+case "$target" in /*) ;; *) target="$REPO/$target" ;; esac
+
+# The same CCCL configuration on both sides (what RMM 26.10's wheel needs).
+common=(-std=c++20 -O1 -arch="$ARCH" -Xcompiler=-Wall -Xcompiler=-Wno-unused-variable
+        -DCUB_DISABLE_NAMESPACE_MAGIC -DCUB_IGNORE_NAMESPACE_MAGIC_ERROR
+        -DTHRUST_DISABLE_ABI_NAMESPACE -DTHRUST_IGNORE_ABI_NAMESPACE_ERROR -DCCCL_DISABLE_PDL
+        --extended-lambda)
+sources=("$SRC"/*.cu)
+objs() { local s; for s in "${sources[@]}"; do echo "$WORK/$1/$(basename "${s%.cu}").o"; done; }
+mkdir -p "$CARRY" "$WORK"
+
+# compile SIDE: every source into $WORK/SIDE/*.o, two at a time.
+compile() {
+  local side="$1" inc=()
+  if [ "$side" = ours ]; then
+    inc=(-I"$cccl" -I"$REPO/include" -I"$target/cxxbridge")
+  else
+    inc=(-I"$rmm/librmm/include/rapids" -I"$rmm/librmm/include" -I"$rmm/rapids_logger/include")
+  fi
+  mkdir -p "$WORK/$side"
+  local s o pids=()
+  for s in "${sources[@]}"; do
+    o="$WORK/$side/$(basename "${s%.cu}").o"
+    if [ -f "$o" ] && [ "$o" -nt "$s" ] && [ -z "$(find "$SRC" -name '*.hpp' -newer "$o")" ]; then continue; fi
+    "$nvcc" "${common[@]}" -DORACLE_SIDE="\"$side\"" "${inc[@]}" -c "$s" -o "$o" &
+    pids+=($!)
+    if [ "${#pids[@]}" -ge "${JOBS:-2}" ]; then wait "${pids[0]}" || die "compiling ($side) failed"; pids=("${pids[@]:1}"); fi
+  done
+  local p
+  for p in "${pids[@]}"; do wait "$p" || die "compiling ($side) failed"; done
+}
+
+for side in $SIDES; do
+  case "$side" in
+    ours)
+      echo "== cargo build --release (librmm.a)"
+      CARGO_TARGET_DIR="$target" cargo build --release --quiet --manifest-path "$REPO/Cargo.toml"
+      echo "== nvcc (ours)"
+      compile ours
+      "$nvcc" -arch="$ARCH" $(objs ours) -o "$WORK/oracle_cpp_ours" \
+        "$target/release/librmm.a" -lpthread -ldl -L"$cuda_home/lib" -L"$cuda_home/lib64"
+      strip -o "$CARRY/oracle_cpp_ours" "$WORK/oracle_cpp_ours"
+      ;;
+    rmm)
+      rmm="$(find_rmm)"
+      echo "== nvcc (RMM 26.10 from $rmm)"
+      compile rmm
+      "$nvcc" -arch="$ARCH" $(objs rmm) -o "$WORK/oracle_cpp_rmm" \
+        -L"$cuda_home/lib" -L"$cuda_home/lib64" -L"$rmm/librmm/lib64" -L"$rmm/rapids_logger/lib64" \
+        -lrmm -lrapids_logger -Xlinker -rpath -Xlinker '$ORIGIN'
+      strip -o "$CARRY/oracle_cpp_rmm" "$WORK/oracle_cpp_rmm"
+      rm -f "$CARRY/librmm.so" "$CARRY/librapids_logger.so"
+      cp "$rmm/librmm/lib64/librmm.so" "$rmm/rapids_logger/lib64/librapids_logger.so" "$CARRY/"
+      strip --strip-unneeded "$CARRY/librmm.so" "$CARRY/librapids_logger.so"
+      chmod 755 "$CARRY/librmm.so" "$CARRY/librapids_logger.so"
+      ;;
+    *) die "unknown side $side (ours or rmm)" ;;
+  esac
+done
+du -ch "$CARRY" | tail -1
+for side in $SIDES; do
+  echo "oracle_cpp_$side: $("$CARRY/oracle_cpp_$side" --list | wc -l) scenarios"
+done
+if [ "$SIDES" = "ours rmm" ] || [ "$SIDES" = "rmm ours" ]; then
+  bash "$SRC/selftest.sh"
+fi
