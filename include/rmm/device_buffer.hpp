@@ -90,6 +90,8 @@ class device_buffer {
   {
   }
 
+  /// Takes `other`'s memory, stream, resource and device; `other` is left empty, with alignment 1
+  /// and no device (as in RMM: a later allocation of it records the device then current).
   device_buffer(device_buffer&& other) noexcept
     : _data{other._data},
       _size{other._size},
@@ -99,9 +101,10 @@ class device_buffer {
       _mr{other._mr},
       _device{other._device}
   {
-    other._data     = nullptr;
-    other._size     = 0;
-    other._capacity = 0;
+    other._data      = nullptr;
+    other._size      = 0;
+    other._alignment = 1;
+    other._capacity  = 0;
     other.set_stream(cuda::stream_ref{cudaStream_t{nullptr}});
     other._device = cuda_device_id{-1};  // owns nothing: its destructor switches no device
   }
@@ -121,9 +124,10 @@ class device_buffer {
       _mr     = other._mr;
       _device = other._device;
 
-      other._data     = nullptr;
-      other._size     = 0;
-      other._capacity = 0;
+      other._data      = nullptr;
+      other._size      = 0;
+      other._alignment = 1;
+      other._capacity  = 0;
       other.set_stream(cuda::stream_ref{cudaStream_t{nullptr}});
       other._device = cuda_device_id{-1};
     }
@@ -212,9 +216,10 @@ class device_buffer {
   void deallocate_async() noexcept
   {
     if (capacity() > 0) { _mr.deallocate(stream(), data(), capacity(), _alignment); }
-    _size     = 0;
-    _capacity = 0;
-    _data     = nullptr;
+    _size      = 0;
+    _alignment = 1;
+    _capacity  = 0;
+    _data      = nullptr;
   }
 
   void copy_async(void const* source, std::size_t bytes)

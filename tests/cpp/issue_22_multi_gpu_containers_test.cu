@@ -422,3 +422,32 @@ TEST_F(Issue22MultiGpuContainers, CudaSetDeviceRaiiSwitchesAndRestores)
 }
 
 }  // namespace
+
+namespace {
+
+// One GPU is enough: what a move leaves behind, as RMM 26.10 leaves it (empty, alignment 1, no
+// device), and a moved-from buffer grown again records the device current then.
+TEST(Issue22MultiGpuMovedFrom, EmptyWithAlignmentOneAndNoDevice)
+{
+  RMM_SKIP_WITHOUT_GPU();
+  auto const s = rmm::test::default_stream();
+  rmm::device_buffer a(1000, 512, s);
+  rmm::device_buffer b{std::move(a)};
+  EXPECT_EQ(a.data(), nullptr);
+  EXPECT_EQ(a.size(), 0u);
+  EXPECT_EQ(a.capacity(), 0u);
+  EXPECT_EQ(a.alignment(), 1u);
+  EXPECT_EQ(b.alignment(), 512u);
+
+  rmm::device_buffer c(10, s);
+  c = std::move(b);
+  EXPECT_EQ(b.alignment(), 1u);
+  EXPECT_EQ(c.alignment(), 512u);
+  EXPECT_EQ(c.size(), 1000u);
+  c.resize(4000, s);  // reallocates: the alignment survives the internal move
+  EXPECT_EQ(c.alignment(), 512u);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(c.data()) % 512, 0u);
+  RMM_CUDA_TRY(cudaStreamSynchronize(s.get()));
+}
+
+}  // namespace
