@@ -18,6 +18,55 @@ impl DeviceId {
     pub fn value(self) -> i32 {
         self.0
     }
+
+    /// No device (RMM's `cuda_device_id{-1}`): what a buffer records where no driver is
+    /// installed; a [`DeviceGuard`] for it changes nothing.
+    pub const NONE: DeviceId = DeviceId(-1);
+
+    /// The current device, or [`DeviceId::NONE`] where no driver is installed: the device a
+    /// buffer records when it is made, to make it current again for its later allocations,
+    /// copies and its free.
+    pub fn current_or_none() -> Result<DeviceId> {
+        match DeviceId::current() {
+            Err(Error::NoDriver(_)) => Ok(DeviceId::NONE),
+            other => other,
+        }
+    }
+}
+
+/// Makes a device current on this thread while alive, and the context that was current before
+/// current again when dropped (RMM's `cuda_set_device_raii`). For the device already current, or
+/// [`DeviceId::NONE`], it changes nothing and costs one current-device query.
+///
+/// ```no_run
+/// use rmm::device::DeviceGuard;
+/// use rmm::DeviceId;
+/// # fn main() -> rmm::Result<()> {
+/// {
+///     let _on_1 = DeviceGuard::new(DeviceId(1))?;
+///     // ... device 1 is current here
+/// }
+/// // the device current before is current again
+/// # Ok(())
+/// # }
+/// ```
+#[must_use = "the previous device is made current again when the guard is dropped"]
+pub struct DeviceGuard {
+    _inner: driver::DeviceGuard,
+}
+
+impl DeviceGuard {
+    /// Makes `device` current until the guard is dropped. A device that does not exist is
+    /// [`Error::InvalidArgument`], and nothing changes.
+    pub fn new(device: DeviceId) -> Result<DeviceGuard> {
+        Ok(DeviceGuard { _inner: driver::DeviceGuard::set(device.0)? })
+    }
+}
+
+impl std::fmt::Debug for DeviceGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceGuard").finish_non_exhaustive()
+    }
 }
 
 /// The number of CUDA devices.

@@ -81,7 +81,7 @@ pub mod stream_registry;
 pub mod testing;
 
 pub use buffer::{DeviceBuffer, DeviceUvector};
-pub use device::{available_device_memory, percent_of_free_device_memory, DeviceId};
+pub use device::{available_device_memory, percent_of_free_device_memory, DeviceGuard, DeviceId};
 pub use error::{Error, Misuse, PoolState, Result};
 pub use process_exit::process_is_exiting;
 pub use resource::{MemoryResource, SharedResource, DEFAULT_ALIGNMENT};

@@ -90,6 +90,8 @@ class device_buffer {
   {
   }
 
+  /// Takes `other`'s memory, stream, resource and device; `other` is left empty, with alignment 1
+  /// and no device (as in RMM: a later allocation of it records the device then current).
   device_buffer(device_buffer&& other) noexcept
     : _data{other._data},
       _size{other._size},
@@ -99,19 +101,21 @@ class device_buffer {
       _mr{other._mr},
       _device{other._device}
   {
-    other._data     = nullptr;
-    other._size     = 0;
-    other._capacity = 0;
+    other._data      = nullptr;
+    other._size      = 0;
+    other._alignment = 1;
+    other._capacity  = 0;
     other.set_stream(cuda::stream_ref{cudaStream_t{nullptr}});
+    other._device = cuda_device_id{-1};  // owns nothing: its destructor switches no device
   }
 
+  /// Frees this buffer's memory (on its stream, with its device current), then takes `other`'s
+  /// memory, stream, resource and device; `other` is left empty.
   device_buffer& operator=(device_buffer&& other) noexcept
   {
     if (&other != this) {
-      {
-        cuda_set_device_raii dev{_device};
-        deallocate_async();
-      }
+      cuda_set_device_raii dev{_device};
+      deallocate_async();
       _data      = other._data;
       _size      = other._size;
       _alignment = other._alignment;
@@ -120,10 +124,12 @@ class device_buffer {
       _mr     = other._mr;
       _device = other._device;
 
-      other._data     = nullptr;
-      other._size     = 0;
-      other._capacity = 0;
+      other._data      = nullptr;
+      other._size      = 0;
+      other._alignment = 1;
+      other._capacity  = 0;
       other.set_stream(cuda::stream_ref{cudaStream_t{nullptr}});
+      other._device = cuda_device_id{-1};
     }
     return *this;
   }
@@ -139,7 +145,11 @@ class device_buffer {
   void reserve(std::size_t new_capacity, cuda::stream_ref stream)
   {
     set_stream(stream);
-    if (new_capacity > capacity()) { reallocate(new_capacity); }
+    if (new_capacity > capacity()) {
+      auto const old_size = size();
+      reallocate(new_capacity);
+      _size = old_size;
+    }
   }
 
   /// Sets the size to `new_size`, keeping the contents up to the smaller size. Growing past the
@@ -151,7 +161,6 @@ class device_buffer {
       _size = new_size;
     } else {
       reallocate(new_size);
-      _size = new_size;
     }
   }
 
@@ -160,6 +169,8 @@ class device_buffer {
   {
     set_stream(stream);
     if (size() != capacity()) {
+      // The copy is made with this buffer's device current, so it records that device too.
+      cuda_set_device_raii dev{_device};
       auto tmp = device_buffer{*this, stream, _mr};
       std::swap(tmp, *this);
     }
@@ -205,9 +216,10 @@ class device_buffer {
   void deallocate_async() noexcept
   {
     if (capacity() > 0) { _mr.deallocate(stream(), data(), capacity(), _alignment); }
-    _size     = 0;
-    _capacity = 0;
-    _data     = nullptr;
+    _size      = 0;
+    _alignment = 1;
+    _capacity  = 0;
+    _data      = nullptr;
   }
 
   void copy_async(void const* source, std::size_t bytes)
@@ -219,20 +231,15 @@ class device_buffer {
     }
   }
 
-  /// A new allocation of `new_capacity` bytes holding the current contents.
+  /// Replaces the memory by `new_capacity` bytes holding the current contents (size
+  /// `new_capacity` afterwards): allocated, copied and the old memory freed with this buffer's
+  /// device current; the new buffer takes over by move assignment, device included.
   void reallocate(std::size_t new_capacity)
   {
     cuda_set_device_raii dev{_device};
-    auto const old_size = size();
-    auto tmp            = device_buffer{new_capacity, _alignment, stream(), _mr};
-    if (old_size > 0) { RMM_CUDA_TRY(rmm::detail::memcpy_async(tmp.data(), data(), old_size, stream())); }
-    deallocate_async();
-    _data         = tmp._data;
-    _capacity     = tmp._capacity;
-    _size         = old_size;
-    tmp._data     = nullptr;
-    tmp._size     = 0;
-    tmp._capacity = 0;
+    auto tmp = device_buffer{new_capacity, _alignment, stream(), _mr};
+    if (size() > 0) { RMM_CUDA_TRY(rmm::detail::memcpy_async(tmp.data(), data(), size(), stream())); }
+    *this = std::move(tmp);
   }
 };
 

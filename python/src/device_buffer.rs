@@ -7,6 +7,11 @@
 //! work itself, inside `py.detach` (never across a GIL re-acquisition), so no thread can hold it
 //! while waiting for the GIL. A buffer of a host resource (no device access) is copied by the CPU,
 //! so it works without a GPU.
+//!
+//! As RMM's `device_buffer`, the buffer records the device current when it is made and makes it
+//! current again (a `DeviceGuard`) for its later allocations, copies and its free, whichever
+//! device the caller has current; a copy (`copy()`) is made on the same device. A free that a pool
+//! serves at once (no CUDA call) switches nothing.
 
 use crate::copy::{copy_bytes, sync_if_default, wait_before_release};
 use crate::error::{to_py, IntoPy};
@@ -19,7 +24,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
 use rmm::event::CudaEvent;
-use rmm::{CudaStreamView, DeviceId, SharedResource, DEFAULT_ALIGNMENT};
+use rmm::{CudaStreamView, DeviceGuard, DeviceId, SharedResource, DEFAULT_ALIGNMENT};
 
 /// What may change over a buffer's life.
 struct State {
@@ -35,6 +40,8 @@ struct State {
 #[pyclass(module = "rmm.pylibrmm.device_buffer", name = "DeviceBuffer", subclass, frozen)]
 pub struct DeviceBuffer {
     mr: Py<DeviceMemoryResource>,
+    /// The device current when the buffer was made (`NONE` for host memory or without a driver).
+    device: DeviceId,
     state: Mutex<State>,
 }
 
@@ -57,11 +64,12 @@ impl DeviceBuffer {
             None => current_resource_object(py)?,
         };
         let (resource, host_only) = (mr.get().resource(), mr.get().is_host_only());
+        let device = if host_only { DeviceId::NONE } else { DeviceId::current_or_none().py()? };
         let view = stream.get().view();
         let ptr = allocate(py, resource, size, view)?;
         let state = State { ptr, size, capacity: size, view, stream: stream.unbind() };
         // Built before the copy: if the copy fails, dropping the buffer frees the memory.
-        let buffer = DeviceBuffer { mr, state: Mutex::new(state) };
+        let buffer = DeviceBuffer { mr, device, state: Mutex::new(state) };
         if let Some((src, src_is_host)) = src.filter(|&(src, _)| src != 0 && size != 0) {
             py.detach(|| {
                 // SAFETY: `ptr` holds `size` fresh bytes; a host buffer at `src` is held by the
@@ -101,6 +109,11 @@ impl DeviceBuffer {
     /// True when the resource's memory is host memory only: the CPU copies it.
     fn host_only(&self) -> bool {
         self.mr.get().is_host_only()
+    }
+
+    /// Makes the buffer's device current until the guard is dropped (nothing for host memory).
+    fn on_device(&self) -> rmm::Result<DeviceGuard> {
+        DeviceGuard::new(self.device)
     }
 
     /// Orders `view` after the work enqueued so far on the buffer's stream, so that memory used
@@ -145,6 +158,7 @@ impl DeviceBuffer {
         // (the old one, or on failure the new one) is dropped here with the GIL held.
         let mut stream = stream.unbind();
         py.detach(|| -> rmm::Result<()> {
+            let _on_device = self.on_device()?;
             let mut st = self.state.lock();
             self.order_after(&st, view)?;
             let old_block = if capacity > st.capacity {
@@ -322,6 +336,8 @@ impl DeviceBuffer {
             };
             let copied = py
                 .detach(|| -> rmm::Result<Option<(usize, usize)>> {
+                    // Same resource, same device: made with the source's device current.
+                    let _on_device = this.on_device()?;
                     let st = this.state.lock();
                     if st.view != view {
                         return Ok(None);
@@ -343,7 +359,7 @@ impl DeviceBuffer {
                 .py()?;
             if let Some((ptr, size)) = copied {
                 let state = State { ptr, size, capacity: size, view, stream };
-                return Ok(DeviceBuffer { mr: this.mr.clone_ref(py), state: Mutex::new(state) });
+                return Ok(DeviceBuffer { mr: this.mr.clone_ref(py), device: this.device, state: Mutex::new(state) });
             }
         }
     }
@@ -377,6 +393,7 @@ impl DeviceBuffer {
         let host = HostBuffer::get(&ary, true, "ary")?;
         let (dst, room) = (host.addr(), host.len());
         py.detach(|| -> PyResult<()> {
+            let _on_device = this.on_device().map_err(to_py)?;
             let st = this.state.lock();
             if room < st.size {
                 return Err(PyValueError::new_err(format!(
@@ -401,6 +418,7 @@ impl DeviceBuffer {
         let host = HostBuffer::get(ary, false, "ary")?;
         let (src, n) = (host.addr(), host.len());
         py.detach(|| -> PyResult<()> {
+            let _on_device = self.on_device().map_err(to_py)?;
             let st = self.state.lock();
             if n > st.size {
                 return Err(PyValueError::new_err(format!("Argument `ary` is too large. Need space for {n} bytes.")));
@@ -440,6 +458,7 @@ impl DeviceBuffer {
                 pyo3::exceptions::PyOverflowError::new_err("the array's size in bytes overflows size_t")
             })?;
         py.detach(|| -> PyResult<()> {
+            let _on_device = self.on_device().map_err(to_py)?;
             let st = self.state.lock();
             if n > st.size {
                 return Err(PyValueError::new_err(format!("Argument `hb` is too large. Need space for {n} bytes.")));
@@ -461,6 +480,7 @@ impl DeviceBuffer {
         PyBytes::new_with(py, size, |out| {
             let dst = out.as_mut_ptr() as usize;
             py.detach(|| -> rmm::Result<()> {
+                let _on_device = this.on_device()?;
                 let st = this.state.lock();
                 // SAFETY: `out` is the new object's `size` writable bytes, waited for below.
                 let enqueued = unsafe { copy_bytes(dst, st.ptr, st.size.min(size), view, this.host_only())? };
@@ -507,10 +527,14 @@ impl Drop for DeviceBuffer {
             return;
         }
         // A free may wait on a driver lock that a thread waiting for the GIL holds: free without it.
-        // A failed free cannot be reported from a destructor; the memory is then leaked.
+        // A failed free (or a device that cannot be made current) cannot be reported from a
+        // destructor; the memory is then leaked.
+        let device = self.device;
         Python::attach(|py| {
             py.detach(|| {
-                let _ = resource.deallocate(ptr as *mut u8, capacity, DEFAULT_ALIGNMENT, view);
+                if let Ok(_on_device) = DeviceGuard::new(device) {
+                    let _ = resource.deallocate(ptr as *mut u8, capacity, DEFAULT_ALIGNMENT, view);
+                }
             })
         });
     }

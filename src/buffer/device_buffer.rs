@@ -2,6 +2,7 @@
 
 use super::raw::{order_after, RawBuffer};
 use super::{alignment_of, byte_size, check_same_len, Pod};
+use crate::device::DeviceId;
 use crate::error::Result;
 use crate::per_device_resource::get_current_device_resource;
 use crate::resource::SharedResource;
@@ -118,6 +119,13 @@ impl<T: Pod> DeviceBuffer<T> {
         self.raw.resource()
     }
 
+    /// The device that was current when the buffer was made: it is made current again for each
+    /// of the buffer's allocations, copies and its free, whichever device is current then.
+    /// [`DeviceId::NONE`] for memory of a host resource, or where no driver is installed.
+    pub fn device(&self) -> DeviceId {
+        self.raw.device()
+    }
+
     /// Enqueues a copy of `src` into the buffer on its stream.
     ///
     /// # Safety
@@ -169,11 +177,12 @@ impl<T: Pod> DeviceBuffer<T> {
     /// runs after the work enqueued on this buffer's stream, and this buffer's later work and
     /// free wait for the copy.
     pub fn try_clone(&self, stream: CudaStreamView) -> Result<Self> {
-        let raw = RawBuffer::allocate(self.raw.resource().clone(), self.size_bytes(), self.raw.alignment(), stream)?;
+        let raw = self.raw.allocate_like(self.size_bytes(), stream)?;
         let ordered = !self.raw.host_only() && self.size_bytes() > 0;
         self.raw.order_use_on(stream)?;
         raw.copy_from(0, &self.raw, 0, self.size_bytes(), stream)?;
         if ordered {
+            let _on_device = self.raw.on_device()?;
             order_after(self.stream(), stream)?;
         }
         Ok(DeviceBuffer { raw, len: self.len, _element: PhantomData })

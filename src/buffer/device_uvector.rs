@@ -3,6 +3,7 @@
 
 use super::raw::{order_after, RawBuffer};
 use super::{alignment_of, byte_size, check_index, check_same_len, DeviceBuffer, Pod};
+use crate::device::DeviceId;
 use crate::error::Result;
 use crate::per_device_resource::get_current_device_resource;
 use crate::resource::SharedResource;
@@ -89,6 +90,13 @@ impl<T: Pod> DeviceUvector<T> {
         self.raw.resource()
     }
 
+    /// The device that was current when the vector was made: it is made current again for each
+    /// of the vector's allocations, copies and its free, whichever device is current then.
+    /// [`DeviceId::NONE`] for memory of a host resource, or where no driver is installed.
+    pub fn device(&self) -> DeviceId {
+        self.raw.device()
+    }
+
     /// Makes room for at least `capacity` elements, on `stream`: a larger capacity reallocates to
     /// exactly `capacity` and copies the elements; a smaller one does nothing.
     pub fn reserve(&mut self, capacity: usize, stream: CudaStreamView) -> Result<()> {
@@ -120,7 +128,7 @@ impl<T: Pod> DeviceUvector<T> {
     /// elements copied over; the old memory is freed on `stream` after the copy.
     fn reallocate(&mut self, capacity: usize, stream: CudaStreamView) -> Result<()> {
         let bytes = byte_size::<T>(capacity)?;
-        let fresh = RawBuffer::allocate(self.raw.resource().clone(), bytes, self.raw.alignment(), stream)?;
+        let fresh = self.raw.allocate_like(bytes, stream)?;
         let kept = self.len.min(capacity) * size_of::<T>();
         fresh.copy_from(0, &self.raw, 0, kept, stream)?;
         let mut old = std::mem::replace(&mut self.raw, fresh);
@@ -208,11 +216,12 @@ impl<T: Pod> DeviceUvector<T> {
     /// A copy of the elements (capacity = length) from the same resource, ordered on `stream`
     /// after the vector's work; the vector's later work and free wait for the copy.
     pub fn try_clone(&self, stream: CudaStreamView) -> Result<Self> {
-        let raw = RawBuffer::allocate(self.raw.resource().clone(), self.size_bytes(), self.raw.alignment(), stream)?;
+        let raw = self.raw.allocate_like(self.size_bytes(), stream)?;
         let ordered = !self.raw.host_only() && self.size_bytes() > 0;
         self.raw.order_use_on(stream)?;
         raw.copy_from(0, &self.raw, 0, self.size_bytes(), stream)?;
         if ordered {
+            let _on_device = self.raw.on_device()?;
             order_after(self.stream(), stream)?;
         }
         Ok(DeviceUvector { raw, len: self.len, capacity: self.len, _element: PhantomData })

@@ -8,6 +8,11 @@
 //! Zero-length buffers allocate nothing; a length whose size in bytes overflows `usize` is
 //! [`Error::SizeOverflow`].
 //!
+//! A buffer belongs to the device that was current when it was made (`device()`): it makes that
+//! device current again for each later allocation, copy and free (a
+//! [`DeviceGuard`](crate::DeviceGuard), RMM's `cuda_set_device_raii`), so a buffer made on device
+//! 0 and grown while device 1 is current still grows on device 0.
+//!
 //! A buffer over a resource that kernels cannot reach (a host resource such as
 //! [`HostMemoryResource`](crate::resource::HostMemoryResource)) is copied and filled by the CPU,
 //! so the buffer types work, and are tested, without a GPU.

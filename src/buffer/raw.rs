@@ -1,6 +1,14 @@
 //! Untyped storage shared by the typed buffers: one allocation from a resource, the stream it is
-//! ordered on, and the byte-level copies and fills the typed buffers are made of.
+//! ordered on, the device it belongs to, and the byte-level copies and fills the typed buffers are
+//! made of.
+//!
+//! The device current when the storage is made is recorded, and made current again (a
+//! [`DeviceGuard`]) for every driver call the storage makes afterwards (the free, copies, the
+//! events that order streams), as RMM's `device_buffer` does: storage made on device 0 and used
+//! while device 1 is current still allocates, copies and frees on device 0. Where its device is
+//! already current that costs one current-device query.
 
+use crate::device::{DeviceGuard, DeviceId};
 use crate::driver;
 use crate::error::Result;
 use crate::event::CudaEvent;
@@ -18,11 +26,28 @@ pub(crate) struct RawBuffer {
     alignment: usize,
     stream: CudaStreamView,
     host_only: bool,
+    /// The device current when it was made ([`DeviceId::NONE`] for host memory or without a driver).
+    device: DeviceId,
 }
 
 impl RawBuffer {
-    /// Allocates `bytes` from `resource` for use on `stream`.
+    /// Allocates `bytes` from `resource` for use on `stream`, on the current device (which the
+    /// storage records).
     pub(crate) fn allocate(
+        resource: SharedResource,
+        bytes: usize,
+        alignment: usize,
+        stream: CudaStreamView,
+    ) -> Result<Self> {
+        let host_only = !resource.is_device_accessible();
+        let device = if host_only { DeviceId::NONE } else { DeviceId::current_or_none()? };
+        Self::allocate_here(device, resource, bytes, alignment, stream)
+    }
+
+    /// Allocates `bytes` from `resource` for use on `stream`; `device` is current (or NONE) and
+    /// the storage records it.
+    fn allocate_here(
+        device: DeviceId,
         resource: SharedResource,
         bytes: usize,
         alignment: usize,
@@ -37,7 +62,24 @@ impl RawBuffer {
             // at `ptr`, that no one else uses (`MemoryResource`'s contract); nothing references it yet.
             unsafe { std::ptr::write_bytes(ptr as *mut u8, 0, bytes) };
         }
-        Ok(RawBuffer { resource, ptr, bytes, alignment, stream, host_only })
+        Ok(RawBuffer { resource, ptr, bytes, alignment, stream, host_only, device })
+    }
+
+    /// New storage of `bytes` from this storage's resource, on `stream`, on this storage's device
+    /// whichever device is current (for a reallocation or a copy).
+    pub(crate) fn allocate_like(&self, bytes: usize, stream: CudaStreamView) -> Result<Self> {
+        let _on_device = self.on_device()?;
+        Self::allocate_here(self.device, self.resource.clone(), bytes, self.alignment, stream)
+    }
+
+    /// Makes this storage's device current until the guard is dropped (nothing for host memory).
+    pub(crate) fn on_device(&self) -> Result<DeviceGuard> {
+        DeviceGuard::new(self.device)
+    }
+
+    /// The device the storage belongs to ([`DeviceId::NONE`] for host memory or without a driver).
+    pub(crate) fn device(&self) -> DeviceId {
+        self.device
     }
 
     /// The start of the allocation; 0 when it is empty.
@@ -55,11 +97,6 @@ impl RawBuffer {
         &self.resource
     }
 
-    /// The alignment the memory was allocated with.
-    pub(crate) fn alignment(&self) -> usize {
-        self.alignment
-    }
-
     /// The stream the memory is freed on.
     pub(crate) fn stream(&self) -> CudaStreamView {
         self.stream
@@ -75,6 +112,7 @@ impl RawBuffer {
     /// never lets the memory be reused while the old stream may still touch it.
     pub(crate) fn set_stream(&mut self, stream: CudaStreamView) -> Result<()> {
         if !self.host_only && self.bytes > 0 {
+            let _on_device = self.on_device()?;
             order_after(stream, self.stream)?;
         }
         self.stream = stream;
@@ -85,6 +123,7 @@ impl RawBuffer {
     /// so far, for a read on another stream that the caller waits for.
     pub(crate) fn order_use_on(&self, stream: CudaStreamView) -> Result<()> {
         if !self.host_only && self.bytes > 0 {
+            let _on_device = self.on_device()?;
             order_after(stream, self.stream)?;
         }
         Ok(())
@@ -113,6 +152,7 @@ impl RawBuffer {
             unsafe { std::ptr::copy_nonoverlapping(src, (self.ptr + at) as *mut u8, n) };
             return Ok(());
         }
+        let _on_device = self.on_device()?;
         driver::memcpy_async(self.ptr + at, src as usize, n, stream)
     }
 
@@ -132,6 +172,7 @@ impl RawBuffer {
             unsafe { std::ptr::copy_nonoverlapping((self.ptr + at) as *const u8, dst, n) };
             return Ok(());
         }
+        let _on_device = self.on_device()?;
         driver::memcpy_async(dst as usize, self.ptr + at, n, stream)
     }
 
@@ -156,6 +197,7 @@ impl RawBuffer {
             unsafe { std::ptr::copy_nonoverlapping((src.ptr + from) as *const u8, (self.ptr + at) as *mut u8, n) };
             return Ok(());
         }
+        let _on_device = self.on_device()?;
         driver::memcpy_async(self.ptr + at, src.ptr + from, n, stream)
     }
 
@@ -171,6 +213,7 @@ impl RawBuffer {
             unsafe { std::ptr::write_bytes((self.ptr + at) as *mut u8, value, n) };
             return Ok(());
         }
+        let _on_device = self.on_device()?;
         driver::memset_d8_async(self.ptr + at, value, n, stream)
     }
 
@@ -184,12 +227,15 @@ impl RawBuffer {
         }
     }
 
-    /// Frees the memory now, on its stream, and reports the outcome; afterwards the buffer is
-    /// empty. A failed free leaks rather than risking a second free.
+    /// Frees the memory now, on its stream with its device current, and reports the outcome;
+    /// afterwards the buffer is empty. A failed free leaks rather than risking a second free;
+    /// when its device cannot be made current nothing is freed yet (a later `free` or the drop
+    /// tries again).
     pub(crate) fn free(&mut self) -> Result<()> {
         if self.bytes == 0 {
             return Ok(());
         }
+        let _on_device = self.on_device()?;
         let (ptr, bytes) = (std::mem::take(&mut self.ptr), std::mem::take(&mut self.bytes));
         self.resource.deallocate(ptr as *mut u8, bytes, self.alignment, self.stream)
     }

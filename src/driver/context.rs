@@ -95,13 +95,60 @@ pub(crate) fn current_context_kept() -> Result<usize> {
 static KEPT_PRIMARY_CONTEXTS: parking_lot::Mutex<Vec<usize>> = parking_lot::Mutex::new(Vec::new());
 
 /// The ordinal of the current context's device (device 0's primary context is made current first
-/// if no context is).
+/// if no context is). One `cuCtxGetDevice` once this thread has had a context (see
+/// [`with_context`]): cheap enough for every buffer operation to ask.
 pub(crate) fn current_device() -> Result<i32> {
-    ensure_context()?;
     let mut dev: sys::CUdevice = 0;
-    // SAFETY: a context is current; dev is a valid out pointer.
-    check(unsafe { sys::cuCtxGetDevice(&mut dev) }, "cuCtxGetDevice")?;
+    // SAFETY: with_context makes sure a context is current; dev is a valid out pointer.
+    let status = with_context(|| unsafe { sys::cuCtxGetDevice(&mut dev) })?;
+    check(status, "cuCtxGetDevice")?;
     Ok(dev)
+}
+
+/// While alive, the primary context of a device is current on this thread; dropped, the context
+/// current before is current again (RMM's `cuda_set_device_raii`, at the driver level). Where the
+/// device already is current, or is negative (no device), it changes nothing, at the cost of one
+/// `cuCtxGetDevice`. Not `Send`: it restores the context of the thread that made it.
+pub(crate) struct DeviceGuard {
+    /// The context to make current again, when this guard switched.
+    previous: Option<usize>,
+    _not_send: std::marker::PhantomData<*const ()>,
+}
+
+impl DeviceGuard {
+    /// Makes `device`'s primary context current (nothing when `device` is negative or current).
+    #[inline]
+    pub(crate) fn set(device: i32) -> Result<DeviceGuard> {
+        if device < 0 || current_device()? == device {
+            return Ok(DeviceGuard { previous: None, _not_send: std::marker::PhantomData });
+        }
+        Self::switch(device)
+    }
+
+    #[cold]
+    fn switch(device: i32) -> Result<DeviceGuard> {
+        let count = device_count()?;
+        if device as usize >= count {
+            return Err(crate::error::Error::InvalidArgument(format!(
+                "device {device} does not exist; this machine has {count} device(s)"
+            )));
+        }
+        let previous = current_context_or_null()?;
+        make_primary_current(device)?;
+        Ok(DeviceGuard { previous: Some(previous), _not_send: std::marker::PhantomData })
+    }
+}
+
+impl Drop for DeviceGuard {
+    fn drop(&mut self) {
+        if let Some(previous) = self.previous {
+            // SAFETY: `previous` was current on this thread when the guard was made (the guard is
+            // not Send), and stays alive while current work of the caller runs (the program's
+            // contract for a context it made; a primary context is retained for the process).
+            // A failure cannot be reported from here; the guard's device then stays current.
+            let _ = unsafe { sys::cuCtxSetCurrent(previous as sys::CUcontext) };
+        }
+    }
 }
 
 /// The number of CUDA devices.

@@ -34,7 +34,7 @@ pub(crate) use advise::{mem_advise_preferred_location, PreferredLocation};
 pub(crate) use attribute::device_attribute;
 pub(crate) use context::{
     current_context_kept, current_device, device_count, ensure_context, make_primary_current, synchronize_context,
-    synchronize_context_in_drop,
+    synchronize_context_in_drop, DeviceGuard,
 };
 pub(crate) use copy::{memcpy_async, memset_d8_async};
 pub(crate) use event::{event_create, event_destroy, event_record};
