@@ -2,6 +2,7 @@
 callback resource — their counters and strings after sequences of allocations."""
 
 import os
+import re
 
 from oracle_lib import register, scenario
 from scen_util import HUGE, make, ptr_facts, stats_dict, tmp_log_path
@@ -64,10 +65,13 @@ def limiting_over_pool(t):
 # Tracking
 
 
+_HEX = re.compile(r"0x[0-9a-fA-F]+")
+
+
 def _outstanding_facts(s):
     lines = s.splitlines()
     return {"empty": s == "", "lines": len(lines), "ends_newline": s.endswith("\n"),
-            "first_words": lines[0].split()[:3] if lines else []}
+            "first_words": [_HEX.sub("0x...", w) for w in lines[0].split()[:3]] if lines else []}
 
 
 def _tracking(sizes, capture_stacks):
@@ -86,7 +90,7 @@ def _tracking(sizes, capture_stacks):
         # With stacks, the text holds each implementation's own call stacks: only its start is
         # comparable.
         conv = _outstanding_facts if not capture_stacks else (
-            lambda s: {"empty": s == "", "first_words": (s.splitlines() or [""])[0].split()[:3]})
+            lambda s: {"empty": s == "", "first_words": [_HEX.sub("0x...", w) for w in (s.splitlines() or [""])[0].split()[:3]]})
         t.call("str_live", mr.get_outstanding_allocations_str, conv=conv)
         t.call("log_outstanding", mr.log_outstanding_allocations)
         for p, n in live:
