@@ -11,9 +11,11 @@ pub fn to_py(err: rmm::Error) -> PyErr {
     let msg = err.to_string();
     match err {
         // A Python exception raised in a callback: RMM rethrows it as `rmm::out_of_memory` (a
-        // MemoryError) or `std::runtime_error`, with the exception's own message.
+        // MemoryError, whose message Cython gives as `std::bad_alloc: ` and the `what()`,
+        // `out_of_memory: ` and the exception's message) or `std::runtime_error`, with the
+        // exception's own message.
         E::OutOfMemory { pool: None, reason, .. } if reason.starts_with(FROM_CALLBACK) => {
-            PyMemoryError::new_err(reason[FROM_CALLBACK.len()..].to_string())
+            PyMemoryError::new_err(format!("std::bad_alloc: out_of_memory: {}", &reason[FROM_CALLBACK.len()..]))
         }
         E::Unsupported(m) if m.starts_with(FROM_CALLBACK) => {
             PyRuntimeError::new_err(m[FROM_CALLBACK.len()..].to_string())
@@ -30,6 +32,20 @@ pub fn to_py(err: rmm::Error) -> PyErr {
         // An upstream (a Python callback, say) that returned null or misaligned memory.
         E::BadUpstream(_) => PyRuntimeError::new_err(msg),
         _ => PyRuntimeError::new_err(msg),
+    }
+}
+
+/// The Python exception for an error met while constructing a pool or an arena of the given
+/// sizes, as RMM's: a size no allocation can hold is a `MemoryError` (RMM asks its upstream for it
+/// and is refused); another invalid size is RMM's `rmm::logic_error`, a `RuntimeError`.
+pub fn construction_error(err: rmm::Error, sizes: &[usize]) -> PyErr {
+    match err {
+        rmm::Error::InvalidArgument(m) if sizes.iter().any(|&n| n > rmm::pool::MAX_BLOCK_BYTES) => {
+            PyMemoryError::new_err(format!("std::bad_alloc: out_of_memory: {m}"))
+        }
+        rmm::Error::InvalidArgument(m) => PyRuntimeError::new_err(m),
+        rmm::Error::BadAlignment { .. } => PyRuntimeError::new_err(err.to_string()),
+        other => to_py(other),
     }
 }
 

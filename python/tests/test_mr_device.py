@@ -49,7 +49,7 @@ def _round_trip(resource, size=1 << 20):
 def test_cuda_async(gpu):
     pool = mr.CudaAsyncMemoryResource(initial_pool_size="2MiB", release_threshold=1 << 20)
     _round_trip(pool)
-    assert pool.pool_handle() != 0
+    assert pool._pool_handle() != 0
     _round_trip(mr.CudaAsyncMemoryResource())
 
 
@@ -60,14 +60,14 @@ def test_cuda_async_ipc_and_fabric_together_is_runtime_error(gpu):
 
 def test_cuda_async_view_of_an_owning_pool(gpu):
     owner = mr.CudaAsyncMemoryResource()
-    view = mr.CudaAsyncViewMemoryResource(_PoolHandle(owner.pool_handle()))
-    assert view.pool_handle() == owner.pool_handle()
+    view = mr.CudaAsyncViewMemoryResource(_PoolHandle(owner._pool_handle()))
+    assert view.pool_handle() == owner._pool_handle()
     _round_trip(view)
 
 
 def test_cuda_async_view_keeps_its_owner_alive(gpu):
     owner = mr.CudaAsyncMemoryResource()
-    handle = owner.pool_handle()
+    handle = owner._pool_handle()
     view = mr.CudaAsyncViewMemoryResource(_PoolHandle(handle))
     del owner
     gc.collect()
@@ -78,7 +78,7 @@ def test_cuda_async_view_keeps_its_owner_alive(gpu):
 
 def test_cuda_async_view_of_a_destroyed_pool_is_refused(gpu):
     owner = mr.CudaAsyncMemoryResource()
-    handle = owner.pool_handle()
+    handle = owner._pool_handle()
     del owner
     gc.collect()
     with pytest.raises(ValueError, match="not a live CUDA memory pool"):

@@ -3,7 +3,7 @@
 
 use super::DeviceMemoryResource;
 use crate::error::IntoPy;
-use crate::helper::optional_size_arg;
+use crate::helper::{optional_size_arg, CSize};
 use parking_lot::Mutex;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -57,9 +57,9 @@ impl CudaAsyncMemoryResource {
         Ok(base(pool.clone()).add_subclass(CudaAsyncMemoryResource { pool }))
     }
 
-    /// The handle of the pool, as an int (not part of RMM's Python API; kept for symmetry with
-    /// the view).
-    fn pool_handle(&self) -> usize {
+    /// The handle of the pool, as an int. Private: RMM's `CudaAsyncMemoryResource` has no
+    /// `pool_handle` (its view and the experimental managed resource do).
+    fn _pool_handle(&self) -> usize {
         self.pool.pool_handle() as usize
     }
 }
@@ -142,9 +142,20 @@ pub struct SystemMemoryResource;
 
 #[pymethods]
 impl SystemMemoryResource {
+    /// Takes no arguments. As in RMM (whose `__cinit__` runs before `__init__` checks them), a
+    /// device without system-allocated memory is a `RuntimeError` even where arguments were
+    /// given; on one with it, arguments are a `TypeError`.
     #[new]
-    fn new(py: Python<'_>) -> PyResult<PyClassInitializer<Self>> {
+    #[pyo3(signature = (*args, **kwargs), text_signature = "()")]
+    fn new(
+        py: Python<'_>,
+        args: &Bound<'_, pyo3::types::PyTuple>,
+        kwargs: Option<&Bound<'_, pyo3::types::PyDict>>,
+    ) -> PyResult<PyClassInitializer<Self>> {
         let system = py.detach(r::SystemMemoryResource::new).py()?;
+        if !args.is_empty() || kwargs.is_some_and(|k| !k.is_empty()) {
+            return Err(pyo3::exceptions::PyTypeError::new_err("SystemMemoryResource() takes no arguments"));
+        }
         Ok(base(Arc::new(system)).add_subclass(SystemMemoryResource))
     }
 }
@@ -169,7 +180,8 @@ pub struct SamHeadroomMemoryResource;
 #[pymethods]
 impl SamHeadroomMemoryResource {
     #[new]
-    fn new(py: Python<'_>, headroom: usize) -> PyResult<PyClassInitializer<Self>> {
+    fn new(py: Python<'_>, headroom: CSize) -> PyResult<PyClassInitializer<Self>> {
+        let CSize(headroom) = headroom;
         let sam = py.detach(|| r::SamHeadroomMemoryResource::new(headroom)).py()?;
         Ok(base(Arc::new(sam)).add_subclass(SamHeadroomMemoryResource))
     }

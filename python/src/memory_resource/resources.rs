@@ -66,7 +66,9 @@ impl PoolMemoryResource {
                 ));
             }
         }
-        let pool = Arc::new(py.detach(|| r::PoolMemoryResource::new(resource, initial, maximum)).py()?);
+        let pool = py.detach(|| r::PoolMemoryResource::new(resource, initial, maximum));
+        let sizes = [initial, maximum.unwrap_or(0)];
+        let pool = Arc::new(pool.map_err(|e| crate::error::construction_error(e, &sizes))?);
         Ok(UpstreamResourceAdaptor::init(upstream, pool.clone()).add_subclass(PoolMemoryResource { pool }))
     }
 
