@@ -160,3 +160,15 @@ def test_prefetch_to_a_device_that_does_not_exist_is_a_runtime_error(gpu):  # no
         buf.prefetch(-1)
         with pytest.raises(RuntimeError):
             buf.prefetch(99)
+
+
+def test_base_class_as_a_device_resource_refuses_allocations_without_crashing():
+    old = mr.get_per_device_resource(0)
+    base = mr.DeviceMemoryResource()
+    try:
+        mr.set_per_device_resource(0, base)
+        assert mr.get_per_device_resource(0) is base
+        with pytest.raises(RuntimeError, match="no resource"):
+            base.allocate(10)
+    finally:
+        mr.set_per_device_resource(0, old)
