@@ -172,3 +172,52 @@ def test_base_class_as_a_device_resource_refuses_allocations_without_crashing():
             base.allocate(10)
     finally:
         mr.set_per_device_resource(0, old)
+
+
+def test_binning_exponents_out_of_range_are_memory_errors(host_mr):
+    with pytest.raises(MemoryError):
+        mr.BinningMemoryResource(host_mr, -2, 16)
+    with pytest.raises(MemoryError):
+        mr.BinningMemoryResource(host_mr, 8, 70)
+    # No exponent between them: no bins, as in RMM, whatever their values.
+    assert mr.BinningMemoryResource(host_mr, 16, -2).bin_mrs == []
+    assert mr.BinningMemoryResource(host_mr, 16, 10).bin_mrs == []
+
+
+# RMM 26.10's answers to PoolMemoryResource(upstream, size): the pool size, or the exception.
+POOL_SIZES = [
+    (0, 0),
+    (1024, 1024),
+    ('1', 'RuntimeError'),
+    ('1B', 'RuntimeError'),
+    ('1KB', 'RuntimeError'),
+    ('1kB', 'RuntimeError'),
+    ('1KiB', 1024),
+    ('1 MiB', 1048576),
+    ('1.5MB', 'RuntimeError'),
+    ('2MiB', 2097152),
+    ('10 MB', 'RuntimeError'),
+    ('1e3', 'ValueError'),
+    ('5kb', 'RuntimeError'),
+    ('1 kilobyte', 'ValueError'),
+    ('abc', 'ValueError'),
+    ('', 'ValueError'),
+    ('-1', 'ValueError'),
+    ('1.5', 'RuntimeError'),
+    (-5, 'OverflowError'),
+    (3.5, 'TypeError'),
+    ('MB', 'ValueError'),
+    ('1 M', 'ValueError'),
+    ('1MiB ', 'ValueError'),
+    (' 1MiB', 'ValueError'),
+]
+
+
+@pytest.mark.parametrize("size, answer", POOL_SIZES)
+def test_pool_sizes_parse_and_fail_as_rmms(host_mr, size, answer):
+    if isinstance(answer, int):
+        assert mr.PoolMemoryResource(host_mr, size).pool_size() == answer
+    else:
+        with pytest.raises(Exception) as info:
+            mr.PoolMemoryResource(host_mr, size)
+        assert type(info.value).__name__ == answer

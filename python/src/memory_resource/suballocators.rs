@@ -79,10 +79,20 @@ impl BinningMemoryResource {
         max_size_exponent: i8,
     ) -> PyResult<PyClassInitializer<Self>> {
         let (upstream, resource) = upstream_arg(upstream_mr)?;
-        let binning = if min_size_exponent == -1 || max_size_exponent == -1 {
+        // No bins when either exponent is -1 or none lies between them, as in RMM. An exponent
+        // outside 0..=62 asks RMM for a bin no allocation can fill: its constructor's upstream
+        // allocation fails, a MemoryError.
+        let binning = if min_size_exponent == -1 || max_size_exponent == -1 || min_size_exponent > max_size_exponent {
             r::BinningMemoryResource::new(resource)
         } else {
-            py.detach(|| r::BinningMemoryResource::with_bins(resource, min_size_exponent, max_size_exponent)).py()?
+            py.detach(|| r::BinningMemoryResource::with_bins(resource, min_size_exponent, max_size_exponent)).map_err(
+                |e| match e {
+                    rmm::Error::InvalidArgument(m) => {
+                        pyo3::exceptions::PyMemoryError::new_err(format!("std::bad_alloc: out_of_memory: {m}"))
+                    }
+                    other => crate::error::to_py(other),
+                },
+            )?
         };
         let binning = Arc::new(binning);
         Ok(UpstreamResourceAdaptor::init(upstream, binning.clone())
