@@ -2,7 +2,7 @@
 //! allocation failures (`rmm::out_of_memory`, `rmm::bad_alloc`, both `std::bad_alloc`) are
 //! `MemoryError`, invalid arguments `ValueError`, CUDA and usage errors `RuntimeError`.
 
-use pyo3::exceptions::{PyMemoryError, PyOSError, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyMemoryError, PyOSError, PyRuntimeError, PySystemError, PyValueError};
 use pyo3::prelude::*;
 
 /// The Python exception for a Rust error.
@@ -17,6 +17,12 @@ pub fn to_py(err: rmm::Error) -> PyErr {
         E::OutOfMemory { pool: None, reason, .. } if reason.starts_with(FROM_CALLBACK) => {
             PyMemoryError::new_err(format!("std::bad_alloc: out_of_memory: {}", &reason[FROM_CALLBACK.len()..]))
         }
+        // A free callback that raised: RMM's Cython wrapper returns with the exception still set,
+        // which CPython reports as a SystemError.
+        E::Unsupported(m) if m.starts_with(FROM_FREE_CALLBACK) => PySystemError::new_err(format!(
+            "DeviceMemoryResource.deallocate returned a result with an exception set ({})",
+            &m[FROM_FREE_CALLBACK.len()..]
+        )),
         E::Unsupported(m) if m.starts_with(FROM_CALLBACK) => {
             PyRuntimeError::new_err(m[FROM_CALLBACK.len()..].to_string())
         }
@@ -62,6 +68,17 @@ pub fn from_callback(py: Python<'_>, err: PyErr, bytes: usize) -> rmm::Error {
     } else {
         rmm::Error::Unsupported(format!("{FROM_CALLBACK}{text}"))
     }
+}
+
+/// Starts the message of an error that carries the exception of a Python free callback.
+const FROM_FREE_CALLBACK: &str = "Python free callback raised: ";
+
+/// The Rust error for a Python exception raised by a free callback: [`to_py`] turns it into RMM's
+/// `SystemError`, naming the exception.
+pub fn from_free_callback(py: Python<'_>, err: PyErr) -> rmm::Error {
+    let name = err.get_type(py).name().map(|n| n.to_string()).unwrap_or_default();
+    let text = err.value(py).str().map(|s| s.to_string()).unwrap_or_default();
+    rmm::Error::Unsupported(format!("{FROM_FREE_CALLBACK}{name}: {text}"))
 }
 
 /// `Result<T, rmm::Error>` into a Python result.

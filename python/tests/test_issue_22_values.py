@@ -221,3 +221,30 @@ def test_pool_sizes_parse_and_fail_as_rmms(host_mr, size, answer):
         with pytest.raises(Exception) as info:
             mr.PoolMemoryResource(host_mr, size)
         assert type(info.value).__name__ == answer
+
+
+def test_callbacks_see_every_request_as_in_rmm(host_mr):
+    log = []
+
+    def alloc(n, s):
+        log.append(("alloc", n))
+        return host_mr.allocate(n, s)
+
+    def dealloc(p, n, s):
+        log.append(("free", n))
+        host_mr.deallocate(p, n, s)
+
+    cb = mr.CallbackMemoryResource(alloc, dealloc)
+    for n in (0, 1, 1000):
+        cb.deallocate(cb.allocate(n), n)
+    assert log == [("alloc", 0), ("free", 0), ("alloc", 1), ("free", 1), ("alloc", 1000),
+                   ("free", 1000)]
+
+
+def test_a_raising_free_callback_is_rmms_system_error():
+    def dealloc(p, n, s):
+        raise ValueError("free refused")
+
+    cb = mr.CallbackMemoryResource(lambda n, s: 0, dealloc)
+    with pytest.raises(SystemError, match="returned a result with an exception set"):
+        cb.deallocate(0, 100)
