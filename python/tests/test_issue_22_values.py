@@ -248,3 +248,14 @@ def test_a_raising_free_callback_is_rmms_system_error():
     cb = mr.CallbackMemoryResource(lambda n, s: 0, dealloc)
     with pytest.raises(SystemError, match="returned a result with an exception set"):
         cb.deallocate(0, 100)
+
+
+def test_logging_adaptor_logs_zero_byte_requests(host_mr, tmp_path):
+    log = mr.LoggingResourceAdaptor(host_mr, log_file_name=str(tmp_path / "zero.csv"))
+    for n in (0, 1, 4096):
+        log.deallocate(log.allocate(n), n)
+    log.flush()
+    with open(log.get_file_name()) as f:
+        rows = [line.rstrip("\n").split(",") for line in f][1:]
+    assert [(r[2], r[4]) for r in rows] == [("allocate", "0"), ("free", "0"), ("allocate", "1"),
+                                            ("free", "1"), ("allocate", "4096"), ("free", "4096")]
