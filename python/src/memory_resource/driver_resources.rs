@@ -17,17 +17,17 @@ fn base(resource: SharedResource) -> PyClassInitializer<DeviceMemoryResource> {
     PyClassInitializer::from(DeviceMemoryResource::new(resource))
 }
 
-/// The export type RMM builds from the two flags; both at once is a combination no single
-/// allocation handle type names, refused as RMM's C++ refuses it.
-fn export_handle_type(enable_ipc: bool, enable_fabric: bool) -> rmm::Result<AllocationHandleType> {
-    match (enable_ipc, enable_fabric) {
-        (false, false) => Ok(AllocationHandleType::None),
-        (true, false) => Ok(AllocationHandleType::PosixFileDescriptor),
-        (false, true) => Ok(AllocationHandleType::Fabric),
-        (true, true) => Err(rmm::Error::Unsupported(
-            "Requested IPC memory handle type not supported: posix file descriptor | fabric".into(),
-        )),
+/// The export types RMM's Python layer combines from the two flags (both at once: a pool whose
+/// allocations may be exported either way, where the device supports both).
+fn export_handle_types(enable_ipc: bool, enable_fabric: bool) -> Vec<AllocationHandleType> {
+    let mut types = Vec::new();
+    if enable_ipc {
+        types.push(AllocationHandleType::PosixFileDescriptor);
     }
+    if enable_fabric {
+        types.push(AllocationHandleType::Fabric);
+    }
+    types
 }
 
 /// `cudaMallocAsync`/`cudaFreeAsync` from a pool of its own (RMM's `cuda_async_memory_resource`).
@@ -48,9 +48,9 @@ impl CudaAsyncMemoryResource {
         enable_fabric: bool,
     ) -> PyResult<PyClassInitializer<Self>> {
         let initial = optional_size_arg(initial_pool_size)?;
-        let handle_type = export_handle_type(enable_ipc, enable_fabric).py()?;
+        let handle_types = export_handle_types(enable_ipc, enable_fabric);
         let pool = py
-            .detach(|| r::CudaAsyncMemoryResource::with_export_handle_type(initial, release_threshold, handle_type))
+            .detach(|| r::CudaAsyncMemoryResource::with_export_handle_types(initial, release_threshold, &handle_types))
             .py()?;
         let pool = Arc::new(pool);
         register_owner(&pool);
@@ -224,10 +224,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn export_flags_map_to_one_handle_type() {
-        assert_eq!(export_handle_type(false, false).unwrap(), AllocationHandleType::None);
-        assert_eq!(export_handle_type(true, false).unwrap(), AllocationHandleType::PosixFileDescriptor);
-        assert_eq!(export_handle_type(false, true).unwrap(), AllocationHandleType::Fabric);
-        assert!(matches!(export_handle_type(true, true), Err(rmm::Error::Unsupported(_))));
+    fn export_flags_combine_as_rmms() {
+        use AllocationHandleType::{Fabric, PosixFileDescriptor};
+        assert_eq!(export_handle_types(false, false), vec![]);
+        assert_eq!(export_handle_types(true, false), vec![PosixFileDescriptor]);
+        assert_eq!(export_handle_types(false, true), vec![Fabric]);
+        assert_eq!(export_handle_types(true, true), vec![PosixFileDescriptor, Fabric]);
     }
 }
