@@ -634,7 +634,10 @@ fn logging_to_file_round_trips() {
     assert!(logging.allocate(usize::MAX / 2, 256, s).unwrap_err().is_out_of_memory());
     logging.deallocate(p, 1000, 256, s).unwrap();
     logging.deallocate_sync(q, 24, 256).unwrap();
-    assert_eq!(logging.allocate(0, 256, s), Ok(std::ptr::null_mut()), "zero bytes: not logged");
+    // Zero bytes: forwarded and logged, as RMM does; the upstream answers null.
+    let z = logging.allocate(0, 256, s).unwrap();
+    assert!(z.is_null());
+    logging.deallocate(z, 0, 256, s).unwrap();
     logging.flush().unwrap();
 
     let text = std::fs::read_to_string(&path).unwrap();
@@ -652,6 +655,8 @@ fn logging_to_file_round_trips() {
             ("allocate failure", 0, usize::MAX / 2, 0xabc),
             ("free", p as usize, 1000, 0xabc),
             ("free", q as usize, 24, 0),
+            ("allocate", 0, 0, 0xabc),
+            ("free", 0, 0, 0xabc),
         ]
     );
     assert!(text.contains(",allocate failure,(nil),"), "null printed as RMM does: {text}");
@@ -962,12 +967,32 @@ fn check_common<A: MemoryResource>(
     assert_eq!(spy(&a).inner.outstanding(), (0, 0), "{name}");
 }
 
+/// The logging adaptor's part of [`check_common`]: as RMM's, it forwards zero-byte requests and
+/// null frees to its upstream (and logs them) instead of answering them itself.
+fn check_logging_forwards_zero_bytes_and_null_frees() {
+    let make = |u| LoggingResourceAdaptor::with_writer(u, Box::new(std::io::sink()));
+    let a = make(Spy::new(HostMemoryResource::new()));
+    let b = make(Spy::new(HostMemoryResource::new()));
+    let s = CudaStreamView::from_handle(0x1234);
+    assert_eq!(a.allocate(0, 256, s), Ok(std::ptr::null_mut()));
+    assert_eq!(a.allocate(0, 3, s), Err(Error::BadAlignment { alignment: 3, max: 1 << 30 }));
+    assert_eq!(a.deallocate(std::ptr::null_mut(), 0, 256, s), Ok(()));
+    assert_eq!(a.deallocate(std::ptr::null_mut(), 64, 256, s), Ok(()));
+    assert_eq!(a.upstream().calls(), (2, 2), "every request reached the upstream");
+    assert!(a.is_equal(&a) && !a.is_equal(&b) && !a.is_equal(a.upstream()));
+    assert!(!a.is_device_accessible() && a.is_host_accessible());
+    let p = a.allocate(100, 256, s).unwrap();
+    a.deallocate(p, 100, 256, s).unwrap();
+    assert_eq!(a.upstream().calls(), (3, 3));
+    assert_eq!(a.upstream().inner.outstanding(), (0, 0));
+}
+
 #[test]
 fn common_behaviour_of_every_adaptor() {
     check_common("statistics", StatisticsResourceAdaptor::new, |a| a.upstream());
     check_common("tracking", |u| TrackingResourceAdaptor::new(u, false), |a| a.upstream());
     check_common("limiting", |u| LimitingResourceAdaptor::new(u, 1 << 20), |a| a.upstream());
-    check_common("logging", |u| LoggingResourceAdaptor::with_writer(u, Box::new(std::io::sink())), |a| a.upstream());
+    check_logging_forwards_zero_bytes_and_null_frees();
     check_common("failure_callback", |u| FailureCallbackResourceAdaptor::new(u, |_| false), |a| a.upstream());
 
     // Counters stay untouched by zero-byte requests.

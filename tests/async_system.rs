@@ -45,6 +45,30 @@ fn export_handle_types_are_made_where_supported_and_refused_elsewhere() {
 }
 
 #[test]
+fn export_handle_types_combine_where_each_is_supported() {
+    if !gpu() {
+        return;
+    }
+    use AllocationHandleType::{Fabric, PosixFileDescriptor};
+    let mask = capabilities::supported_export_handle_types(DeviceId::current().unwrap()).unwrap();
+    let both = PosixFileDescriptor as u32 | Fabric as u32;
+    // Where one is missing the pair is refused before the driver is asked (fabric pools are made
+    // nowhere here: they also need an IMEX channel the attributes cannot tell of).
+    if mask & both != both {
+        let made = CudaAsyncMemoryResource::with_export_handle_types(None, None, &[PosixFileDescriptor, Fabric]);
+        assert!(
+            matches!(made, Err(Error::Unsupported(ref m)) if m.contains("PosixFileDescriptor | Fabric")),
+            "{made:?}"
+        );
+    }
+    if mask & PosixFileDescriptor as u32 != 0 {
+        let one = CudaAsyncMemoryResource::with_export_handle_types(None, None, &[PosixFileDescriptor]).unwrap();
+        device_keeps_working(&one);
+    }
+    device_keeps_working(&CudaAsyncMemoryResource::with_export_handle_types(None, None, &[]).unwrap());
+}
+
+#[test]
 fn release_threshold_defaults_to_u64_max_and_keeps_a_given_one() {
     if !gpu() {
         return;

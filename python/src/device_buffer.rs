@@ -15,6 +15,7 @@
 
 use crate::copy::{copy_bytes, sync_if_default, wait_before_release};
 use crate::error::{to_py, IntoPy};
+use crate::helper::CSize;
 use crate::host_buffer::HostBuffer;
 use crate::memory_resource::{current_resource_object, resource_object, DeviceMemoryResource};
 use crate::stream::{stream_object, Stream, StreamArg};
@@ -222,14 +223,18 @@ impl DeviceBuffer {
     /// `size` bytes from `mr` (default: the current device resource) on `stream`, copied from the
     /// host or device address `ptr` unless it is 0.
     #[new]
-    #[pyo3(signature = (*, ptr = 0, size = 0, stream = StreamArg::Omitted, mr = None))]
+    #[pyo3(
+        signature = (*, ptr = CSize(0), size = CSize(0), stream = StreamArg::Omitted, mr = None),
+        text_signature = "(*, ptr=0, size=0, stream=..., mr=None)"
+    )]
     fn new(
         py: Python<'_>,
-        ptr: usize,
-        size: usize,
+        ptr: CSize,
+        size: CSize,
         stream: StreamArg<'_>,
         mr: Option<Bound<'_, DeviceMemoryResource>>,
     ) -> PyResult<Self> {
+        let (CSize(ptr), CSize(size)) = (ptr, size);
         let stream = stream.resolve(py)?;
         Self::create(py, Some((ptr, false)), size, stream, mr)
     }
@@ -264,19 +269,6 @@ impl DeviceBuffer {
         self.state.lock().ptr
     }
 
-    /// The resource the memory comes from (private: RMM's `DeviceBuffer` has no `mr` attribute).
-    #[getter(_mr)]
-    fn mr(&self, py: Python<'_>) -> Py<DeviceMemoryResource> {
-        self.mr.clone_ref(py)
-    }
-
-    /// The stream the memory is ordered and freed on (private: RMM's `DeviceBuffer` has no
-    /// `stream` attribute).
-    #[getter(_stream)]
-    fn stream(&self, py: Python<'_>) -> Py<Stream> {
-        self.state.lock().stream.clone_ref(py)
-    }
-
     /// Pickles as the bytes, restored by `to_device`.
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
         let py = slf.py();
@@ -306,6 +298,20 @@ impl DeviceBuffer {
     #[pyo3(signature = (device = None, stream = None))]
     fn prefetch(&self, py: Python<'_>, device: Option<i32>, stream: Option<Bound<'_, PyAny>>) -> PyResult<()> {
         let given = stream.map(|s| stream_object(s).map(|s| s.get().view())).transpose()?;
+        if let Some(d) = device {
+            // RMM passes any memory to cudaMemPrefetchAsync and ignores only its "invalid value"
+            // answer for memory that is not managed: a device that does not exist is an error
+            // whatever the memory.
+            let count = rmm::device::device_count().unwrap_or(usize::MAX);
+            if d >= 0 && d as usize >= count && self.size_now() > 0 {
+                let err = rmm::Error::Cuda {
+                    call: "cuMemPrefetchAsync",
+                    code: 101,
+                    name: "CUDA_ERROR_INVALID_DEVICE".into(),
+                };
+                return Err(pyo3::exceptions::PyRuntimeError::new_err(err.to_string()));
+            }
+        }
         if self.host_only() {
             return Ok(()); // host memory is never managed memory
         }
@@ -496,17 +502,17 @@ impl DeviceBuffer {
     /// Grows the allocation to at least `new_capacity` bytes, keeping the contents; the buffer
     /// moves to `stream`.
     #[pyo3(signature = (new_capacity, stream = StreamArg::Omitted))]
-    fn reserve(&self, py: Python<'_>, new_capacity: usize, stream: StreamArg<'_>) -> PyResult<()> {
+    fn reserve(&self, py: Python<'_>, new_capacity: CSize, stream: StreamArg<'_>) -> PyResult<()> {
         let stream = stream.resolve(py)?;
-        self.change(py, stream, new_capacity, None)
+        self.change(py, stream, new_capacity.0, None)
     }
 
     /// Sets the size to `new_size`, keeping the contents up to the smaller size; reallocates only
     /// when `new_size` exceeds the capacity. The buffer moves to `stream`.
     #[pyo3(signature = (new_size, stream = StreamArg::Omitted))]
-    fn resize(&self, py: Python<'_>, new_size: usize, stream: StreamArg<'_>) -> PyResult<()> {
+    fn resize(&self, py: Python<'_>, new_size: CSize, stream: StreamArg<'_>) -> PyResult<()> {
         let stream = stream.resolve(py)?;
-        self.change(py, stream, new_size, Some(new_size))
+        self.change(py, stream, new_size.0, Some(new_size.0))
     }
 
     /// Bytes allocated (at least `size`).
@@ -549,7 +555,23 @@ pub fn to_device(py: Python<'_>, b: &Bound<'_, PyAny>, stream: StreamArg<'_>) ->
     DeviceBuffer::create(py, Some((host.addr(), true)), host.len(), stream, None)
 }
 
+/// The resource `buffer`'s memory comes from. Not an attribute of the buffer: RMM's
+/// `DeviceBuffer` keeps its resource and stream out of Python's reach (reading `buffer.mr` or
+/// `buffer.stream` is an `AttributeError` there too).
+#[pyfunction]
+fn _device_buffer_mr(py: Python<'_>, buffer: &Bound<'_, DeviceBuffer>) -> Py<DeviceMemoryResource> {
+    buffer.get().mr.clone_ref(py)
+}
+
+/// The stream `buffer`'s memory is ordered and freed on (see [`_device_buffer_mr`]).
+#[pyfunction]
+fn _device_buffer_stream(py: Python<'_>, buffer: &Bound<'_, DeviceBuffer>) -> Py<Stream> {
+    buffer.get().state.lock().stream.clone_ref(py)
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(_device_buffer_mr, m)?)?;
+    m.add_function(wrap_pyfunction!(_device_buffer_stream, m)?)?;
     m.add_class::<DeviceBuffer>()?;
     m.add_function(wrap_pyfunction!(to_device, m)?)?;
     Ok(())

@@ -12,7 +12,8 @@ pub fn to_py(err: rmm::Error) -> PyErr {
     match err {
         // A Python exception raised in a callback: RMM rethrows it as `rmm::out_of_memory` (a
         // MemoryError whose message is that error's `what()`) or `std::runtime_error` (a
-        // RuntimeError with the exception's own message).
+        // RuntimeError with the exception's own message). A free callback's exception is
+        // RMM's `SystemError`, made by `DeviceMemoryResource.deallocate`, this as its cause.
         E::OutOfMemory { pool: None, reason, .. } if reason.starts_with(FROM_CALLBACK) => {
             PyMemoryError::new_err(format!("{OUT_OF_MEMORY_WHAT}{}", &reason[FROM_CALLBACK.len()..]))
         }
@@ -44,6 +45,20 @@ pub fn is_from_callback(err: &rmm::Error) -> bool {
         rmm::Error::OutOfMemory { pool: None, reason, .. } => reason.starts_with(FROM_CALLBACK),
         rmm::Error::Unsupported(m) => m.starts_with(FROM_CALLBACK),
         _ => false,
+    }
+}
+
+/// The Python exception for an error met while constructing a pool or an arena of the given
+/// sizes, as RMM's: a size no allocation can hold is a `MemoryError` (RMM asks its upstream for it
+/// and is refused); another invalid size is RMM's `rmm::logic_error`, a `RuntimeError`.
+pub fn construction_error(err: rmm::Error, sizes: &[usize]) -> PyErr {
+    match err {
+        rmm::Error::InvalidArgument(m) if sizes.iter().any(|&n| n > rmm::pool::MAX_BLOCK_BYTES) => {
+            PyMemoryError::new_err(format!("{OUT_OF_MEMORY_WHAT}{m}"))
+        }
+        rmm::Error::InvalidArgument(m) => PyRuntimeError::new_err(m),
+        rmm::Error::BadAlignment { .. } => PyRuntimeError::new_err(err.to_string()),
+        other => to_py(other),
     }
 }
 

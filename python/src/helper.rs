@@ -2,7 +2,52 @@
 
 use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyInt, PyString};
+use pyo3::types::{PyFloat, PyInt, PyString};
+
+/// A `size_t` (or `uintptr_t`) argument converted as RMM's Cython signatures convert one: an int
+/// as it is (negative or too large: `OverflowError`); any other object through its `__int__`
+/// (so a float is truncated: `1.5` is 1; NaN is a `ValueError`, infinity an `OverflowError`);
+/// an object without `__int__` (a string, `None`) is a `TypeError`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CSize(pub usize);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for CSize {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        if obj.is_instance_of::<PyInt>() {
+            return int_to_size(&obj);
+        }
+        let as_int = if obj.is_instance_of::<PyFloat>() || obj.get_type().hasattr("__int__")? {
+            obj.call_method0("__int__")?
+        } else {
+            // Cython's own message for an object it cannot make an int of.
+            return Err(PyTypeError::new_err("an integer is required"));
+        };
+        int_to_size(&as_int)
+    }
+}
+
+/// A `bool` argument converted as Cython converts one: any object, for its truth.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CBool(pub bool);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for CBool {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        obj.is_truthy().map(CBool)
+    }
+}
+
+/// An int as a `size_t`: negative values and values past `usize::MAX` are `OverflowError`s.
+fn int_to_size(obj: &Bound<'_, PyAny>) -> PyResult<CSize> {
+    match obj.extract::<usize>() {
+        Ok(n) => Ok(CSize(n)),
+        Err(_) if obj.lt(0i32)? => Err(PyOverflowError::new_err("can't convert negative value to size_t")),
+        Err(_) => Err(PyOverflowError::new_err("value too large to convert to size_t")),
+    }
+}
 
 /// The multiplier of a (lower-case) byte suffix: SI (`kb` = 1000) and binary (`kib` = 1024).
 fn multiplier(suffix: &str) -> Option<u64> {
@@ -38,9 +83,13 @@ pub fn parse_bytes(s: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
     if s.is_instance_of::<PyInt>() {
         return Ok(s.clone().unbind());
     }
-    let text = s
-        .cast::<PyString>()
-        .map_err(|_| PyValueError::new_err(format!("Could not parse {s} as a byte specification")))?;
+    // RMM matches a regular expression against anything not an int: other types are a TypeError.
+    let text = s.cast::<PyString>().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "expected string or bytes-like object, got '{}'",
+            s.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+        ))
+    })?;
     let text = text.to_str()?;
     match parse_size_str(text) {
         Some(n) => Ok(n.into_pyobject(s.py())?.into_any().unbind()),
@@ -54,18 +103,9 @@ pub fn size_arg(s: &Bound<'_, PyAny>) -> PyResult<usize> {
     size_t_arg(v.bind(s.py()))
 }
 
-/// An int argument as a `usize`, failing as Cython's conversion to `size_t` does: `TypeError`
-/// "an integer is required" for a non-int, `OverflowError` for a negative or too large one.
+/// An argument as a `usize`, converted as Cython converts a `size_t` (see [`CSize`]).
 pub fn size_t_arg(v: &Bound<'_, PyAny>) -> PyResult<usize> {
-    let int = v.call_method0("__index__").map_err(|_| PyTypeError::new_err("an integer is required"))?;
-    int.extract::<usize>().map_err(|_| {
-        let negative = int.lt(0).unwrap_or(false);
-        PyOverflowError::new_err(if negative {
-            "can't convert negative value to size_t"
-        } else {
-            "value too large to convert to size_t"
-        })
-    })
+    v.extract::<CSize>().map(|CSize(n)| n)
 }
 
 /// An int argument as an `i32`, failing as Cython's conversion to `int` does: `TypeError`

@@ -27,6 +27,7 @@ from rmm.pylibrmm.memory_resource import (
     StatisticsResourceAdaptor,
 )
 from rmm.pylibrmm.stream import DEFAULT_STREAM
+from rmm._native import _device_buffer_mr as _buffer_mr, _device_buffer_stream as _buffer_stream
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -65,7 +66,7 @@ def test_pool_buffer_block_is_reused(host_mr):
     assert bytes(buf) == bytes(range(64))
     del a, buf
     b = rmm.DeviceBuffer(size=1000, mr=pool)
-    assert b.ptr == first and b._stream is DEFAULT_STREAM and b._mr is pool
+    assert b.ptr == first and _buffer_stream(b) is DEFAULT_STREAM and _buffer_mr(b) is pool
     assert pool.pool_size() == 1 << 20
 
 
@@ -194,7 +195,7 @@ def test_cupy_allocator(device_stats):
         with cupy.cuda.Stream(non_blocking=True) as s:
             c = cupy.ones(1000)
             owner = c.data.mem._owner
-            assert owner._stream.__cuda_stream__()[1] == s.ptr  # on CuPy's current stream
+            assert _buffer_stream(owner).__cuda_stream__()[1] == s.ptr  # on CuPy's current stream
             total = float(c.sum())
         # The buffer keeps CuPy's stream alive, so the memory is freed on a live stream even
         # when the program drops the stream first.
@@ -220,7 +221,7 @@ def test_cupy_allocator_memory_is_owned_by_a_device_buffer(gpu):
     m = rmm_cupy_allocator(42)
     assert m.mem.size == 42 and m.mem.ptr != 0
     assert isinstance(m.mem._owner, rmm.DeviceBuffer) and m.mem._owner.size == 42
-    assert m.mem._owner.ptr == m.ptr and m.mem._owner._mr is mr_module.get_current_device_resource()
+    assert m.mem._owner.ptr == m.ptr and _buffer_mr(m.mem._owner) is mr_module.get_current_device_resource()
     m = rmm_cupy_allocator(0)
     assert m.mem.size == 0 and m.mem.ptr == 0
     assert isinstance(m.mem._owner, rmm.DeviceBuffer)
@@ -229,7 +230,7 @@ def test_cupy_allocator_memory_is_owned_by_a_device_buffer(gpu):
     try:
         a = cupy.arange(10)
         assert isinstance(a.data.mem._owner, rmm.DeviceBuffer)
-        assert a.data.mem._owner._stream is DEFAULT_STREAM
+        assert _buffer_stream(a.data.mem._owner) is DEFAULT_STREAM
     finally:
         cupy.cuda.set_allocator(None)
 
@@ -259,7 +260,7 @@ def test_cupy_allocator_reuses_pool_blocks_on_each_stream(gpu):
         for s in streams:
             with s:
                 c = cupy.arange(4096, dtype=cupy.float32)
-                owner_stream = c.data.mem._owner._stream.__cuda_stream__()[1]
+                owner_stream = _buffer_stream(c.data.mem._owner).__cuda_stream__()[1]
                 assert owner_stream == s.ptr == cupy.cuda.get_current_stream().ptr
                 assert float(c.sum()) == float(4095 * 4096 // 2)
                 del c

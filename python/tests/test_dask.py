@@ -22,6 +22,7 @@ from rmm import mr  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples", "python"))
 from rmm_worker_plugin import RMMWorkerPlugin  # noqa: E402
+from rmm._native import _device_buffer_mr as _buffer_mr  # noqa: E402
 
 MiB = 1 << 20
 
@@ -189,7 +190,7 @@ def test_dask_deserialization_copies_the_bytes(monkeypatch):
     payload = np.random.default_rng(0).integers(0, 256, 4099, dtype=np.uint8).tobytes()
     header = {"shape": (len(payload),), "typestr": "|u1", "strides": (1,)}
     out = proto.dask_deserialize_rmm_device_buffer(header, [payload])
-    assert isinstance(out, real) and out.size == len(payload) and out._mr is host
+    assert isinstance(out, real) and out.size == len(payload) and _buffer_mr(out) is host
     assert out.tobytes() == payload
 
 

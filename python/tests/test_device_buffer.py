@@ -27,6 +27,7 @@ from rmm.pylibrmm.memory_resource import (
     StatisticsResourceAdaptor,
 )
 from rmm.pylibrmm.stream import DEFAULT_STREAM, Stream
+from rmm._native import _device_buffer_mr as _buffer_mr, _device_buffer_stream as _buffer_stream
 
 SIZES = [0, 1, 7, 1000, 4097, 1 << 20]
 
@@ -73,8 +74,8 @@ def test_attributes(mr, n):
     buf = DeviceBuffer(size=n, mr=mr)
     assert buf.size == buf.nbytes == len(buf) == buf.__sizeof__() == buf.capacity() == n
     assert (buf.ptr != 0) == (n > 0)
-    assert buf._mr is mr
-    assert buf._stream is DEFAULT_STREAM
+    assert _buffer_mr(buf) is mr
+    assert _buffer_stream(buf) is DEFAULT_STREAM
     assert buf.__cuda_array_interface__ == {
         "data": (buf.ptr, False),
         "shape": (n,),
@@ -128,7 +129,7 @@ def test_construct_from_pointer(mr, n):
 def test_copy_keeps_content_and_resource(mr, n):
     buf, data = filled(n, mr)
     for dup in (buf.copy(), copy.copy(buf)):
-        assert type(dup) is DeviceBuffer and dup._mr is mr and dup.size == n
+        assert type(dup) is DeviceBuffer and _buffer_mr(dup) is mr and dup.size == n
         assert n == 0 or dup.ptr != buf.ptr
         assert dup.tobytes() == data.tobytes()
     buf.copy_from_host(bytes(n))
@@ -184,7 +185,7 @@ def test_buffer_keeps_its_resource_alive():
     buf = DeviceBuffer(size=64, mr=stats)
     del stats
     gc.collect()
-    assert buf._mr.allocation_counts.current_bytes == 64
+    assert _buffer_mr(buf).allocation_counts.current_bytes == 64
     buf.copy_from_host(b"x" * 64)
     assert buf.tobytes() == b"x" * 64
 
@@ -332,14 +333,14 @@ def test_default_resource_is_the_current_device_resource(gpu):
     from rmm.pylibrmm.memory_resource import get_current_device_resource
 
     buf = DeviceBuffer(size=10)
-    assert buf._mr is get_current_device_resource()
+    assert _buffer_mr(buf) is get_current_device_resource()
 
 
 def test_work_on_a_non_default_stream(gpu):
     stream = Stream()
     data = payload(1 << 20)
     buf = DeviceBuffer(size=data.size, stream=stream)
-    assert buf._stream is stream
+    assert _buffer_stream(buf) is stream
     buf.copy_from_host(data, stream=stream)
     stream.synchronize()
     out = np.empty_like(data)
@@ -348,9 +349,9 @@ def test_work_on_a_non_default_stream(gpu):
     np.testing.assert_array_equal(out, data)
     other = Stream()
     buf.resize(2 * data.size, other)  # moves the buffer to `other`, ordered after `stream`
-    assert buf._stream is other
+    assert _buffer_stream(buf) is other
     assert buf.tobytes(other)[: data.size] == data.tobytes()
-    assert buf.copy()._stream is other
+    assert _buffer_stream(buf.copy()) is other
 
 
 def test_managed_memory_prefetch(gpu):
@@ -362,7 +363,7 @@ def test_managed_memory_prefetch(gpu):
     buf.copy_from_host(payload(1 << 20))
     buf.prefetch()
     buf.prefetch(device=-1)  # cudaCpuDeviceId: to the host
-    buf._stream.synchronize()
+    _buffer_stream(buf).synchronize()
     assert buf.tobytes() == payload(1 << 20).tobytes()
 
 
@@ -384,9 +385,9 @@ def test_cupy_interop(gpu):
         dst.copy_from_device(cupy.zeros(20, dtype=cupy.float32)[::2])
     s = cupy.cuda.Stream(non_blocking=True)
     buf2 = DeviceBuffer(size=16, stream=Stream(s))
-    buf2.copy_from_host(b"0123456789abcdef", stream=buf2._stream)
+    buf2.copy_from_host(b"0123456789abcdef", stream=_buffer_stream(buf2))
     s.synchronize()
-    assert buf2.tobytes(buf2._stream) == b"0123456789abcdef"
+    assert buf2.tobytes(_buffer_stream(buf2)) == b"0123456789abcdef"
 
 
 def test_numba_interop(gpu):

@@ -39,7 +39,8 @@ def test_compare_all_agree(tmp_path):
     recs = [rec("m/a", [["x", 1], ["y", {"raises": "MemoryError"}]]), rec("m/b", [])]
     rc, out = run_compare(tmp_path, recs, recs, "--name", "t")
     assert rc == 0
-    assert out.strip().splitlines()[-1] == "oracle t: 2 scenarios, 2 agree, 0 diverge, 0 skipped"
+    assert out.strip().splitlines()[-1] == (
+        "oracle t: 2 scenarios, 2 agree, 0 diverge, 0 documented, 0 skipped")
     assert "DIVERGE" not in out
 
 
@@ -53,7 +54,7 @@ def test_compare_reports_first_difference(tmp_path):
     assert lines[1].split() == ["rmm:", "2"]
     assert lines[2].split() == ["ours:", "5"]
     assert "z" not in out.split("oracle t:")[0].replace("DIVERGE", "")
-    assert lines[-1] == "oracle t: 2 scenarios, 1 agree, 1 diverge, 0 skipped"
+    assert lines[-1] == "oracle t: 2 scenarios, 1 agree, 1 diverge, 0 documented, 0 skipped"
 
 
 def test_compare_shorter_trace_and_label_mismatch(tmp_path):
@@ -64,7 +65,8 @@ def test_compare_shorter_trace_and_label_mismatch(tmp_path):
     assert "DIVERGE m/a at #1 crash" in out
     assert "<end of trace>" in out
     assert "DIVERGE m/b at #0 p | q" in out
-    assert out.splitlines()[-1] == "oracle t: 2 scenarios, 0 agree, 2 diverge, 0 skipped"
+    assert out.splitlines()[-1] == (
+        "oracle t: 2 scenarios, 0 agree, 2 diverge, 0 documented, 0 skipped")
 
 
 def test_compare_skipped_and_missing(tmp_path):
@@ -77,7 +79,8 @@ def test_compare_skipped_and_missing(tmp_path):
     assert "note m/b: skipped for RMM only: cupy" in out
     assert "DIVERGE m/only_rmm at <scenario>" in out
     assert "DIVERGE m/only_ours at <scenario>" in out
-    assert out.splitlines()[-1] == "oracle t: 5 scenarios, 1 agree, 2 diverge, 2 skipped"
+    assert out.splitlines()[-1] == (
+        "oracle t: 5 scenarios, 1 agree, 2 diverge, 0 documented, 2 skipped")
 
 
 def test_compare_default_name_and_bad_input(tmp_path):
@@ -87,7 +90,8 @@ def test_compare_default_name_and_bad_input(tmp_path):
     write_jsonl(b, recs)
     p = subprocess.run([sys.executable, COMPARE, str(a), str(b)], capture_output=True, text=True)
     assert p.returncode == 0
-    assert p.stdout.strip() == "oracle cpp-ours: 1 scenarios, 1 agree, 0 diverge, 0 skipped"
+    assert p.stdout.strip() == (
+        "oracle cpp-ours: 1 scenarios, 1 agree, 0 diverge, 0 documented, 0 skipped")
     b.write_text("not json\n")
     p = subprocess.run([sys.executable, COMPARE, str(a), str(b)], capture_output=True, text=True)
     assert p.returncode == 2
@@ -290,4 +294,88 @@ def test_compare_per_scenario_lists_every_difference_once_counted(tmp_path):
     assert rc == 1
     assert [ln for ln in out.splitlines() if ln.startswith("DIVERGE")] == [
         "DIVERGE m/a at #1 y", "DIVERGE m/a at #2 z"]
-    assert out.splitlines()[-1] == "oracle t: 1 scenarios, 0 agree, 1 diverge, 0 skipped"
+    assert out.splitlines()[-1] == "oracle t: 1 scenarios, 0 agree, 1 diverge, 0 documented, 0 skipped"
+
+
+KNOWN = os.path.join(ORACLE, "known_differences.json")
+DIFFERENCES = os.path.join(REPO, "docs", "differences.md")
+
+
+def write_known(tmp_path, entries):
+    path = tmp_path / "known.json"
+    path.write_text(json.dumps(entries))
+    return str(path)
+
+
+def test_compare_documented_differences_do_not_fail(tmp_path):
+    known = write_known(tmp_path, [
+        {"scenario": "m/grow*", "label": "size*", "doc": "docs/differences.md#growth",
+         "why": "saves memory"},
+        {"scenario": "m/crash", "label": None, "doc": "docs/differences.md#crash", "why": "RMM crashes"},
+    ])
+    rmm = [rec("m/grow1", [["x", 1], ["size1", 2]]), rec("m/grow2", [["size0", 1], ["y", 2]]),
+           rec("m/crash", [["crash", "worker exited with -8"]]), rec("m/other", [["size1", 1]]),
+           rec("m/same", [["x", 1]])]
+    ours = [rec("m/grow1", [["x", 1], ["size1", 3]]), rec("m/grow2", [["size0", 1], ["y", 3]]),
+            rec("m/crash", [["add_zero", {"raises": "ValueError"}]]), rec("m/other", [["size1", 2]]),
+            rec("m/same", [["x", 1]])]
+    rc, out = run_compare(tmp_path, rmm, ours, "--name", "t", "--known", known)
+    assert rc == 1  # m/grow2 (label y) and m/other (scenario) match no entry
+    lines = out.splitlines()
+    assert "DOCUMENTED m/grow1 at #1 size1 (docs/differences.md#growth: saves memory)" in lines
+    assert "DOCUMENTED m/crash at #0 crash | add_zero (docs/differences.md#crash: RMM crashes)" in lines
+    assert "DIVERGE m/grow2 at #1 y" in lines
+    assert "DIVERGE m/other at #0 size1" in lines
+    assert lines[-1] == "oracle t: 5 scenarios, 1 agree, 2 diverge, 2 documented, 0 skipped"
+    # Only documented ones left: exit 0.
+    rc, out = run_compare(tmp_path, rmm[:1] + rmm[2:3], ours[:1] + ours[2:3], "--name", "t",
+                          "--known", known)
+    assert rc == 0, out
+    assert out.splitlines()[-1] == "oracle t: 2 scenarios, 0 agree, 0 diverge, 2 documented, 0 skipped"
+
+
+def test_compare_documented_matches_only_the_first_difference(tmp_path):
+    known = write_known(tmp_path, [{"scenario": "m/a", "label": "z", "doc": "docs/differences.md#z",
+                                    "why": "w"}])
+    rmm = [rec("m/a", [["y", 1], ["z", 1]])]
+    ours = [rec("m/a", [["y", 2], ["z", 2]])]
+    rc, out = run_compare(tmp_path, rmm, ours, "--name", "t", "--known", known, "--per-scenario", "5")
+    assert rc == 1
+    assert "DOCUMENTED" not in out
+    assert out.splitlines()[-1] == "oracle t: 1 scenarios, 0 agree, 1 diverge, 0 documented, 0 skipped"
+
+
+@pytest.mark.parametrize("entries", [
+    {"scenario": "m/a"},
+    [{"scenario": "m/a", "label": None, "doc": "README.md#x", "why": "w"}],
+    [{"scenario": "m/a", "label": None, "doc": "docs/differences.md#", "why": "w"}],
+    [{"scenario": "m/a", "label": None, "doc": "docs/differences.md#x", "why": ""}],
+    [{"scenario": "m/a", "label": 3, "doc": "docs/differences.md#x", "why": "w"}],
+])
+def test_compare_refuses_a_bad_known_file(tmp_path, entries):
+    recs = [rec("m/a", [])]
+    rc, out = run_compare(tmp_path, recs, recs, "--known", write_known(tmp_path, entries))
+    assert rc == 2
+    assert "cannot compare" in out
+
+
+def test_every_known_difference_points_at_a_row_of_the_table():
+    """Each entry of the repository's known_differences.json names an anchor that is a row of the
+    table "Differences from RMM 26.10", and says why."""
+    import re
+
+    with open(KNOWN) as f:
+        entries = json.load(f)
+    assert entries
+    with open(DIFFERENCES) as f:
+        rows = [ln for ln in f if ln.startswith("|")]
+    anchors = {}
+    for row in rows:
+        for a in re.findall(r'<a id="([^"]+)"></a>', row):
+            anchors[a] = row
+    for e in entries:
+        assert e["why"].strip(), e
+        assert e["doc"].startswith("docs/differences.md#"), e
+        anchor = e["doc"].split("#", 1)[1]
+        assert anchor in anchors, f"{e['doc']} is no row of docs/differences.md"
+        assert anchors[anchor].count("|") >= 5  # | Behaviour | RMM | rmm-rs | Why |

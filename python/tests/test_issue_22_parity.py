@@ -1,7 +1,7 @@
 """Module names, attributes, reprs and argument errors as RMM 26.10 has them (each checked against
 RMM's wheel): no ``__all__`` where RMM's module has none, no Python-level helpers RMM keeps at C
-level, no ``DeviceBuffer.mr``/``.stream``, Cython's messages for bad ints, the pool's size checks,
-and a callback's ``MemoryError`` as RMM's ``rmm::out_of_memory`` reads."""
+level, Cython's messages for bad ints, the pool's size checks, and a callback's ``MemoryError`` as
+RMM's ``rmm::out_of_memory`` reads."""
 
 import importlib
 import sys
@@ -77,11 +77,6 @@ def test_gpu_annotations_name_cuda_python_types():
     assert list(inspect.signature(cuda_gpu.getDeviceAttribute).parameters) == ["attr", "device"]
     assert cuda_gpu.getDeviceAttribute.__annotations__["attr"] == "runtime.cudaDeviceAttr"
     assert cuda_gpu.getDeviceProperties.__annotations__["return"] == "runtime.cudaDeviceProp"
-
-
-def test_device_buffer_has_no_mr_or_stream_attribute():
-    assert not hasattr(rmm.DeviceBuffer, "mr")
-    assert not hasattr(rmm.DeviceBuffer, "stream")
 
 
 def test_stream_repr_is_the_default_object_repr():

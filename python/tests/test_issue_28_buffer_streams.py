@@ -37,6 +37,7 @@ from rmm.pylibrmm.memory_resource import (
     PinnedHostMemoryResource,
 )
 from rmm.pylibrmm.stream import DEFAULT_STREAM, Stream
+from rmm._native import _device_buffer_stream as _buffer_stream  # noqa: E402
 
 LIMIT = 1 << 20
 
@@ -89,12 +90,12 @@ def test_a_failed_move_to_a_new_stream_leaves_the_buffer_as_it_was(logged, metho
     del owner
     gc.collect()
     assert gone() is None, "nothing keeps the new stream's owner: the buffer must not name it"
-    assert buf._stream is old
+    assert _buffer_stream(buf) is old
     assert (buf.size, buf.capacity()) == (64, 64)
     assert np.array_equal(buf.copy_to_host(), data)
     # The memory is still ordered on the old stream: a copy is made there, the frees happen there.
     copy = buf.copy()
-    assert copy._stream is old
+    assert _buffer_stream(copy) is old
     del buf, copy
     gc.collect()
     assert {h for _, h in rows()} == {0x1000}, rows()
@@ -106,7 +107,7 @@ def test_a_move_that_succeeds_names_the_new_stream(logged, method):
     buf, data = filled(mr, 64, Stream(StreamOwner(0x1000)))
     new = Stream(StreamOwner(0x2000))
     getattr(buf, method)(128, stream=new)
-    assert buf._stream is new and buf.capacity() == 128
+    assert _buffer_stream(buf) is new and buf.capacity() == 128
     assert np.array_equal(buf.copy_to_host()[:64], data)
     del buf
     gc.collect()
@@ -130,7 +131,7 @@ def test_threads_moving_one_buffer_leave_it_on_the_stream_it_names(logged):
             t.start()
         for t in threads:
             t.join()
-        named = handle_of(buf._stream)
+        named = handle_of(_buffer_stream(buf))
         del_count = len(rows())
         copy = buf.copy()  # allocated on the stream the memory is on
         action, used = rows()[del_count]

@@ -22,8 +22,10 @@ def test_callbacks_get_sizes_and_streams(host_mr):
     p = cb.allocate(1000)
     cb.deallocate(p, 1000)
     assert calls == [("alloc", 1000, Stream), ("free", 1000, Stream)]
-    assert cb.allocate(0) == 0  # empty requests never reach the callbacks
-    assert len(calls) == 2
+    # As in RMM, empty requests and null frees reach the callbacks too.
+    assert cb.allocate(0) == 0
+    cb.deallocate(0, 0)
+    assert calls[2:] == [("alloc", 0, Stream), ("free", 0, Stream)]
 
 
 def test_callback_keywords(host_mr):
@@ -64,10 +66,12 @@ def test_exception_in_deallocate(host_mr):
 
     cb = mr.CallbackMemoryResource(lambda n, s: host_mr.allocate(n, s), deallocate)
     p = cb.allocate(16)
-    # As RMM's: the callback's exception is the cause of a SystemError.
-    with pytest.raises(SystemError) as info:
-        cb.deallocate(p, 16)
-    assert isinstance(info.value.__cause__, RuntimeError) and "bad free" in str(info.value.__cause__)
+    # As RMM's: the callback's exception is the cause of a SystemError, for a null free too (it
+    # reaches the callback, as in RMM).
+    for ptr, n in ((p, 16), (0, 100)):
+        with pytest.raises(SystemError, match="returned a result with an exception set") as info:
+            cb.deallocate(ptr, n)
+        assert "bad free" in str(info.value.__cause__)
     host_mr.deallocate(p, 16)
 
 

@@ -53,9 +53,22 @@ def test_cuda_async(gpu):
     _round_trip(mr.CudaAsyncMemoryResource())
 
 
-def test_cuda_async_ipc_and_fabric_together_is_runtime_error(gpu):
-    with pytest.raises(RuntimeError):
-        mr.CudaAsyncMemoryResource(enable_ipc=True, enable_fabric=True)
+def test_cuda_async_ipc_and_fabric_together_where_the_device_has_both(gpu):
+    """As RMM: one pool exporting both ways where the device supports both, else RuntimeError."""
+    try:
+        both = mr.CudaAsyncMemoryResource(enable_ipc=True, enable_fabric=True)
+    except RuntimeError as e:
+        assert "not supported" in str(e)
+        alone = []
+        for kw in ({"enable_ipc": True}, {"enable_fabric": True}):
+            try:
+                mr.CudaAsyncMemoryResource(**kw)
+                alone.append(True)
+            except RuntimeError:
+                alone.append(False)
+        assert not all(alone), "each alone works, so both together must"
+    else:
+        _round_trip(both)
 
 
 def test_cuda_async_view_of_an_owning_pool(gpu):

@@ -77,5 +77,5 @@ def test_binning_errors(host_mr):
         mr.BinningMemoryResource(host_mr).add_bin(1024, object())
     with pytest.raises(OverflowError):
         mr.BinningMemoryResource(host_mr, 1, 200)  # int8_t, as RMM
-    with pytest.raises(ValueError):
+    with pytest.raises(MemoryError):  # RMM's bin of 2^63 bytes cannot be allocated
         mr.BinningMemoryResource(host_mr, 10, 63)

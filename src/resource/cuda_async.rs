@@ -53,6 +53,18 @@ impl CudaAsyncMemoryResource {
         release_threshold: Option<usize>,
         export_handle_type: AllocationHandleType,
     ) -> Result<Self> {
+        Self::with_export_handle_types(initial_pool_size, release_threshold, &[export_handle_type])
+    }
+
+    /// Like [`with_export_handle_type`](Self::with_export_handle_type), with every type of
+    /// `export_handle_types` at once (RMM's Python layer combines IPC and fabric handles this way);
+    /// each must be supported by the device.
+    pub fn with_export_handle_types(
+        initial_pool_size: Option<usize>,
+        release_threshold: Option<usize>,
+        export_handle_types: &[AllocationHandleType],
+    ) -> Result<Self> {
+        let mask = export_handle_types.iter().fold(0u32, |m, &t| m | t as u32);
         // Makes a context current first if none is.
         let device = DeviceId::current()?;
         if !async_alloc_supported(device)? {
@@ -60,14 +72,16 @@ impl CudaAsyncMemoryResource {
                 "cudaMallocAsync not supported with this CUDA driver/runtime version".into(),
             ));
         }
-        if !export_handle_type_supported(device, export_handle_type as u32)? {
+        if !export_handle_type_supported(device, mask)? {
+            let names: Vec<String> = export_handle_types.iter().map(|t| format!("{t:?}")).collect();
             return Err(Error::Unsupported(format!(
-                "Requested IPC memory handle type not supported: {export_handle_type:?} on device {}",
+                "Requested IPC memory handle type not supported: {} on device {}",
+                names.join(" | "),
                 device.0
             )));
         }
         let context = driver::current_context_kept()?;
-        let pool = driver::mem_pool_create(device.0, export_handle_type as u32)?;
+        let pool = driver::mem_pool_create(device.0, mask)?;
         // From here on `this` owns the pool: an early return below destroys it in Drop.
         let this = CudaAsyncMemoryResource { pool, context, device };
 

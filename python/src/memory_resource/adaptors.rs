@@ -2,6 +2,7 @@
 //! traffic.
 
 use super::{upstream_arg, UpstreamResourceAdaptor};
+use crate::helper::{CBool, CSize};
 use pyo3::exceptions::PyIndexError;
 use pyo3::prelude::*;
 use rmm::adaptor as a;
@@ -69,7 +70,8 @@ pub struct LimitingResourceAdaptor {
 #[pymethods]
 impl LimitingResourceAdaptor {
     #[new]
-    fn new(upstream_mr: &Bound<'_, PyAny>, allocation_limit: usize) -> PyResult<PyClassInitializer<Self>> {
+    fn new(upstream_mr: &Bound<'_, PyAny>, allocation_limit: CSize) -> PyResult<PyClassInitializer<Self>> {
+        let CSize(allocation_limit) = allocation_limit;
         let (upstream, resource) = upstream_arg(upstream_mr)?;
         let adaptor = Arc::new(a::LimitingResourceAdaptor::new(resource, allocation_limit));
         Ok(UpstreamResourceAdaptor::init(upstream, adaptor.clone()).add_subclass(LimitingResourceAdaptor { adaptor }))
@@ -96,8 +98,11 @@ pub struct TrackingResourceAdaptor {
 #[pymethods]
 impl TrackingResourceAdaptor {
     #[new]
-    #[pyo3(signature = (upstream_mr, capture_stacks = false))]
-    fn new(upstream_mr: &Bound<'_, PyAny>, capture_stacks: bool) -> PyResult<PyClassInitializer<Self>> {
+    /// `capture_stacks` is read for its truth, as RMM's `bool` argument is (`1`, `"yes"` and
+    /// `None` are accepted).
+    #[pyo3(signature = (upstream_mr, capture_stacks = CBool(false)), text_signature = "(upstream_mr, capture_stacks=False)")]
+    fn new(upstream_mr: &Bound<'_, PyAny>, capture_stacks: CBool) -> PyResult<PyClassInitializer<Self>> {
+        let CBool(capture_stacks) = capture_stacks;
         let (upstream, resource) = upstream_arg(upstream_mr)?;
         let adaptor = Arc::new(a::TrackingResourceAdaptor::new(resource, capture_stacks));
         Ok(UpstreamResourceAdaptor::init(upstream, adaptor.clone()).add_subclass(TrackingResourceAdaptor { adaptor }))

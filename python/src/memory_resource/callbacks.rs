@@ -5,7 +5,8 @@
 //! Callbacks run on whatever thread allocates, with the GIL taken there (`Python::attach`). A
 //! Python exception raised in one becomes the Rust error of the allocation, and the caller sees
 //! it again as RMM's Cython layer shows it: `MemoryError` stays a `MemoryError`, anything else is
-//! a `RuntimeError`, each with the exception's message.
+//! a `RuntimeError`, each with the exception's message; from a free, that exception is the cause
+//! of a `SystemError` (`DeviceMemoryResource.deallocate`).
 
 use super::{upstream_arg, DeviceMemoryResource, UpstreamResourceAdaptor};
 use crate::error::from_callback;
@@ -26,29 +27,77 @@ fn stream_object(py: Python<'_>, stream: CudaStreamView) -> PyResult<Py<Stream>>
 #[pyclass(module = "rmm.pylibrmm.memory_resource._memory_resource", extends = DeviceMemoryResource, subclass, frozen)]
 pub struct CallbackMemoryResource;
 
+/// Calls `allocate_func(bytes, stream)`; its answer as an address.
+fn call_allocate(func: &Py<PyAny>, bytes: usize, stream: CudaStreamView) -> rmm::Result<*mut u8> {
+    Python::attach(|py| {
+        let called =
+            stream_object(py, stream).and_then(|s| func.call1(py, (bytes, s))).and_then(|ptr| ptr.extract::<usize>(py));
+        called.map(|ptr| ptr as *mut u8).map_err(|e| from_callback(py, e, bytes))
+    })
+}
+
+/// Calls `deallocate_func(ptr, bytes, stream)`; an exception it raises becomes the cause of
+/// RMM's `SystemError` from `DeviceMemoryResource.deallocate`.
+fn call_deallocate(func: &Py<PyAny>, ptr: *mut u8, bytes: usize, stream: CudaStreamView) -> rmm::Result<()> {
+    let ptr = ptr as usize;
+    Python::attach(|py| {
+        let called = stream_object(py, stream).and_then(|s| func.call1(py, (ptr, bytes, s)));
+        called.map(|_| ()).map_err(|e| from_callback(py, e, bytes))
+    })
+}
+
+/// The core callback resource, plus what RMM's does and the core's leaves out: a zero-byte request
+/// and a free of a null pointer reach the Python functions too (RMM calls them for every request;
+/// the answer to a zero-byte request is handed back as it is, since no byte of it may be used).
+struct PyCallbackResource<R> {
+    inner: R,
+    allocate_func: Arc<Py<PyAny>>,
+    deallocate_func: Arc<Py<PyAny>>,
+}
+
+// SAFETY: non-empty requests and non-null frees are the core resource's, which keeps the contract
+// (null refused) over functions whose promise the Python caller makes; a zero-byte answer gives
+// access to no byte, and a null free frees nothing Rust handed out.
+unsafe impl<R: MemoryResource> MemoryResource for PyCallbackResource<R> {
+    fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> rmm::Result<*mut u8> {
+        if bytes == 0 {
+            rmm::resource::effective_alignment(alignment)?;
+            return call_allocate(&self.allocate_func, 0, stream);
+        }
+        self.inner.allocate(bytes, alignment, stream)
+    }
+
+    fn deallocate(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> rmm::Result<()> {
+        if ptr.is_null() {
+            return call_deallocate(&self.deallocate_func, ptr, bytes, stream);
+        }
+        self.inner.deallocate(ptr, bytes, alignment, stream)
+    }
+
+    fn is_device_accessible(&self) -> bool {
+        self.inner.is_device_accessible()
+    }
+
+    fn is_host_accessible(&self) -> bool {
+        self.inner.is_host_accessible()
+    }
+}
+
 #[pymethods]
 impl CallbackMemoryResource {
     #[new]
     fn new(allocate_func: Py<PyAny>, deallocate_func: Py<PyAny>) -> PyClassInitializer<Self> {
-        let allocate = move |bytes: usize, _alignment: usize, stream: CudaStreamView| {
-            Python::attach(|py| {
-                let called = stream_object(py, stream)
-                    .and_then(|s| allocate_func.call1(py, (bytes, s)))
-                    .and_then(|ptr| ptr.extract::<usize>(py));
-                called.map(|ptr| ptr as *mut u8).map_err(|e| from_callback(py, e, bytes))
-            })
-        };
+        let (allocate_func, deallocate_func) = (Arc::new(allocate_func), Arc::new(deallocate_func));
+        let (alloc, dealloc) = (allocate_func.clone(), deallocate_func.clone());
+        let allocate =
+            move |bytes: usize, _alignment: usize, stream: CudaStreamView| call_allocate(&alloc, bytes, stream);
         let deallocate = move |ptr: *mut u8, bytes: usize, _alignment: usize, stream: CudaStreamView| {
-            let ptr = ptr as usize;
-            Python::attach(|py| {
-                let called = stream_object(py, stream).and_then(|s| deallocate_func.call1(py, (ptr, bytes, s)));
-                called.map(|_| ()).map_err(|e| from_callback(py, e, bytes))
-            })
+            call_deallocate(&dealloc, ptr, bytes, stream)
         };
         // SAFETY: the Python caller promises its functions return valid device memory and free
         // only that, RMM's contract for this class; Python code is outside Rust's checks.
-        let callback = unsafe { a::CallbackMemoryResource::new(allocate, deallocate) };
-        let resource: SharedResource = Arc::new(callback);
+        let inner = unsafe { a::CallbackMemoryResource::new(allocate, deallocate) };
+        let resource: SharedResource = Arc::new(PyCallbackResource { inner, allocate_func, deallocate_func });
         PyClassInitializer::from(DeviceMemoryResource::new(resource)).add_subclass(CallbackMemoryResource)
     }
 }

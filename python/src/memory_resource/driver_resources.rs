@@ -3,7 +3,7 @@
 
 use super::DeviceMemoryResource;
 use crate::error::IntoPy;
-use crate::helper::optional_size_arg;
+use crate::helper::{optional_size_arg, CSize};
 use parking_lot::Mutex;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -17,17 +17,17 @@ fn base(resource: SharedResource) -> PyClassInitializer<DeviceMemoryResource> {
     PyClassInitializer::from(DeviceMemoryResource::new(resource))
 }
 
-/// The export type RMM builds from the two flags; both at once is a combination no single
-/// allocation handle type names, refused as RMM's C++ refuses it.
-fn export_handle_type(enable_ipc: bool, enable_fabric: bool) -> rmm::Result<AllocationHandleType> {
-    match (enable_ipc, enable_fabric) {
-        (false, false) => Ok(AllocationHandleType::None),
-        (true, false) => Ok(AllocationHandleType::PosixFileDescriptor),
-        (false, true) => Ok(AllocationHandleType::Fabric),
-        (true, true) => Err(rmm::Error::Unsupported(
-            "Requested IPC memory handle type not supported: posix file descriptor | fabric".into(),
-        )),
+/// The export types RMM's Python layer combines from the two flags (both at once: a pool whose
+/// allocations may be exported either way, where the device supports both).
+fn export_handle_types(enable_ipc: bool, enable_fabric: bool) -> Vec<AllocationHandleType> {
+    let mut types = Vec::new();
+    if enable_ipc {
+        types.push(AllocationHandleType::PosixFileDescriptor);
     }
+    if enable_fabric {
+        types.push(AllocationHandleType::Fabric);
+    }
+    types
 }
 
 /// `cudaMallocAsync`/`cudaFreeAsync` from a pool of its own (RMM's `cuda_async_memory_resource`).
@@ -48,25 +48,24 @@ impl CudaAsyncMemoryResource {
         enable_fabric: bool,
     ) -> PyResult<PyClassInitializer<Self>> {
         let initial = optional_size_arg(initial_pool_size)?;
-        let handle_type = export_handle_type(enable_ipc, enable_fabric).py()?;
+        let handle_types = export_handle_types(enable_ipc, enable_fabric);
         let pool = py
-            .detach(|| r::CudaAsyncMemoryResource::with_export_handle_type(initial, release_threshold, handle_type))
+            .detach(|| r::CudaAsyncMemoryResource::with_export_handle_types(initial, release_threshold, &handle_types))
             .py()?;
         let pool = Arc::new(pool);
         register_owner(&pool);
         Ok(base(pool.clone()).add_subclass(CudaAsyncMemoryResource { pool }))
     }
 
-    /// The handle of the pool, as an int. Private: RMM's class has no such method (its view,
-    /// `CudaAsyncViewMemoryResource`, has `pool_handle()`).
-    #[pyo3(name = "_pool_handle")]
-    fn pool_handle(&self) -> usize {
+    /// The handle of the pool, as an int. Private: RMM's `CudaAsyncMemoryResource` has no
+    /// `pool_handle` (its view and the experimental managed resource do).
+    fn _pool_handle(&self) -> usize {
         self.pool.pool_handle() as usize
     }
 }
 
 /// The live owning async resources by pool handle, so that a view made from the handle one of
-/// them gave out (`pool_handle()`) keeps it alive. Weak: the table itself keeps nothing alive; a
+/// them gave out (`_pool_handle()`) keeps it alive. Weak: the table itself keeps nothing alive; a
 /// pool destroyed and its handle reused by a new pool cannot be mistaken, since the old entry no
 /// longer upgrades.
 static OWNERS: Mutex<Vec<(usize, Weak<r::CudaAsyncMemoryResource>)>> = Mutex::new(Vec::new());
@@ -96,7 +95,7 @@ fn pool_handle_arg(handle: &Bound<'_, PyAny>) -> PyResult<usize> {
 }
 
 /// `cudaMallocAsync` from a pool someone else owns (RMM's `cuda_async_view_memory_resource`).
-/// When the handle is the pool of a live `CudaAsyncMemoryResource` (its `pool_handle()`), the
+/// When the handle is the pool of a live `CudaAsyncMemoryResource` (its `_pool_handle()`), the
 /// view keeps that resource, and so the pool, alive; any other handle is checked with the driver
 /// (a pool it does not know is a `ValueError`) and must outlive the view, as in RMM.
 #[pyclass(module = "rmm.pylibrmm.memory_resource._memory_resource", extends = DeviceMemoryResource, subclass, frozen)]
@@ -143,9 +142,20 @@ pub struct SystemMemoryResource;
 
 #[pymethods]
 impl SystemMemoryResource {
+    /// Takes no arguments. As in RMM (whose `__cinit__` runs before `__init__` checks them), a
+    /// device without system-allocated memory is a `RuntimeError` even where arguments were
+    /// given; on one with it, arguments are a `TypeError`.
     #[new]
-    fn new(py: Python<'_>) -> PyResult<PyClassInitializer<Self>> {
+    #[pyo3(signature = (*args, **kwargs), text_signature = "()")]
+    fn new(
+        py: Python<'_>,
+        args: &Bound<'_, pyo3::types::PyTuple>,
+        kwargs: Option<&Bound<'_, pyo3::types::PyDict>>,
+    ) -> PyResult<PyClassInitializer<Self>> {
         let system = py.detach(r::SystemMemoryResource::new).py()?;
+        if !args.is_empty() || kwargs.is_some_and(|k| !k.is_empty()) {
+            return Err(pyo3::exceptions::PyTypeError::new_err("SystemMemoryResource() takes no arguments"));
+        }
         Ok(base(Arc::new(system)).add_subclass(SystemMemoryResource))
     }
 }
@@ -170,7 +180,8 @@ pub struct SamHeadroomMemoryResource;
 #[pymethods]
 impl SamHeadroomMemoryResource {
     #[new]
-    fn new(py: Python<'_>, headroom: usize) -> PyResult<PyClassInitializer<Self>> {
+    fn new(py: Python<'_>, headroom: CSize) -> PyResult<PyClassInitializer<Self>> {
+        let CSize(headroom) = headroom;
         let sam = py.detach(|| r::SamHeadroomMemoryResource::new(headroom)).py()?;
         Ok(base(Arc::new(sam)).add_subclass(SamHeadroomMemoryResource))
     }
@@ -213,10 +224,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn export_flags_map_to_one_handle_type() {
-        assert_eq!(export_handle_type(false, false).unwrap(), AllocationHandleType::None);
-        assert_eq!(export_handle_type(true, false).unwrap(), AllocationHandleType::PosixFileDescriptor);
-        assert_eq!(export_handle_type(false, true).unwrap(), AllocationHandleType::Fabric);
-        assert!(matches!(export_handle_type(true, true), Err(rmm::Error::Unsupported(_))));
+    fn export_flags_combine_as_rmms() {
+        use AllocationHandleType::{Fabric, PosixFileDescriptor};
+        assert_eq!(export_handle_types(false, false), vec![]);
+        assert_eq!(export_handle_types(true, false), vec![PosixFileDescriptor]);
+        assert_eq!(export_handle_types(false, true), vec![Fabric]);
+        assert_eq!(export_handle_types(true, true), vec![PosixFileDescriptor, Fabric]);
     }
 }

@@ -7,6 +7,7 @@
 //! answers `upstream_mr`), so a Python program sees the same objects it passed in.
 
 use crate::error::IntoPy;
+use crate::helper::CSize;
 use crate::stream::StreamArg;
 use pyo3::exceptions::PySystemError;
 use pyo3::prelude::*;
@@ -49,25 +50,48 @@ impl DeviceMemoryResource {
     }
 }
 
+/// The resource of a `DeviceMemoryResource` made directly (RMM's base class holds none): every
+/// allocation and free is refused with an error Python sees as a `RuntimeError`, as RMM's are.
+struct NoResource;
+
+// SAFETY: it hands out no memory and takes none back: every call is an error.
+unsafe impl rmm::MemoryResource for NoResource {
+    fn allocate(&self, _: usize, _: usize, _: rmm::CudaStreamView) -> rmm::Result<*mut u8> {
+        Err(rmm::Error::Unsupported("DeviceMemoryResource has no resource to allocate from".into()))
+    }
+
+    fn deallocate(&self, _: *mut u8, _: usize, _: usize, _: rmm::CudaStreamView) -> rmm::Result<()> {
+        Err(rmm::Error::Unsupported("DeviceMemoryResource has no resource to free to".into()))
+    }
+}
+
 #[pymethods]
 impl DeviceMemoryResource {
+    /// The base class made directly, as RMM allows (a Python subclass, say): it has no resource
+    /// behind it, so its `allocate` and `deallocate` raise `RuntimeError`.
+    #[new]
+    fn new_without_resource() -> Self {
+        DeviceMemoryResource::new(std::sync::Arc::new(NoResource))
+    }
+
     /// Allocates `nbytes` for use on `stream`; returns the address as an int.
     /// `stream` left out is `DEFAULT_STREAM`; given, it must be a `Stream` (`None` is RMM's
     /// `TypeError`).
     #[pyo3(signature = (nbytes, stream = StreamArg::Omitted))]
-    fn allocate(&self, py: Python<'_>, nbytes: usize, stream: StreamArg<'_>) -> PyResult<usize> {
+    fn allocate(&self, py: Python<'_>, nbytes: CSize, stream: StreamArg<'_>) -> PyResult<usize> {
+        let CSize(nbytes) = nbytes;
         let stream = stream.resolve(py)?.get().view();
         let resource = &self.resource;
         py.detach(|| resource.allocate(nbytes, DEFAULT_ALIGNMENT, stream).map(|p| p as usize)).py()
     }
 
     /// Frees `ptr` (of `nbytes`) on `stream`.
-    #[pyo3(signature = (ptr, nbytes, stream = StreamArg::Omitted))]
     /// A Python deallocate callback that raised makes this raise `SystemError` ("... returned a
     /// result with an exception set", the callback's exception as its cause), as RMM's does: its
     /// callback leaves the exception set and its `deallocate` returns normally.
-    fn deallocate(slf: &Bound<'_, Self>, ptr: usize, nbytes: usize, stream: StreamArg<'_>) -> PyResult<()> {
-        let py = slf.py();
+    #[pyo3(signature = (ptr, nbytes, stream = StreamArg::Omitted))]
+    fn deallocate(slf: &Bound<'_, Self>, ptr: CSize, nbytes: CSize, stream: StreamArg<'_>) -> PyResult<()> {
+        let (py, CSize(ptr), CSize(nbytes)) = (slf.py(), ptr, nbytes);
         let stream = stream.resolve(py)?.get().view();
         let resource = &slf.get().resource;
         match py.detach(|| resource.deallocate(ptr as *mut u8, nbytes, DEFAULT_ALIGNMENT, stream)) {

@@ -71,7 +71,9 @@ impl PoolMemoryResource {
         if let Some(message) = refused {
             return Err(pyo3::exceptions::PyRuntimeError::new_err(message));
         }
-        let pool = Arc::new(py.detach(|| r::PoolMemoryResource::new(resource, initial, maximum)).py()?);
+        let pool = py.detach(|| r::PoolMemoryResource::new(resource, initial, maximum));
+        let sizes = [initial, maximum.unwrap_or(0)];
+        let pool = Arc::new(pool.map_err(|e| crate::error::construction_error(e, &sizes))?);
         Ok(UpstreamResourceAdaptor::init(upstream, pool.clone()).add_subclass(PoolMemoryResource { pool }))
     }
 

@@ -2,7 +2,7 @@
 
 use super::{upstream_arg, DeviceMemoryResource, UpstreamResourceAdaptor};
 use crate::error::IntoPy;
-use crate::helper::optional_size_arg;
+use crate::helper::{optional_size_arg, CSize};
 use parking_lot::Mutex;
 use pyo3::prelude::*;
 use rmm::resource as r;
@@ -25,7 +25,8 @@ impl ArenaMemoryResource {
     ) -> PyResult<PyClassInitializer<Self>> {
         let (upstream, resource) = upstream_arg(upstream_mr)?;
         let size = optional_size_arg(arena_size)?;
-        let arena = py.detach(|| r::ArenaMemoryResource::new(resource, size, dump_log_on_failure)).py()?;
+        let arena = py.detach(|| r::ArenaMemoryResource::new(resource, size, dump_log_on_failure));
+        let arena = arena.map_err(|e| crate::error::construction_error(e, &[size.unwrap_or(0)]))?;
         Ok(UpstreamResourceAdaptor::init(upstream, Arc::new(arena)).add_subclass(ArenaMemoryResource))
     }
 }
@@ -38,13 +39,17 @@ pub struct FixedSizeMemoryResource;
 #[pymethods]
 impl FixedSizeMemoryResource {
     #[new]
-    #[pyo3(signature = (upstream_mr, block_size = 1_048_576, blocks_to_preallocate = 128))]
+    #[pyo3(
+        signature = (upstream_mr, block_size = CSize(1_048_576), blocks_to_preallocate = CSize(128)),
+        text_signature = "(upstream_mr, block_size=1048576, blocks_to_preallocate=128)"
+    )]
     fn new(
         py: Python<'_>,
         upstream_mr: &Bound<'_, PyAny>,
-        block_size: usize,
-        blocks_to_preallocate: usize,
+        block_size: CSize,
+        blocks_to_preallocate: CSize,
     ) -> PyResult<PyClassInitializer<Self>> {
+        let (CSize(block_size), CSize(blocks_to_preallocate)) = (block_size, blocks_to_preallocate);
         let (upstream, resource) = upstream_arg(upstream_mr)?;
         let fixed = py.detach(|| r::FixedSizeMemoryResource::new(resource, block_size, blocks_to_preallocate)).py()?;
         Ok(UpstreamResourceAdaptor::init(upstream, Arc::new(fixed)).add_subclass(FixedSizeMemoryResource))
@@ -74,10 +79,20 @@ impl BinningMemoryResource {
         max_size_exponent: i8,
     ) -> PyResult<PyClassInitializer<Self>> {
         let (upstream, resource) = upstream_arg(upstream_mr)?;
-        let binning = if min_size_exponent == -1 || max_size_exponent == -1 {
+        // No bins when either exponent is -1 or none lies between them, as in RMM. An exponent
+        // outside 0..=62 asks RMM for a bin no allocation can fill: its constructor's upstream
+        // allocation fails, a MemoryError.
+        let binning = if min_size_exponent == -1 || max_size_exponent == -1 || min_size_exponent > max_size_exponent {
             r::BinningMemoryResource::new(resource)
         } else {
-            py.detach(|| r::BinningMemoryResource::with_bins(resource, min_size_exponent, max_size_exponent)).py()?
+            py.detach(|| r::BinningMemoryResource::with_bins(resource, min_size_exponent, max_size_exponent)).map_err(
+                |e| match e {
+                    rmm::Error::InvalidArgument(m) => {
+                        pyo3::exceptions::PyMemoryError::new_err(format!("std::bad_alloc: out_of_memory: {m}"))
+                    }
+                    other => crate::error::to_py(other),
+                },
+            )?
         };
         let binning = Arc::new(binning);
         Ok(UpstreamResourceAdaptor::init(upstream, binning.clone())
@@ -90,9 +105,10 @@ impl BinningMemoryResource {
     fn add_bin(
         &self,
         py: Python<'_>,
-        allocation_size: usize,
+        allocation_size: CSize,
         bin_resource: Option<&Bound<'_, DeviceMemoryResource>>,
     ) -> PyResult<()> {
+        let CSize(allocation_size) = allocation_size;
         let resource = bin_resource.map(|b| b.get().resource().clone());
         let binning = &self.binning;
         py.detach(|| binning.add_bin(allocation_size, resource)).py()?;

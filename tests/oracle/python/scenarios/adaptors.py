@@ -459,7 +459,8 @@ def callback_resource_raises(t):
 
     mr = rmm.mr.CallbackMemoryResource(alloc, dealloc)
     t.call("alloc", mr.allocate, 100, msg=True, conv=ptr_facts)
-    t.call("free", mr.deallocate, 0, 100, msg=True)
+    # RMM's message names the method object at its address: the type alone is compared.
+    t.call("free", mr.deallocate, 0, 100)
 
     def alloc_mem(n, s):
         raise MemoryError("no room")
