@@ -225,8 +225,8 @@ class device_buffer {
   void copy_async(void const* source, std::size_t bytes)
   {
     if (bytes > 0) {
-      RMM_EXPECTS(nullptr != source, "Invalid copy from nullptr.", rmm::invalid_argument);
-      RMM_EXPECTS(nullptr != _data, "Invalid copy to nullptr.", rmm::invalid_argument);
+      RMM_EXPECTS(nullptr != source, "Invalid copy from nullptr.");
+      RMM_EXPECTS(nullptr != _data, "Invalid copy to nullptr.");
       RMM_CUDA_TRY(rmm::detail::memcpy_async(_data, source, bytes, stream()));
     }
   }

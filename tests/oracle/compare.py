@@ -25,6 +25,7 @@ import argparse
 import fnmatch
 import json
 import os
+import re
 import sys
 
 #: The known-differences file read by default.
@@ -33,8 +34,25 @@ KNOWN_DEFAULT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "known_
 DOC_PREFIX = "docs/differences.md#"
 
 
+#: The source location RMM's RMM_EXPECTS/RMM_FAIL put into messages ("RMM failure at:
+#: /path/file.hpp:123: "; the C++ side writes it as "RMM failure at <loc>: "): where RMM was
+#: built, not what went wrong. Cut from messages on both sides before comparing.
+_RMM_LOCATION = re.compile(r"RMM failure at:? ?(<loc>|\S+:\d+): ")
+
+
+def _without_locations(value):
+    """``value`` with the source locations cut from every exception message in it."""
+    if isinstance(value, dict):
+        return {k: (_RMM_LOCATION.sub("", v) if k == "message" and isinstance(v, str)
+                    else _without_locations(v)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_locations(v) for v in value]
+    return value
+
+
 def load(path):
-    """The file's records by scenario name, in file order."""
+    """The file's records by scenario name, in file order (messages without RMM's source
+    locations)."""
     out = {}
     with open(path) as f:
         for n, line in enumerate(f, 1):
@@ -48,7 +66,7 @@ def load(path):
                 raise ValueError(f"{path}:{n}: not a scenario record ({e})") from None
             rec.setdefault("status", "ok")
             rec.setdefault("reason", "")
-            rec.setdefault("trace", [])
+            rec["trace"] = _without_locations(rec.get("trace") or [])
             out[name] = rec
     return out
 
