@@ -1,6 +1,5 @@
 //! Caps the bytes outstanding through it (RMM's `limiting_resource_adaptor`).
 
-use crate::adaptor::zero_byte_allocation;
 use crate::error::{Error, Result};
 use crate::resource::{align_up, effective_alignment, MemoryResource};
 use crate::stream::CudaStreamView;
@@ -54,9 +53,7 @@ impl<U: MemoryResource> LimitingResourceAdaptor<U> {
 // are the upstream's.
 unsafe impl<U: MemoryResource> MemoryResource for LimitingResourceAdaptor<U> {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
-        if bytes == 0 {
-            return zero_byte_allocation(alignment);
-        }
+        // A 0-byte request reserves nothing and goes to the upstream, as in RMM.
         let limit = self.allocation_limit;
         let size = align_up(bytes, effective_alignment(alignment)?)
             .ok_or_else(|| Error::out_of_memory(bytes, "size overflows the address space"))?;
@@ -70,9 +67,7 @@ unsafe impl<U: MemoryResource> MemoryResource for LimitingResourceAdaptor<U> {
     }
 
     fn deallocate(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<()> {
-        if ptr.is_null() {
-            return Ok(());
-        }
+        // Forwarded whatever the pointer (a 0-byte allocation may have been null), as in RMM.
         // Checked before forwarding: without a valid alignment the accounted size is unknown.
         // A size too large to round was never allocated; the upstream refuses it below.
         let size = align_up(bytes, effective_alignment(alignment)?).unwrap_or(usize::MAX);

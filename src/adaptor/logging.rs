@@ -12,7 +12,6 @@
 //! - **Stream**: as C++ prints a `cudaStream_t` in hex: `0x` and lowercase hex, `0` for the null
 //!   (legacy default) stream.
 
-use crate::adaptor::zero_byte_allocation;
 use crate::error::{Error, Result};
 use crate::logger::{init_local_time, local_hms, open_log_file, LogFileMode};
 use crate::resource::MemoryResource;
@@ -222,9 +221,7 @@ impl<U: MemoryResource> LoggingResourceAdaptor<U> {
 // are the upstream's (logging only reads the addresses).
 unsafe impl<U: MemoryResource> MemoryResource for LoggingResourceAdaptor<U> {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
-        if bytes == 0 {
-            return zero_byte_allocation(alignment);
-        }
+        // A 0-byte request goes to the upstream and is logged like any other, as in RMM.
         match self.upstream.allocate(bytes, alignment, stream) {
             Ok(ptr) => {
                 self.log("allocate", ptr as usize, bytes, stream);
@@ -238,9 +235,7 @@ unsafe impl<U: MemoryResource> MemoryResource for LoggingResourceAdaptor<U> {
     }
 
     fn deallocate(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<()> {
-        if ptr.is_null() {
-            return Ok(());
-        }
+        // Every free is logged and forwarded, a null one included, as in RMM.
         // Logged before forwarding, as RMM does: once the upstream has the memory back another
         // thread may be handed the same address and log its `allocate` first, which would make
         // the log unreplayable. The price is that a free the upstream rejects is logged too.

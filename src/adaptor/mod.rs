@@ -2,8 +2,11 @@
 //!
 //! Every adaptor owns its upstream by value; to share one upstream between several adaptors (or to
 //! keep a handle to it), pass an `Arc<R>`, which is itself a [`MemoryResource`]. All adaptors:
-//! - answer a zero-byte request with a null pointer without touching the upstream or any counter,
-//!   and treat freeing a null pointer as a no-op;
+//! - treat a zero-byte request as RMM's adaptors do: `statistics`, `tracking`, `limiting` and
+//!   `logging` pass it (and the free of what it returned, null or not) to the upstream, where
+//!   `statistics` counts one allocation of 0 bytes, `logging` logs it, and `tracking` and
+//!   `limiting` count nothing; the others answer it with a null pointer without touching the
+//!   upstream, and treat freeing a null pointer as a no-op;
 //! - forward `is_device_accessible` / `is_host_accessible` to the upstream;
 //! - compare equal only to themselves (identity), because each keeps state about the memory it
 //!   handed out.
