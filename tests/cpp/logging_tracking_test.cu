@@ -148,14 +148,15 @@ TEST(LoggingAdaptor, OstreamGetsHeaderAndRmmsRows)
   cuda::stream_ref const per_thread{cudaStreamPerThread};
   EXPECT_THROW((void)mr.allocate(per_thread, 1 << 20), rmm::out_of_memory);
   mr.deallocate(default_stream(), p, 100);
-  EXPECT_EQ(mr.allocate(default_stream(), 0), nullptr);  // not logged
+  EXPECT_EQ(mr.allocate(default_stream(), 0), nullptr);  // logged, as in RMM
   mr.flush();
   auto const l = lines_of(oss.str());
-  ASSERT_EQ(l.size(), 4U) << oss.str();
+  ASSERT_EQ(l.size(), 5U) << oss.str();
   EXPECT_EQ(l[0], mr.header());
   expect_row(l[1], "allocate," + hex(p) + ",100,0");
   expect_row(l[2], "allocate failure,(nil),1048576,0x2");
   expect_row(l[3], "free," + hex(p) + ",100,0");
+  expect_row(l[4], "allocate,(nil),0,0");
 }
 
 TEST(LoggingAdaptor, AutoFlushWritesEachLineThrough)
