@@ -1,5 +1,6 @@
 //! Caps the bytes outstanding through it (RMM's `limiting_resource_adaptor`).
 
+use crate::adaptor::never_allocated;
 use crate::error::{Error, Result};
 use crate::resource::{align_up, effective_alignment, MemoryResource};
 use crate::stream::CudaStreamView;
@@ -67,7 +68,10 @@ unsafe impl<U: MemoryResource> MemoryResource for LimitingResourceAdaptor<U> {
     }
 
     fn deallocate(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<()> {
-        // Forwarded whatever the pointer (a 0-byte allocation may have been null), as in RMM.
+        if never_allocated(ptr, bytes) {
+            return Ok(());
+        }
+        // Forwarded even when null (a 0-byte allocation may have been), as in RMM.
         // Checked before forwarding: without a valid alignment the accounted size is unknown.
         // A size too large to round was never allocated; the upstream refuses it below.
         let size = align_up(bytes, effective_alignment(alignment)?).unwrap_or(usize::MAX);

@@ -12,6 +12,7 @@
 //! - **Stream**: as C++ prints a `cudaStream_t` in hex: `0x` and lowercase hex, `0` for the null
 //!   (legacy default) stream.
 
+use crate::adaptor::never_allocated;
 use crate::error::{Error, Result};
 use crate::logger::{init_local_time, local_hms, open_log_file, LogFileMode};
 use crate::resource::MemoryResource;
@@ -235,7 +236,10 @@ unsafe impl<U: MemoryResource> MemoryResource for LoggingResourceAdaptor<U> {
     }
 
     fn deallocate(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<()> {
-        // Every free is logged and forwarded, a null one included, as in RMM.
+        if never_allocated(ptr, bytes) {
+            return Ok(());
+        }
+        // Logged and forwarded even when null (a 0-byte allocation may have been), as in RMM.
         // Logged before forwarding, as RMM does: once the upstream has the memory back another
         // thread may be handed the same address and log its `allocate` first, which would make
         // the log unreplayable. The price is that a free the upstream rejects is logged too.

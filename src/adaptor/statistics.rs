@@ -1,6 +1,7 @@
 //! Counts the bytes and allocations that pass through, with a stack of counter frames for measuring
 //! nested regions (RMM's `statistics_resource_adaptor`).
 
+use crate::adaptor::never_allocated;
 use crate::error::{Error, Result};
 use crate::resource::MemoryResource;
 use crate::stream::CudaStreamView;
@@ -144,8 +145,11 @@ unsafe impl<U: MemoryResource> MemoryResource for StatisticsResourceAdaptor<U> {
     }
 
     fn deallocate(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<()> {
-        // Every free counts, a null one (what a 0-byte allocation may have returned) included, as
-        // in RMM. Forward first: a free the upstream rejects as misuse must leave the counters exact.
+        if never_allocated(ptr, bytes) {
+            return Ok(());
+        }
+        // Every other free counts, a null one of 0 bytes (what a 0-byte allocation may have
+        // returned) included, as in RMM. Forward first: a free the upstream rejects as misuse must leave the counters exact.
         self.upstream.deallocate(ptr, bytes, alignment, stream)?;
         let mut stack = self.stack.lock();
         stack.top.bytes.sub(signed(bytes));

@@ -1,6 +1,7 @@
 //! Remembers every outstanding allocation, optionally with the stack that made it, to find leaks
 //! (RMM's `tracking_resource_adaptor`).
 
+use crate::adaptor::never_allocated;
 use crate::error::{Error, Result};
 use crate::resource::MemoryResource;
 use crate::stream::CudaStreamView;
@@ -150,6 +151,9 @@ unsafe impl<U: MemoryResource> MemoryResource for TrackingResourceAdaptor<U> {
     }
 
     fn deallocate(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<()> {
+        if never_allocated(ptr, bytes) {
+            return Ok(());
+        }
         if bytes == 0 {
             // Never tracked: forwarded as it is, as in RMM.
             return self.upstream.deallocate(ptr, bytes, alignment, stream);
