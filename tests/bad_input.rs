@@ -36,7 +36,8 @@ enum Blocks {
     LiveMap,
     /// Knows every block of its chunks, free or not (a pool, and adaptors over one).
     Pool,
-    /// Refuses any pointer it did not hand out before the upstream sees it.
+    /// Passes bad frees to a pool as RMM's tracking adaptor does, a wrong size corrected to the
+    /// size allocated (so that one is not refused).
     Tracking,
 }
 
@@ -195,7 +196,12 @@ fn zero_bytes_is_null_and_changes_nothing() {
         let before = (s.state)();
         assert_eq!(s.mr.allocate(0, 256, S), Ok(std::ptr::null_mut()), "{}", s.name);
         assert_eq!(s.mr.deallocate(std::ptr::null_mut(), 0, 256, S), Ok(()), "{}", s.name);
-        assert_eq!((s.state)(), before, "{}", s.name);
+        if s.name == "statistics" {
+            // Counted in the running totals as one allocation of 0 bytes, as RMM counts it.
+            assert_eq!((s.state)().totals, before.totals, "{}", s.name);
+        } else {
+            assert_eq!((s.state)(), before, "{}", s.name);
+        }
         keeps_working(&s);
     }
 }
@@ -310,12 +316,12 @@ fn bad_frees_are_refused_and_change_nothing() {
         let (l, f) = (live as usize, freed as usize);
         let unknown = |ptr| Error::Misuse(Misuse::UnknownPointer { ptr });
         let double = match s.blocks {
-            Blocks::Pool => Error::Misuse(Misuse::DoubleFree { ptr: f }),
-            Blocks::LiveMap | Blocks::Tracking => unknown(f),
+            Blocks::Pool | Blocks::Tracking => Error::Misuse(Misuse::DoubleFree { ptr: f }),
+            Blocks::LiveMap => unknown(f),
         };
         let interior = match s.blocks {
-            Blocks::Pool => Error::Misuse(Misuse::InteriorPointer { ptr: l + 256, block_start: l }),
-            Blocks::LiveMap | Blocks::Tracking => unknown(l + 256),
+            Blocks::Pool | Blocks::Tracking => Error::Misuse(Misuse::InteriorPointer { ptr: l + 256, block_start: l }),
+            Blocks::LiveMap => unknown(l + 256),
         };
         let cases: [(&str, *mut u8, usize, Error); 4] = [
             ("double free", freed, 5000, double),
@@ -325,6 +331,9 @@ fn bad_frees_are_refused_and_change_nothing() {
         ];
         let before = (s.state)();
         for (what, ptr, bytes, expected) in cases {
+            if what == "wrong size" && matches!(s.blocks, Blocks::Tracking) {
+                continue; // freed with the allocated size: tests/issue_22_adaptors.rs
+            }
             assert_eq!(s.mr.deallocate(ptr, bytes, 256, S), Err(expected), "{}: {what}", s.name);
             assert_eq!((s.state)(), before, "{}: {what} changed the state", s.name);
         }

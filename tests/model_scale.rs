@@ -71,6 +71,8 @@ enum Event<'a> {
     },
     /// A bad call the resource refused as the driver expected.
     Rejected,
+    /// A 0-byte allocation, freed at once (RMM's statistics adaptor counts it).
+    ZeroBytes,
 }
 
 /// Which bad calls the driver makes, and which errors it expects for them.
@@ -86,6 +88,9 @@ enum BadCalls {
     /// Also bad frees, refused as the pool refuses them: double free and interior pointer are
     /// told apart.
     Pool,
+    /// As `Host`, but no free with a wrong size: the tracking adaptor frees such a block with the
+    /// size it was allocated with, as RMM's does (tests/issue_22_adaptors.rs).
+    Tracking,
 }
 
 /// A randomized run: the trace's shape, and what else the driver does.
@@ -170,6 +175,9 @@ fn expect_rejected(n: &mut Tally, model: &Model, rejected: Rejection, check: &mu
 /// What a bad free returned, the error it must return, and what it was.
 type Rejection = (Result<()>, Error, &'static str);
 
+/// What `bad_call` returns for a 0-byte allocation and its free, which are no rejection.
+const ZERO_BYTES: Rejection = (Ok(()), Error::InvalidArgument(String::new()), "zero bytes");
+
 /// One bad call naming the live block `b`: the edge cases are checked here, the bad frees are
 /// returned for the caller to check.
 fn bad_call<R: MemoryResource + ?Sized>(
@@ -180,8 +188,16 @@ fn bad_call<R: MemoryResource + ?Sized>(
     rng: &mut Rng,
 ) -> Option<Rejection> {
     let kinds = if bad == BadCalls::Edges { 3 } else { 6 };
-    match rng.below(kinds) {
-        0 => assert_eq!(r.allocate(0, 256, stream), Ok(std::ptr::null_mut()), "zero bytes give null"),
+    let mut kind = rng.below(kinds);
+    if bad == BadCalls::Tracking && kind == 3 {
+        kind = 5;
+    }
+    match kind {
+        0 => {
+            assert_eq!(r.allocate(0, 256, stream), Ok(std::ptr::null_mut()), "zero bytes give null");
+            assert_eq!(r.deallocate(std::ptr::null_mut(), 0, 256, stream), Ok(()), "its free");
+            return Some(ZERO_BYTES);
+        }
         1 => assert_eq!(r.deallocate(std::ptr::null_mut(), b.bytes, 256, stream), Ok(()), "null free"),
         2 => {
             let alignment = [0, 3, 384, 1 << 40][rng.below(4)];
@@ -222,7 +238,7 @@ fn drive<R: MemoryResource + ?Sized>(
 ) -> Tally {
     let t = &plan.trace;
     let tags = r.is_host_accessible();
-    let bad_frees = plan.bad == BadCalls::Host || plan.bad == BadCalls::Pool;
+    let bad_frees = matches!(plan.bad, BadCalls::Host | BadCalls::Pool | BadCalls::Tracking);
     let mut model = Model::default();
     let mut live: Vec<Block> = Vec::with_capacity(t.max_live);
     let mut n = Tally::default();
@@ -231,8 +247,10 @@ fn drive<R: MemoryResource + ?Sized>(
         let stream = t.streams[rng.below(t.streams.len())];
         if plan.bad != BadCalls::None && !live.is_empty() && rng.below(512) == 0 {
             let b = live[rng.below(live.len())];
-            if let Some(rejected) = bad_call(r, plan.bad, b, stream, rng) {
-                expect_rejected(&mut n, &model, rejected, &mut check);
+            match bad_call(r, plan.bad, b, stream, rng) {
+                Some((Ok(()), _, "zero bytes")) => check(Event::ZeroBytes, &model),
+                Some(rejected) => expect_rejected(&mut n, &model, rejected, &mut check),
+                None => {}
             }
             continue;
         }
@@ -412,6 +430,7 @@ impl PoolChecker {
             }
             // A bad free changes nothing, the block structure included.
             Event::Rejected => pool.check_invariants().unwrap(),
+            Event::ZeroBytes => {}
             _ => {}
         }
         if let Some(r) = &self.upstream_refused {
@@ -592,6 +611,7 @@ fn statistics_at_scale() {
     let mut reference = RefStack(vec![CounterFrame::default()]);
     let (mut pushes, mut pops) = (0usize, 0usize);
     let (mut peak, mut count_peak, mut total, mut count_total) = (0i64, 0i64, 0i64, 0i64);
+    let mut zero_pairs = 0usize;
     let n = drive(&stats, &plan, &mut rng, |e, m| {
         match e {
             Event::Allocated(b) => {
@@ -606,6 +626,14 @@ fn statistics_at_scale() {
             }
             Event::Refused { .. } => panic!("host memory ran out"),
             Event::Rejected => {}
+            Event::ZeroBytes => {
+                // One allocation of 0 bytes, freed at once.
+                RefStack::add(&mut reference.top().allocations, 1);
+                reference.top().allocations.value -= 1;
+                count_total += 1;
+                zero_pairs += 1;
+                count_peak = count_peak.max(m.len() as i64 + 1);
+            }
         }
         peak = peak.max(m.live_bytes as i64);
         count_peak = count_peak.max(m.len() as i64);
@@ -640,7 +668,7 @@ fn statistics_at_scale() {
     let whole = |value, peak, total| Counter { value, peak, total };
     assert_eq!(stats.bytes_counter(), whole(0, peak, total));
     assert_eq!(stats.allocations_counter(), whole(0, count_peak, count_total));
-    assert_eq!(count_total as usize, n.allocs);
+    assert_eq!(count_total as usize, n.allocs + zero_pairs);
     assert_eq!(stats.upstream().outstanding(), (0, 0));
 }
 
@@ -656,12 +684,12 @@ fn tracking_at_scale() {
         big_alignments: true,
         ..Trace::default()
     };
-    let plan = Plan { bad: BadCalls::Host, ..Plan::new(trace) };
+    let plan = Plan { bad: BadCalls::Tracking, ..Plan::new(trace) };
     let mut step = 0usize;
     let n = drive(&tracking, &plan, &mut rng, |e, m| {
         step += 1;
         assert_eq!((tracking.allocation_count(), tracking.allocated_bytes()), (m.len(), m.live_bytes));
-        // A bad free is refused before the upstream sees it.
+        // A bad free is passed to the upstream, which refuses it.
         if step % 64 == 0 || matches!(e, Event::Rejected) {
             assert_eq!(tracking.upstream().outstanding(), (m.len(), m.live_bytes));
         }
@@ -706,7 +734,7 @@ fn limiting_at_scale() {
                 let reason = format!("limiting adaptor: limit {limit} bytes, {accounted} already allocated");
                 assert_eq!(*error, Error::OutOfMemory { requested: bytes, pool: None, reason });
             }
-            Event::Rejected => {}
+            Event::Rejected | Event::ZeroBytes => {}
         }
         assert_eq!(limiting.allocated_bytes(), accounted);
     });
@@ -724,7 +752,7 @@ fn row_of(e: &Event<'_>) -> Option<Row> {
         Event::Allocated(b) => Some(("allocate", b.ptr as usize, b.bytes, b.stream.handle())),
         Event::Freed(b) => Some(("free", b.ptr as usize, b.bytes, b.stream.handle())),
         Event::Refused { bytes, stream, .. } => Some(("allocate failure", 0, bytes, stream.handle())),
-        Event::Rejected => None,
+        Event::Rejected | Event::ZeroBytes => None,
     }
 }
 
@@ -938,7 +966,7 @@ fn failure_callback_at_scale() {
                     1
                 }
             }
-            Event::Rejected => 0,
+            Event::Rejected | Event::ZeroBytes => 0,
         };
         let now = calls.load(Ordering::Relaxed);
         assert_eq!(now - seen_calls, expected_calls, "callback calls for this request");

@@ -1,6 +1,6 @@
 //! Caps the bytes outstanding through it (RMM's `limiting_resource_adaptor`).
 
-use crate::adaptor::zero_byte_allocation;
+use crate::adaptor::never_allocated;
 use crate::error::{Error, Result};
 use crate::resource::{align_up, effective_alignment, MemoryResource};
 use crate::stream::CudaStreamView;
@@ -54,9 +54,7 @@ impl<U: MemoryResource> LimitingResourceAdaptor<U> {
 // are the upstream's.
 unsafe impl<U: MemoryResource> MemoryResource for LimitingResourceAdaptor<U> {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
-        if bytes == 0 {
-            return zero_byte_allocation(alignment);
-        }
+        // A 0-byte request reserves nothing and goes to the upstream, as in RMM.
         let limit = self.allocation_limit;
         let size = align_up(bytes, effective_alignment(alignment)?)
             .ok_or_else(|| Error::out_of_memory(bytes, "size overflows the address space"))?;
@@ -70,9 +68,10 @@ unsafe impl<U: MemoryResource> MemoryResource for LimitingResourceAdaptor<U> {
     }
 
     fn deallocate(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<()> {
-        if ptr.is_null() {
+        if never_allocated(ptr, bytes) {
             return Ok(());
         }
+        // Forwarded even when null (a 0-byte allocation may have been), as in RMM.
         // Checked before forwarding: without a valid alignment the accounted size is unknown.
         // A size too large to round was never allocated; the upstream refuses it below.
         let size = align_up(bytes, effective_alignment(alignment)?).unwrap_or(usize::MAX);

@@ -2,8 +2,12 @@
 //!
 //! Every adaptor owns its upstream by value; to share one upstream between several adaptors (or to
 //! keep a handle to it), pass an `Arc<R>`, which is itself a [`MemoryResource`]. All adaptors:
-//! - answer a zero-byte request with a null pointer without touching the upstream or any counter,
-//!   and treat freeing a null pointer as a no-op;
+//! - treat a zero-byte request as RMM's adaptors do: `statistics`, `tracking`, `limiting` and
+//!   `logging` pass it (and the 0-byte free of what it returned, null or not) to the upstream,
+//!   where `statistics` counts one allocation of 0 bytes, `logging` logs it, and `tracking` and
+//!   `limiting` count nothing; the others answer it with a null pointer without touching the
+//!   upstream. Freeing a null pointer with a non-zero size is a no-op in every adaptor: no
+//!   allocation returned it;
 //! - forward `is_device_accessible` / `is_host_accessible` to the upstream;
 //! - compare equal only to themselves (identity), because each keeps state about the memory it
 //!   handed out.
@@ -53,6 +57,13 @@ pub use tracking::{AllocationRecord, TrackingResourceAdaptor};
 /// resources check it (so a bad alignment is an error whatever the size).
 pub(crate) fn zero_byte_allocation(alignment: usize) -> Result<*mut u8> {
     effective_alignment(alignment).map(|_| std::ptr::null_mut())
+}
+
+/// True for a free of a null pointer with a non-zero size, which no allocation handed out: the
+/// adaptors leave it alone (RMM would move their counters for it).
+#[inline]
+pub(crate) fn never_allocated(ptr: *mut u8, bytes: usize) -> bool {
+    ptr.is_null() && bytes != 0
 }
 
 /// Identity: true only when `other` is `this` very adaptor. The type check matters because an

@@ -1,7 +1,7 @@
 //! Counts the bytes and allocations that pass through, with a stack of counter frames for measuring
 //! nested regions (RMM's `statistics_resource_adaptor`).
 
-use crate::adaptor::zero_byte_allocation;
+use crate::adaptor::never_allocated;
 use crate::error::{Error, Result};
 use crate::resource::MemoryResource;
 use crate::stream::CudaStreamView;
@@ -70,7 +70,8 @@ struct Stack {
 /// Changes go to the top frame of a counter stack; [`push_counters`](Self::push_counters) starts a
 /// fresh frame for a nested region and [`pop_counters`](Self::pop_counters) ends it, folding it into
 /// the frame below. Only successful operations count: an allocation the upstream refuses and a free
-/// the upstream rejects leave the counters as they were.
+/// the upstream rejects leave the counters as they were. As in RMM, a 0-byte request is passed to
+/// the upstream and counted (one allocation of 0 bytes), and so is its free.
 #[derive(Debug)]
 pub struct StatisticsResourceAdaptor<U> {
     upstream: U,
@@ -135,9 +136,7 @@ impl<U: MemoryResource> StatisticsResourceAdaptor<U> {
 // are the upstream's.
 unsafe impl<U: MemoryResource> MemoryResource for StatisticsResourceAdaptor<U> {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
-        if bytes == 0 {
-            return zero_byte_allocation(alignment);
-        }
+        // A 0-byte request goes to the upstream and counts as an allocation of 0 bytes, as in RMM.
         let ptr = self.upstream.allocate(bytes, alignment, stream)?;
         let mut stack = self.stack.lock();
         stack.top.bytes.add(signed(bytes));
@@ -146,10 +145,11 @@ unsafe impl<U: MemoryResource> MemoryResource for StatisticsResourceAdaptor<U> {
     }
 
     fn deallocate(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<()> {
-        if ptr.is_null() {
+        if never_allocated(ptr, bytes) {
             return Ok(());
         }
-        // Forward first: a free the upstream rejects as misuse must leave the counters exact.
+        // Every other free counts, a null one of 0 bytes (what a 0-byte allocation may have
+        // returned) included, as in RMM. Forward first: a free the upstream rejects as misuse must leave the counters exact.
         self.upstream.deallocate(ptr, bytes, alignment, stream)?;
         let mut stack = self.stack.lock();
         stack.top.bytes.sub(signed(bytes));

@@ -1,12 +1,13 @@
 //! Remembers every outstanding allocation, optionally with the stack that made it, to find leaks
 //! (RMM's `tracking_resource_adaptor`).
 
-use crate::adaptor::zero_byte_allocation;
-use crate::error::{Misuse, Result};
+use crate::adaptor::never_allocated;
+use crate::error::{Error, Result};
 use crate::resource::MemoryResource;
 use crate::stream::CudaStreamView;
 use parking_lot::Mutex;
 use std::backtrace::Backtrace;
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -26,7 +27,7 @@ pub struct AllocationRecord {
 }
 
 #[derive(Debug)]
-struct Entry {
+struct Record {
     bytes: usize,
     alignment: usize,
     stack: Option<Arc<Backtrace>>,
@@ -35,15 +36,18 @@ struct Entry {
 /// The map and the byte sum change together under one lock, so readers never see them disagree.
 #[derive(Debug, Default)]
 struct State {
-    live: HashMap<usize, Entry>,
+    live: HashMap<usize, Record>,
     bytes: usize,
 }
 
 /// Tracks every allocation made through it until it is freed.
 ///
-/// Unlike RMM's adaptor, which logs a bad free and forwards it anyway, this one refuses it: a free
-/// of a pointer it did not hand out is [`Misuse::UnknownPointer`], a free with a different size is
-/// [`Misuse::WrongSize`]; in both cases nothing changes and the upstream is not called.
+/// A bad free is handled as RMM handles it: a free of a pointer it did not hand out is logged at
+/// error level on the default logger and forwarded to the upstream with the size given (the
+/// outstanding byte count drops by that size, stopping at zero); a free with a size different
+/// from the allocation's is logged and forwarded with the allocation's size, ending its tracking.
+/// 0-byte allocations go to the upstream and are not tracked; their frees are forwarded. A free
+/// the upstream refuses leaves the adaptor as it was and returns the upstream's error.
 #[derive(Debug)]
 pub struct TrackingResourceAdaptor<U> {
     upstream: U,
@@ -122,46 +126,77 @@ impl<U: MemoryResource> TrackingResourceAdaptor<U> {
 // are the upstream's.
 unsafe impl<U: MemoryResource> MemoryResource for TrackingResourceAdaptor<U> {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
-        if bytes == 0 {
-            return zero_byte_allocation(alignment);
-        }
         let ptr = self.upstream.allocate(bytes, alignment, stream)?;
+        // A 0-byte allocation goes to the upstream but is not tracked, as in RMM.
+        if bytes == 0 {
+            return Ok(ptr);
+        }
         // Captured outside the lock: walking the stack is far slower than the insert (symbols are
         // resolved only when a report prints it).
         let stack = self.capture_stacks.then(|| Arc::new(Backtrace::force_capture()));
-        let mut state = self.state.lock();
-        state.live.insert(ptr as usize, Entry { bytes, alignment, stack });
-        state.bytes = state.bytes.saturating_add(bytes);
-        Ok(ptr)
+        let mut guard = self.state.lock();
+        let state = &mut *guard;
+        match state.live.entry(ptr as usize) {
+            Entry::Occupied(_) => {
+                // The upstream handed out an address that is still live: it is broken, and freeing
+                // the block would free the other allocation's memory, so it is left alone.
+                Err(Error::InvalidArgument(format!("pointer is already tracked: {ptr:p} from the upstream")))
+            }
+            Entry::Vacant(v) => {
+                v.insert(Record { bytes, alignment, stack });
+                state.bytes = state.bytes.saturating_add(bytes);
+                Ok(ptr)
+            }
+        }
     }
 
     fn deallocate(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<()> {
-        if ptr.is_null() {
+        if never_allocated(ptr, bytes) {
             return Ok(());
+        }
+        if bytes == 0 {
+            // Never tracked: forwarded as it is, as in RMM.
+            return self.upstream.deallocate(ptr, bytes, alignment, stream);
         }
         let addr = ptr as usize;
         // Take the entry out before forwarding, so a second free of the same pointer racing with
-        // this one is refused as unknown instead of reaching the upstream twice. A refused free
-        // puts it back untouched.
-        let entry = {
+        // this one is not forwarded as this allocation's.
+        let (entry, size, uncounted) = {
             let mut state = self.state.lock();
-            let entry = match state.live.remove(&addr) {
-                Some(e) => e,
-                None => return Err(Misuse::UnknownPointer { ptr: addr }.into()),
-            };
-            if entry.bytes != bytes {
-                let allocated = entry.bytes;
-                state.live.insert(addr, entry);
-                return Err(Misuse::WrongSize { ptr: addr, allocated, given: bytes }.into());
+            match state.live.remove(&addr) {
+                Some(e) => {
+                    // Frees of untracked pointers may have taken the sum below this entry's size.
+                    let uncounted = e.bytes.min(state.bytes);
+                    state.bytes -= uncounted;
+                    let size = e.bytes;
+                    (Some(e), size, uncounted)
+                }
+                None => {
+                    // Another adaptor's allocation (a tracking adaptor over another one sees the
+                    // inner one's direct allocations freed through it): RMM logs it and forwards
+                    // it with the size given.
+                    let count = state.live.len();
+                    let uncounted = bytes.min(state.bytes);
+                    state.bytes -= uncounted;
+                    drop(state);
+                    crate::log_error!(
+                        "Deallocating a pointer that was not tracked. Ptr: {ptr:p} [{bytes}B], Current Num. Allocations: {count}"
+                    );
+                    (None, bytes, uncounted)
+                }
             }
-            state.bytes = state.bytes.saturating_sub(bytes);
-            entry
         };
-        if let Err(e) = self.upstream.deallocate(ptr, bytes, alignment, stream) {
-            // The upstream kept the memory, so the allocation is still outstanding.
+        if size != bytes {
+            // RMM logs the mismatch and frees the block with the size it was allocated with.
+            crate::log_error!("Alloc bytes ({size}) and Dealloc bytes ({bytes}) do not match");
+        }
+        if let Err(e) = self.upstream.deallocate(ptr, size, alignment, stream) {
+            // The upstream kept the memory, so everything is as it was before this call.
             let mut state = self.state.lock();
-            state.bytes = state.bytes.saturating_add(entry.bytes);
-            state.live.insert(addr, entry);
+            state.bytes += uncounted;
+            if let Some(entry) = entry {
+                state.live.insert(addr, entry);
+            }
             return Err(e);
         }
         Ok(())

@@ -71,9 +71,8 @@ pub(super) fn to_error(out: Outcome, bytes: usize) -> Error {
 // code makes outside Rust's checks. It reports device accessibility, as every RMM resource.
 unsafe impl MemoryResource for CppUpstream {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
-        if bytes == 0 {
-            return Ok(std::ptr::null_mut());
-        }
+        // A 0-byte request reaches the C++ resource too (RMM's adaptors pass it on), which may
+        // answer null for it.
         let mut out = Outcome::ok(0);
         self.lock().resource().allocate(bytes, alignment, stream.handle(), &mut out);
         if out.is_ok() {
@@ -84,9 +83,9 @@ unsafe impl MemoryResource for CppUpstream {
     }
 
     fn deallocate(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<()> {
-        if !ptr.is_null() {
-            self.lock().resource().deallocate(ptr as usize, bytes, alignment, stream.handle());
-        }
+        // Every free is passed on, a null one (what a 0-byte request may have returned) included,
+        // as RMM's adaptors pass it.
+        self.lock().resource().deallocate(ptr as usize, bytes, alignment, stream.handle());
         Ok(())
     }
 

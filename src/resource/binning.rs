@@ -98,17 +98,13 @@ unsafe impl<U: MemoryResource> MemoryResource for BinningMemoryResource<U> {
     #[inline]
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
         let align = effective_alignment(alignment)?;
-        if bytes == 0 {
-            return Ok(std::ptr::null_mut());
-        }
+        // A 0-byte request goes to the smallest bin (or the upstream without bins), as in RMM.
         self.with_resource(bytes, align, |r| r.allocate(bytes, alignment, stream))
     }
 
     #[inline]
     fn deallocate(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<()> {
-        if ptr.is_null() {
-            return Ok(());
-        }
+        // Forwarded whatever the pointer, to the resource its size chose, as in RMM.
         let align = effective_alignment(alignment)?;
         self.with_resource(bytes, align, |r| r.deallocate(ptr, bytes, alignment, stream))
     }

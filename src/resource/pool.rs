@@ -46,8 +46,8 @@ const SHARD_START: usize = 4 << 20;
 /// it far larger than its use: replaying the allocations of a PyTorch training run (300 steps of a
 /// 6-layer transformer, 7.6 GiB live at the peak) from an empty pool, doubling ends at 11.3 GiB
 /// (1.47 times the peak), growing by an eighth past 1 GiB at 8.2 GiB (1.08), below PyTorch's own
-/// caching allocator (10.1 GiB reserved). RMM doubles, or takes half the remaining room under a
-/// maximum.
+/// caching allocator (10.1 GiB reserved). RMM doubles. Under a maximum the pool follows RMM
+/// instead (half the remaining room), so that a capped pool fails and succeeds where RMM's does.
 const GEOMETRIC_FROM: usize = 1 << 30;
 
 /// What a shard grows by at least while other streams are yet to publish fitting free blocks.
@@ -63,9 +63,10 @@ struct Shard(SpinMutex<CoalescingPool>);
 /// A pool that takes chunks from `U` and hands out blocks from them in stream order.
 ///
 /// Allocation and free are O(1) in the number of free blocks (see [`crate::pool`]); a stream that
-/// has its shard to itself makes no CUDA call on either. The pool grows on demand (doubling up to 1 GiB, then by an
-/// eighth of its size; backing off toward the request when the upstream runs out, never past
-/// `maximum_size`), takes free blocks from other streams once their work is
+/// has its shard to itself makes no CUDA call on either. The pool grows on demand: under a
+/// `maximum_size` as RMM's pool does (by the larger of the request and half the room left), without
+/// one by doubling up to 1 GiB, then by an eighth of its size; either way backing off toward the
+/// request while the upstream runs out. It takes free blocks from other streams once their work is
 /// captured by an event, synchronises and merges all streams' free blocks before reporting
 /// out-of-memory, and gives every chunk back to the upstream when dropped.
 ///
@@ -147,9 +148,11 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             return Err(Error::InvalidArgument(format!("{shards} shards: a pool has 1 to 256 shards")));
         }
         if initial_size > MAX_BLOCK_BYTES {
-            return Err(Error::InvalidArgument(format!(
-                "initial pool size {initial_size} is above the largest chunk a pool keeps ({MAX_BLOCK_BYTES})"
-            )));
+            // RMM would ask the upstream, which cannot give that much either: out of memory.
+            return Err(Error::out_of_memory(
+                initial_size,
+                format!("initial pool size {initial_size} is above the largest chunk a pool keeps ({MAX_BLOCK_BYTES})"),
+            ));
         }
         let ordered = order.is_needed();
         let order: Arc<dyn StreamOrder> = Arc::from(order);
@@ -301,15 +304,19 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         }
     }
 
-    /// Takes a chunk of at least `needed` bytes from the upstream for shard `home`: the larger of
-    /// `needed` and the shard's current size while the pool is below [`GEOMETRIC_FROM`] (a
-    /// single-shard pool doubles; see [`SHARD_START`]), then the larger of `needed` and an eighth
-    /// of the pool; never past the maximum. While the upstream is out of memory the size halves
-    /// toward `needed`. `Ok(false)` when no chunk
-    /// could be had. While other streams have been asked to publish fitting blocks (`pending`),
-    /// the shard takes only what this request needs: those blocks will serve the next ones, and
-    /// doubling now would leave the pool far larger than its use (RMM, which records an event on
-    /// every free, never has to wait for them).
+    /// Takes a chunk of at least `needed` bytes from the upstream for shard `home` and returns
+    /// `Ok(false)` when no chunk could be had. Its size:
+    /// - under a maximum, RMM's rule: the larger of `needed` and half the room left below the
+    ///   maximum;
+    /// - without one, the larger of `needed` and the shard's current size while the pool is below
+    ///   [`GEOMETRIC_FROM`] (a single-shard pool doubles; see [`SHARD_START`]), then the larger of
+    ///   `needed` and an eighth of the pool. While other streams have been asked to publish fitting
+    ///   blocks (`pending`), the shard takes only what this request needs: those blocks will serve
+    ///   the next ones, and doubling now would leave the pool far larger than its use (RMM, which
+    ///   records an event on every free, never has to wait for them).
+    ///
+    /// While the upstream is out of memory the size halves toward `needed` (as in RMM), and fails
+    /// once `needed` itself is refused.
     fn grow(
         &self,
         home: usize,
@@ -323,15 +330,11 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         if needed > room {
             return Ok(false);
         }
-        let pool_size = self.pool_size();
-        let mut want = if pool_size < GEOMETRIC_FROM {
-            // A shard that is new to growing starts from part of the whole pool, not from zero:
-            // tiny chunks would cost one upstream call each.
-            needed.max(core.pool_size()).max(pool_size.min(SHARD_START))
+        let mut want = if self.maximum_size.is_some() {
+            needed.max((room / 2) & !(GRANULE - 1))
         } else {
-            needed.max((pool_size / 8) & !(GRANULE - 1))
+            self.unbounded_growth(core, needed, pending)
         }
-        .min(if pending { needed.max(PENDING_GROWTH) } else { usize::MAX })
         .min(room.min(MAX_BLOCK_BYTES));
         loop {
             if !self.reserve(want) {
@@ -360,6 +363,23 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
                     want = ((want / 2) & !(GRANULE - 1)).max(needed);
                 }
             }
+        }
+    }
+
+    /// The chunk size to ask for without a maximum (see [`grow`](Self::grow)).
+    fn unbounded_growth(&self, core: &CoalescingPool, needed: usize, pending: bool) -> usize {
+        let pool_size = self.pool_size();
+        let want = if pool_size < GEOMETRIC_FROM {
+            // A shard that is new to growing starts from part of the whole pool, not from zero:
+            // tiny chunks would cost one upstream call each.
+            needed.max(core.pool_size()).max(pool_size.min(SHARD_START))
+        } else {
+            needed.max((pool_size / 8) & !(GRANULE - 1))
+        };
+        if pending {
+            want.min(needed.max(PENDING_GROWTH))
+        } else {
+            want
         }
     }
 

@@ -44,7 +44,8 @@ std::string hex(void const* p)
   return s.str();
 }
 
-/// How a resource tells its blocks apart, which decides the error a bad free gets.
+/// How a resource handles a bad free: a pool refuses it; the tracking adaptor logs it and passes it
+/// to its pool (which refuses it), a wrong size corrected to the size allocated.
 enum class blocks { pool, tracking };
 
 /// One resource under test: its name in reports and a snapshot of its observable state.
@@ -216,7 +217,9 @@ TEST(BadInput, BadFreesAreReportedAndChangeNothing)
     s.mr.deallocate(default_stream(), freed, 5000);
     void* foreign = other.allocate(default_stream(), 512, 256);
     void* inside  = static_cast<char*>(live) + 256;
-    bool const pool = s.kind == blocks::pool;
+    // The tracking adaptor passes a free it cannot match to its pool, as RMM's does, which
+    // reports it; a wrong size it corrects to the size allocated, so that free succeeds.
+    bool const tracking = s.kind == blocks::tracking;
     std::string const unknown = " was not allocated by this resource";
     struct bad_free {
       char const* what;
@@ -225,13 +228,10 @@ TEST(BadInput, BadFreesAreReportedAndChangeNothing)
       std::string report;
     };
     std::vector<bad_free> const cases{
-      {"double free", freed, 5000,
-       pool ? "misuse: double free: " + hex(freed) + " is already free in this resource"
-            : "misuse: unknown pointer: " + hex(freed) + unknown},
+      {"double free", freed, 5000, "misuse: double free: " + hex(freed) + " is already free in this resource"},
       {"foreign pointer", foreign, 512, "misuse: unknown pointer: " + hex(foreign) + unknown},
       {"interior pointer", inside, 744,
-       pool ? "misuse: interior pointer: " + hex(inside) + " points inside the block that starts at " + hex(live)
-            : "misuse: unknown pointer: " + hex(inside) + unknown},
+       "misuse: interior pointer: " + hex(inside) + " points inside the block that starts at " + hex(live)},
       {"wrong size", live, 999,
        "misuse: wrong size: " + hex(live) + " was allocated with 1000 bytes but freed with 999"},
     };
@@ -241,6 +241,7 @@ TEST(BadInput, BadFreesAreReportedAndChangeNothing)
     std::string const reporter =
       s.name == "failure_callback_resource_adaptor" ? std::string{"pool_memory_resource"} : s.name;
     for (auto const& c : cases) {
+      if (tracking && std::string{c.what} == "wrong size") { continue; }  // issue_22_adaptors_test
       std::string const err = refused_free(s.mr, c.ptr, c.bytes);
       std::string const head = "rmm: deallocate(" + hex(c.ptr) + ", " + std::to_string(c.bytes) +
                                " bytes, alignment 256, stream 0x0) on " + reporter + " failed: ";

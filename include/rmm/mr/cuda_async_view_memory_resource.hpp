@@ -11,6 +11,7 @@
 #include <cuda/memory_resource>
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace rmm::mr {
@@ -39,11 +40,20 @@ class cuda_async_view_memory_resource final
   {
   }
 
+  ~cuda_async_view_memory_resource()                                                 = default;
+  cuda_async_view_memory_resource(cuda_async_view_memory_resource const&)            = default;
+  cuda_async_view_memory_resource(cuda_async_view_memory_resource&&)                 = default;
+  cuda_async_view_memory_resource& operator=(cuda_async_view_memory_resource const&) = default;
+  cuda_async_view_memory_resource& operator=(cuda_async_view_memory_resource&&)      = default;
+
   /// The CUDA memory pool viewed.
   [[nodiscard]] cudaMemPool_t pool_handle() const noexcept
   {
     return reinterpret_cast<cudaMemPool_t>(handle().cuda_async_pool_handle());
   }
+
+  // Declared here as in RMM (see the macro), forwarding to the shared base.
+  RMM_RS_DECLARE_OWN_RESOURCE_MEMBERS(cuda_async_view_memory_resource)
 };
 
 static_assert(cuda::mr::resource_with<cuda_async_view_memory_resource, cuda::mr::device_accessible>,

@@ -19,6 +19,8 @@ class cuda_memory_resource final
                                  cuda::mr::device_accessible> {
  public:
   cuda_memory_resource() = default;
+
+  RMM_RS_DECLARE_OWN_RESOURCE_MEMBERS(cuda_memory_resource)
 };
 
 static_assert(cuda::mr::resource_with<cuda_memory_resource, cuda::mr::device_accessible>,

@@ -20,6 +20,8 @@ class managed_memory_resource final
                                  cuda::mr::host_accessible> {
  public:
   managed_memory_resource() = default;
+
+  RMM_RS_DECLARE_OWN_RESOURCE_MEMBERS(managed_memory_resource)
 };
 
 static_assert(cuda::mr::resource_with<managed_memory_resource, cuda::mr::device_accessible>,

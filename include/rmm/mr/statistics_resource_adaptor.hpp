@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
+#include <shared_mutex>
 #include <utility>
 
 namespace rmm::mr {
@@ -52,6 +54,11 @@ class statistics_resource_adaptor final
       total += val.total;
     }
   };
+
+  /// Shared-reader lock type of the counter stack (RMM's; the stack itself lives in Rust).
+  using read_lock_t = std::shared_lock<std::shared_mutex>;
+  /// Exclusive-writer lock type of the counter stack (RMM's).
+  using write_lock_t = std::unique_lock<std::shared_mutex>;
 
   template <class Upstream, std::enable_if_t<detail::is_upstream_for_v<Upstream, statistics_resource_adaptor>, int> = 0>
   explicit statistics_resource_adaptor(Upstream&& upstream)

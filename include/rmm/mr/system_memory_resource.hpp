@@ -38,6 +38,8 @@ class system_memory_resource final
  public:
   /// @throws rmm::logic_error if the current device cannot access system-allocated memory
   system_memory_resource() : rust_resource{rmm_rs::new_system_memory_resource()} {}
+
+  RMM_RS_DECLARE_OWN_RESOURCE_MEMBERS(system_memory_resource)
 };
 
 static_assert(cuda::mr::resource_with<system_memory_resource, cuda::mr::device_accessible>,

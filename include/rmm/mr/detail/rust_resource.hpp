@@ -482,3 +482,43 @@ class rust_resource : public rust_resource_tag, public State, private rust_handl
 };
 
 }  // namespace rmm::mr::detail
+
+/**
+ * @brief Declares, inside the Rust-backed class `Cls`, the members RMM 26.10 declares in that class
+ * itself (allocate, deallocate, allocate_sync, deallocate_sync, == and !=), forwarding to the
+ * rust_resource base: so that `&Cls::allocate` and friends have the member-pointer types they
+ * have with RMM. For RMM's classes that are not `cuda::mr::shared_resource`s.
+ */
+#define RMM_RS_DECLARE_OWN_RESOURCE_MEMBERS(Cls)                                                 \
+  [[nodiscard]] void* allocate(cuda::stream_ref stream,                                          \
+                               std::size_t bytes,                                                \
+                               std::size_t alignment = rmm::CUDA_ALLOCATION_ALIGNMENT)           \
+  {                                                                                              \
+    return rust_resource::allocate(stream, bytes, alignment);                                    \
+  }                                                                                              \
+  void deallocate(cuda::stream_ref stream,                                                       \
+                  void* ptr,                                                                     \
+                  std::size_t bytes,                                                             \
+                  std::size_t alignment = rmm::CUDA_ALLOCATION_ALIGNMENT) noexcept               \
+  {                                                                                              \
+    rust_resource::deallocate(stream, ptr, bytes, alignment);                                    \
+  }                                                                                              \
+  [[nodiscard]] void* allocate_sync(std::size_t bytes,                                           \
+                                    std::size_t alignment = rmm::CUDA_ALLOCATION_ALIGNMENT)      \
+  {                                                                                              \
+    return rust_resource::allocate_sync(bytes, alignment);                                       \
+  }                                                                                              \
+  void deallocate_sync(void* ptr,                                                                \
+                       std::size_t bytes,                                                        \
+                       std::size_t alignment = rmm::CUDA_ALLOCATION_ALIGNMENT) noexcept          \
+  {                                                                                              \
+    rust_resource::deallocate_sync(ptr, bytes, alignment);                                       \
+  }                                                                                              \
+  [[nodiscard]] bool operator==(Cls const& other) const noexcept                                 \
+  {                                                                                              \
+    return rust_resource::operator==(other);                                                     \
+  }                                                                                              \
+  [[nodiscard]] bool operator!=(Cls const& other) const noexcept                                 \
+  {                                                                                              \
+    return rust_resource::operator!=(other);                                                     \
+  }
