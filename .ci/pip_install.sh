@@ -6,6 +6,7 @@
 # compiler; no CUDA toolkit and no GPU (the extension loads the CUDA driver when it runs).
 #
 #   bash .ci/pip_install.sh            # PYTHON3=python3.12 to choose the interpreter
+#   WHEEL_OUT=DIR bash .ci/pip_install.sh   # also keeps the wheel in DIR (to install elsewhere)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -44,3 +45,6 @@ fresh_venv
 wheel=$(ls "$work"/wheels/rmm_rs-*.whl)
 "$work/venv/bin/python" -m pip install "$wheel"
 check "pip wheel ./python: $(basename "$wheel")"
+if [ -n "${WHEEL_OUT:-}" ]; then
+    mkdir -p "$WHEEL_OUT" && cp "$wheel" "$WHEEL_OUT/"
+fi
