@@ -102,6 +102,7 @@ def test_buffers_of_both_devices_side_by_side():
         cuda_gpu.setDevice(round_ % 2)
         for b in buffers:
             b.resize(b.size * 2)
+    del b  # the loop's name holds the last buffer
     cuda_gpu.setDevice(1)
     buffers.clear()
     gc.collect()

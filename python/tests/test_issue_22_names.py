@@ -154,6 +154,18 @@ def _member_problems(module, name, cls, entry):
     return problems
 
 
+# Names whose value RMM sets from an optional library at import: the data was read where neither
+# library is installed (RMM's value None); where the library is installed both hold its object.
+DEPENDS_ON_INSTALLED = {
+    ("rmm.allocators.cupy", "cupy"): "cupy",
+    ("rmm.allocators.torch", "rmm_torch_allocator"): "torch",
+}
+
+
+def _installed(name):
+    return importlib.util.find_spec(name) is not None
+
+
 def _module_problems(module):
     try:
         ours = importlib.import_module(module)
@@ -165,6 +177,9 @@ def _module_problems(module):
     problems = []
     for name, entry in MODULES[module].items():
         if name in CYTHON_NAMES or entry.get("origin") == "builtins" or _missing_dependency(entry):
+            continue
+        library = DEPENDS_ON_INSTALLED.get((module, name))
+        if library is not None and _installed(library):
             continue
         if not hasattr(ours, name):
             problems.append(f"{module}.{name}: missing ({entry['kind']})")

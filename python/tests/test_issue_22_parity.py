@@ -12,6 +12,7 @@ import pytest
 import rmm
 import rmm._cuda.gpu as cuda_gpu
 from rmm import mr
+from rmm._native import _device_buffer_mr, _device_buffer_stream
 from rmm.pylibrmm.cuda_stream_pool import CudaStreamPool
 from rmm.pylibrmm.stream import DEFAULT_STREAM, Stream
 
@@ -201,5 +202,6 @@ def test_buffer_and_stream_on_a_gpu_as_rmms(gpu):  # noqa: F811 (the fixture)
         buf.mr  # noqa: B018 (the access is the test)
     with pytest.raises(AttributeError):
         buf.stream  # noqa: B018
-    assert buf._mr is mr.get_current_device_resource() and buf._stream is DEFAULT_STREAM
+    assert _device_buffer_mr(buf) is mr.get_current_device_resource()
+    assert _device_buffer_stream(buf) is DEFAULT_STREAM
     assert repr(Stream()).startswith("<rmm.pylibrmm.stream.Stream object at 0x")

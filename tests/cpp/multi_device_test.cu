@@ -124,16 +124,20 @@ TEST_F(TwoDevices, WrapAndRestoreOnEachDeviceAThousandTimes)
   for (int round = 0; round < 1000; ++round) {
     int const d = round % 2;
     RMM_CUDA_TRY(cudaSetDevice(d));
-    auto ref = rmm::mr::get_current_device_resource_ref();
-    rmm::mr::set_current_device_resource(rmm::mr::statistics_resource_adaptor{ref});
+    // The adaptor and its upstream outlive the buffer: a reference to what the per-device table
+    // holds lasts only until the table's entry is replaced (RMM's rule too).
+    rmm::mr::cuda_memory_resource upstream;
+    rmm::mr::statistics_resource_adaptor adaptor{upstream};
+    auto previous = rmm::mr::set_current_device_resource_ref(adaptor);
     std::optional<rmm::device_buffer> kept;
     {
       rmm::device_buffer a(1000, cuda::stream_ref{cudaStream_t{}});
       kept.emplace(std::move(a));
     }
-    rmm::mr::set_current_device_resource(ref);
+    rmm::mr::set_current_device_resource(std::move(previous));
     RMM_CUDA_TRY(cudaSetDevice(1 - d));
     kept.reset();  // freed through the adaptor of device d while the other device is current
+    EXPECT_EQ(adaptor.get_allocations_counter().value, 0) << "round " << round;
     ASSERT_FALSE(HasFailure()) << "round " << round;
   }
 }
