@@ -251,10 +251,10 @@ fn statistics_push_pop_semantics() {
 #[test]
 fn statistics_pop_without_push_is_invalid_argument() {
     let stats = StatisticsResourceAdaptor::new(HostMemoryResource::new());
-    assert_eq!(stats.pop_counters(), Err(Error::InvalidArgument("no counters were pushed".into())));
+    assert_eq!(stats.pop_counters(), Err(Error::InvalidArgument("cannot pop the last counter pair".into())));
     stats.push_counters();
     assert!(stats.pop_counters().is_ok());
-    assert_eq!(stats.pop_counters(), Err(Error::InvalidArgument("no counters were pushed".into())));
+    assert_eq!(stats.pop_counters(), Err(Error::InvalidArgument("cannot pop the last counter pair".into())));
     // Still works.
     let p = stats.allocate_sync(10, 256).unwrap();
     stats.deallocate_sync(p, 10, 256).unwrap();

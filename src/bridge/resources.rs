@@ -5,7 +5,7 @@ use super::ffi::{self, CounterPair, ErrorKind, Outcome};
 use super::outcome::{caught, guard, guard_outcome, Context};
 use crate::adaptor::{
     Counter as StatCounter, CounterFrame, LimitingResourceAdaptor, LoggingResourceAdaptor, StatisticsResourceAdaptor,
-    TrackingResourceAdaptor,
+    TrackingResourceAdaptor, POP_EMPTY_MESSAGE,
 };
 use crate::device::DeviceId;
 use crate::error::{Error, Result};
@@ -252,6 +252,8 @@ impl RustResource {
                 *popped = p;
                 Outcome::ok(0)
             }
+            // RMM's exact text, without the "invalid argument: " of the error's display.
+            Err(Error::InvalidArgument(msg)) if msg == POP_EMPTY_MESSAGE => Outcome::error(ErrorKind::OutOfRange, msg),
             Err(e) => Outcome::error(ErrorKind::OutOfRange, e.to_string()),
         })
     }
@@ -534,7 +536,9 @@ mod tests {
         stats.push_counters();
         let mut popped = CounterPair::default();
         assert!(stats.pop_counters(&mut popped).is_ok());
-        assert_eq!(stats.pop_counters(&mut popped).kind, ErrorKind::OutOfRange);
+        let refused = stats.pop_counters(&mut popped);
+        assert_eq!(refused.kind, ErrorKind::OutOfRange);
+        assert_eq!(refused.message, "cannot pop the last counter pair");
 
         assert!(limit.try_deallocate(a.ptr, 3000, 256, 0).is_ok());
         assert_eq!(stats.counters().bytes.value, 0);
