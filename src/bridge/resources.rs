@@ -351,9 +351,15 @@ pub(crate) fn new_tracking_adaptor(upstream: &RustResource, capture_stacks: bool
     })
 }
 
-pub(crate) fn new_limiting_adaptor(upstream: &RustResource, allocation_limit: usize) -> Box<RustResource> {
+/// Counts each allocation as its size rounded up to `alignment` (a power of two), as RMM does.
+pub(crate) fn new_limiting_adaptor(
+    upstream: &RustResource,
+    allocation_limit: usize,
+    alignment: usize,
+) -> Box<RustResource> {
     RustResource::make("limiting_resource_adaptor", || {
-        Ok(Arc::new(Limiting::new(upstream.shared()?.clone(), allocation_limit)) as SharedResource)
+        let limiting = Limiting::with_alignment(upstream.shared()?.clone(), allocation_limit, alignment)?;
+        Ok(Arc::new(limiting) as SharedResource)
     })
 }
 
@@ -521,7 +527,7 @@ mod tests {
         assert!(pool.status().is_ok(), "{}", pool.status().message);
         assert_eq!(pool.pool_size(), 1 << 20);
         let stats = new_statistics_adaptor(&pool);
-        let limit = new_limiting_adaptor(&stats, 4096);
+        let limit = new_limiting_adaptor(&stats, 4096, 256);
 
         let a = limit.allocate(3000, 256, 0);
         assert!(a.is_ok(), "{}", a.message);

@@ -325,6 +325,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         stream: CudaStreamView,
         needed: usize,
         pending: bool,
+        refused: &mut Option<Error>,
     ) -> Result<bool> {
         let room = self.room();
         if needed > room {
@@ -358,6 +359,8 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
                         return Err(e);
                     }
                     if want == needed {
+                        // Kept for the pool's own refusal, which quotes it as RMM's does.
+                        *refused = Some(e);
                         return Ok(false);
                     }
                     want = ((want / 2) & !(GRANULE - 1)).max(needed);
@@ -438,6 +441,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
                 requested: bytes,
                 pool: Some(self.state()),
                 reason: "larger than any pool can hold".into(),
+                verbatim: false,
             });
         };
         let key = stream_key(stream);
