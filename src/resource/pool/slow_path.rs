@@ -5,7 +5,7 @@
 //! blocks of streams just asked to publish (`allocate_once_published`). The fast path, one lock
 //! of the home shard and a fitting block of the stream's own set, is in `pool.rs`.
 
-use super::PoolMemoryResource;
+use super::{Growth, PoolMemoryResource};
 use crate::error::{format_bytes, Error, Result};
 use crate::pool::{CoalescingPool, SetId, StreamKey, GRANULE};
 use crate::resource::MemoryResource;
@@ -175,7 +175,8 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     }
 
     /// Step 5 of the slow path: a new chunk from the upstream for shard `home` (see `grow`), and
-    /// the allocation from it. `Ok(None)` when no chunk could be had.
+    /// the allocation from it. `Ok(None)` when no chunk could be had, with the upstream's refusal
+    /// in `refused` where there was one.
     fn allocate_after_growth(
         &self,
         home: usize,
@@ -186,8 +187,13 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         refused: &mut Option<Error>,
     ) -> Result<Option<usize>> {
         let mut core = self.shards[home].0.lock();
-        if !self.grow(home, &mut core, key, stream, req.needed, pending, refused)? {
-            return Ok(None);
+        match self.grow(home, &mut core, key, stream, req.needed, pending)? {
+            Growth::Grown => {}
+            Growth::NoRoom => return Ok(None),
+            Growth::Refused(e) => {
+                *refused = Some(e);
+                return Ok(None);
+            }
         }
         let set = self.own_set(&mut core, key);
         let allocated = core.allocate(set, req.bytes, req.size, req.align);
