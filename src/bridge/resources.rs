@@ -490,7 +490,7 @@ mod tests {
         assert_eq!(pool.allocate_or_null(8192, 256, 0), 0);
         let oom = take_allocate_error();
         assert_eq!(oom.kind, ErrorKind::OutOfMemory);
-        assert!(oom.message.contains("8192"), "{}", oom.message);
+        assert!(oom.message.contains("(failed to allocate 8.000000 KiB)"), "{}", oom.message);
         let p = pool.allocate_or_null(4096, 256, 0);
         assert!(p != 0 && p % 256 == 0);
         pool.deallocate(p, 4096, 256, 0);
