@@ -182,7 +182,11 @@ pub(crate) mod ffi {
         ) -> Box<RustResource>;
         fn new_statistics_adaptor(upstream: &RustResource) -> Box<RustResource>;
         fn new_tracking_adaptor(upstream: &RustResource, capture_stacks: bool) -> Box<RustResource>;
-        fn new_limiting_adaptor(upstream: &RustResource, allocation_limit: usize) -> Box<RustResource>;
+        fn new_limiting_adaptor(
+            upstream: &RustResource,
+            allocation_limit: usize,
+            alignment: usize,
+        ) -> Box<RustResource>;
         fn new_logging_adaptor(upstream: &RustResource, path: &str, auto_flush: bool) -> Box<RustResource>;
         // The cuda_async family, system and SAM-headroom resources, capability checks
         // (src/bridge/async_system.rs).

@@ -66,6 +66,9 @@ pub enum Error {
         pool: Option<PoolState>,
         /// What ran out: the upstream, a maximum, a limit.
         reason: String,
+        /// The reason is the whole message, in RMM 26.10's words (a pool's or a limiting
+        /// adaptor's refusal), and is shown alone.
+        verbatim: bool,
     },
     /// Alignment must be a power of two no larger than the resource's maximum.
     BadAlignment {
@@ -118,7 +121,12 @@ pub type Result<T> = std::result::Result<T, Error>;
 impl Error {
     /// An out-of-memory error with no pool state.
     pub fn out_of_memory(requested: usize, reason: impl Into<String>) -> Self {
-        Error::OutOfMemory { requested, pool: None, reason: reason.into() }
+        Error::OutOfMemory { requested, pool: None, reason: reason.into(), verbatim: false }
+    }
+
+    /// An out-of-memory error whose message is `message` alone, in RMM's words.
+    pub fn out_of_memory_verbatim(requested: usize, pool: Option<PoolState>, message: impl Into<String>) -> Self {
+        Error::OutOfMemory { requested, pool, reason: message.into(), verbatim: true }
     }
 
     /// True for [`Error::OutOfMemory`], the one error that a retry after freeing memory can fix.
@@ -154,12 +162,13 @@ impl fmt::Display for Misuse {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::OutOfMemory { requested, pool: Some(p), reason } => write!(
+            Error::OutOfMemory { reason, verbatim: true, .. } => f.write_str(reason),
+            Error::OutOfMemory { requested, pool: Some(p), reason, .. } => write!(
                 f,
                 "out of memory: cannot allocate {requested} bytes ({reason}); pool size {}, free {}, largest free block {}",
                 p.pool_size, p.free_bytes, p.largest_free_block
             ),
-            Error::OutOfMemory { requested, pool: None, reason } => {
+            Error::OutOfMemory { requested, pool: None, reason, .. } => {
                 write!(f, "out of memory: cannot allocate {requested} bytes ({reason})")
             }
             Error::BadAlignment { alignment, max } => write!(
@@ -182,6 +191,19 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// A byte count as RMM's `format_bytes` writes it: the value divided by 1024 while above 1024,
+/// with six decimals and its unit (`1024.000000 B`, `1.500000 KiB`).
+pub fn format_bytes(value: usize) -> String {
+    const UNITS: [&str; 9] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB"];
+    let mut size = value as f64;
+    let mut unit = 0;
+    while size > 1024.0 {
+        size /= 1024.0;
+        unit += 1;
+    }
+    format!("{size:.6} {}", UNITS[unit])
+}
 
 impl From<Misuse> for Error {
     fn from(m: Misuse) -> Self {

@@ -251,10 +251,10 @@ fn statistics_push_pop_semantics() {
 #[test]
 fn statistics_pop_without_push_is_invalid_argument() {
     let stats = StatisticsResourceAdaptor::new(HostMemoryResource::new());
-    assert_eq!(stats.pop_counters(), Err(Error::InvalidArgument("no counters were pushed".into())));
+    assert_eq!(stats.pop_counters(), Err(Error::InvalidArgument("cannot pop the last counter pair".into())));
     stats.push_counters();
     assert!(stats.pop_counters().is_ok());
-    assert_eq!(stats.pop_counters(), Err(Error::InvalidArgument("no counters were pushed".into())));
+    assert_eq!(stats.pop_counters(), Err(Error::InvalidArgument("cannot pop the last counter pair".into())));
     // Still works.
     let p = stats.allocate_sync(10, 256).unwrap();
     stats.deallocate_sync(p, 10, 256).unwrap();
@@ -406,14 +406,15 @@ fn limiting_model() {
     let ooms = run_trace(&limiting, &trace(OPS, true), &mut rng, true, |m| {
         match watch.step(m) {
             Step::Allocated(b) => {
-                let (bytes, align) = *limiting.upstream().last_alloc.lock();
+                // Counted as RMM counts it: rounded up to 256 whatever the request's alignment.
+                let (bytes, _) = *limiting.upstream().last_alloc.lock();
                 assert_eq!(bytes, b);
-                expected += align_up(bytes, align);
+                expected += align_up(bytes, 256);
             }
             Step::Freed(b) => {
-                let (bytes, align) = *limiting.upstream().last_free.lock();
+                let (bytes, _) = *limiting.upstream().last_free.lock();
                 assert_eq!(bytes, b);
-                expected -= align_up(bytes, align);
+                expected -= align_up(bytes, 256);
             }
             Step::Nothing => {}
         }
@@ -436,20 +437,23 @@ fn limiting_over_limit_then_smaller_fits() {
     let err = limiting.allocate_sync(2000, 256).unwrap_err();
     assert_eq!(
         err,
-        Error::OutOfMemory {
-            requested: 2000,
-            pool: None,
-            reason: "limiting adaptor: limit 4096 bytes, 3072 already allocated".into()
-        }
+        Error::out_of_memory_verbatim(
+            2000,
+            None,
+            "Exceeded memory limit 4096; Allocated bytes 3072; Requested bytes 2000\n"
+        )
     );
     assert_eq!(limiting.allocated_bytes(), 3072);
     assert_eq!(limiting.upstream().calls(), (1, 0), "a refused request never reaches the upstream");
 
-    // Accounting uses the effective alignment: 1 byte at 1024 counts as 1024.
+    // As in RMM, a request's own alignment does not change the count: 1 byte at 1024 counts as
+    // 256, the adaptor's allocation alignment.
     let b = limiting.allocate_sync(1, 1024).unwrap();
-    assert_eq!(limiting.allocated_bytes(), 4096);
-    assert!(limiting.allocate_sync(1, 256).unwrap_err().is_out_of_memory());
+    assert_eq!(limiting.allocated_bytes(), 3328);
+    let c = limiting.allocate_sync(1, 256).unwrap();
+    assert_eq!(limiting.allocated_bytes(), 3584);
     limiting.deallocate_sync(b, 1, 1024).unwrap();
+    limiting.deallocate_sync(c, 1, 256).unwrap();
     let d = limiting.allocate_sync(1000, 256).unwrap();
     assert_eq!(limiting.allocated_bytes(), 4096);
     limiting.deallocate_sync(a, 3000, 256).unwrap();
@@ -464,10 +468,7 @@ fn limiting_rolls_back_on_upstream_errors() {
     let spy = limiting.upstream();
 
     spy.fail_allocs.store(1, Ordering::SeqCst);
-    assert_eq!(
-        limiting.allocate_sync(5000, 256),
-        Err(Error::OutOfMemory { requested: 5000, pool: None, reason: "injected".into() })
-    );
+    assert_eq!(limiting.allocate_sync(5000, 256), Err(Error::out_of_memory(5000, "injected")));
     assert_eq!(limiting.allocated_bytes(), 0);
 
     assert_eq!(limiting.allocate_sync(10, 3), Err(Error::BadAlignment { alignment: 3, max: 1 << 30 }));
@@ -804,11 +805,11 @@ fn failure_callback_frees_reserve_and_retry_succeeds() {
     let err = adaptor.allocate_sync(2000, 256).unwrap_err();
     assert_eq!(
         err,
-        Error::OutOfMemory {
-            requested: 2000,
-            pool: None,
-            reason: "limiting adaptor: limit 4096 bytes, 3072 already allocated".into()
-        }
+        Error::out_of_memory_verbatim(
+            2000,
+            None,
+            "Exceeded memory limit 4096; Allocated bytes 3072; Requested bytes 2000\n"
+        )
     );
     assert_eq!(calls.load(Ordering::SeqCst), 2);
 

@@ -52,9 +52,10 @@ fn aligned_adaptor_honours_a_larger_requested_alignment() {
 }
 
 #[test]
-fn callback_resource_turns_null_into_out_of_memory_and_never_calls_for_zero_bytes() {
+fn callback_resource_turns_null_into_out_of_memory_and_passes_zero_bytes_on() {
     let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let c = calls.clone();
+    let frees = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (c, f) = (calls.clone(), frees.clone());
     // SAFETY: the allocate function only ever fails (null), so no memory is handed out.
     let mr = unsafe {
         CallbackMemoryResource::new(
@@ -62,14 +63,20 @@ fn callback_resource_turns_null_into_out_of_memory_and_never_calls_for_zero_byte
                 c.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 Ok(std::ptr::null_mut())
             },
-            |_, _, _, _| panic!("nothing to free"),
+            move |p, n, _, _| {
+                f.lock().unwrap().push((p as usize, n));
+                Ok(())
+            },
         )
     };
+    // As in RMM, 0 bytes and null frees reach the functions, and null for 0 bytes is no error.
     assert!(mr.allocate(0, 256, S).unwrap().is_null());
-    mr.deallocate(std::ptr::null_mut(), 0, 256, S).unwrap();
-    assert_eq!(calls.load(std::sync::atomic::Ordering::Relaxed), 0);
-    assert!(mr.allocate(64, 256, S).unwrap_err().is_out_of_memory());
     assert_eq!(calls.load(std::sync::atomic::Ordering::Relaxed), 1);
+    mr.deallocate(std::ptr::null_mut(), 0, 256, S).unwrap();
+    mr.deallocate(std::ptr::null_mut(), 7, 256, S).unwrap();
+    assert_eq!(*frees.lock().unwrap(), [(0, 0), (0, 7)]);
+    assert!(mr.allocate(64, 256, S).unwrap_err().is_out_of_memory());
+    assert_eq!(calls.load(std::sync::atomic::Ordering::Relaxed), 2);
 }
 
 #[test]

@@ -79,7 +79,12 @@ fn pool_state(p: &HostPool, extra: String, current: String) -> State {
 }
 
 fn pool_huge(p: &HostPool) -> Error {
-    Error::OutOfMemory { requested: usize::MAX, pool: Some(p.state()), reason: "larger than any pool can hold".into() }
+    Error::OutOfMemory {
+        requested: usize::MAX,
+        pool: Some(p.state()),
+        reason: "larger than any pool can hold".into(),
+        verbatim: false,
+    }
 }
 
 /// Every host-memory resource and adaptor of the crate; adaptors sit on a pool each.
@@ -246,7 +251,11 @@ fn more_bytes_than_the_upstream_has_is_out_of_memory() {
         &s,
         device + 256,
         256,
-        Error::out_of_memory(device + 256, format!("limiting adaptor: limit {device} bytes, 0 already allocated")),
+        Error::out_of_memory_verbatim(
+            device + 256,
+            None,
+            format!("Exceeded memory limit {device}; Allocated bytes 0; Requested bytes {}\n", device + 256),
+        ),
     );
 
     let pool = Arc::new(PoolMemoryResource::new(upstream.clone(), 16 * MIB, None).unwrap());
@@ -265,11 +274,16 @@ fn more_bytes_than_the_upstream_has_is_out_of_memory() {
         &s,
         device + 256,
         256,
-        Error::OutOfMemory {
-            requested: device + 256,
-            pool: Some(PoolState { pool_size: 16 * MIB, free_bytes: 16 * MIB, largest_free_block: 16 * MIB }),
-            reason: "the upstream has no more memory and no free block is large enough".into(),
-        },
+        Error::out_of_memory_verbatim(
+            device + 256,
+            Some(PoolState { pool_size: 16 * MIB, free_bytes: 16 * MIB, largest_free_block: 16 * MIB }),
+            format!(
+                "Maximum pool size exceeded (failed to allocate 64.000244 MiB): std::bad_alloc: out_of_memory: \
+                 Exceeded memory limit {device}; Allocated bytes {}; Requested bytes {}\n",
+                16 * MIB,
+                device + 256
+            ),
+        ),
     );
     assert_eq!(upstream.allocated_bytes(), 16 * MIB, "the failed growth gave back what it tried");
 }

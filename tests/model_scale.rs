@@ -33,7 +33,8 @@ const MIB: usize = 1 << 20;
 /// The operation count each host test runs in a release build.
 const SCALE: usize = 10_000_000;
 
-/// `bytes` rounded up to the effective alignment, as the limiting adaptor accounts a block.
+/// `bytes` rounded up to the effective alignment (at least 256); the limiting adaptor accounts a
+/// block as `align_up(bytes, 256)`.
 fn align_up(bytes: usize, alignment: usize) -> usize {
     let a = alignment.max(256);
     bytes.div_ceil(a) * a
@@ -420,7 +421,7 @@ impl PoolChecker {
         self.last_size = st.pool_size;
         match e {
             Event::Refused { bytes, alignment, error, .. } => {
-                assert_eq!(*error, Error::OutOfMemory { requested: bytes, pool: Some(st), reason: oom_reason(error) });
+                assert_eq!(*error, Error::out_of_memory_verbatim(bytes, Some(st), oom_reason(error)));
                 // Growth backs off to exactly what the request needs before giving up, so a
                 // refusal means that much would pass the maximum, or the upstream refused it.
                 let needed = pool_needed(bytes, alignment);
@@ -724,15 +725,16 @@ fn limiting_at_scale() {
     let n = drive(&limiting, &plan, &mut rng, |e, _m| {
         match e {
             Event::Allocated(b) => {
-                accounted += align_up(b.bytes, b.alignment);
+                accounted += align_up(b.bytes, 256);
                 assert!(accounted <= limit);
             }
-            Event::Freed(b) => accounted -= align_up(b.bytes, b.alignment),
-            Event::Refused { bytes, alignment, error, .. } => {
+            Event::Freed(b) => accounted -= align_up(b.bytes, 256),
+            Event::Refused { bytes, error, .. } => {
                 // Refused exactly when the request would pass the limit.
-                assert!(accounted + align_up(bytes, alignment) > limit, "refused with room: {error}");
-                let reason = format!("limiting adaptor: limit {limit} bytes, {accounted} already allocated");
-                assert_eq!(*error, Error::OutOfMemory { requested: bytes, pool: None, reason });
+                assert!(accounted + align_up(bytes, 256) > limit, "refused with room: {error}");
+                let message =
+                    format!("Exceeded memory limit {limit}; Allocated bytes {accounted}; Requested bytes {bytes}\n");
+                assert_eq!(*error, Error::out_of_memory_verbatim(bytes, None, message));
             }
             Event::Rejected | Event::ZeroBytes => {}
         }
@@ -938,7 +940,7 @@ fn failure_callback_at_scale() {
         let before = user + if held { BALLAST } else { 0 };
         let expected_calls = match e {
             Event::Allocated(b) => {
-                let size = align_up(b.bytes, b.alignment);
+                let size = align_up(b.bytes, 256);
                 user += size;
                 if before + size <= limit {
                     0
@@ -950,13 +952,14 @@ fn failure_callback_at_scale() {
                 }
             }
             Event::Freed(b) => {
-                user -= align_up(b.bytes, b.alignment);
+                user -= align_up(b.bytes, 256);
                 0
             }
-            Event::Refused { bytes, alignment, error, .. } => {
-                let reason = format!("limiting adaptor: limit {limit} bytes, {user} already allocated");
-                assert_eq!(*error, Error::OutOfMemory { requested: bytes, pool: None, reason });
-                let size = align_up(bytes, alignment);
+            Event::Refused { bytes, error, .. } => {
+                let message =
+                    format!("Exceeded memory limit {limit}; Allocated bytes {user}; Requested bytes {bytes}\n");
+                assert_eq!(*error, Error::out_of_memory_verbatim(bytes, None, message));
+                let size = align_up(bytes, 256);
                 assert!(before - if held { BALLAST } else { 0 } + size > limit, "refused with room");
                 given_up += 1;
                 if held {

@@ -79,13 +79,13 @@ fn failure_callback_frees_a_cache_and_the_retry_succeeds() {
     assert!(cache.lock().is_empty());
     assert_eq!(
         err,
-        Error::OutOfMemory {
-            requested: 8 * MIB,
-            pool: Some(PoolState { pool_size: 8 * MIB, free_bytes: 5 * MIB, largest_free_block: 5 * MIB }),
-            reason: format!("maximum pool size {} reached", 8 * MIB),
-        }
+        Error::out_of_memory_verbatim(
+            8 * MIB,
+            Some(PoolState { pool_size: 8 * MIB, free_bytes: 5 * MIB, largest_free_block: 5 * MIB }),
+            "Maximum pool size exceeded (failed to allocate 8.000000 MiB): Not enough room to grow, \
+             current/max/try size = 8.000000 MiB, 8.000000 MiB, 8.000000 MiB",
+        )
     );
-    assert!(err.to_string().contains("cannot allocate 8388608 bytes"), "{err}");
     // The failed request counted nothing; the frees the callback made did.
     assert_eq!(stats.bytes_counter(), c(3 << 20, 8 << 20, 11 << 20));
     assert_eq!(stats.allocations_counter(), c(1, 4, 5));
@@ -133,14 +133,14 @@ fn more_bytes_than_the_device_has_is_out_of_memory() {
         device_keeps_working(r);
     }
     let pool = PoolMemoryResource::new(CudaMemoryResource::new(), 16 * MIB, None).unwrap();
-    assert_eq!(
-        pool.allocate(bytes, 256, S),
-        Err(Error::OutOfMemory {
-            requested: bytes,
-            pool: Some(PoolState { pool_size: 16 * MIB, free_bytes: 16 * MIB, largest_free_block: 16 * MIB }),
-            reason: "the upstream has no more memory and no free block is large enough".into(),
-        })
+    // RMM's words: the pool could not grow, and why.
+    let err = pool.allocate(bytes, 256, S).unwrap_err();
+    let state = PoolState { pool_size: 16 * MIB, free_bytes: 16 * MIB, largest_free_block: 16 * MIB };
+    assert!(
+        matches!(&err, Error::OutOfMemory { requested, pool: Some(p), verbatim: true, .. } if *requested == bytes && *p == state),
+        "{err:?}"
     );
+    assert!(err.to_string().starts_with("Maximum pool size exceeded (failed to allocate "), "{err}");
     device_keeps_working(&pool);
     pool.check_invariants().unwrap();
 }

@@ -20,6 +20,8 @@ pub fn to_py(err: rmm::Error) -> PyErr {
         E::Unsupported(m) if m.starts_with(FROM_CALLBACK) => {
             PyRuntimeError::new_err(m[FROM_CALLBACK.len()..].to_string())
         }
+        // In RMM's words (a pool's or a limiting adaptor's refusal): RMM's what() is the message.
+        E::OutOfMemory { verbatim: true, .. } => PyMemoryError::new_err(format!("{OUT_OF_MEMORY_WHAT}{msg}")),
         E::OutOfMemory { .. } => PyMemoryError::new_err(msg),
         // No driver: RMM's first CUDA call (getDevice, in Python) raises CUDARuntimeError
         // (cudaErrorInsufficientDriver), a RuntimeError; ours says too what was not found.

@@ -119,8 +119,11 @@ def test_failure_callback_exceptions(host_mr):
         mr.FailureCallbackResourceAdaptor(lim, raises_value_error).allocate(1000)
     with pytest.raises(MemoryError, match="callback out of memory"):
         mr.FailureCallbackResourceAdaptor(lim, raises_memory_error).allocate(1000)
-    # A later failure with a callback answering False is a plain out-of-memory error again.
-    with pytest.raises(MemoryError, match="out of memory"):
+    # A later failure with a callback answering False is the limiting adaptor's, in RMM's words.
+    with pytest.raises(
+        MemoryError,
+        match="^std::bad_alloc: out_of_memory: Exceeded memory limit 256; Allocated bytes 0; Requested bytes 1000$",
+    ):
         mr.FailureCallbackResourceAdaptor(lim, lambda n: False).allocate(1000)
     assert lim.get_allocated_bytes() == 0
 

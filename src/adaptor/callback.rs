@@ -1,6 +1,6 @@
 //! A resource over two functions (RMM's `callback_memory_resource`).
 
-use crate::adaptor::{same_instance, zero_byte_allocation};
+use crate::adaptor::same_instance;
 use crate::error::{Error, Result};
 use crate::resource::MemoryResource;
 use crate::stream::CudaStreamView;
@@ -11,9 +11,9 @@ use std::fmt;
 /// (a foreign allocator, a test double). The functions' user data is what the closures capture.
 ///
 /// The functions must keep the resource contract themselves (aligned, non-overlapping blocks;
-/// stream order), which is why [`new`](Self::new) is `unsafe`. Zero-byte requests and null frees
-/// never reach them; a null pointer returned for a non-empty request becomes
-/// [`Error::OutOfMemory`]. The memory is taken as device accessible, as RMM's resource declares
+/// stream order), which is why [`new`](Self::new) is `unsafe`. As in RMM, zero-byte requests and
+/// null frees reach them too, and whatever they return for zero bytes (null included) is handed
+/// on; a null pointer returned for a non-empty request becomes [`Error::OutOfMemory`]. The memory is taken as device accessible, as RMM's resource declares
 /// it: buffers over this resource copy and fill it through the driver, never on the host.
 pub struct CallbackMemoryResource<A, D> {
     allocate: A,
@@ -43,28 +43,24 @@ where
     }
 }
 
-// SAFETY: what the functions return is what `new`'s caller promised; zero-byte requests and null
-// pointers are answered here, never by them.
+// SAFETY: what the functions return is what `new`'s caller promised; a null pointer for a
+// non-empty request is refused here.
 unsafe impl<A, D> MemoryResource for CallbackMemoryResource<A, D>
 where
     A: Fn(usize, usize, CudaStreamView) -> Result<*mut u8> + Send + Sync + 'static,
     D: Fn(*mut u8, usize, usize, CudaStreamView) -> Result<()> + Send + Sync + 'static,
 {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
-        if bytes == 0 {
-            return zero_byte_allocation(alignment);
-        }
+        // Zero bytes reach the function too, as in RMM; null is a fine answer for them.
         let ptr = (self.allocate)(bytes, alignment, stream)?;
-        if ptr.is_null() {
+        if ptr.is_null() && bytes != 0 {
             return Err(Error::out_of_memory(bytes, "the allocate callback returned null"));
         }
         Ok(ptr)
     }
 
     fn deallocate(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<()> {
-        if ptr.is_null() {
-            return Ok(());
-        }
+        // A null free reaches the function too, as in RMM.
         (self.deallocate)(ptr, bytes, alignment, stream)
     }
 

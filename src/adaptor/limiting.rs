@@ -2,15 +2,17 @@
 
 use crate::adaptor::never_allocated;
 use crate::error::{Error, Result};
+use crate::pool::GRANULE;
 use crate::resource::{align_up, effective_alignment, MemoryResource};
 use crate::stream::CudaStreamView;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Refuses allocations that would take the bytes outstanding through it above a limit.
 ///
-/// Like RMM, each allocation is accounted as its size rounded up to its effective alignment (at
-/// least 256 bytes), which approximates what the upstream really uses; the limit is on this
-/// adaptor's traffic, not on the device.
+/// Like RMM, each allocation is accounted as its size rounded up to the adaptor's allocation
+/// alignment (256 bytes unless [`with_alignment`](Self::with_alignment) says otherwise; the
+/// alignment of each request does not change it), which approximates what the upstream really
+/// uses; the limit is on this adaptor's traffic, not on the device.
 ///
 /// The reservation is a compare-and-swap that only succeeds when the request fits, rather than
 /// RMM's add-then-roll-back: with add-then-roll-back a request that is about to be refused briefly
@@ -19,13 +21,37 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 pub struct LimitingResourceAdaptor<U> {
     upstream: U,
     allocation_limit: usize,
+    allocation_alignment: usize,
     allocated: AtomicUsize,
 }
 
 impl<U: MemoryResource> LimitingResourceAdaptor<U> {
-    /// Wraps `upstream`, allowing at most `allocation_limit` bytes (as accounted) outstanding.
+    /// Wraps `upstream`, allowing at most `allocation_limit` bytes (as accounted) outstanding;
+    /// each allocation counts as its size rounded up to 256 bytes.
     pub fn new(upstream: U, allocation_limit: usize) -> Self {
-        LimitingResourceAdaptor { upstream, allocation_limit, allocated: AtomicUsize::new(0) }
+        LimitingResourceAdaptor {
+            upstream,
+            allocation_limit,
+            allocation_alignment: GRANULE,
+            allocated: AtomicUsize::new(0),
+        }
+    }
+
+    /// Like [`new`](Self::new), but each allocation counts as its size rounded up to
+    /// `allocation_alignment` (RMM's third constructor argument): 1 counts sizes exactly.
+    /// Errors with [`Error::InvalidArgument`] unless it is a power of two.
+    pub fn with_alignment(upstream: U, allocation_limit: usize, allocation_alignment: usize) -> Result<Self> {
+        if !allocation_alignment.is_power_of_two() {
+            return Err(Error::InvalidArgument(format!(
+                "limiting adaptor: allocation alignment {allocation_alignment} is not a power of two"
+            )));
+        }
+        Ok(LimitingResourceAdaptor { upstream, allocation_limit, allocation_alignment, allocated: AtomicUsize::new(0) })
+    }
+
+    /// The alignment each allocation's size is rounded up to when it is counted.
+    pub fn allocation_alignment(&self) -> usize {
+        self.allocation_alignment
     }
 
     /// The upstream resource.
@@ -33,7 +59,7 @@ impl<U: MemoryResource> LimitingResourceAdaptor<U> {
         &self.upstream
     }
 
-    /// Bytes outstanding, each allocation rounded up to its effective alignment.
+    /// Bytes outstanding, each allocation rounded up to the allocation alignment.
     pub fn allocated_bytes(&self) -> usize {
         self.allocated.load(Ordering::Acquire)
     }
@@ -56,12 +82,19 @@ unsafe impl<U: MemoryResource> MemoryResource for LimitingResourceAdaptor<U> {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
         // A 0-byte request reserves nothing and goes to the upstream, as in RMM.
         let limit = self.allocation_limit;
-        let size = align_up(bytes, effective_alignment(alignment)?)
+        // A bad alignment is refused here, before anything is counted.
+        effective_alignment(alignment)?;
+        let size = align_up(bytes, self.allocation_alignment)
             .ok_or_else(|| Error::out_of_memory(bytes, "size overflows the address space"))?;
         self.allocated
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |cur| cur.checked_add(size).filter(|&n| n <= limit))
             .map_err(|cur| {
-                Error::out_of_memory(bytes, format!("limiting adaptor: limit {limit} bytes, {cur} already allocated"))
+                // RMM's words, its closing newline included.
+                Error::out_of_memory_verbatim(
+                    bytes,
+                    None,
+                    format!("Exceeded memory limit {limit}; Allocated bytes {cur}; Requested bytes {bytes}\n"),
+                )
             })?;
         // If the upstream refuses, the reservation is given back and its error passed on.
         self.upstream.allocate(bytes, alignment, stream).inspect_err(|_| self.release(size))
@@ -72,9 +105,10 @@ unsafe impl<U: MemoryResource> MemoryResource for LimitingResourceAdaptor<U> {
             return Ok(());
         }
         // Forwarded even when null (a 0-byte allocation may have been), as in RMM.
-        // Checked before forwarding: without a valid alignment the accounted size is unknown.
+        // A bad alignment is refused before forwarding, as in `allocate`.
         // A size too large to round was never allocated; the upstream refuses it below.
-        let size = align_up(bytes, effective_alignment(alignment)?).unwrap_or(usize::MAX);
+        effective_alignment(alignment)?;
+        let size = align_up(bytes, self.allocation_alignment).unwrap_or(usize::MAX);
         self.upstream.deallocate(ptr, bytes, alignment, stream)?;
         self.release(size);
         Ok(())

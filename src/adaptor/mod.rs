@@ -49,7 +49,7 @@ pub use failure_callback::FailureCallbackResourceAdaptor;
 pub use limiting::LimitingResourceAdaptor;
 pub use logging::{LogSink, LoggingResourceAdaptor, LOG_HEADER};
 pub use prefetch::PrefetchResourceAdaptor;
-pub use statistics::{Counter, CounterFrame, StatisticsResourceAdaptor};
+pub use statistics::{Counter, CounterFrame, StatisticsResourceAdaptor, POP_EMPTY_MESSAGE};
 pub use thread_safe::ThreadSafeResourceAdaptor;
 pub use tracking::{AllocationRecord, TrackingResourceAdaptor};
 

@@ -122,15 +122,20 @@ impl<U: MemoryResource> StatisticsResourceAdaptor<U> {
     /// Pops the top frame and returns it; the frame below inherits its counts (values and totals
     /// add, and the peak becomes the higher of its own and its value plus the popped peak).
     ///
-    /// Errors with [`Error::InvalidArgument`] when only the first frame is left.
+    /// Errors with [`Error::InvalidArgument`] carrying [`POP_EMPTY_MESSAGE`] when only the first
+    /// frame is left.
     pub fn pop_counters(&self) -> Result<CounterFrame> {
         let mut stack = self.stack.lock();
-        let below = stack.below.pop().ok_or_else(|| Error::InvalidArgument("no counters were pushed".into()))?;
+        let below = stack.below.pop().ok_or_else(|| Error::InvalidArgument(POP_EMPTY_MESSAGE.into()))?;
         let popped = std::mem::replace(&mut stack.top, below);
         stack.top.merge_inner(&popped);
         Ok(popped)
     }
 }
+
+/// What [`StatisticsResourceAdaptor::pop_counters`] says when nothing was pushed: RMM's text, which
+/// the C++ face throws as the `what()` of its `std::out_of_range`.
+pub const POP_EMPTY_MESSAGE: &str = "cannot pop the last counter pair";
 
 // SAFETY: blocks come from the upstream unchanged and go back to it; the accessibility answers
 // are the upstream's.

@@ -60,7 +60,7 @@ impl Locked<'_> {
 pub(super) fn to_error(out: Outcome, bytes: usize) -> Error {
     let reason = format!("the C++ upstream resource threw: {}", out.message);
     match out.kind {
-        ErrorKind::OutOfMemory | ErrorKind::BadAlloc => Error::OutOfMemory { requested: bytes, pool: None, reason },
+        ErrorKind::OutOfMemory | ErrorKind::BadAlloc => Error::out_of_memory(bytes, reason),
         ErrorKind::Cuda => Error::Cuda { call: "C++ upstream allocate", code: 0, name: out.message },
         _ => Error::InvalidArgument(reason),
     }

@@ -5,7 +5,7 @@ use super::ffi::{self, CounterPair, ErrorKind, Outcome};
 use super::outcome::{caught, guard, guard_outcome, Context};
 use crate::adaptor::{
     Counter as StatCounter, CounterFrame, LimitingResourceAdaptor, LoggingResourceAdaptor, StatisticsResourceAdaptor,
-    TrackingResourceAdaptor,
+    TrackingResourceAdaptor, POP_EMPTY_MESSAGE,
 };
 use crate::device::DeviceId;
 use crate::error::{Error, Result};
@@ -252,6 +252,8 @@ impl RustResource {
                 *popped = p;
                 Outcome::ok(0)
             }
+            // RMM's exact text, without the "invalid argument: " of the error's display.
+            Err(Error::InvalidArgument(msg)) if msg == POP_EMPTY_MESSAGE => Outcome::error(ErrorKind::OutOfRange, msg),
             Err(e) => Outcome::error(ErrorKind::OutOfRange, e.to_string()),
         })
     }
@@ -349,9 +351,15 @@ pub(crate) fn new_tracking_adaptor(upstream: &RustResource, capture_stacks: bool
     })
 }
 
-pub(crate) fn new_limiting_adaptor(upstream: &RustResource, allocation_limit: usize) -> Box<RustResource> {
+/// Counts each allocation as its size rounded up to `alignment` (a power of two), as RMM does.
+pub(crate) fn new_limiting_adaptor(
+    upstream: &RustResource,
+    allocation_limit: usize,
+    alignment: usize,
+) -> Box<RustResource> {
     RustResource::make("limiting_resource_adaptor", || {
-        Ok(Arc::new(Limiting::new(upstream.shared()?.clone(), allocation_limit)) as SharedResource)
+        let limiting = Limiting::with_alignment(upstream.shared()?.clone(), allocation_limit, alignment)?;
+        Ok(Arc::new(limiting) as SharedResource)
     })
 }
 
@@ -482,7 +490,7 @@ mod tests {
         assert_eq!(pool.allocate_or_null(8192, 256, 0), 0);
         let oom = take_allocate_error();
         assert_eq!(oom.kind, ErrorKind::OutOfMemory);
-        assert!(oom.message.contains("8192"), "{}", oom.message);
+        assert!(oom.message.contains("(failed to allocate 8.000000 KiB)"), "{}", oom.message);
         let p = pool.allocate_or_null(4096, 256, 0);
         assert!(p != 0 && p % 256 == 0);
         pool.deallocate(p, 4096, 256, 0);
@@ -519,7 +527,7 @@ mod tests {
         assert!(pool.status().is_ok(), "{}", pool.status().message);
         assert_eq!(pool.pool_size(), 1 << 20);
         let stats = new_statistics_adaptor(&pool);
-        let limit = new_limiting_adaptor(&stats, 4096);
+        let limit = new_limiting_adaptor(&stats, 4096, 256);
 
         let a = limit.allocate(3000, 256, 0);
         assert!(a.is_ok(), "{}", a.message);
@@ -534,7 +542,9 @@ mod tests {
         stats.push_counters();
         let mut popped = CounterPair::default();
         assert!(stats.pop_counters(&mut popped).is_ok());
-        assert_eq!(stats.pop_counters(&mut popped).kind, ErrorKind::OutOfRange);
+        let refused = stats.pop_counters(&mut popped);
+        assert_eq!(refused.kind, ErrorKind::OutOfRange);
+        assert_eq!(refused.message, "cannot pop the last counter pair");
 
         assert!(limit.try_deallocate(a.ptr, 3000, 256, 0).is_ok());
         assert_eq!(stats.counters().bytes.value, 0);

@@ -18,7 +18,9 @@ pub(super) fn check(status: sys::CUresult, call: &'static str) -> Result<()> {
 /// Like [`check`], but out-of-memory carries the requested size.
 pub(super) fn check_alloc(status: sys::CUresult, call: &'static str, bytes: usize) -> Result<()> {
     check(status, call).map_err(|e| match e {
-        Error::OutOfMemory { reason, pool, .. } => Error::OutOfMemory { requested: bytes, pool, reason },
+        Error::OutOfMemory { reason, pool, verbatim, .. } => {
+            Error::OutOfMemory { requested: bytes, pool, reason, verbatim }
+        }
         other => other,
     })
 }

@@ -100,6 +100,16 @@ pub struct PoolMemoryResource<U: MemoryResource> {
     _tenancy: Option<crate::stream_registry::Tenancy>,
 }
 
+/// What one attempt to grow the pool came to.
+pub(super) enum Growth {
+    /// A new chunk is in the shard.
+    Grown,
+    /// The room left below the maximum is smaller than what was needed.
+    NoRoom,
+    /// The upstream refused the smallest size tried, with this error.
+    Refused(Error),
+}
+
 impl<U: MemoryResource> PoolMemoryResource<U> {
     /// A pool holding `initial_size` bytes from `upstream` at once, growing to at most
     /// `maximum_size` (unbounded when `None`). Both must be multiples of 256. Device memory is
@@ -304,8 +314,9 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         }
     }
 
-    /// Takes a chunk of at least `needed` bytes from the upstream for shard `home` and returns
-    /// `Ok(false)` when no chunk could be had. Its size:
+    /// Takes a chunk of at least `needed` bytes from the upstream for shard `home`; when none
+    /// could be had, says whether the room below the maximum was too small or the upstream refused
+    /// (with its error). Its size:
     /// - under a maximum, RMM's rule: the larger of `needed` and half the room left below the
     ///   maximum;
     /// - without one, the larger of `needed` and the shard's current size while the pool is below
@@ -325,10 +336,10 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         stream: CudaStreamView,
         needed: usize,
         pending: bool,
-    ) -> Result<bool> {
+    ) -> Result<Growth> {
         let room = self.room();
         if needed > room {
-            return Ok(false);
+            return Ok(Growth::NoRoom);
         }
         let mut want = if self.maximum_size.is_some() {
             needed.max((room / 2) & !(GRANULE - 1))
@@ -341,7 +352,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
                 // Another shard grew meanwhile; try again within what is left.
                 let room = self.room();
                 if needed > room {
-                    return Ok(false);
+                    return Ok(Growth::NoRoom);
                 }
                 want = want.min(room).max(needed);
                 continue;
@@ -350,7 +361,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
                 Ok(ptr) => {
                     self.upstream_chunks.lock().push((ptr as usize, want));
                     self.adopt(home, core, ptr as usize, want, key);
-                    return Ok(true);
+                    return Ok(Growth::Grown);
                 }
                 Err(e) => {
                     self.pool_size.fetch_sub(want, Ordering::Relaxed);
@@ -358,7 +369,8 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
                         return Err(e);
                     }
                     if want == needed {
-                        return Ok(false);
+                        // Kept for the pool's own refusal, which quotes it as RMM's does.
+                        return Ok(Growth::Refused(e));
                     }
                     want = ((want / 2) & !(GRANULE - 1)).max(needed);
                 }
@@ -438,6 +450,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
                 requested: bytes,
                 pool: Some(self.state()),
                 reason: "larger than any pool can hold".into(),
+                verbatim: false,
             });
         };
         let key = stream_key(stream);

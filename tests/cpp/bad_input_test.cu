@@ -187,11 +187,11 @@ TEST(BadInput, MoreThanTheUpstreamHasIsOutOfMemory)
   rmm::mr::pool_memory_resource pool{device, 0};
   expect_throws_exactly<rmm::out_of_memory>(
     [&] { (void)device.allocate(default_stream(), 64 * MiB + 256); },
-    "cannot allocate 67109120 bytes (limiting adaptor: limit 67108864 bytes, 0 already allocated)");
+    "Exceeded memory limit 67108864; Allocated bytes 0; Requested bytes 67109120\n");
   expect_throws_exactly<rmm::out_of_memory>(
     [&] { (void)pool.allocate(default_stream(), 64 * MiB + 256); },
-    "cannot allocate 67109120 bytes (the upstream has no more memory and no free block is large "
-    "enough); pool size 0, free 0, largest free block 0");
+    "Maximum pool size exceeded (failed to allocate 64.000244 MiB): std::bad_alloc: out_of_memory: "
+    "Exceeded memory limit 67108864; Allocated bytes 0; Requested bytes 67109120\n");
   EXPECT_EQ(device.get_allocated_bytes(), 0u);
   EXPECT_EQ(up.s->outstanding, 0);
   void* p = pool.allocate(default_stream(), 32 * MiB);

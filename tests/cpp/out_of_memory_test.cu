@@ -33,11 +33,28 @@ using rmm::test::default_stream;
 using rmm::test::new_delete_resource;
 constexpr std::size_t MiB = std::size_t{1} << 20;
 
-/// The size in "cannot allocate N bytes" of an out-of-memory message (0 if absent).
+/// The size in a limiting adaptor's "Requested bytes N" (0 if absent).
 std::size_t requested_bytes(std::string const& what)
 {
-  auto const at = what.find("cannot allocate ");
-  return at == std::string::npos ? 0 : std::stoull(what.substr(at + 16));
+  std::string const key = "Requested bytes ";
+  auto const at = what.find(key);
+  return at == std::string::npos ? 0 : std::stoull(what.substr(at + key.size()));
+}
+
+/// The size in a pool's "failed to allocate X UNIT" (RMM's format_bytes; 0 if absent).
+double pool_requested_bytes(std::string const& what)
+{
+  std::string const key = "failed to allocate ";
+  auto const at = what.find(key);
+  if (at == std::string::npos) { return 0; }
+  std::size_t used = 0;
+  double value     = std::stod(what.substr(at + key.size()), &used);
+  auto const unit  = what.substr(at + key.size() + used + 1, 3);
+  for (char const* u : {"KiB", "MiB", "GiB", "TiB"}) {
+    value *= 1024;
+    if (unit == u) { return value; }
+  }
+  return value / (1024.0 * 1024 * 1024 * 1024);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -88,8 +105,9 @@ TEST(OutOfMemory, FailureCallbackFreesACacheAndTheRetrySucceeds)
     (void)retrying.allocate(default_stream(), 8 * MiB);
     FAIL() << "expected rmm::out_of_memory";
   } catch (rmm::out_of_memory const& e) {
-    EXPECT_NE(std::string{e.what()}.find("cannot allocate 8388608 bytes (maximum pool size 8388608 reached); "
-                                         "pool size 8388608, free 5242880, largest free block 5242880"),
+    EXPECT_NE(std::string{e.what()}.find("Maximum pool size exceeded (failed to allocate 8.000000 MiB): Not enough "
+                                         "room to grow, current/max/try size = 8.000000 MiB, 8.000000 MiB, "
+                                         "8.000000 MiB"),
               std::string::npos)
       << e.what();
   }
@@ -138,7 +156,7 @@ TEST(OutOfMemory, ThrustOnTheHostSurfacesTheLimitWithTheNumbers)
     FAIL() << "expected rmm::out_of_memory";
   } catch (rmm::out_of_memory const& e) {
     std::string const what = e.what();
-    EXPECT_NE(what.find("limiting adaptor: limit 65536 bytes, 0 already allocated"), std::string::npos) << what;
+    EXPECT_NE(what.find("Exceeded memory limit 65536; Allocated bytes 0; Requested bytes "), std::string::npos) << what;
     EXPECT_GE(requested_bytes(what), v.size() * sizeof(int)) << what;
   }
   EXPECT_EQ(limit.get_allocated_bytes(), 0u);
@@ -179,14 +197,14 @@ TEST_F(ThrustOutOfMemory, ScratchRefusedByALimitingAdaptor)
     FAIL() << "expected rmm::out_of_memory";
   } catch (rmm::out_of_memory const& e) {
     std::string const what = e.what();
-    EXPECT_NE(what.find("limiting adaptor: limit 1024 bytes, 0 already allocated"), std::string::npos) << what;
+    EXPECT_NE(what.find("Exceeded memory limit 1024; Allocated bytes 0; Requested bytes "), std::string::npos) << what;
     EXPECT_GT(requested_bytes(what), 1024u) << what;
   }
   try {
     (void)thrust::reduce(rmm::exec_policy(stream, rmm::mr::limiting_resource_adaptor{stats, 0}), v.begin(), v.end());
     FAIL() << "expected rmm::out_of_memory";
   } catch (rmm::out_of_memory const& e) {
-    EXPECT_NE(std::string{e.what()}.find("limiting adaptor: limit 0 bytes"), std::string::npos) << e.what();
+    EXPECT_NE(std::string{e.what()}.find("Exceeded memory limit 0; "), std::string::npos) << e.what();
   }
   stream.synchronize();
   EXPECT_EQ(limit.get_allocated_bytes(), 0u);
@@ -218,8 +236,9 @@ TEST_F(ThrustOutOfMemory, ScratchRefusedByAPoolAtItsMaximum)
     FAIL() << "expected rmm::out_of_memory";
   } catch (rmm::out_of_memory const& e) {
     std::string const what = e.what();
-    EXPECT_NE(what.find("(maximum pool size 1048576 reached); pool size "), std::string::npos) << what;
-    EXPECT_GT(requested_bytes(what), MiB) << what;
+    EXPECT_NE(what.find("Not enough room to grow, current/max/try size = "), std::string::npos) << what;
+    EXPECT_NE(what.find(", 1024.000000 KiB, "), std::string::npos) << what;
+    EXPECT_GT(pool_requested_bytes(what), static_cast<double>(MiB)) << what;
   }
   stream.synchronize();
   EXPECT_EQ(stats.get_bytes_counter().value, 0);

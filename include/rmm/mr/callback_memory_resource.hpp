@@ -82,7 +82,8 @@ class callback_pair final : public rmm_rs::CppAllocationCallbacks {
 /**
  * @brief A resource whose allocations and frees are the user's callbacks. Copies share them.
  *
- * Zero-byte requests and frees of null never reach the callbacks. An exception thrown by the
+ * As in RMM, zero-byte requests and frees of null reach the callbacks too, and a null pointer
+ * returned for zero bytes is handed on. An exception thrown by the
  * allocate callback reaches the caller of allocate with its own type, as in RMM (it crosses the
  * Rust layer as an error, and is rethrown here); a null pointer returned for a non-empty request
  * is rmm::out_of_memory. Used as the upstream of a Rust pool or adaptor, whose callers see an RMM

@@ -24,7 +24,7 @@ class limiting_resource_adaptor final
   /**
    * @param upstream where allocations go
    * @param allocation_limit the most bytes outstanding at once
-   * @param alignment accepted for RMM compatibility; sizes are counted as 256-byte multiples
+   * @param alignment each allocation counts as its size rounded up to this power of two
    */
   template <class Upstream, std::enable_if_t<detail::is_upstream_v<Upstream>, int> = 0>
   limiting_resource_adaptor(Upstream&& upstream,
@@ -53,7 +53,7 @@ class limiting_resource_adaptor final
                                               std::size_t alignment)
   {
     RMM_EXPECTS(rmm::is_pow2(alignment), "Alignment must be a power of two");
-    return rmm_rs::new_limiting_adaptor(upstream, allocation_limit);
+    return rmm_rs::new_limiting_adaptor(upstream, allocation_limit, alignment);
   }
 };
 

@@ -58,6 +58,7 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
             requested,
             pool: Some(self.state()),
             reason: format!("Maximum pool size exceeded (failed to allocate {requested} bytes): {reason}"),
+            verbatim: false,
         }
     }
 

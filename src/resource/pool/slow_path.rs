@@ -5,8 +5,8 @@
 //! blocks of streams just asked to publish (`allocate_once_published`). The fast path, one lock
 //! of the home shard and a fitting block of the stream's own set, is in `pool.rs`.
 
-use super::PoolMemoryResource;
-use crate::error::{Error, Result};
+use super::{Growth, PoolMemoryResource};
+use crate::error::{format_bytes, Error, Result};
 use crate::pool::{CoalescingPool, SetId, StreamKey, GRANULE};
 use crate::resource::MemoryResource;
 use crate::stream::CudaStreamView;
@@ -139,7 +139,8 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             }
         }
         // 5. More memory from the upstream.
-        if let Some(a) = self.allocate_after_growth(home, key, stream, req, pending)? {
+        let mut refused = None;
+        if let Some(a) = self.allocate_after_growth(home, key, stream, req, pending, &mut refused)? {
             return Ok(a as *mut u8);
         }
         // 6. Once no stream (destroyed ones included) has work pending, every free block is fresh:
@@ -152,16 +153,30 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         if let Some(a) = self.allocate_once_published(home, key, req) {
             return Ok(a as *mut u8);
         }
-        let pool_size = self.pool_size();
-        let reason = match self.maximum_size {
-            Some(max) if pool_size + size > max => format!("maximum pool size {max} reached"),
-            _ => "the upstream has no more memory and no free block is large enough".to_string(),
+        Err(self.refusal(bytes, size, refused))
+    }
+
+    /// The pool's out-of-memory error, in RMM's words: the upstream's refusal of the last size
+    /// tried where there was one, else the room left below the maximum.
+    #[cold]
+    fn refusal(&self, bytes: usize, size: usize, refused: Option<Error>) -> Error {
+        let cause = match refused {
+            Some(e @ Error::OutOfMemory { .. }) => format!("std::bad_alloc: out_of_memory: {e}"),
+            Some(e) => e.to_string(),
+            None => format!(
+                "Not enough room to grow, current/max/try size = {}, {}, {}",
+                format_bytes(self.pool_size()),
+                format_bytes(self.maximum_size.unwrap_or(usize::MAX)),
+                format_bytes(size)
+            ),
         };
-        Err(Error::OutOfMemory { requested: bytes, pool: Some(self.state()), reason })
+        let message = format!("Maximum pool size exceeded (failed to allocate {}): {cause}", format_bytes(size));
+        Error::out_of_memory_verbatim(bytes, Some(self.state()), message)
     }
 
     /// Step 5 of the slow path: a new chunk from the upstream for shard `home` (see `grow`), and
-    /// the allocation from it. `Ok(None)` when no chunk could be had.
+    /// the allocation from it. `Ok(None)` when no chunk could be had, with the upstream's refusal
+    /// in `refused` where there was one.
     fn allocate_after_growth(
         &self,
         home: usize,
@@ -169,10 +184,16 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         stream: CudaStreamView,
         req: Request,
         pending: bool,
+        refused: &mut Option<Error>,
     ) -> Result<Option<usize>> {
         let mut core = self.shards[home].0.lock();
-        if !self.grow(home, &mut core, key, stream, req.needed, pending)? {
-            return Ok(None);
+        match self.grow(home, &mut core, key, stream, req.needed, pending)? {
+            Growth::Grown => {}
+            Growth::NoRoom => return Ok(None),
+            Growth::Refused(e) => {
+                *refused = Some(e);
+                return Ok(None);
+            }
         }
         let set = self.own_set(&mut core, key);
         let allocated = core.allocate(set, req.bytes, req.size, req.align);
