@@ -19,6 +19,7 @@ else:
 
     if is_available():
         import rmm._native as _native_module
+        from rmm.librmm import _logger  # noqa: F401 (a name of RMM's module too)
 
         rmm_torch_allocator = CUDAPluggableAllocator(
             _native_module.__file__,
