@@ -55,15 +55,8 @@ NATIVE=rmm_replay
 
 die() { echo "run_side_by_side: $*" >&2; exit 1; }
 
-find_cuda_home() {
-  if [ -n "${CUDA_HOME:-}" ]; then echo "$CUDA_HOME"; return; fi
-  local c
-  for c in "$REPO"/.venv-cuda/lib/python3*/site-packages/nvidia/cu13; do
-    if [ -x "$c/bin/nvcc" ]; then echo "$c"; return; fi
-  done
-  if command -v nvcc >/dev/null; then dirname "$(dirname "$(command -v nvcc)")"; return; fi
-  die "no nvcc: run .ci/install-toolchain.sh (makes .venv-cuda) or set CUDA_HOME"
-}
+# shellcheck source=benches/cuda_home.sh
+source "$REPO/benches/cuda_home.sh"
 
 # The RMM 26.10 wheels, unpacked into $WORK/rmm (librmm/ and rapids_logger/).
 fetch_rmm() {

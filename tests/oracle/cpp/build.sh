@@ -18,15 +18,8 @@ SIDES="${SIDES:-ours rmm}"
 
 die() { echo "oracle build: $*" >&2; exit 1; }
 
-find_cuda_home() {
-  if [ -n "${CUDA_HOME:-}" ]; then echo "$CUDA_HOME"; return; fi
-  local c
-  for c in "$REPO"/.venv-cuda/lib/python3*/site-packages/nvidia/cu13; do
-    if [ -x "$c/bin/nvcc" ]; then echo "$c"; return; fi
-  done
-  if command -v nvcc >/dev/null; then dirname "$(dirname "$(command -v nvcc)")"; return; fi
-  die "no nvcc: run .ci/install-toolchain.sh (makes .venv-cuda) or set CUDA_HOME"
-}
+# shellcheck source=benches/cuda_home.sh
+source "$REPO/benches/cuda_home.sh"
 
 find_rmm() {
   local d
