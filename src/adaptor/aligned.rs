@@ -41,9 +41,8 @@ impl<U: MemoryResource> AlignedResourceAdaptor<U> {
     /// RMM's `logic_error`).
     pub fn new(upstream: U, alignment: usize, alignment_threshold: usize) -> Result<Self> {
         if !alignment.is_power_of_two() {
-            return Err(Error::InvalidArgument(format!(
-                "aligned_resource_adaptor: alignment {alignment} is not a power of 2"
-            )));
+            // RMM's text (its logic_error's what()).
+            return Err(Error::InvalidArgument("Allocation alignment is not a power of 2.".into()));
         }
         Ok(AlignedResourceAdaptor { upstream, alignment, alignment_threshold, moved: Mutex::new(HashMap::new()) })
     }

@@ -24,10 +24,14 @@ impl Outcome {
         Outcome { kind, message: message.into(), ptr: 0 }
     }
 
-    /// The outcome of a failed call; the message is the error's `Display` text unchanged, so the
-    /// numbers of an out-of-memory error reach `what()`.
+    /// The outcome of a failed call; the message is the error's `Display` text (an invalid
+    /// argument's own text), so the numbers of an out-of-memory error reach `what()`.
     pub(crate) fn from_error(e: &Error, ctx: Context) -> Outcome {
-        Outcome::error(kind_of(e, ctx), e.to_string())
+        match e {
+            // RMM's logic_error messages have no "invalid argument: " before them: the type says it.
+            Error::InvalidArgument(msg) => Outcome::error(kind_of(e, ctx), msg.clone()),
+            _ => Outcome::error(kind_of(e, ctx), e.to_string()),
+        }
     }
 
     pub(crate) fn is_ok(&self) -> bool {

@@ -128,9 +128,8 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
             None => crate::device::available_device_memory()?.0 / 2,
         } & !(GRANULE - 1);
         if size < MIN_SUPERBLOCK {
-            return Err(Error::InvalidArgument(format!(
-                "Arena size smaller than minimum superblock size ({size} < {MIN_SUPERBLOCK} bytes)"
-            )));
+            // RMM's text (its logic_error's what()).
+            return Err(Error::InvalidArgument("Arena size smaller than minimum superblock size.".into()));
         }
         if size > MAX_BLOCK_BYTES {
             return Err(Error::InvalidArgument(format!("arena size {size} is above the largest ({MAX_BLOCK_BYTES})")));
