@@ -7,6 +7,8 @@
 #include "test_utils.hpp"
 
 #include <rmm/error.hpp>
+#include <rmm/mr/aligned_resource_adaptor.hpp>
+#include <rmm/mr/arena_memory_resource.hpp>
 #include <rmm/mr/binning_memory_resource.hpp>
 #include <rmm/mr/callback_memory_resource.hpp>
 #include <rmm/mr/limiting_resource_adaptor.hpp>
@@ -169,6 +171,30 @@ TEST(Issue22Oracle, BinningWithoutBinsSendsEveryRequestUpstreamOnce)
     binning.deallocate(default_stream(), p, bytes);
   }
   EXPECT_EQ(*up.sizes, (std::vector<std::size_t>{0, 100, std::size_t{1} << 20}));
+}
+
+/// The what() of the rmm::logic_error that `f` throws ("" if it throws nothing).
+template <class F>
+std::string logic_error_what(F&& f)
+{
+  try {
+    f();
+  } catch (rmm::logic_error const& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Issue22Oracle, ArgumentErrorsOfArenaAndAlignedAdaptorReadAsRmms)
+{
+  counting_resource up;
+  EXPECT_EQ(logic_error_what([&] { rmm::mr::arena_memory_resource arena{up, std::size_t{0}}; }),
+            "Arena size smaller than minimum superblock size.");
+  for (std::size_t alignment : {std::size_t{0}, std::size_t{100}}) {
+    EXPECT_EQ(logic_error_what([&] { rmm::mr::aligned_resource_adaptor aligned{up, alignment}; }),
+              "Allocation alignment is not a power of 2.");
+  }
+  EXPECT_TRUE(up.sizes->empty()) << "nothing reached the upstream";
 }
 
 }  // namespace
