@@ -66,7 +66,11 @@ compile() {
   local s o pids=()
   for s in "${sources[@]}"; do
     o="$WORK/$side/$(basename "${s%.cu}").o"
-    if [ -f "$o" ] && [ "$o" -nt "$s" ] && [ -z "$(find "$SRC" -name '*.hpp' -newer "$o")" ]; then continue; fi
+    # Up to date: newer than its source, the harness headers and (ours) every header it includes.
+    if [ -f "$o" ] && [ "$o" -nt "$s" ] && [ -z "$(find "$SRC" -name '*.hpp' -newer "$o")" ] &&
+       { [ "$side" != ours ] || [ -z "$(find -L "$REPO/include" "$target/cxxbridge" -newer "$o" -print -quit)" ]; }; then
+      continue
+    fi
     "$nvcc" "${common[@]}" -DORACLE_SIDE="\"$side\"" "${inc[@]}" -c "$s" -o "$o" &
     pids+=($!)
     if [ "${#pids[@]}" -ge "${JOBS:-2}" ]; then wait "${pids[0]}" || die "compiling ($side) failed"; pids=("${pids[@]:1}"); fi
