@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::CU_OK;
+use common::{device_of, CU_OK};
 use cudarc::driver::sys;
 use rmm::adaptor::StatisticsResourceAdaptor;
 use rmm::device::{device_count, set_current_device};
@@ -28,20 +28,6 @@ fn devices(needed: usize) -> bool {
     }
     println!("skipped: needs {needed} CUDA device(s), this machine has {n}");
     false
-}
-
-fn device_of(p: *mut u8) -> i32 {
-    let mut ordinal: i32 = -1;
-    // SAFETY: p is a live device allocation; the out pointer is valid for the attribute's type.
-    let status = unsafe {
-        sys::cuPointerGetAttribute(
-            (&mut ordinal as *mut i32).cast(),
-            sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-            p as u64,
-        )
-    };
-    assert_eq!(status, CU_OK);
-    ordinal
 }
 
 /// A pool on each of the first two devices, made with that device current, set in the table.

@@ -7,6 +7,22 @@ use rmm::{CudaStreamView, MemoryResource};
 /// A driver call's success, for `assert_eq!` in GPU tests.
 pub const CU_OK: cudarc::driver::sys::CUresult = cudarc::driver::sys::CUresult::CUDA_SUCCESS;
 
+/// The device whose memory `p` (a live device allocation) lies in.
+pub fn device_of<T>(p: *const T) -> i32 {
+    use cudarc::driver::sys;
+    let mut ordinal: i32 = -1;
+    // SAFETY: p is a live device allocation; the out pointer is valid for the attribute's type.
+    let status = unsafe {
+        sys::cuPointerGetAttribute(
+            (&mut ordinal as *mut i32).cast(),
+            sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+            p as u64,
+        )
+    };
+    assert_eq!(status, CU_OK);
+    ordinal
+}
+
 /// True where a CUDA device is; elsewhere prints the reason a GPU test skips.
 pub fn gpu() -> bool {
     if rmm::cuda_available() {
