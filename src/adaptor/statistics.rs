@@ -154,7 +154,8 @@ unsafe impl<U: MemoryResource> MemoryResource for StatisticsResourceAdaptor<U> {
             return Ok(());
         }
         // Every other free counts, a null one of 0 bytes (what a 0-byte allocation may have
-        // returned) included, as in RMM. Forward first: a free the upstream rejects as misuse must leave the counters exact.
+        // returned) included, as in RMM. Forward first: a free the upstream rejects as misuse
+        // must leave the counters exact.
         self.upstream.deallocate(ptr, bytes, alignment, stream)?;
         let mut stack = self.stack.lock();
         stack.top.bytes.sub(signed(bytes));

@@ -27,15 +27,20 @@ impl Outcome {
     /// The outcome of a failed call; the message is the error's `Display` text (an invalid
     /// argument's own text), so the numbers of an out-of-memory error reach `what()`.
     pub(crate) fn from_error(e: &Error, ctx: Context) -> Outcome {
-        match e {
-            // RMM's logic_error messages have no "invalid argument: " before them: the type says it.
-            Error::InvalidArgument(msg) => Outcome::error(kind_of(e, ctx), msg.clone()),
-            _ => Outcome::error(kind_of(e, ctx), e.to_string()),
-        }
+        Outcome::error(kind_of(e, ctx), what_of(e))
     }
 
     pub(crate) fn is_ok(&self) -> bool {
         self.kind == ErrorKind::Ok
+    }
+}
+
+/// The `what()` a C++ exception carries for `e`: its `Display` text, but an invalid argument's own
+/// text alone (RMM's logic_error messages have no "invalid argument: " before them: the type says it).
+pub(crate) fn what_of(e: &Error) -> String {
+    match e {
+        Error::InvalidArgument(msg) => msg.clone(),
+        _ => e.to_string(),
     }
 }
 

@@ -2,10 +2,10 @@
 
 use super::cpp_upstream::CppUpstream;
 use super::ffi::{self, CounterPair, ErrorKind, Outcome};
-use super::outcome::{caught, guard, guard_outcome, Context};
+use super::outcome::{caught, guard, guard_outcome, what_of, Context};
 use crate::adaptor::{
     Counter as StatCounter, CounterFrame, LimitingResourceAdaptor, LoggingResourceAdaptor, StatisticsResourceAdaptor,
-    TrackingResourceAdaptor, POP_EMPTY_MESSAGE,
+    TrackingResourceAdaptor,
 };
 use crate::device::DeviceId;
 use crate::error::{Error, Result};
@@ -252,9 +252,7 @@ impl RustResource {
                 *popped = p;
                 Outcome::ok(0)
             }
-            // RMM's exact text, without the "invalid argument: " of the error's display.
-            Err(Error::InvalidArgument(msg)) if msg == POP_EMPTY_MESSAGE => Outcome::error(ErrorKind::OutOfRange, msg),
-            Err(e) => Outcome::error(ErrorKind::OutOfRange, e.to_string()),
+            Err(e) => Outcome::error(ErrorKind::OutOfRange, what_of(&e)),
         })
     }
 
