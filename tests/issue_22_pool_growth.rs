@@ -2,8 +2,11 @@
 //! half the room left, halving toward the request while the upstream refuses. Host memory only.
 
 use rmm::adaptor::LimitingResourceAdaptor;
+use rmm::pool::{StreamKey, StreamOrder};
 use rmm::resource::{HostMemoryResource, PoolMemoryResource};
-use rmm::{CudaStreamView, Error, MemoryResource};
+use rmm::{CudaStreamView, Error, MemoryResource, Result};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
 
 const S: CudaStreamView = CudaStreamView::DEFAULT;
 
@@ -71,4 +74,207 @@ fn size_arguments_are_checked_as_rmm_checks_them() {
     // More than any pool can hold: RMM asks the upstream, which refuses: out of memory.
     let huge = (u32::MAX as usize + 1) << 8;
     assert!(make(huge, None).is_out_of_memory(), "{}", make(huge, None));
+}
+
+// The scenarios below are RMM 26.10's own outcomes, recorded on a GPU with a CUDA upstream; the
+// numbers do not depend on the upstream.
+
+const MIB: usize = 1 << 20;
+
+#[test]
+fn half_the_room_is_not_rounded_down_to_256_bytes() {
+    // Room 1 MiB - 256: RMM grows by half of it, 524160 bytes, not a multiple of 256.
+    let pool = PoolMemoryResource::new(HostMemoryResource::new(), 256, Some(MIB)).unwrap();
+    assert_eq!(pool.pool_size(), 256);
+    let a = pool.allocate(1000, 256, S).unwrap();
+    assert_eq!(pool.pool_size(), 524416);
+    let e = pool.allocate(2 * MIB, 256, S).unwrap_err();
+    assert!(
+        e.to_string().contains(
+            "Maximum pool size exceeded (failed to allocate 2.000000 MiB): Not enough room to grow, \
+             current/max/try size = 512.125000 KiB, 1024.000000 KiB, 2.000000 MiB"
+        ),
+        "{e}"
+    );
+    assert_eq!(pool.pool_size(), 524416);
+    pool.check_invariants().unwrap();
+    pool.deallocate(a, 1000, 256, S).unwrap();
+    assert_eq!(pool.pool_size(), 524416);
+    assert_eq!(pool.upstream().outstanding(), (2, 524416));
+}
+
+#[test]
+fn the_room_is_rounded_up_to_256_bytes_as_rmm_rounds_it() {
+    let pool = PoolMemoryResource::new(HostMemoryResource::new(), 256, Some(4 * MIB)).unwrap();
+    let a = pool.allocate(1000, 256, S).unwrap();
+    assert_eq!(pool.pool_size(), 2097280);
+    // 2097024 bytes are left below the maximum, 2 MiB once rounded up: RMM takes 2 MiB.
+    let b = pool.allocate(2 * MIB, 256, S).unwrap();
+    assert_eq!(pool.pool_size(), 4194432);
+    pool.check_invariants().unwrap();
+    // Every byte handed out is usable.
+    unsafe { std::ptr::write_bytes(b, 0xab, 2 * MIB) };
+    pool.deallocate(b, 2 * MIB, 256, S).unwrap();
+    pool.deallocate(a, 1000, 256, S).unwrap();
+    assert_eq!(pool.pool_size(), 4194432);
+}
+
+#[test]
+fn an_empty_capped_pool_takes_half_the_maximum() {
+    let pool = PoolMemoryResource::new(HostMemoryResource::new(), 0, Some(MIB)).unwrap();
+    let a = pool.allocate(1000, 256, S).unwrap();
+    assert_eq!(pool.pool_size(), 524288);
+    assert!(pool.allocate(2 * MIB, 256, S).unwrap_err().is_out_of_memory());
+    assert_eq!(pool.pool_size(), 524288);
+    pool.deallocate(a, 1000, 256, S).unwrap();
+}
+
+#[test]
+fn wholly_free_chunks_go_back_before_a_request_above_the_room_left() {
+    // A pool of 1 MiB (of 2 MiB at most) over another pool of 4 MiB: 1500 KiB does not fit in
+    // the 1 MiB left, so RMM gives the free initial chunk back, then grows by 1500 KiB.
+    let outer = PoolMemoryResource::new(HostMemoryResource::new(), 4 * MIB, None).unwrap();
+    let inner = PoolMemoryResource::new(outer, MIB, Some(2 * MIB)).unwrap();
+    assert_eq!(inner.pool_size(), MIB);
+    let a = inner.allocate(1500 << 10, 256, S).unwrap();
+    assert_eq!(inner.pool_size(), 1536000);
+    assert_eq!(inner.upstream().state().free_bytes, 4 * MIB - 1536000, "the 1 MiB chunk went back");
+    inner.check_invariants().unwrap();
+    let e = inner.allocate(1500 << 10, 256, S).unwrap_err();
+    assert!(e.to_string().contains("current/max/try size = 1.464844 MiB, 2.000000 MiB, 1.464844 MiB"), "{e}");
+    assert_eq!(inner.pool_size(), 1536000);
+    inner.deallocate(a, 1500 << 10, 256, S).unwrap();
+    inner.check_invariants().unwrap();
+}
+
+#[test]
+fn a_chunk_holding_a_live_block_is_not_given_back() {
+    let pool = PoolMemoryResource::new(HostMemoryResource::new(), MIB, Some(2 * MIB)).unwrap();
+    let a = pool.allocate(1000, 256, S).unwrap();
+    assert!(pool.allocate(1500 << 10, 256, S).unwrap_err().is_out_of_memory());
+    assert_eq!(pool.pool_size(), MIB);
+    assert_eq!(pool.upstream().outstanding(), (1, MIB));
+    unsafe { std::ptr::write_bytes(a, 1, 1000) };
+    pool.deallocate(a, 1000, 256, S).unwrap();
+    // Now the chunk is wholly free: it goes back and 1500 KiB fits.
+    let b = pool.allocate(1500 << 10, 256, S).unwrap();
+    assert_eq!(pool.pool_size(), 1536000);
+    assert_eq!(pool.upstream().outstanding(), (1, 1536000));
+    pool.check_invariants().unwrap();
+    pool.deallocate(b, 1500 << 10, 256, S).unwrap();
+}
+
+#[test]
+fn after_a_chunk_goes_back_the_pool_grows_by_rmms_rule() {
+    let pool = PoolMemoryResource::new(HostMemoryResource::new(), MIB, Some(4 * MIB)).unwrap();
+    let a = pool.allocate(MIB, 256, S).unwrap();
+    let b = pool.allocate(1000, 256, S).unwrap();
+    // Room 3 MiB: half of it.
+    assert_eq!(pool.pool_size(), MIB + 3 * MIB / 2);
+    pool.deallocate(a, MIB, 256, S).unwrap();
+    // 2 MiB does not fit in the 1.5 MiB left: the initial chunk, the only wholly free one, goes
+    // back, and the pool grows by the larger of 2 MiB and half of the 2.5 MiB now left.
+    let c = pool.allocate(2 * MIB, 256, S).unwrap();
+    assert_eq!(pool.pool_size(), 3 * MIB / 2 + 2 * MIB);
+    assert_eq!(pool.upstream().outstanding(), (2, 3 * MIB / 2 + 2 * MIB));
+    pool.check_invariants().unwrap();
+    pool.deallocate(c, 2 * MIB, 256, S).unwrap();
+    pool.deallocate(b, 1000, 256, S).unwrap();
+}
+
+/// A stream order that counts full synchronisations.
+#[derive(Clone, Default)]
+struct CountingOrder(Arc<AtomicUsize>);
+
+impl StreamOrder for CountingOrder {
+    fn record(&self, _owner: StreamKey, _identity: u64) -> Result<()> {
+        Ok(())
+    }
+    fn wait(&self, _owner: StreamKey, _identity: u64, _waiter: StreamKey) -> Result<()> {
+        Ok(())
+    }
+    fn synchronize_all(&self) -> Result<()> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+/// Host memory that notes whether a chunk came back while no synchronisation had run since the
+/// last allocation.
+struct SyncCheckingHost {
+    inner: HostMemoryResource,
+    syncs: Arc<AtomicUsize>,
+    syncs_at_last_allocation: AtomicUsize,
+    freed_unsynchronised: AtomicBool,
+}
+
+// SAFETY: blocks come from a `HostMemoryResource` unchanged and go back to it; host memory, as
+// the answer below says.
+unsafe impl MemoryResource for SyncCheckingHost {
+    fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
+        self.syncs_at_last_allocation.store(self.syncs.load(Ordering::SeqCst), Ordering::SeqCst);
+        self.inner.allocate(bytes, alignment, stream)
+    }
+    fn deallocate(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<()> {
+        if self.syncs.load(Ordering::SeqCst) == self.syncs_at_last_allocation.load(Ordering::SeqCst) {
+            self.freed_unsynchronised.store(true, Ordering::SeqCst);
+        }
+        self.inner.deallocate(ptr, bytes, alignment, stream)
+    }
+    fn is_device_accessible(&self) -> bool {
+        false
+    }
+}
+
+#[test]
+fn blocks_freed_on_streams_go_back_only_after_every_stream_is_synchronised() {
+    let order = CountingOrder::default();
+    let upstream = SyncCheckingHost {
+        inner: HostMemoryResource::new(),
+        syncs: order.0.clone(),
+        syncs_at_last_allocation: AtomicUsize::new(0),
+        freed_unsynchronised: AtomicBool::new(false),
+    };
+    let pool = PoolMemoryResource::with_stream_order(upstream, 0, Some(4 * MIB), Box::new(order.clone())).unwrap();
+    let (s1, s2) = (CudaStreamView::from_handle(0x1000), CudaStreamView::from_handle(0x2000));
+    // The first chunk, 2 MiB, wholly used on s1 then freed there: work queued on s1 may still use it.
+    let a = pool.allocate(2 * MIB, 256, s1).unwrap();
+    pool.deallocate(a, 2 * MIB, 256, s1).unwrap();
+    let before = order.0.load(Ordering::SeqCst);
+    // 3 MiB on s2 does not fit in the 2 MiB left: the chunk goes back, after a synchronisation.
+    let b = pool.allocate(3 * MIB, 256, s2).unwrap();
+    assert!(order.0.load(Ordering::SeqCst) > before, "every stream was synchronised");
+    assert!(!pool.upstream().freed_unsynchronised.load(Ordering::SeqCst));
+    assert_eq!(pool.pool_size(), 3 * MIB);
+    assert_eq!(pool.upstream().inner.outstanding(), (1, 3 * MIB));
+    pool.check_invariants().unwrap();
+    pool.deallocate(b, 3 * MIB, 256, s2).unwrap();
+}
+
+#[test]
+fn chunks_spread_over_shards_go_back_only_when_wholly_free() {
+    let order = CountingOrder::default();
+    let pool =
+        PoolMemoryResource::with_shards(HostMemoryResource::new(), 4 * MIB, Some(8 * MIB), Box::new(order), 4).unwrap();
+    let streams: Vec<_> = (1..=3).map(|i| CudaStreamView::from_handle(0x1000 * i)).collect();
+    streams.iter().for_each(|&s| pool.spread_stream(s));
+    // One chunk of 4 MiB, taken in ranges by the streams' own shards.
+    let first = pool.allocate(1000, 256, streams[0]).unwrap();
+    let taken: Vec<_> = streams[1..].iter().map(|&s| (pool.allocate(1 << 10, 256, s).unwrap(), s)).collect();
+    pool.check_invariants().unwrap();
+    assert_eq!(pool.pool_size(), 4 * MIB);
+    // A live block anywhere in the chunk keeps it.
+    assert!(pool.allocate(5 * MIB, 256, streams[0]).unwrap_err().is_out_of_memory());
+    assert_eq!(pool.upstream().outstanding(), (1, 4 * MIB));
+    pool.check_invariants().unwrap();
+    pool.deallocate(first, 1000, 256, streams[0]).unwrap();
+    for &(p, s) in &taken {
+        pool.deallocate(p, 1 << 10, 256, s).unwrap();
+    }
+    // Wholly free, though in ranges of several shards: it goes back, and 5 MiB fits.
+    let big = pool.allocate(5 * MIB, 256, streams[0]).unwrap();
+    assert_eq!(pool.pool_size(), 5 * MIB);
+    assert_eq!(pool.upstream().outstanding(), (1, 5 * MIB));
+    pool.check_invariants().unwrap();
+    pool.deallocate(big, 5 * MIB, 256, streams[0]).unwrap();
 }

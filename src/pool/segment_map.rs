@@ -27,6 +27,12 @@ impl SegmentMap {
     /// Records that `shard` owns `[addr, addr + len)`, which may be new or part of ranges owned so
     /// far by other shards.
     pub fn assign(&mut self, addr: usize, len: usize, shard: usize) {
+        self.remove(addr, len);
+        self.ranges.insert(addr, (addr + len, shard));
+    }
+
+    /// Forgets `[addr, addr + len)`: no shard owns it any more (given back to the upstream).
+    pub fn remove(&mut self, addr: usize, len: usize) {
         let end = addr + len;
         // Trim ranges overlapping the new one, keeping their parts outside it.
         let overlapping: Vec<usize> =
@@ -41,7 +47,6 @@ impl SegmentMap {
                 }
             }
         }
-        self.ranges.insert(addr, (end, shard));
     }
 
     /// Number of ranges (for tests).

@@ -14,6 +14,7 @@ use parking_lot::{Mutex, RwLock};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+mod growth;
 mod immediate;
 mod slow_path;
 mod stream_identity;
@@ -247,8 +248,11 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             }
         }
         let total: usize = tiled.iter().sum();
-        let upstream: usize = self.upstream_chunks.lock().iter().map(|&(_, s)| s).sum();
-        if total != self.pool_size() || upstream != self.pool_size() {
+        let chunks = self.upstream_chunks.lock();
+        let upstream: usize = chunks.iter().map(|&(_, s)| s).sum();
+        // A chunk's bytes past its last 256-byte multiple are never handed out.
+        let usable: usize = chunks.iter().map(|&(_, s)| s & !(GRANULE - 1)).sum();
+        if total != usable || upstream != self.pool_size() {
             return Err(format!(
                 "shards tile {total} bytes, upstream chunks hold {upstream}, pool size says {}",
                 self.pool_size()
@@ -312,100 +316,6 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             Ok(()) => core.publish(set),
             Err(_) => core.clear_wanted(set),
         }
-    }
-
-    /// Takes a chunk of at least `needed` bytes from the upstream for shard `home`; when none
-    /// could be had, says whether the room below the maximum was too small or the upstream refused
-    /// (with its error). Its size:
-    /// - under a maximum, RMM's rule: the larger of `needed` and half the room left below the
-    ///   maximum;
-    /// - without one, the larger of `needed` and the shard's current size while the pool is below
-    ///   [`GEOMETRIC_FROM`] (a single-shard pool doubles; see [`SHARD_START`]), then the larger of
-    ///   `needed` and an eighth of the pool. While other streams have been asked to publish fitting
-    ///   blocks (`pending`), the shard takes only what this request needs: those blocks will serve
-    ///   the next ones, and doubling now would leave the pool far larger than its use (RMM, which
-    ///   records an event on every free, never has to wait for them).
-    ///
-    /// While the upstream is out of memory the size halves toward `needed` (as in RMM), and fails
-    /// once `needed` itself is refused.
-    fn grow(
-        &self,
-        home: usize,
-        core: &mut CoalescingPool,
-        key: StreamKey,
-        stream: CudaStreamView,
-        needed: usize,
-        pending: bool,
-    ) -> Result<Growth> {
-        let room = self.room();
-        if needed > room {
-            return Ok(Growth::NoRoom);
-        }
-        let mut want = if self.maximum_size.is_some() {
-            needed.max((room / 2) & !(GRANULE - 1))
-        } else {
-            self.unbounded_growth(core, needed, pending)
-        }
-        .min(room.min(MAX_BLOCK_BYTES));
-        loop {
-            if !self.reserve(want) {
-                // Another shard grew meanwhile; try again within what is left.
-                let room = self.room();
-                if needed > room {
-                    return Ok(Growth::NoRoom);
-                }
-                want = want.min(room).max(needed);
-                continue;
-            }
-            match allocate_chunk(&self.upstream, want, GRANULE, stream) {
-                Ok(ptr) => {
-                    self.upstream_chunks.lock().push((ptr as usize, want));
-                    self.adopt(home, core, ptr as usize, want, key);
-                    return Ok(Growth::Grown);
-                }
-                Err(e) => {
-                    self.pool_size.fetch_sub(want, Ordering::Relaxed);
-                    if !e.is_out_of_memory() {
-                        return Err(e);
-                    }
-                    if want == needed {
-                        // Kept for the pool's own refusal, which quotes it as RMM's does.
-                        return Ok(Growth::Refused(e));
-                    }
-                    want = ((want / 2) & !(GRANULE - 1)).max(needed);
-                }
-            }
-        }
-    }
-
-    /// The chunk size to ask for without a maximum (see [`grow`](Self::grow)).
-    fn unbounded_growth(&self, core: &CoalescingPool, needed: usize, pending: bool) -> usize {
-        let pool_size = self.pool_size();
-        let want = if pool_size < GEOMETRIC_FROM {
-            // A shard that is new to growing starts from part of the whole pool, not from zero:
-            // tiny chunks would cost one upstream call each.
-            needed.max(core.pool_size()).max(pool_size.min(SHARD_START))
-        } else {
-            needed.max((pool_size / 8) & !(GRANULE - 1))
-        };
-        if pending {
-            want.min(needed.max(PENDING_GROWTH))
-        } else {
-            want
-        }
-    }
-
-    /// Bytes the pool may still take from the upstream.
-    fn room(&self) -> usize {
-        self.maximum_size.map_or(MAX_BLOCK_BYTES, |max| max.saturating_sub(self.pool_size()))
-    }
-
-    /// Adds `bytes` to the pool size unless that would pass the maximum.
-    fn reserve(&self, bytes: usize) -> bool {
-        let max = self.maximum_size.unwrap_or(usize::MAX);
-        self.pool_size
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| s.checked_add(bytes).filter(|&t| t <= max))
-            .is_ok()
     }
 
     /// The common case of an allocation, whose result fits in registers where a `Result` with an

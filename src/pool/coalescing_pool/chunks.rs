@@ -54,6 +54,15 @@ impl CoalescingPool {
         Some((b.addr, take))
     }
 
+    /// The range of every free block, in any set or cache, in no particular order.
+    pub fn free_ranges(&self) -> Vec<(usize, usize)> {
+        self.blocks
+            .iter_live()
+            .filter(|(_, b)| b.owner() != Owner::HandedOut)
+            .map(|(_, b)| (b.addr, b.size()))
+            .collect()
+    }
+
     /// Removes every chunk that is a single free block of `set` and returns the ranges.
     pub fn detach_whole_free_chunks(&mut self, set: SetId) -> Vec<(usize, usize)> {
         self.flush_caches();

@@ -138,7 +138,11 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
                 return Ok(a as *mut u8);
             }
         }
-        // 5. More memory from the upstream.
+        // 5. More memory from the upstream; under a maximum, for a request above the room left,
+        //    after wholly free chunks are given back (RMM's rule).
+        if self.maximum_size.is_some() && req.needed > self.room() {
+            self.reclaim_free_chunks(req.needed);
+        }
         let mut refused = None;
         if let Some(a) = self.allocate_after_growth(home, key, stream, req, pending, &mut refused)? {
             return Ok(a as *mut u8);

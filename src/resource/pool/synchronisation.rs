@@ -26,6 +26,18 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         if let Some(a) = self.allocate_fresh(home, req) {
             return Some(a);
         }
+        if !self.synchronise_sealed() {
+            return None;
+        }
+        if let Some(a) = self.allocate_fresh(home, req) {
+            return Some(a);
+        }
+        self.allocate_from_rejoined_chunks(home, req)
+    }
+
+    /// Synchronises every stream; the blocks free when it starts become fresh memory once it
+    /// succeeds (see the top of this file). The caller holds `sync_lock`. Whether it succeeded.
+    pub(super) fn synchronise_sealed(&self) -> bool {
         let sealed = StreamKey::sealed(next_retirement_number());
         for shard in self.shards.iter() {
             shard.0.lock().seal(sealed);
@@ -34,13 +46,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         for shard in self.shards.iter() {
             shard.0.lock().unseal(sealed, synced);
         }
-        if !synced {
-            return None;
-        }
-        if let Some(a) = self.allocate_fresh(home, req) {
-            return Some(a);
-        }
-        self.allocate_from_rejoined_chunks(home, req)
+        synced
     }
 
     /// Step 7: while some stream has been asked for blocks that would fit and has not published

@@ -1,0 +1,193 @@
+//! Growth of the pool: the size of the chunk asked of the upstream and, under a maximum pool
+//! size, wholly free chunks given back first when a request does not fit in the room left (as
+//! RMM's pool does before it grows).
+
+use super::{Growth, PoolMemoryResource, GEOMETRIC_FROM, PENDING_GROWTH, SHARD_START};
+use crate::error::Result;
+use crate::pool::{CoalescingPool, StreamKey, GRANULE, MAX_BLOCK_BYTES};
+use crate::resource::upstream_check::allocate_chunk;
+use crate::resource::MemoryResource;
+use crate::stream::CudaStreamView;
+use std::sync::atomic::Ordering;
+
+/// `n` rounded up to the granule.
+fn granule_ceil(n: usize) -> usize {
+    n.saturating_add(GRANULE - 1) & !(GRANULE - 1)
+}
+
+impl<U: MemoryResource> PoolMemoryResource<U> {
+    /// Takes a chunk of at least `needed` bytes from the upstream for shard `home`; when none
+    /// could be had, says whether the room below the maximum was too small or the upstream refused
+    /// (with its error). Its size:
+    /// - under a maximum, RMM's rule: the larger of `needed` and half the room left below the
+    ///   maximum (that room rounded up to 256 bytes, its half not rounded again);
+    /// - without one, the larger of `needed` and the shard's current size while the pool is below
+    ///   [`GEOMETRIC_FROM`] (a single-shard pool doubles; see [`SHARD_START`]), then the larger of
+    ///   `needed` and an eighth of the pool. While other streams have been asked to publish fitting
+    ///   blocks (`pending`), the shard takes only what this request needs: those blocks will serve
+    ///   the next ones, and doubling now would leave the pool far larger than its use (RMM, which
+    ///   records an event on every free, never has to wait for them).
+    ///
+    /// While the upstream is out of memory the size halves toward `needed` (as in RMM), and fails
+    /// once `needed` itself is refused. A chunk whose size is not a multiple of 256 (possible under
+    /// a maximum, as in RMM) is asked for and given back whole; the pool hands out its 256-byte
+    /// multiple.
+    pub(super) fn grow(
+        &self,
+        home: usize,
+        core: &mut CoalescingPool,
+        key: StreamKey,
+        stream: CudaStreamView,
+        needed: usize,
+        pending: bool,
+    ) -> Result<Growth> {
+        let room = self.room();
+        if needed > room {
+            return Ok(Growth::NoRoom);
+        }
+        let capped = self.maximum_size.is_some();
+        let mut want = if capped { needed.max(room / 2) } else { self.unbounded_growth(core, needed, pending) }
+            .min(room.min(MAX_BLOCK_BYTES));
+        loop {
+            if !self.reserve(want) {
+                // Another shard grew meanwhile; try again within what is left.
+                let room = self.room();
+                if needed > room {
+                    return Ok(Growth::NoRoom);
+                }
+                want = want.min(room).max(needed);
+                continue;
+            }
+            match allocate_chunk(&self.upstream, want, GRANULE, stream) {
+                Ok(ptr) => {
+                    self.upstream_chunks.lock().push((ptr as usize, want));
+                    self.adopt(home, core, ptr as usize, want & !(GRANULE - 1), key);
+                    return Ok(Growth::Grown);
+                }
+                Err(e) => {
+                    self.pool_size.fetch_sub(want, Ordering::Relaxed);
+                    if !e.is_out_of_memory() {
+                        return Err(e);
+                    }
+                    if want == needed {
+                        // Kept for the pool's own refusal, which quotes it as RMM's does.
+                        return Ok(Growth::Refused(e));
+                    }
+                    let half = if capped { want / 2 } else { (want / 2) & !(GRANULE - 1) };
+                    want = half.max(needed);
+                }
+            }
+        }
+    }
+
+    /// The chunk size to ask for without a maximum (see [`grow`](Self::grow)).
+    fn unbounded_growth(&self, core: &CoalescingPool, needed: usize, pending: bool) -> usize {
+        let pool_size = self.pool_size();
+        let want = if pool_size < GEOMETRIC_FROM {
+            // A shard that is new to growing starts from part of the whole pool, not from zero:
+            // tiny chunks would cost one upstream call each.
+            needed.max(core.pool_size()).max(pool_size.min(SHARD_START))
+        } else {
+            needed.max((pool_size / 8) & !(GRANULE - 1))
+        };
+        if pending {
+            want.min(needed.max(PENDING_GROWTH))
+        } else {
+            want
+        }
+    }
+
+    /// Bytes the pool may still take from the upstream: under a maximum, as RMM counts them, the
+    /// room below it rounded up to 256 bytes.
+    pub(super) fn room(&self) -> usize {
+        self.maximum_size.map_or(MAX_BLOCK_BYTES, |max| granule_ceil(max.saturating_sub(self.pool_size())))
+    }
+
+    /// Adds `bytes` to the pool size unless they pass the room left (see [`room`](Self::room)).
+    fn reserve(&self, bytes: usize) -> bool {
+        let max = self.maximum_size;
+        self.pool_size
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| match max {
+                Some(max) => (bytes <= granule_ceil(max.saturating_sub(s))).then(|| s + bytes),
+                None => s.checked_add(bytes),
+            })
+            .is_ok()
+    }
+
+    /// Under a maximum, when `needed` does not fit in the room left but would below the maximum:
+    /// gives chunks that are wholly free (no block handed out, none cached, in any shard) back to
+    /// the upstream, lowest address first, until it fits, as RMM does before it grows. Free blocks
+    /// may still be used by work queued on their streams: where there is any such chunk, every
+    /// stream is synchronised first, and only blocks freed before that are given back.
+    pub(super) fn reclaim_free_chunks(&self, needed: usize) {
+        let Some(max) = self.maximum_size else { return };
+        if needed <= self.room() || needed > max {
+            return;
+        }
+        let _one_at_a_time = self.sync_lock.lock();
+        if needed <= self.room() {
+            return;
+        }
+        // Chunks whose every block is free, whatever stream it was freed on.
+        let mut pieces = Vec::new();
+        for shard in self.shards.iter() {
+            pieces.extend(shard.0.lock().free_ranges());
+        }
+        pieces.sort_unstable();
+        let mut chunks = self.upstream_chunks.lock().clone();
+        chunks.sort_unstable();
+        if !chunks.iter().any(|&c| tiles(c, &pieces)) {
+            return;
+        }
+        if !self.synchronise_sealed() {
+            return;
+        }
+        // Lock every shard in index order (no other lock is held), so no two threads deadlock.
+        let mut guards: Vec<_> = self.shards.iter().map(|s| s.0.lock()).collect();
+        let mut free: Vec<(usize, usize, usize)> = Vec::new();
+        for (i, core) in guards.iter_mut().enumerate() {
+            let fresh = core.set_of(StreamKey::FRESH);
+            free.extend(core.detach_whole_free_chunks(fresh).into_iter().map(|(a, l)| (a, l, i)));
+        }
+        free.sort_unstable();
+        let ranges: Vec<(usize, usize)> = free.iter().map(|&(a, l, _)| (a, l)).collect();
+        let mut given_back = Vec::new();
+        for chunk @ (addr, size) in chunks {
+            if max.saturating_sub(self.pool_size()) >= needed {
+                break;
+            }
+            if !tiles(chunk, &ranges) {
+                continue;
+            }
+            if self.upstream.deallocate(addr as *mut u8, size, GRANULE, CudaStreamView::DEFAULT).is_err() {
+                // The upstream kept it, or says so: the pool keeps it too.
+                break;
+            }
+            self.upstream_chunks.lock().retain(|&(a, _)| a != addr);
+            self.pool_size.fetch_sub(size, Ordering::Relaxed);
+            self.segments.write().remove(addr, size & !(GRANULE - 1));
+            given_back.push(chunk);
+        }
+        // Every other range goes back, free and fresh, to the shard it came from.
+        for (addr, len, shard) in free {
+            if !given_back.iter().any(|&(a, s)| a <= addr && addr < a + s) {
+                self.adopt(shard, &mut guards[shard], addr, len, StreamKey::FRESH);
+            }
+        }
+    }
+}
+
+/// Whether the sorted, disjoint `ranges` cover all the pool uses of upstream chunk `(addr, size)`
+/// (its 256-byte multiple).
+fn tiles((addr, size): (usize, usize), ranges: &[(usize, usize)]) -> bool {
+    let end = addr + (size & !(GRANULE - 1));
+    let start = ranges.partition_point(|&(a, _)| a < addr);
+    let mut at = addr;
+    for &(a, l) in &ranges[start..] {
+        if a != at || a >= end {
+            break;
+        }
+        at += l;
+    }
+    at == end
+}
