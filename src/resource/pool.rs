@@ -65,8 +65,9 @@ struct Shard(SpinMutex<CoalescingPool>);
 ///
 /// Allocation and free are O(1) in the number of free blocks (see [`crate::pool`]); a stream that
 /// has its shard to itself makes no CUDA call on either. The pool grows on demand: under a
-/// `maximum_size` as RMM's pool does (by the larger of the request and half the room left), without
-/// one by doubling up to 1 GiB, then by an eighth of its size; either way backing off toward the
+/// `maximum_size` as RMM's pool does (by the larger of the request and half the room left, giving
+/// wholly free chunks back first where the request does not fit in that room), without one by
+/// doubling up to 1 GiB, then by an eighth of its size; either way backing off toward the
 /// request while the upstream runs out. It takes free blocks from other streams once their work is
 /// captured by an event, synchronises and merges all streams' free blocks before reporting
 /// out-of-memory, and gives every chunk back to the upstream when dropped.

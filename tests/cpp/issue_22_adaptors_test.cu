@@ -184,6 +184,46 @@ TEST(Issue22Adaptors, CappedPoolGrowsAsRmm)
   pool.deallocate(default_stream(), a, 1000);
 }
 
+TEST(Issue22Adaptors, CappedPoolHalvesTheRoomAsRmm)
+{
+  // RMM's own numbers: the room left rounded up to 256 bytes, its half not rounded again.
+  constexpr std::size_t MiB = std::size_t{1} << 20;
+  rmm::test::new_delete_resource up;
+  {
+    rmm::mr::pool_memory_resource pool{up, 256, MiB};
+    void* a = pool.allocate(default_stream(), 1000);
+    EXPECT_EQ(pool.pool_size(), 524416u);
+    expect_throws_exactly<rmm::out_of_memory>([&] { (void)pool.allocate(default_stream(), 2 * MiB); }, "");
+    EXPECT_EQ(pool.pool_size(), 524416u);
+    pool.deallocate(default_stream(), a, 1000);
+  }
+  {
+    rmm::mr::pool_memory_resource pool{up, 256, 4 * MiB};
+    void* a = pool.allocate(default_stream(), 1000);
+    EXPECT_EQ(pool.pool_size(), 2097280u);
+    void* b = pool.allocate(default_stream(), 2 * MiB);
+    EXPECT_EQ(pool.pool_size(), 4194432u);
+    pool.deallocate(default_stream(), b, 2 * MiB);
+    pool.deallocate(default_stream(), a, 1000);
+  }
+  EXPECT_EQ(up.s->outstanding, 0);
+}
+
+TEST(Issue22Adaptors, CappedPoolGivesFreeChunksBackAsRmm)
+{
+  constexpr std::size_t MiB = std::size_t{1} << 20;
+  rmm::test::new_delete_resource up;
+  rmm::mr::limiting_resource_adaptor limited{up, 8 * MiB};
+  rmm::mr::pool_memory_resource pool{limited, MiB, 2 * MiB};
+  // 1500 KiB does not fit in the 1 MiB left: the free initial chunk goes back first.
+  void* a = pool.allocate(default_stream(), 1500 * 1024);
+  EXPECT_EQ(pool.pool_size(), 1536000u);
+  EXPECT_EQ(limited.get_allocated_bytes(), 1536000u);
+  expect_throws_exactly<rmm::out_of_memory>([&] { (void)pool.allocate(default_stream(), 1500 * 1024); }, "");
+  EXPECT_EQ(pool.pool_size(), 1536000u);
+  pool.deallocate(default_stream(), a, 1500 * 1024);
+}
+
 TEST(Issue22Adaptors, PoolSizeArgumentsAsRmm)
 {
   rmm::test::new_delete_resource up;

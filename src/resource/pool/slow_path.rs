@@ -141,6 +141,10 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         // 5. More memory from the upstream; under a maximum, for a request above the room left,
         //    after wholly free chunks are given back (RMM's rule).
         if self.maximum_size.is_some() && req.needed > self.room() {
+            // RMM gives chunks back only once no stream's free blocks fit: those come first.
+            if let Some(a) = self.allocate_after_sync(home, req) {
+                return Ok(a as *mut u8);
+            }
             self.reclaim_free_chunks(req.needed);
         }
         let mut refused = None;
