@@ -278,3 +278,27 @@ fn chunks_spread_over_shards_go_back_only_when_wholly_free() {
     pool.check_invariants().unwrap();
     pool.deallocate(big, 5 * MIB, 256, streams[0]).unwrap();
 }
+
+#[test]
+fn without_a_synchronisation_no_chunk_goes_back() {
+    struct NoSync;
+    impl StreamOrder for NoSync {
+        fn record(&self, _owner: StreamKey, _identity: u64) -> Result<()> {
+            Ok(())
+        }
+        fn wait(&self, _owner: StreamKey, _identity: u64, _waiter: StreamKey) -> Result<()> {
+            Ok(())
+        }
+        fn synchronize_all(&self) -> Result<()> {
+            Err(Error::NoDriver("test".into()))
+        }
+    }
+    let pool =
+        PoolMemoryResource::with_stream_order(HostMemoryResource::new(), MIB, Some(2 * MIB), Box::new(NoSync)).unwrap();
+    let a = pool.allocate(MIB, 256, S).unwrap();
+    pool.deallocate(a, MIB, 256, S).unwrap();
+    // The free chunk may still be in use by queued work: it stays, and the request fails.
+    assert!(pool.allocate(1500 << 10, 256, S).unwrap_err().is_out_of_memory());
+    assert_eq!(pool.upstream().outstanding(), (1, MIB));
+    pool.check_invariants().unwrap();
+}

@@ -5,6 +5,7 @@
 
 #include "test_utils.hpp"
 
+#include <rmm/cuda_device.hpp>
 #include <rmm/error.hpp>
 #include <rmm/mr/binning_memory_resource.hpp>
 #include <rmm/mr/limiting_resource_adaptor.hpp>
@@ -211,6 +212,9 @@ TEST(Issue22Adaptors, CappedPoolHalvesTheRoomAsRmm)
 
 TEST(Issue22Adaptors, CappedPoolGivesFreeChunksBackAsRmm)
 {
+  // Over device-accessible memory the pool gives a chunk back only after synchronising every
+  // stream, which needs a CUDA device (without one it keeps the chunk, and the request fails).
+  if (rmm::get_num_cuda_devices() == 0) { GTEST_SKIP() << "skipped: no CUDA device to synchronise"; }
   constexpr std::size_t MiB = std::size_t{1} << 20;
   rmm::test::new_delete_resource up;
   rmm::mr::limiting_resource_adaptor limited{up, 8 * MiB};
