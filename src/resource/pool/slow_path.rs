@@ -140,7 +140,8 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         }
         // 5. More memory from the upstream; under a maximum, for a request above the room left,
         //    after wholly free chunks are given back (RMM's rule).
-        if self.maximum_size.is_some() && req.needed > self.room() {
+        let searched_all = self.maximum_size.is_some() && req.needed > self.room();
+        if searched_all {
             // RMM gives chunks back only once no stream's free blocks fit: those come first.
             if let Some(a) = self.allocate_after_sync(home, req) {
                 return Ok(a as *mut u8);
@@ -152,9 +153,12 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             return Ok(a as *mut u8);
         }
         // 6. Once no stream (destroyed ones included) has work pending, every free block is fresh:
-        //    coalesce them all, rejoin ranges split between shards, and look again.
-        if let Some(a) = self.allocate_after_sync(home, req) {
-            return Ok(a as *mut u8);
+        //    coalesce them all, rejoin ranges split between shards, and look again (unless that
+        //    was done before step 5).
+        if !searched_all {
+            if let Some(a) = self.allocate_after_sync(home, req) {
+                return Ok(a as *mut u8);
+            }
         }
         // 7. Blocks freed while the synchronisation ran stay with their streams until asked for;
         //    the streams just asked publish them at their next call, which other threads make soon.
