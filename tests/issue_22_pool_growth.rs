@@ -66,6 +66,25 @@ fn without_a_maximum_the_pool_keeps_its_own_rule() {
 }
 
 #[test]
+fn without_a_maximum_the_size_halves_without_rounding_as_in_rmm() {
+    // RMM 26.10 over a 6000-byte limit: 1024, then 4096; for 500 bytes it asks 5120, 2560, 1280
+    // (refused) and 640, a chunk of 640 bytes whose last 128 are never handed out.
+    let pool = PoolMemoryResource::new(limited(6000), 0, None).unwrap();
+    let a = pool.allocate(1000, 256, S).unwrap();
+    let b = pool.allocate(4000, 256, S).unwrap();
+    assert_eq!(pool.pool_size(), 5120);
+    let c = pool.allocate(500, 256, S).unwrap();
+    assert_eq!(pool.pool_size(), 5760);
+    assert_eq!(pool.upstream().allocated_bytes(), 5888, "the limit counts 640 as 768, as RMM's does");
+    for (p, n) in [(c, 500), (b, 4000), (a, 1000)] {
+        pool.deallocate(p, n, 256, S).unwrap();
+    }
+    let st = pool.state();
+    assert_eq!((st.pool_size, st.free_bytes), (5760, 5760));
+    pool.check_invariants().unwrap();
+}
+
+#[test]
 fn size_arguments_are_checked_as_rmm_checks_them() {
     let make = |initial, max| PoolMemoryResource::new(HostMemoryResource::new(), initial, max).err().unwrap();
     assert!(matches!(make(1000, None), Error::InvalidArgument(_)));
@@ -101,6 +120,9 @@ fn half_the_room_is_not_rounded_down_to_256_bytes() {
     pool.deallocate(a, 1000, 256, S).unwrap();
     assert_eq!(pool.pool_size(), 524416);
     assert_eq!(pool.upstream().outstanding(), (2, 524416));
+    // The chunk's last 128 bytes are never handed out; with nothing live every byte is free.
+    let st = pool.state();
+    assert_eq!((st.pool_size, st.free_bytes), (524416, 524416));
 }
 
 #[test]

@@ -214,9 +214,11 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         self.shards.len()
     }
 
-    /// Pool size, free bytes and largest free block.
+    /// Pool size, free bytes and largest free block. A chunk's bytes past its last 256-byte
+    /// multiple (under a maximum, as in RMM) are never handed out and count as free.
     pub fn state(&self) -> PoolState {
-        let mut state = PoolState { pool_size: self.pool_size(), free_bytes: 0, largest_free_block: 0 };
+        let tails: usize = self.upstream_chunks.lock().iter().map(|&(_, size)| size & (GRANULE - 1)).sum();
+        let mut state = PoolState { pool_size: self.pool_size(), free_bytes: tails, largest_free_block: 0 };
         for shard in self.shards.iter() {
             let s = shard.0.lock().state();
             state.free_bytes += s.free_bytes;

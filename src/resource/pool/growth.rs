@@ -29,9 +29,8 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     ///   records an event on every free, never has to wait for them).
     ///
     /// While the upstream is out of memory the size halves toward `needed` (as in RMM), and fails
-    /// once `needed` itself is refused. A chunk whose size is not a multiple of 256 (possible under
-    /// a maximum, as in RMM) is asked for and given back whole; the pool hands out its 256-byte
-    /// multiple.
+    /// once `needed` itself is refused. A chunk whose size is not a multiple of 256 (as RMM's can
+    /// be) is asked for and given back whole; the pool hands out its 256-byte multiple.
     pub(super) fn grow(
         &self,
         home: usize,
@@ -73,8 +72,8 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
                         // Kept for the pool's own refusal, which quotes it as RMM's does.
                         return Ok(Growth::Refused(e));
                     }
-                    let half = if capped { want / 2 } else { (want / 2) & !(GRANULE - 1) };
-                    want = half.max(needed);
+                    // Not rounded to 256 bytes, as in RMM: the chunk's tail is never handed out.
+                    want = (want / 2).max(needed);
                 }
             }
         }
