@@ -121,8 +121,8 @@ fn committed_logs_replay_over_a_host_pool() {
 }
 
 /// Peak bytes RMM 26.10's pool took from its upstream replaying each committed log on the H100
-/// (`benches/run_side_by_side.sh run`, 2026-11-22, `docs/side_by_side_h100_2026-11-22.csv`): RMM's
-/// pool is deterministic for a given log, so these stand as the reference.
+/// (`benches/run_side_by_side.sh run`, 2026-11-22, `docs/benchmarks/side_by_side_h100_2026-11-22.csv`):
+/// RMM's pool is deterministic for a given log, so these stand as the reference.
 const RMM_26_10_PEAK_UPSTREAM: [(&str, usize); 6] = [
     ("random_200k", 79_282_176),
     ("multi_stream", 22_233_088),
