@@ -1,7 +1,8 @@
 /*
- * rmm-rs: RMM's base of host-side free lists (detail API). rmm-rs's own free lists are Rust
- * (src/pool/, src/fixed_size/); this is for C++ code written against RMM's detail headers, and the
- * base of rmm/mr/detail/coalescing_free_list.hpp and fixed_size_free_list.hpp.
+ * Here because RMM 26.10 ships this path: C++ code written against RMM's detail API includes it and
+ * compiles unchanged. rmm-rs's own free lists are Rust (src/pool/, src/fixed_size/) and do not use
+ * it. It is RMM's base of host-side free lists, the base of coalescing_free_list.hpp and
+ * fixed_size_free_list.hpp.
  */
 #pragma once
 
