@@ -1,7 +1,7 @@
 //! [`StreamOrder`] for device memory: one CUDA event per stream, recorded when the pool publishes
 //! that stream's free blocks.
 
-use crate::driver::{current_context_kept, stream_id, synchronize_context};
+use crate::driver::{current_context_kept, stream_id, synchronize_context, ContextHandle, StreamHandle};
 use crate::error::{Error, Result};
 use crate::event::CudaEvent;
 use crate::pool::{next_retirement_number, StreamKey, StreamOrder, IDENTITY_TRUSTED, IDENTITY_UNKNOWN};
@@ -24,7 +24,7 @@ use std::sync::OnceLock;
 #[derive(Default)]
 pub struct CudaEventOrder {
     events: Mutex<HashMap<StreamKey, Capture>>,
-    context: OnceLock<usize>,
+    context: OnceLock<ContextHandle>,
 }
 
 /// A stream's event and the identity of the stream it last captured.
@@ -94,7 +94,7 @@ impl StreamOrder for CudaEventOrder {
             return IDENTITY_TRUSTED;
         }
         // The top bit keeps a driver id apart from IDENTITY_TRUSTED (0).
-        let Ok(id) = stream_id(key.0).map(|id| id | 1 << 63) else {
+        let Ok(id) = stream_id(StreamHandle::new(key.0)).map(|id| id | 1 << 63) else {
             // No answer (a handle the driver does not know): an identity no other call gets, so
             // the stream's blocks are never taken on trust.
             return next_retirement_number() as u64 | 1 << 62;
