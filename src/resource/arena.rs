@@ -10,6 +10,7 @@ use crate::pool::{
     MAX_BLOCK_BYTES,
 };
 use crate::resource::cuda_event_order::CudaEventOrder;
+use crate::resource::pool::stream_key;
 use crate::resource::upstream_check::allocate_chunk;
 use crate::resource::{effective_alignment, MemoryResource};
 use crate::stream::CudaStreamView;
@@ -21,18 +22,6 @@ use std::sync::Arc;
 
 mod slow_path;
 mod thread_cache;
-
-/// The arena's key of a stream as seen from the calling thread (as the pool keys streams).
-#[inline]
-fn stream_key(stream: CudaStreamView) -> StreamKey {
-    if stream.is_default() {
-        StreamKey(0)
-    } else if stream.is_per_thread_default() {
-        StreamKey::per_thread(current_thread_number())
-    } else {
-        StreamKey(stream.handle())
-    }
-}
 
 /// A wait's outcome, with "no driver" counted as done: without a driver no device work exists
 /// (a device-accessible upstream may be host memory standing in for device memory in tests).

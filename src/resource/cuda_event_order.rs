@@ -54,7 +54,7 @@ impl CudaEventOrder {
 fn view_of(key: StreamKey) -> CudaStreamView {
     match key.per_thread_owner() {
         Some(_) => CudaStreamView::PER_THREAD,
-        None => CudaStreamView::from_handle(key.0),
+        None => CudaStreamView::from_handle(key.packed()),
     }
 }
 
@@ -78,9 +78,9 @@ impl StreamOrder for CudaEventOrder {
             Some(capture) if capture.identity == identity => capture.event.wait_on(view_of(waiter)),
             Some(_) => Err(Error::InvalidArgument(format!(
                 "the last event on stream {:#x} was recorded for another stream with that handle",
-                owner.0
+                owner.packed()
             ))),
-            None => Err(Error::InvalidArgument(format!("no event was recorded for stream {:#x}", owner.0))),
+            None => Err(Error::InvalidArgument(format!("no event was recorded for stream {:#x}", owner.packed()))),
         }
     }
 
@@ -94,14 +94,14 @@ impl StreamOrder for CudaEventOrder {
             return IDENTITY_TRUSTED;
         }
         // The top bit keeps a driver id apart from IDENTITY_TRUSTED (0).
-        let Ok(id) = stream_id(StreamHandle::new(key.0)).map(|id| id | 1 << 63) else {
+        let Ok(id) = stream_id(StreamHandle::new(key.packed())).map(|id| id | 1 << 63) else {
             // No answer (a handle the driver does not know): an identity no other call gets, so
             // the stream's blocks are never taken on trust.
             return next_retirement_number() as u64 | 1 << 62;
         };
         if id == known {
             id
-        } else if crate::stream_registry::is_registered(key.0) {
+        } else if crate::stream_registry::is_registered(key.packed()) {
             IDENTITY_TRUSTED
         } else {
             id

@@ -97,7 +97,7 @@ impl<U: MemoryResource> FixedSizeMemoryResource<U> {
         // As the pool's initial chunk: fresh once nothing is pending, else the default stream's.
         let fresh = !resource.ordered || resource.order.synchronize_all().is_ok();
         let mut st = resource.state.lock();
-        let slot = if fresh { FRESH_SLOT } else { st.sets.slot_of(StreamKey(0)) };
+        let slot = if fresh { FRESH_SLOT } else { st.sets.slot_of(StreamKey::LEGACY_DEFAULT) };
         st.add_chunk(ptr as usize, blocks_to_preallocate, slot);
         drop(st);
         Ok(resource)

@@ -20,16 +20,17 @@ mod slow_path;
 mod stream_identity;
 mod synchronisation;
 
-/// The pool's key of a stream as seen from the calling thread: the legacy default stream (0 or
-/// `cudaStreamLegacy`) is 0, the per-thread default stream is this thread's own key.
+/// The key of a stream as seen from the calling thread, for the pool and the arena: the legacy
+/// default stream (0 or `cudaStreamLegacy`) is [`StreamKey::LEGACY_DEFAULT`], the per-thread
+/// default stream is this thread's own key, any other stream its handle.
 #[inline]
 pub(crate) fn stream_key(stream: CudaStreamView) -> StreamKey {
     if stream.is_default() {
-        StreamKey(0)
+        StreamKey::LEGACY_DEFAULT
     } else if stream.is_per_thread_default() {
         StreamKey::per_thread(current_thread_number())
     } else {
-        StreamKey(stream.handle())
+        StreamKey::of_handle(stream.handle())
     }
 }
 
@@ -192,7 +193,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             // belongs to the default stream it was allocated on, and other streams take it through
             // the usual publish/wait hand-over.
             let fresh = !pool.ordered || pool.order.synchronize_all().is_ok();
-            let owner = if fresh { StreamKey::FRESH } else { StreamKey(0) };
+            let owner = if fresh { StreamKey::FRESH } else { StreamKey::LEGACY_DEFAULT };
             let shard = if fresh { 0 } else { pool.shard_map.shard(owner) };
             pool.adopt(shard, &mut pool.shards[shard].0.lock(), ptr as usize, initial_size, owner);
         }
