@@ -96,13 +96,7 @@ unsafe impl MemoryResource for CudaAsyncViewMemoryResource {
         async_pool_of(other) == Some(self.pool)
     }
 
-    fn is_device_accessible(&self) -> bool {
-        true
-    }
-
-    fn is_host_accessible(&self) -> bool {
-        false
-    }
+    crate::resource::accessibility!(device: true, host: false);
 }
 
 /// The `MemoryResource` impl of a resource that holds a live driver pool in its
@@ -139,13 +133,7 @@ macro_rules! pool_backed_memory_resource {
                 $crate::resource::cuda_async_view::async_pool_of(other) == Some(self.pool)
             }
 
-            fn is_device_accessible(&self) -> bool {
-                true
-            }
-
-            fn is_host_accessible(&self) -> bool {
-                $host
-            }
+            $crate::resource::accessibility!(device: true, host: $host);
         }
     };
 }

@@ -4,11 +4,22 @@
 use crate::driver::{current_context_kept, stream_id, synchronize_context, ContextHandle, StreamHandle};
 use crate::error::{Error, Result};
 use crate::event::CudaEvent;
-use crate::pool::{next_retirement_number, StreamKey, StreamOrder, IDENTITY_TRUSTED, IDENTITY_UNKNOWN};
+use crate::pool::{next_retirement_number, HostOrder, StreamKey, StreamOrder, IDENTITY_TRUSTED, IDENTITY_UNKNOWN};
+use crate::resource::MemoryResource;
 use crate::stream::CudaStreamView;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::OnceLock;
+
+/// How a resource that carves blocks out of `upstream`'s memory orders streams by default: with
+/// CUDA events for memory kernels may use, not at all for memory only the host touches.
+pub(crate) fn default_order(upstream: &dyn MemoryResource) -> Box<dyn StreamOrder> {
+    if upstream.is_device_accessible() {
+        Box::new(CudaEventOrder::new())
+    } else {
+        Box::new(HostOrder)
+    }
+}
 
 /// Orders streams with lazily created events, recorded when the pool publishes a stream's free
 /// blocks: on every free in a pool shard several streams share (as RMM does), else only at the

@@ -131,13 +131,7 @@ unsafe impl<A: DriverAllocation> MemoryResource for DriverBackedResource<A> {
         same_type::<Self>(other)
     }
 
-    fn is_device_accessible(&self) -> bool {
-        A::DEVICE_ACCESSIBLE
-    }
-
-    fn is_host_accessible(&self) -> bool {
-        A::HOST_ACCESSIBLE
-    }
+    crate::resource::accessibility!(device: A::DEVICE_ACCESSIBLE, host: A::HOST_ACCESSIBLE);
 }
 
 // Written out rather than derived: derives would require `A` itself to be Clone, Default, Debug.

@@ -78,13 +78,7 @@ unsafe impl MemoryResource for SamHeadroomMemoryResource {
         (other as &dyn Any).downcast_ref::<Self>().is_some_and(|o| o.headroom == self.headroom)
     }
 
-    fn is_device_accessible(&self) -> bool {
-        true
-    }
-
-    fn is_host_accessible(&self) -> bool {
-        true
-    }
+    crate::resource::accessibility!(device: true, host: true);
 }
 
 #[cfg(test)]
