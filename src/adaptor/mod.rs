@@ -1,7 +1,8 @@
 //! Adaptors: resources that wrap an upstream resource to observe, limit or log what passes through.
 //!
 //! Every adaptor owns its upstream by value; to share one upstream between several adaptors (or to
-//! keep a handle to it), pass an `Arc<R>`, which is itself a [`MemoryResource`]. All adaptors:
+//! keep a handle to it), pass an `Arc<R>`, which is itself a
+//! [`MemoryResource`](crate::resource::MemoryResource). All adaptors:
 //! - treat a zero-byte request as RMM's adaptors do: `statistics`, `tracking`, `limiting` and
 //!   `logging` pass it (and the 0-byte free of what it returned, null or not) to the upstream,
 //!   where `statistics` counts one allocation of 0 bytes, `logging` logs it, and `tracking` and
