@@ -53,11 +53,17 @@ pub(crate) fn current_context_or_null() -> Result<Option<ContextHandle>> {
 /// The context current on this thread (made current first if none is, see [`ensure_context`]).
 pub(crate) fn current_context() -> Result<ContextHandle> {
     ensure_context()?;
-    current_context_or_null()?.ok_or_else(|| crate::error::Error::Cuda {
-        call: "cuCtxGetCurrent",
+    current_context_or_null()?.ok_or_else(|| no_context("cuCtxGetCurrent"))
+}
+
+/// The error for a `call` that succeeded but answered the null context.
+#[cold]
+pub(super) fn no_context(call: &'static str) -> crate::error::Error {
+    crate::error::Error::Cuda {
+        call,
         code: sys::CUresult::CUDA_ERROR_INVALID_CONTEXT as u32,
         name: "CUDA_ERROR_INVALID_CONTEXT".into(),
-    })
+    }
 }
 
 /// The context current on this thread (made current first if none is), for an object that stores

@@ -61,9 +61,5 @@ pub(crate) fn stream_context(handle: StreamHandle) -> Result<ContextHandle> {
     let mut ctx: sys::CUcontext = std::ptr::null_mut();
     // SAFETY: the driver is initialised; the caller names a live stream; ctx is a valid out pointer.
     check(unsafe { sys::cuStreamGetCtx(handle.raw(), &mut ctx) }, "cuStreamGetCtx")?;
-    ContextHandle::from_raw(ctx).ok_or_else(|| crate::error::Error::Cuda {
-        call: "cuStreamGetCtx",
-        code: sys::CUresult::CUDA_ERROR_INVALID_CONTEXT as u32,
-        name: "CUDA_ERROR_INVALID_CONTEXT".into(),
-    })
+    ContextHandle::from_raw(ctx).ok_or_else(|| super::context::no_context("cuStreamGetCtx"))
 }
