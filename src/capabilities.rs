@@ -56,7 +56,7 @@ pub fn driver_version() -> Result<i32> {
 }
 
 fn attribute_is_one(device: DeviceId, attribute: Attr) -> Result<bool> {
-    Ok(device_attribute(device.0, attribute)? == 1)
+    Ok(device_attribute(device, attribute)? == 1)
 }
 
 /// Whether `device` supports the stream-ordered allocator (`cudaMallocAsync`, memory pools).
@@ -71,7 +71,7 @@ pub fn supported_export_handle_types(device: DeviceId) -> Result<u32> {
     if driver_version()? < MIN_HANDLE_TYPES_DRIVER {
         return Ok(0);
     }
-    let mut mask = device_attribute(device.0, Attr::CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES)? as u32;
+    let mut mask = device_attribute(device, Attr::CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES)? as u32;
     // Fabric handles also need the device's own fabric support, which older drivers cannot report.
     let fabric = AllocationHandleType::Fabric as u32;
     if mask & fabric != 0

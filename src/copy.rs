@@ -2,7 +2,7 @@
 //! and pageable host memory (unified addressing tells the driver which is which). For code that
 //! holds raw addresses, such as the Python face; typed code uses [`crate::DeviceBuffer`].
 
-use crate::driver;
+use crate::driver::{self, DevicePtr};
 use crate::error::Result;
 use crate::stream::CudaStreamView;
 
@@ -17,7 +17,9 @@ pub unsafe fn copy_async(dst: *mut u8, src: *const u8, bytes: usize, stream: Cud
     if bytes == 0 {
         return Ok(());
     }
-    driver::memcpy_async(dst as usize, src as usize, bytes, stream)
+    // SAFETY: the ranges are readable and writable for `bytes` bytes until the copy has run and do
+    // not overlap (this function's contract); a view names a live stream.
+    unsafe { driver::memcpy_async(DevicePtr::from_ptr(dst), DevicePtr::from_ptr(src), bytes, stream.stream_handle()) }
 }
 
 /// Enqueues setting `bytes` bytes at `dst` to `value` on `stream` (`cuMemsetD8Async`).
@@ -28,5 +30,7 @@ pub unsafe fn fill_async(dst: *mut u8, value: u8, bytes: usize, stream: CudaStre
     if bytes == 0 {
         return Ok(());
     }
-    driver::memset_d8_async(dst as usize, value, bytes, stream)
+    // SAFETY: `dst` is writable for `bytes` bytes until the fill has run (this function's
+    // contract); a view names a live stream.
+    unsafe { driver::memset_d8_async(DevicePtr::from_ptr(dst), value, bytes, stream.stream_handle()) }
 }

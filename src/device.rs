@@ -3,25 +3,14 @@
 use crate::driver;
 use crate::error::{Error, Result};
 
-/// A CUDA device ordinal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct DeviceId(pub i32);
+pub use crate::driver::DeviceId;
 
 impl DeviceId {
     /// The device of the context current on this thread (device 0 when none is current, as with
     /// the runtime).
     pub fn current() -> Result<DeviceId> {
-        driver::current_device().map(DeviceId)
+        driver::current_device()
     }
-
-    /// The ordinal.
-    pub fn value(self) -> i32 {
-        self.0
-    }
-
-    /// No device (RMM's `cuda_device_id{-1}`): what a buffer records where no driver is
-    /// installed; a [`DeviceGuard`] for it changes nothing.
-    pub const NONE: DeviceId = DeviceId(-1);
 
     /// The current device, or [`DeviceId::NONE`] where no driver is installed: the device a
     /// buffer records when it is made, to make it current again for its later allocations,
@@ -59,7 +48,7 @@ impl DeviceGuard {
     /// Makes `device` current until the guard is dropped. A device that does not exist is
     /// [`Error::InvalidArgument`], and nothing changes.
     pub fn new(device: DeviceId) -> Result<DeviceGuard> {
-        Ok(DeviceGuard { _inner: driver::DeviceGuard::set(device.0)? })
+        Ok(DeviceGuard { _inner: driver::DeviceGuard::set(device)? })
     }
 }
 
@@ -71,7 +60,7 @@ impl std::fmt::Debug for DeviceGuard {
 
 /// The number of CUDA devices.
 pub fn device_count() -> Result<usize> {
-    driver::device_count()
+    driver::device_count().map(|n| n as usize)
 }
 
 /// Makes `device` current on this thread (`cudaSetDevice`).
@@ -83,7 +72,7 @@ pub fn set_current_device(device: DeviceId) -> Result<()> {
             device.0
         )));
     }
-    driver::make_primary_current(device.0)
+    driver::make_primary_current(device)
 }
 
 /// Runs `f` with `device` current and restores the previous device afterwards, like RMM's

@@ -56,7 +56,10 @@ pub struct PoolState {
 }
 
 /// Errors of every resource, adaptor and helper in this crate.
+///
+/// Non-exhaustive: a later version may add a kind, so a `match` outside the crate needs a `_` arm.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Error {
     /// No memory could be found for `requested` bytes. `pool` is set when a pool refused.
     OutOfMemory {

@@ -1,13 +1,13 @@
 //! An owned CUDA event used to order one stream after another.
 
-use crate::driver;
+use crate::driver::{self, EventHandle};
 use crate::error::Result;
 use crate::stream::CudaStreamView;
 
 /// An event created without timing (cheapest to record), destroyed on drop.
 #[derive(Debug)]
 pub struct CudaEvent {
-    handle: usize,
+    handle: EventHandle,
 }
 
 impl CudaEvent {
@@ -18,12 +18,12 @@ impl CudaEvent {
 
     /// Captures the work enqueued on `stream` so far.
     pub fn record(&self, stream: CudaStreamView) -> Result<()> {
-        driver::event_record(self.handle, stream)
+        driver::event_record(self.handle, stream.stream_handle())
     }
 
     /// Makes work enqueued on `stream` from now on wait for the captured work.
     pub fn wait_on(&self, stream: CudaStreamView) -> Result<()> {
-        driver::stream_wait_event(stream, self.handle)
+        driver::stream_wait_event(stream.stream_handle(), self.handle)
     }
 }
 
@@ -33,6 +33,8 @@ impl Drop for CudaEvent {
         if crate::process_exit::process_is_exiting() {
             return;
         }
-        driver::event_destroy(self.handle);
+        // SAFETY: the event was made in `new` and is destroyed once, here; `&self` methods that
+        // used it have returned.
+        unsafe { driver::event_destroy(self.handle) };
     }
 }

@@ -75,6 +75,7 @@ pub mod prefetch;
 pub mod process_exit;
 pub mod resource;
 pub mod stream;
+mod stream_key;
 pub mod stream_pool;
 pub mod stream_registry;
 #[doc(hidden)]

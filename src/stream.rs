@@ -1,6 +1,6 @@
 //! Streams: a non-owning view ([`CudaStreamView`]) and an owning stream ([`CudaStream`]).
 
-use crate::driver;
+use crate::driver::{self, StreamHandle};
 use crate::error::Result;
 use cudarc::driver::sys;
 
@@ -41,6 +41,12 @@ impl CudaStreamView {
         self.0
     }
 
+    /// The handle as the driver door takes it.
+    #[inline]
+    pub(crate) const fn stream_handle(self) -> StreamHandle {
+        StreamHandle::new(self.0)
+    }
+
     /// True for the legacy default stream, named either by 0 or by `cudaStreamLegacy`.
     pub const fn is_default(self) -> bool {
         self.0 == 0 || self.0 == LEGACY_HANDLE
@@ -53,7 +59,7 @@ impl CudaStreamView {
 
     /// Blocks until all work on the stream has finished.
     pub fn synchronize(self) -> Result<()> {
-        driver::stream_synchronize(self)
+        driver::stream_synchronize(self.stream_handle())
     }
 }
 
@@ -62,7 +68,7 @@ impl CudaStreamView {
 /// pools: the pools capture its work first (see [`crate::stream_registry`]).
 #[derive(Debug)]
 pub struct CudaStream {
-    handle: usize,
+    handle: StreamHandle,
 }
 
 impl CudaStream {
@@ -75,13 +81,13 @@ impl CudaStream {
     /// that synchronises with the legacy default stream (RMM's `cuda_stream_flags::sync_default`).
     pub fn with_flags(non_blocking: bool) -> Result<Self> {
         let handle = driver::stream_create_with_flags(non_blocking)?;
-        crate::stream_registry::register_stream(handle);
+        crate::stream_registry::register_stream(handle.value());
         Ok(CudaStream { handle })
     }
 
     /// A view of this stream, valid while `self` lives.
     pub fn view(&self) -> CudaStreamView {
-        CudaStreamView(self.handle)
+        CudaStreamView(self.handle.value())
     }
 
     /// Blocks until all work on the stream has finished.
@@ -98,8 +104,9 @@ impl Drop for CudaStream {
         }
         // Pools capture the stream's queued work while it is alive: its handle may go to the next
         // stream created, which must not take the blocks that work still uses.
-        crate::stream_registry::retire_stream(self.handle);
-        // Pending work still completes; the driver releases the stream afterwards.
-        driver::stream_destroy(self.handle);
+        crate::stream_registry::retire_stream(self.handle.value());
+        // SAFETY: the stream was made in `with_flags` and is destroyed once, here; pending work
+        // still completes (the driver releases the stream afterwards), and no view outlives it.
+        unsafe { driver::stream_destroy(self.handle) };
     }
 }

@@ -14,7 +14,7 @@
 //!   id as well as its handle; a pool that finds a different id behind a handle retires the old
 //!   stream's blocks until a synchronisation of everything covers its work.
 
-use crate::pool::StreamKey;
+use crate::stream_key::StreamKey;
 use parking_lot::Mutex;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -58,7 +58,7 @@ pub(crate) fn add_tenant(tenant: Arc<dyn StreamTenant>) -> Tenancy {
 /// Records that this library created the stream `handle`: pools trust its handle until
 /// [`retire_stream`] is called for it.
 pub fn register_stream(handle: usize) {
-    if StreamKey(handle).is_reusable_handle() {
+    if StreamKey::of_handle(handle).is_reusable_handle() {
         STREAMS.lock().insert(handle);
     }
 }
@@ -74,7 +74,7 @@ pub fn retire_stream(handle: usize) {
     // A snapshot, so that no pool lock is taken under the registry's lock.
     let tenants: Vec<Arc<dyn StreamTenant>> = TENANTS.lock().iter().map(|(_, t)| t.clone()).collect();
     for tenant in tenants {
-        tenant.stream_retiring(StreamKey(handle));
+        tenant.stream_retiring(StreamKey::of_handle(handle));
     }
     STREAMS.lock().remove(&handle);
 }
@@ -92,7 +92,7 @@ mod tests {
     struct Counting(AtomicUsize, usize);
     impl StreamTenant for Counting {
         fn stream_retiring(&self, key: StreamKey) {
-            if key.0 == self.1 {
+            if key == StreamKey::of_handle(self.1) {
                 self.0.fetch_add(1, Ordering::SeqCst);
             }
         }

@@ -1,7 +1,8 @@
 //! Adaptors: resources that wrap an upstream resource to observe, limit or log what passes through.
 //!
 //! Every adaptor owns its upstream by value; to share one upstream between several adaptors (or to
-//! keep a handle to it), pass an `Arc<R>`, which is itself a [`MemoryResource`]. All adaptors:
+//! keep a handle to it), pass an `Arc<R>`, which is itself a
+//! [`MemoryResource`](crate::resource::MemoryResource). All adaptors:
 //! - treat a zero-byte request as RMM's adaptors do: `statistics`, `tracking`, `limiting` and
 //!   `logging` pass it (and the 0-byte free of what it returned, null or not) to the upstream,
 //!   where `statistics` counts one allocation of 0 bytes, `logging` logs it, and `tracking` and
@@ -13,23 +14,17 @@
 //!   handed out.
 
 use crate::error::Result;
-use crate::resource::{effective_alignment, same_type, MemoryResource};
+use crate::resource::effective_alignment;
 
 /// The three methods every adaptor writes alike, inside its `impl MemoryResource`: equal only to
 /// itself ([`same_instance`]), device- and host-accessible where its upstream (the field named) is.
 macro_rules! adaptor_identity_and_access {
     ($upstream:ident) => {
         fn is_equal(&self, other: &dyn $crate::resource::MemoryResource) -> bool {
-            $crate::adaptor::same_instance(self, other)
+            $crate::resource::same_instance(self, other)
         }
 
-        fn is_device_accessible(&self) -> bool {
-            self.$upstream.is_device_accessible()
-        }
-
-        fn is_host_accessible(&self) -> bool {
-            self.$upstream.is_host_accessible()
-        }
+        $crate::resource::accessibility!($upstream);
     };
 }
 
@@ -66,8 +61,4 @@ pub(crate) fn never_allocated(ptr: *mut u8, bytes: usize) -> bool {
     ptr.is_null() && bytes != 0
 }
 
-/// Identity: true only when `other` is `this` very adaptor. The type check matters because an
-/// adaptor's upstream may live at the adaptor's own address (first field).
-pub(crate) fn same_instance<T: MemoryResource>(this: &T, other: &dyn MemoryResource) -> bool {
-    std::ptr::addr_eq(this as *const T, other as *const dyn MemoryResource) && same_type::<T>(other)
-}
+pub(crate) use crate::resource::same_instance;

@@ -40,7 +40,7 @@ impl GlobalArena {
     /// [`MIN_SUPERBLOCK`] and at most [`crate::pool::MAX_BLOCK_BYTES`].
     pub fn new(base: usize, size: usize) -> Self {
         let mut core = CoalescingPool::new();
-        let set = core.set_of(StreamKey(0));
+        let set = core.set_of(StreamKey::LEGACY_DEFAULT);
         core.add_chunk(base, size, set);
         GlobalArena { core, set, base, size, held: BTreeMap::new() }
     }

@@ -27,7 +27,7 @@ impl SmallArena {
     pub fn new() -> Self {
         let mut core = CoalescingPool::new();
         // One set of free lists: an arena serves one stream, which the resource tracks.
-        let set = core.set_of(StreamKey(0));
+        let set = core.set_of(StreamKey::LEGACY_DEFAULT);
         SmallArena { core, set }
     }
 

@@ -269,7 +269,11 @@ impl RustResource {
     }
 
     pub(crate) fn cuda_async_pool_handle(&self) -> usize {
-        guard("cuda_async_pool_handle", |_| 0, || self.shared().ok().and_then(|r| async_pool_of(&**r)).unwrap_or(0))
+        guard(
+            "cuda_async_pool_handle",
+            |_| 0,
+            || self.shared().ok().and_then(|r| async_pool_of(&**r)).map_or(0, |p| p.raw() as usize),
+        )
     }
 
     pub(crate) fn flush_log(&self) -> Outcome {

@@ -97,8 +97,8 @@ fn reported_stream(own: CudaStreamView, ctx: &Arc<CudaContext>) -> Result<Arc<Cu
     }
     if !own.is_default() {
         // The buffer's stream outlives the buffer (it is freed there), which is borrowed here.
-        let belongs_to = driver::stream_context(own.handle())?;
-        if belongs_to != ctx.cu_ctx() as usize {
+        let belongs_to = driver::stream_context(own.stream_handle())?;
+        if belongs_to.value() != ctx.cu_ctx() as usize {
             return Err(Error::InvalidArgument(format!(
                 "the buffer's stream {:#x} belongs to CUDA context {belongs_to:#x}, not to the cudarc \
                  context {:#x} given",

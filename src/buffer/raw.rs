@@ -9,7 +9,7 @@
 //! already current that costs one current-device query.
 
 use crate::device::{DeviceGuard, DeviceId};
-use crate::driver;
+use crate::driver::{self, DevicePtr};
 use crate::error::Result;
 use crate::event::CudaEvent;
 use crate::resource::SharedResource;
@@ -153,7 +153,10 @@ impl RawBuffer {
             return Ok(());
         }
         let _on_device = self.on_device()?;
-        driver::memcpy_async(self.ptr + at, src as usize, n, stream)
+        let (dst, src) = (DevicePtr::new(self.ptr + at), DevicePtr::from_ptr(src));
+        // SAFETY: the caller keeps `src` readable for `n` bytes until the copy has run; `at + n` is
+        // inside this block, which `src` cannot overlap (it is borrowed mutably by the caller).
+        unsafe { driver::memcpy_async(dst, src, n, stream.stream_handle()) }
     }
 
     /// Copies `n` bytes at offset `at` to host memory at `dst`, on `stream`.
@@ -173,7 +176,10 @@ impl RawBuffer {
             return Ok(());
         }
         let _on_device = self.on_device()?;
-        driver::memcpy_async(dst as usize, self.ptr + at, n, stream)
+        let (dst, src) = (DevicePtr::from_ptr(dst), DevicePtr::new(self.ptr + at));
+        // SAFETY: the caller owns `dst` for `n` bytes until the copy has run; the source range is
+        // inside this block, which `dst` cannot overlap.
+        unsafe { driver::memcpy_async(dst, src, n, stream.stream_handle()) }
     }
 
     /// Copies `n` bytes from offset `from` of `src` to offset `at` of `self`, on `stream`. The two
@@ -198,7 +204,11 @@ impl RawBuffer {
             return Ok(());
         }
         let _on_device = self.on_device()?;
-        driver::memcpy_async(self.ptr + at, src.ptr + from, n, stream)
+        let (dst, src) = (DevicePtr::new(self.ptr + at), DevicePtr::new(src.ptr + from));
+        // SAFETY: both ranges lie inside live blocks (asserted above) that stay live until the
+        // copy has run (a block is freed on a stream ordered after it), and two live blocks never
+        // overlap (the resources' contract; the callers copy into a fresh block).
+        unsafe { driver::memcpy_async(dst, src, n, stream.stream_handle()) }
     }
 
     /// Sets `n` bytes at offset `at` to `value`, on `stream`.
@@ -214,7 +224,9 @@ impl RawBuffer {
             return Ok(());
         }
         let _on_device = self.on_device()?;
-        driver::memset_d8_async(self.ptr + at, value, n, stream)
+        // SAFETY: the range lies inside this live block (asserted above), which stays live until
+        // the fill has run (it is freed on a stream ordered after it).
+        unsafe { driver::memset_d8_async(DevicePtr::new(self.ptr + at), value, n, stream.stream_handle()) }
     }
 
     /// Blocks until `stream` has run the work enqueued on it (nothing to wait for on host memory

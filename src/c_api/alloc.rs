@@ -11,7 +11,7 @@ use super::event_log::{Kind, Site, Timer};
 use super::guarded;
 use super::live::Live;
 use super::session::{with_session, Session};
-use crate::driver;
+use crate::driver::{self, DevicePtr};
 use crate::resource::DEFAULT_ALIGNMENT;
 use crate::stream::CudaStreamView;
 use cudarc::driver::sys::CUstream;
@@ -78,7 +78,12 @@ fn realloc(inout: *mut *mut c_void, new_size: usize, stream: CudaStreamView, sit
 /// `stream`: the copy is queued before the free, so the stream-ordered free keeps the old block
 /// from reuse until the copy has run. On failure `old` stays live and unchanged.
 fn move_to_new(s: &Session, old: usize, new_size: usize, stream: CudaStreamView) -> Result<usize, RmmError> {
-    move_with(s, old, new_size, stream, driver::memcpy_async)
+    move_with(s, old, new_size, stream, |dst, src, n, stream| {
+        // SAFETY: `dst` is the block of `new_size >= n` bytes just allocated and `src` the live
+        // block of at least `n` bytes taken from the live table: two blocks, which never overlap;
+        // the old one is freed on `stream` after the copy, the new one handed out after it.
+        unsafe { driver::memcpy_async(DevicePtr::new(dst), DevicePtr::new(src), n, stream.stream_handle()) }
+    })
 }
 
 /// [`move_to_new`] with the copy `copy(dst, src, bytes, stream)` (tests pass a host copy).
@@ -128,7 +133,7 @@ fn allocation_offset(offset: *mut c_long, ptr: usize) -> Status {
             return Err(RmmError::INVALID_ARGUMENT);
         }
         s.live.containing(ptr).ok_or(RmmError::INVALID_ARGUMENT)?;
-        let base = status(driver::mem_allocation_base(ptr))?;
+        let base = status(driver::mem_allocation_base(DevicePtr::new(ptr)))?.addr();
         let delta = c_long::try_from(ptr - base).map_err(|_| RmmError::UNKNOWN)?;
         // SAFETY: `offset` is not null (checked above) and the caller passes a writable pointer.
         unsafe { offset.write(delta) };

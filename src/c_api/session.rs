@@ -17,7 +17,7 @@ use super::live::LiveTable;
 use super::options::RmmOptions;
 use super::{event_log, guarded};
 use crate::device::DeviceId;
-use crate::driver;
+use crate::driver::{self, ContextHandle};
 use crate::per_device_resource::{get_per_device_resource, set_per_device_resource};
 use crate::resource::{SharedResource, DEFAULT_ALIGNMENT};
 use crate::stream::CudaStreamView;
@@ -31,7 +31,7 @@ pub(crate) struct Session {
     /// The device whose current resource it set (the current device at `rmmInitialize`).
     pub device: DeviceId,
     /// That device's context, to wait for all its work at finalize.
-    context: usize,
+    context: ContextHandle,
     /// The resource it made and installed.
     created: SharedResource,
     /// The resource that was current before, put back at finalize.
@@ -66,7 +66,7 @@ impl Session {
         Session {
             options: RmmOptions::default(),
             device,
-            context: 0,
+            context: ContextHandle::for_tests(0x1),
             created: current.clone(),
             previous: current,
             live: LiveTable::default(),
@@ -104,7 +104,7 @@ fn initialize(options: RmmOptions) -> Status {
 
 /// Checks `options` and makes their resource on the current device: everything a session needs
 /// that may fail, done before any state changes.
-fn build(options: &RmmOptions) -> Result<(DeviceId, usize, SharedResource), RmmError> {
+fn build(options: &RmmOptions) -> Result<(DeviceId, ContextHandle, SharedResource), RmmError> {
     options.validate()?;
     let device = status(DeviceId::current())?;
     let context = status(driver::current_context_kept())?;
@@ -116,7 +116,13 @@ fn build(options: &RmmOptions) -> Result<(DeviceId, usize, SharedResource), RmmE
 /// the session there if any: its live allocations stay live (each is freed through the resource
 /// it came from, which they keep alive), and the resource that was current before it is still the
 /// one finalize puts back. No driver call: this cannot fail.
-fn switch(slot: &mut Option<Session>, options: RmmOptions, device: DeviceId, context: usize, created: SharedResource) {
+fn switch(
+    slot: &mut Option<Session>,
+    options: RmmOptions,
+    device: DeviceId,
+    context: ContextHandle,
+    created: SharedResource,
+) {
     let live = LiveTable::default();
     let previous = match slot.take() {
         None => set_per_device_resource(device, created.clone()),
@@ -236,13 +242,13 @@ mod tests {
         set_per_device_resource(device, original.clone());
         let (first, second) = (host(), host());
         let mut slot = None;
-        switch(&mut slot, RmmOptions::default(), device, 0, first.clone());
+        switch(&mut slot, RmmOptions::default(), device, ContextHandle::for_tests(0x1), first.clone());
         assert!(Arc::ptr_eq(&get_per_device_resource(device), &first));
         let p = first.allocate(100, DEFAULT_ALIGNMENT, CudaStreamView::DEFAULT).unwrap() as usize;
         slot.as_ref().unwrap().live.insert(p, Live { bytes: 100, resource: first.clone() });
 
         let pool = RmmOptions::new(crate::c_api::RmmAllocationMode::POOL_ALLOCATION, 1 << 20, false);
-        switch(&mut slot, pool, device, 0, second.clone());
+        switch(&mut slot, pool, device, ContextHandle::for_tests(0x1), second.clone());
         let s = slot.take().unwrap();
         assert!(Arc::ptr_eq(&get_per_device_resource(device), &second), "the new resource is current");
         assert_eq!(s.options, pool);
@@ -261,14 +267,14 @@ mod tests {
         let (device, other_device) = (DeviceId(-2812), DeviceId(-2813));
         let (first, user, second) = (host(), host(), host());
         let mut slot = None;
-        switch(&mut slot, RmmOptions::default(), device, 0, first);
+        switch(&mut slot, RmmOptions::default(), device, ContextHandle::for_tests(0x1), first);
         set_per_device_resource(device, user.clone());
-        switch(&mut slot, RmmOptions::default(), device, 0, second.clone());
+        switch(&mut slot, RmmOptions::default(), device, ContextHandle::for_tests(0x1), second.clone());
         assert!(Arc::ptr_eq(&slot.as_ref().unwrap().previous, &user));
 
         // To another device: the first device gets its resource back at once.
         let third = host();
-        switch(&mut slot, RmmOptions::default(), other_device, 0, third.clone());
+        switch(&mut slot, RmmOptions::default(), other_device, ContextHandle::for_tests(0x1), third.clone());
         assert!(Arc::ptr_eq(&get_per_device_resource(device), &user));
         assert!(Arc::ptr_eq(&get_per_device_resource(other_device), &third));
         slot.take().unwrap().release().unwrap();

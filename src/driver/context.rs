@@ -1,6 +1,6 @@
 //! Contexts and devices, and the context rule: how a call that needs a current context gets one.
 
-use super::{check, ensure_driver};
+use super::{check, ensure_driver, ContextHandle, DeviceId};
 use crate::error::Result;
 use cudarc::driver::sys;
 use std::cell::Cell;
@@ -35,25 +35,35 @@ thread_local! {
 /// is, the primary context of device 0 becomes current.
 pub(crate) fn ensure_context() -> Result<()> {
     ensure_driver()?;
-    if current_context_or_null()? == 0 {
-        make_primary_current(0)?;
+    if current_context_or_null()?.is_none() {
+        make_primary_current(DeviceId(0))?;
     }
     Ok(())
 }
 
-/// The context current on this thread, or 0 when none is; makes none current. The driver must be
-/// initialised.
-pub(crate) fn current_context_or_null() -> Result<usize> {
+/// The context current on this thread, or `None` when none is; makes none current. The driver
+/// must be initialised.
+pub(crate) fn current_context_or_null() -> Result<Option<ContextHandle>> {
     let mut ctx: sys::CUcontext = std::ptr::null_mut();
     // SAFETY: the driver is initialised; ctx is a valid out pointer.
     check(unsafe { sys::cuCtxGetCurrent(&mut ctx) }, "cuCtxGetCurrent")?;
-    Ok(ctx as usize)
+    Ok(ContextHandle::from_raw(ctx))
 }
 
 /// The context current on this thread (made current first if none is, see [`ensure_context`]).
-pub(crate) fn current_context() -> Result<usize> {
+pub(crate) fn current_context() -> Result<ContextHandle> {
     ensure_context()?;
-    current_context_or_null()
+    current_context_or_null()?.ok_or_else(|| no_context("cuCtxGetCurrent"))
+}
+
+/// The error for a `call` that succeeded but answered the null context.
+#[cold]
+pub(super) fn no_context(call: &'static str) -> crate::error::Error {
+    crate::error::Error::Cuda {
+        call,
+        code: sys::CUresult::CUDA_ERROR_INVALID_CONTEXT as u32,
+        name: "CUDA_ERROR_INVALID_CONTEXT".into(),
+    }
 }
 
 /// The context current on this thread (made current first if none is), for an object that stores
@@ -64,7 +74,7 @@ pub(crate) fn current_context() -> Result<usize> {
 /// releases: a primary context made current by the runtime, or by cuda-python, is otherwise kept
 /// only by their retains. A context the program created itself (`cuCtxCreate`) has no retain; the
 /// program keeps it alive while anything made in it lives (CUDA's rule, and RMM's).
-pub(crate) fn current_context_kept() -> Result<usize> {
+pub(crate) fn current_context_kept() -> Result<ContextHandle> {
     let context = current_context()?;
     let mut kept = KEPT_PRIMARY_CONTEXTS.lock();
     if kept.contains(&context) {
@@ -73,7 +83,7 @@ pub(crate) fn current_context_kept() -> Result<usize> {
     let device = current_device()?;
     let (mut flags, mut active) = (0u32, 0i32);
     // SAFETY: the driver is initialised; both out pointers are valid.
-    check(unsafe { sys::cuDevicePrimaryCtxGetState(device, &mut flags, &mut active) }, "cuDevicePrimaryCtxGetState")?;
+    check(unsafe { sys::cuDevicePrimaryCtxGetState(device.0, &mut flags, &mut active) }, "cuDevicePrimaryCtxGetState")?;
     if active == 0 {
         // The current context is alive, so it is not this inactive primary context: a context the
         // program made. Retaining the primary context here would create it, for nothing.
@@ -81,28 +91,28 @@ pub(crate) fn current_context_kept() -> Result<usize> {
     }
     let mut primary: sys::CUcontext = std::ptr::null_mut();
     // SAFETY: as above; the primary context is active, so the retain only counts.
-    check(unsafe { sys::cuDevicePrimaryCtxRetain(&mut primary, device) }, "cuDevicePrimaryCtxRetain")?;
-    if primary as usize == context {
+    check(unsafe { sys::cuDevicePrimaryCtxRetain(&mut primary, device.0) }, "cuDevicePrimaryCtxRetain")?;
+    if ContextHandle::from_raw(primary) == Some(context) {
         kept.push(context); // the retain just taken is never released
     } else {
         // SAFETY: releases the retain taken above.
-        check(unsafe { sys::cuDevicePrimaryCtxRelease_v2(device) }, "cuDevicePrimaryCtxRelease")?;
+        check(unsafe { sys::cuDevicePrimaryCtxRelease_v2(device.0) }, "cuDevicePrimaryCtxRelease")?;
     }
     Ok(context)
 }
 
 /// Primary contexts this crate holds a retain of that it never releases.
-static KEPT_PRIMARY_CONTEXTS: parking_lot::Mutex<Vec<usize>> = parking_lot::Mutex::new(Vec::new());
+static KEPT_PRIMARY_CONTEXTS: parking_lot::Mutex<Vec<ContextHandle>> = parking_lot::Mutex::new(Vec::new());
 
-/// The ordinal of the current context's device (device 0's primary context is made current first
-/// if no context is). One `cuCtxGetDevice` once this thread has had a context (see
+/// The current context's device (device 0's primary context is made current first if no
+/// context is). One `cuCtxGetDevice` once this thread has had a context (see
 /// [`with_context`]): cheap enough for every buffer operation to ask.
-pub(crate) fn current_device() -> Result<i32> {
+pub(crate) fn current_device() -> Result<DeviceId> {
     let mut dev: sys::CUdevice = 0;
     // SAFETY: with_context makes sure a context is current; dev is a valid out pointer.
     let status = with_context(|| unsafe { sys::cuCtxGetDevice(&mut dev) })?;
     check(status, "cuCtxGetDevice")?;
-    Ok(dev)
+    Ok(DeviceId(dev))
 }
 
 /// While alive, the primary context of a device is current on this thread; dropped, the context
@@ -110,27 +120,28 @@ pub(crate) fn current_device() -> Result<i32> {
 /// device already is current, or is negative (no device), it changes nothing, at the cost of one
 /// `cuCtxGetDevice`. Not `Send`: it restores the context of the thread that made it.
 pub(crate) struct DeviceGuard {
-    /// The context to make current again, when this guard switched.
-    previous: Option<usize>,
+    /// Whether this guard switched, and then the context to make current again (`None`: none).
+    previous: Option<Option<ContextHandle>>,
     _not_send: std::marker::PhantomData<*const ()>,
 }
 
 impl DeviceGuard {
     /// Makes `device`'s primary context current (nothing when `device` is negative or current).
     #[inline]
-    pub(crate) fn set(device: i32) -> Result<DeviceGuard> {
-        if device < 0 || current_device()? == device {
+    pub(crate) fn set(device: DeviceId) -> Result<DeviceGuard> {
+        if device.0 < 0 || current_device()? == device {
             return Ok(DeviceGuard { previous: None, _not_send: std::marker::PhantomData });
         }
         Self::switch(device)
     }
 
     #[cold]
-    fn switch(device: i32) -> Result<DeviceGuard> {
+    fn switch(device: DeviceId) -> Result<DeviceGuard> {
         let count = device_count()?;
-        if device as usize >= count {
+        if device.0 as u32 >= count {
             return Err(crate::error::Error::InvalidArgument(format!(
-                "device {device} does not exist; this machine has {count} device(s)"
+                "device {} does not exist; this machine has {count} device(s)",
+                device.0
             )));
         }
         let previous = current_context_or_null()?;
@@ -146,24 +157,24 @@ impl Drop for DeviceGuard {
             // not Send), and stays alive while current work of the caller runs (the program's
             // contract for a context it made; a primary context is retained for the process).
             // A failure cannot be reported from here; the guard's device then stays current.
-            let _ = unsafe { sys::cuCtxSetCurrent(previous as sys::CUcontext) };
+            let _ = unsafe { sys::cuCtxSetCurrent(previous.map_or(std::ptr::null_mut(), ContextHandle::raw)) };
         }
     }
 }
 
-/// The number of CUDA devices.
-pub(crate) fn device_count() -> Result<usize> {
+/// The number of CUDA devices (device ordinals run from 0 below it).
+pub(crate) fn device_count() -> Result<u32> {
     ensure_driver()?;
     let mut n = 0;
     // SAFETY: the driver is initialised; n is a valid out pointer.
     check(unsafe { sys::cuDeviceGetCount(&mut n) }, "cuDeviceGetCount")?;
-    Ok(n.max(0) as usize)
+    Ok(n.max(0) as u32)
 }
 
 /// Blocks until all work in `context` has finished, streams destroyed since included; `context`
 /// is made current for the call when another one is. `context` comes from
 /// [`current_context_kept`].
-pub(crate) fn synchronize_context(context: usize) -> Result<()> {
+pub(crate) fn synchronize_context(context: ContextHandle) -> Result<()> {
     let current = current_context()?;
     if current == context {
         // SAFETY: a context is current.
@@ -172,7 +183,7 @@ pub(crate) fn synchronize_context(context: usize) -> Result<()> {
     // SAFETY: `context` came from `current_context_kept`: a primary context this crate retains for
     // the whole process, or a context the program made and keeps alive while the object that
     // stored it lives (the program's contract, as in RMM). Pushed and popped around one call.
-    check(unsafe { sys::cuCtxPushCurrent_v2(context as sys::CUcontext) }, "cuCtxPushCurrent")?;
+    check(unsafe { sys::cuCtxPushCurrent_v2(context.raw()) }, "cuCtxPushCurrent")?;
     // SAFETY: a context is current.
     let synced = check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize");
     let mut popped: sys::CUcontext = std::ptr::null_mut();
@@ -184,11 +195,11 @@ pub(crate) fn synchronize_context(context: usize) -> Result<()> {
 /// Blocks until all work in `context` has finished, for a destructor: `context` is pushed for the
 /// call whichever context is current, and errors are ignored. The driver must be initialised and
 /// `context` must come from [`current_context_kept`].
-pub(crate) fn synchronize_context_in_drop(context: usize) {
+pub(crate) fn synchronize_context_in_drop(context: ContextHandle) {
     // SAFETY: `context` came from `current_context_kept` (a primary context retained for the whole
     // process, or a context the program keeps alive while the object that stored it lives);
     // pushing it leaves the caller's current context as it was once popped.
-    if unsafe { sys::cuCtxPushCurrent_v2(context as sys::CUcontext) } != sys::CUresult::CUDA_SUCCESS {
+    if unsafe { sys::cuCtxPushCurrent_v2(context.raw()) } != sys::CUresult::CUDA_SUCCESS {
         return;
     }
     // SAFETY: a context is current (pushed above).
@@ -198,12 +209,12 @@ pub(crate) fn synchronize_context_in_drop(context: usize) {
     let _ = unsafe { sys::cuCtxPopCurrent_v2(&mut popped) };
 }
 
-/// Retains the primary context of `ordinal` and makes it current on this thread (`cudaSetDevice`).
-pub(crate) fn make_primary_current(ordinal: i32) -> Result<()> {
+/// Retains the primary context of `device` and makes it current on this thread (`cudaSetDevice`).
+pub(crate) fn make_primary_current(device: DeviceId) -> Result<()> {
     ensure_driver()?;
     let mut dev: sys::CUdevice = 0;
     // SAFETY: the driver is initialised; out pointers are valid.
-    check(unsafe { sys::cuDeviceGet(&mut dev, ordinal) }, "cuDeviceGet")?;
+    check(unsafe { sys::cuDeviceGet(&mut dev, device.0) }, "cuDeviceGet")?;
     let mut ctx: sys::CUcontext = std::ptr::null_mut();
     // SAFETY: as above. The retain is never released on purpose: the primary context then lives for
     // the whole process, as it does under the runtime, so no resource outlives its context.

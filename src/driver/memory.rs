@@ -4,50 +4,56 @@
 //! host memory make sure of a context before every call with [`ensure_context`], which never lets
 //! a call fail for want of one.
 
-use super::{check, check_alloc, ensure_context, with_context};
+use super::{check, check_alloc, ensure_context, with_context, DeviceId, DevicePtr, StreamHandle};
 use crate::error::Result;
-use crate::stream::CudaStreamView;
 use cudarc::driver::sys;
 
 /// `bytes` of device memory from `cuMemAlloc`.
 #[inline]
-pub(crate) fn mem_alloc(bytes: usize) -> Result<usize> {
+pub(crate) fn mem_alloc(bytes: usize) -> Result<DevicePtr> {
     let mut dptr: sys::CUdeviceptr = 0;
     // SAFETY: the driver is loaded; dptr is a valid out pointer.
     let status = with_context(|| unsafe { sys::cuMemAlloc_v2(&mut dptr, bytes) })?;
     check_alloc(status, "cuMemAlloc", bytes)?;
-    Ok(dptr as usize)
+    Ok(DevicePtr::new(dptr as usize))
 }
 
-/// Frees device memory from [`mem_alloc`] with `cuMemFree`. The driver frees any allocation it
-/// made, whoever holds it: the caller passes only a live block it handed out (the driver-backed
+/// Frees device memory from [`mem_alloc`] with `cuMemFree`.
+///
+/// # Safety
+/// `ptr` is a live block from [`mem_alloc`] that the caller owns and frees once, with no work
+/// still using it: the driver frees any allocation it made, whoever holds it (the driver-backed
 /// resources check their table of live blocks first).
 #[inline]
-pub(crate) fn mem_free(ptr: usize) -> Result<()> {
-    // SAFETY: the driver is loaded; the caller frees a block it owns, once (above), and the driver
-    // answers a pointer it never handed out with an error code.
-    let status = with_context(|| unsafe { sys::cuMemFree_v2(ptr as sys::CUdeviceptr) })?;
+pub(crate) unsafe fn mem_free(ptr: DevicePtr) -> Result<()> {
+    // SAFETY: the driver is loaded; the caller frees a block it owns, once (this function's
+    // contract), and the driver answers a pointer it never handed out with an error code.
+    let status = with_context(|| unsafe { sys::cuMemFree_v2(ptr.raw()) })?;
     check(status, "cuMemFree")
 }
 
 /// `bytes` of managed memory from `cuMemAllocManaged`, attached globally: any stream on any device
 /// may use it.
-pub(crate) fn mem_alloc_managed(bytes: usize) -> Result<usize> {
+pub(crate) fn mem_alloc_managed(bytes: usize) -> Result<DevicePtr> {
     ensure_context()?;
     let mut dptr: sys::CUdeviceptr = 0;
     let flags = sys::CUmemAttach_flags_enum::CU_MEM_ATTACH_GLOBAL as u32;
     // SAFETY: the driver is loaded and a context is current; dptr is a valid out pointer.
     check_alloc(unsafe { sys::cuMemAllocManaged(&mut dptr, bytes, flags) }, "cuMemAllocManaged", bytes)?;
-    Ok(dptr as usize)
+    Ok(DevicePtr::new(dptr as usize))
 }
 
 /// Frees managed memory from [`mem_alloc_managed`] with `cuMemFree`, under the context rule of its
-/// allocation. As for [`mem_free`], the caller passes only a live block it handed out.
-pub(crate) fn mem_free_managed(ptr: usize) -> Result<()> {
+/// allocation.
+///
+/// # Safety
+/// As for [`mem_free`]: `ptr` is a live block from [`mem_alloc_managed`] that the caller owns and
+/// frees once, with no work still using it.
+pub(crate) unsafe fn mem_free_managed(ptr: DevicePtr) -> Result<()> {
     ensure_context()?;
-    // SAFETY: a context is current; the caller frees a block it owns, once, and the driver answers
-    // a pointer it never handed out with an error code.
-    check(unsafe { sys::cuMemFree_v2(ptr as sys::CUdeviceptr) }, "cuMemFree")
+    // SAFETY: a context is current; the caller frees a block it owns, once (this function's
+    // contract), and the driver answers a pointer it never handed out with an error code.
+    check(unsafe { sys::cuMemFree_v2(ptr.raw()) }, "cuMemFree")
 }
 
 /// `bytes` of page-locked host memory from `cuMemHostAlloc`, portable: every context, not only the
@@ -60,11 +66,15 @@ pub(crate) fn mem_host_alloc(bytes: usize) -> Result<*mut u8> {
     Ok(p.cast())
 }
 
-/// Frees pinned host memory from [`mem_host_alloc`] with `cuMemFreeHost`. As for [`mem_free`], the
-/// caller passes only a live block it handed out.
-pub(crate) fn mem_free_host(ptr: *mut u8) -> Result<()> {
+/// Frees pinned host memory from [`mem_host_alloc`] with `cuMemFreeHost`.
+///
+/// # Safety
+/// As for [`mem_free`]: `ptr` is a live block from [`mem_host_alloc`] that the caller owns and
+/// frees once, with no work still using it.
+pub(crate) unsafe fn mem_free_host(ptr: *mut u8) -> Result<()> {
     ensure_context()?;
-    // SAFETY: a context is current; the caller frees a block it owns, once, and the driver answers
+    // SAFETY: a context is current; the caller frees a block it owns, once (this function's
+    // contract), and the driver answers
     // a pointer it did not pin with an error code.
     check(unsafe { sys::cuMemFreeHost(ptr.cast()) }, "cuMemFreeHost")
 }
@@ -82,7 +92,7 @@ pub(crate) fn mem_get_info() -> Result<(usize, usize)> {
 /// "no" for a pointer the driver does not know, so asking about host or foreign memory never makes
 /// a call fail.
 /// Without a driver no memory is managed, so the answer is then "no" rather than an error.
-pub(crate) fn pointer_is_managed(ptr: usize) -> Result<bool> {
+pub(crate) fn pointer_is_managed(ptr: DevicePtr) -> Result<bool> {
     if super::ensure_driver().is_err() {
         return Ok(false);
     }
@@ -92,27 +102,22 @@ pub(crate) fn pointer_is_managed(ptr: usize) -> Result<bool> {
     let mut data: *mut std::ffi::c_void = (&mut managed as *mut u32).cast();
     // SAFETY: a context is current; one attribute and one out pointer to a u32 (the attribute's
     // documented type, a boolean as unsigned int) are passed.
-    check(
-        unsafe { sys::cuPointerGetAttributes(1, &mut attribute, &mut data, ptr as sys::CUdeviceptr) },
-        "cuPointerGetAttributes",
-    )?;
+    check(unsafe { sys::cuPointerGetAttributes(1, &mut attribute, &mut data, ptr.raw()) }, "cuPointerGetAttributes")?;
     Ok(managed != 0)
 }
 
 /// Migrates `bytes` of managed memory at `ptr` to `device`, in stream order on `stream`
 /// (`cuMemPrefetchAsync_v2`); a negative device (`cudaCpuDeviceId`, -1) means host memory. Only for
-/// managed memory: callers check with [`pointer_is_managed`].
-pub(crate) fn mem_prefetch_async(ptr: usize, bytes: usize, device: i32, stream: CudaStreamView) -> Result<()> {
+/// managed memory: callers check with [`pointer_is_managed`]. Migration moves pages, not data: it
+/// changes no byte of the range.
+pub(crate) fn mem_prefetch_async(ptr: DevicePtr, bytes: usize, device: DeviceId, stream: StreamHandle) -> Result<()> {
     ensure_context()?;
-    let location = if device < 0 {
+    let location = if device.0 < 0 {
         sys::CUmemLocation { type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_HOST, id: 0 }
     } else {
-        sys::CUmemLocation { type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE, id: device }
+        sys::CUmemLocation { type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE, id: device.0 }
     };
     // SAFETY: a context is current; the range is managed memory (the caller's check) and a bad
     // stream handle is the caller's contract, as for every stream-ordered call.
-    check(
-        unsafe { sys::cuMemPrefetchAsync_v2(ptr as sys::CUdeviceptr, bytes, location, 0, stream.as_raw()) },
-        "cuMemPrefetchAsync",
-    )
+    check(unsafe { sys::cuMemPrefetchAsync_v2(ptr.raw(), bytes, location, 0, stream.raw()) }, "cuMemPrefetchAsync")
 }

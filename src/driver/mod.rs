@@ -1,10 +1,15 @@
 //! The one door to the CUDA driver API.
 //!
 //! Every driver call of the library goes through a typed function here (cudarc's `sys` layer
-//! below, the resources above). Each function takes and returns Rust values (handles and device
-//! pointers as `usize`, streams as [`CudaStreamView`](crate::stream::CudaStreamView)), turns the
-//! status into the crate's [`Result`] and applies the context rule its call needs, so callers never
-//! touch `unsafe` or a `CUresult`.
+//! below, the resources above). Each function takes and returns Rust values (each kind of handle
+//! its own type: [`DevicePtr`], [`StreamHandle`], [`EventHandle`], [`MemPoolHandle`],
+//! [`ContextHandle`], [`DeviceId`]), turns the status into the crate's [`Result`] and applies the
+//! context rule its call needs, so callers never touch a `CUresult`. Functions that free memory,
+//! release a handle or let the driver write memory at an address are `unsafe`, with a `# Safety`
+//! section saying what the caller promises.
+//!
+//! The driver imports nothing of the crate but [`crate::error`]; the modules above hand it raw
+//! handles (a stream view its [`StreamHandle`], say).
 //!
 //! cudarc loads `libcuda.so.1` lazily and panics when it is missing, so every path into the driver
 //! first calls [`ensure_driver`], which turns a missing library into [`Error::NoDriver`]. The driver
@@ -24,6 +29,7 @@ mod attribute;
 mod context;
 mod copy;
 mod event;
+mod handles;
 mod memory;
 mod mempool;
 mod status;
@@ -38,6 +44,8 @@ pub(crate) use context::{
 };
 pub(crate) use copy::{memcpy_async, memset_d8_async};
 pub(crate) use event::{event_create, event_destroy, event_record};
+pub use handles::DeviceId;
+pub(crate) use handles::{ContextHandle, DevicePtr, EventHandle, MemPoolHandle, StreamHandle};
 pub(crate) use memory::{
     mem_alloc, mem_alloc_managed, mem_free, mem_free_host, mem_free_managed, mem_get_info, mem_host_alloc,
     mem_prefetch_async, pointer_is_managed,

@@ -103,7 +103,7 @@ mod tests {
     #[test]
     fn blocks_go_round_and_bad_frees_change_nothing() {
         let mut f = FixedSizeFreeList::new(1024);
-        let s = f.sets.slot_of(StreamKey(0));
+        let s = f.sets.slot_of(StreamKey::LEGACY_DEFAULT);
         f.add_chunk(0x10_000, 3, s);
         let a = f.allocate_own(s).unwrap();
         assert_eq!(a, 0x10_000);

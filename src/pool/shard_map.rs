@@ -43,7 +43,7 @@ impl ShardMap {
 
     #[inline]
     fn home(key: StreamKey) -> usize {
-        (key.0.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54) & (ENTRIES - 1)
+        (key.packed().wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54) & (ENTRIES - 1)
     }
 
     /// The shard of `key`: 0 unless it was spread. A stream being spread by another thread at
@@ -57,7 +57,7 @@ impl ShardMap {
     }
 
     fn lookup(&self, key: StreamKey) -> usize {
-        let tag = key.0.wrapping_add(1);
+        let tag = key.packed().wrapping_add(1);
         let mut i = Self::home(key);
         for _ in 0..ENTRIES {
             match self.keys[i].load(Ordering::Acquire) {
@@ -74,7 +74,7 @@ impl ShardMap {
     /// half full, further streams stay on shard 0.
     #[cold]
     pub fn spread(&self, key: StreamKey) {
-        let tag = key.0.wrapping_add(1);
+        let tag = key.packed().wrapping_add(1);
         if self.shards == 1 || tag == EMPTY {
             return;
         }

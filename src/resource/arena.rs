@@ -6,11 +6,11 @@
 use crate::arena::{is_large, search_size, GlobalArena, SmallArena, MIN_SUPERBLOCK};
 use crate::error::{Error, Result};
 use crate::pool::{
-    current_thread_number, rounded_size, HostOrder, SpinMutex, StreamKey, StreamOrder, GRANULE, IDENTITY_TRUSTED,
-    MAX_BLOCK_BYTES,
+    current_thread_number, rounded_size, SpinMutex, StreamKey, StreamOrder, GRANULE, IDENTITY_TRUSTED, MAX_BLOCK_BYTES,
 };
-use crate::resource::cuda_event_order::CudaEventOrder;
-use crate::resource::upstream_check::allocate_chunk;
+use crate::resource::cuda_event_order::default_order;
+use crate::resource::pool::stream_key;
+use crate::resource::upstream_check::{allocate_chunk, give_back_chunks};
 use crate::resource::{effective_alignment, MemoryResource};
 use crate::stream::CudaStreamView;
 use crate::PoolState;
@@ -21,18 +21,6 @@ use std::sync::Arc;
 
 mod slow_path;
 mod thread_cache;
-
-/// The arena's key of a stream as seen from the calling thread (as the pool keys streams).
-#[inline]
-fn stream_key(stream: CudaStreamView) -> StreamKey {
-    if stream.is_default() {
-        StreamKey(0)
-    } else if stream.is_per_thread_default() {
-        StreamKey::per_thread(current_thread_number())
-    } else {
-        StreamKey(stream.handle())
-    }
-}
 
 /// A wait's outcome, with "no driver" counted as done: without a driver no device work exists
 /// (a device-accessible upstream may be host memory standing in for device memory in tests).
@@ -111,8 +99,7 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
     /// free memory) taken from `upstream` now. With `dump_log_on_failure` a failed allocation
     /// appends the arenas' state to `rmm_arena_memory_dump.log`.
     pub fn new(upstream: U, arena_size: Option<usize>, dump_log_on_failure: bool) -> Result<Self> {
-        let order: Box<dyn StreamOrder> =
-            if upstream.is_device_accessible() { Box::new(CudaEventOrder::new()) } else { Box::new(HostOrder) };
+        let order = default_order(&upstream);
         Self::with_stream_order(upstream, arena_size, dump_log_on_failure, order)
     }
 
@@ -326,13 +313,7 @@ unsafe impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
         }
     }
 
-    fn is_device_accessible(&self) -> bool {
-        self.upstream.is_device_accessible()
-    }
-
-    fn is_host_accessible(&self) -> bool {
-        self.upstream.is_host_accessible()
-    }
+    crate::resource::accessibility!(upstream);
 }
 
 impl<U: MemoryResource> Drop for ArenaMemoryResource<U> {
@@ -340,11 +321,7 @@ impl<U: MemoryResource> Drop for ArenaMemoryResource<U> {
         // The arenas stay in threads' caches until those notice the resource is gone; they hold
         // no memory of their own.
         self.shared.registry.lock().by_key.clear();
-        if crate::process_exit::process_is_exiting() {
-            return;
-        }
         // Work still queued may use blocks of the arena: the upstream gets it back after that.
-        let _ = self.order.synchronize_all();
-        let _ = self.upstream.deallocate(self.base as *mut u8, self.size, GRANULE, CudaStreamView::DEFAULT);
+        give_back_chunks(&self.upstream, &*self.order, GRANULE, || [(self.base, self.size)]);
     }
 }

@@ -109,13 +109,7 @@ unsafe impl<U: MemoryResource> MemoryResource for BinningMemoryResource<U> {
         self.with_resource(bytes, align, |r| r.deallocate(ptr, bytes, alignment, stream))
     }
 
-    fn is_device_accessible(&self) -> bool {
-        self.upstream.is_device_accessible()
-    }
-
-    fn is_host_accessible(&self) -> bool {
-        self.upstream.is_host_accessible()
-    }
+    crate::resource::accessibility!(upstream);
 }
 
 impl<U: MemoryResource> std::fmt::Debug for BinningMemoryResource<U> {

@@ -1,7 +1,7 @@
 //! Device memory straight from the driver: `cuMemAlloc` / `cuMemFree` (RMM's
 //! `cuda_memory_resource`), the initial per-device resource.
 
-use crate::driver;
+use crate::driver::{self, DevicePtr};
 use crate::error::Result;
 use crate::resource::{DriverAllocation, DriverBackedResource};
 
@@ -24,12 +24,13 @@ impl DriverAllocation for DeviceMemory {
 
     #[inline]
     fn allocate(bytes: usize) -> Result<*mut u8> {
-        Ok(driver::mem_alloc(bytes)? as *mut u8)
+        Ok(driver::mem_alloc(bytes)?.as_mut_ptr())
     }
 
     #[inline]
-    fn free(ptr: *mut u8) -> Result<()> {
-        driver::mem_free(ptr as usize)
+    unsafe fn free(ptr: *mut u8) -> Result<()> {
+        // SAFETY: a live block from `mem_alloc`, freed once (this function's contract).
+        unsafe { driver::mem_free(DevicePtr::from_ptr(ptr)) }
     }
 }
 

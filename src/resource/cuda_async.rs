@@ -3,7 +3,7 @@
 
 use crate::capabilities::{async_alloc_supported, export_handle_type_supported, AllocationHandleType};
 use crate::device::DeviceId;
-use crate::driver;
+use crate::driver::{self, ContextHandle, MemPoolHandle};
 use crate::error::{Error, Result};
 use crate::resource::cuda_async_view::pool_backed_memory_resource;
 use crate::resource::MemoryResource;
@@ -20,10 +20,10 @@ use cudarc::driver::sys;
 /// it was made in is destroyed (for example by `cudaDeviceReset`), as with RMM.
 #[derive(Debug)]
 pub struct CudaAsyncMemoryResource {
-    // Handles are kept as integers so the resource is Send + Sync; the driver's pool and context
+    // The handles (integers inside) keep the resource Send + Sync; the driver's pool and context
     // objects may be used from any thread.
-    pool: usize,
-    context: usize,
+    pool: MemPoolHandle,
+    context: ContextHandle,
     device: DeviceId,
 }
 
@@ -81,7 +81,7 @@ impl CudaAsyncMemoryResource {
             )));
         }
         let context = driver::current_context_kept()?;
-        let pool = driver::mem_pool_create(device.0, mask)?;
+        let pool = driver::mem_pool_create(device, mask)?;
         // From here on `this` owns the pool: an early return below destroys it in Drop.
         let this = CudaAsyncMemoryResource { pool, context, device };
 
@@ -104,7 +104,7 @@ impl CudaAsyncMemoryResource {
     /// The pool's handle, for use with the driver API (for example `cuMemPoolTrimTo`). It stays
     /// owned by this resource.
     pub fn pool_handle(&self) -> sys::CUmemoryPool {
-        self.pool as sys::CUmemoryPool
+        self.pool.raw()
     }
 
     /// The device whose memory the pool holds.
@@ -134,13 +134,15 @@ impl Drop for CudaAsyncMemoryResource {
         // A live pool implies a loaded driver; the check only keeps hand-built values (tests) from
         // reaching cudarc, which would panic without the library.
         // While the process exits the driver may be gone; the pool goes with the process.
-        if self.pool == 0 || crate::process_exit::process_is_exiting() || driver::ensure_driver().is_err() {
+        if self.pool.is_null() || crate::process_exit::process_is_exiting() || driver::ensure_driver().is_err() {
             return;
         }
         // The pool's context was current when it was made; pushing it synchronises the pool's
         // device without changing the caller's current context.
         driver::synchronize_context_in_drop(self.context);
-        driver::mem_pool_destroy(self.pool);
+        // SAFETY: the pool was made in the constructor and is destroyed once, here; no allocation
+        // can be made from it after the resource is gone.
+        unsafe { driver::mem_pool_destroy(self.pool) };
     }
 }
 
@@ -151,7 +153,8 @@ mod tests {
 
     /// A value with a fake pool handle: exercises the paths that must not reach the driver.
     fn fake(pool: usize) -> CudaAsyncMemoryResource {
-        CudaAsyncMemoryResource { pool, context: 0, device: DeviceId(0) }
+        let pool = MemPoolHandle::from_raw(pool as sys::CUmemoryPool);
+        CudaAsyncMemoryResource { pool, context: ContextHandle::for_tests(0x1), device: DeviceId(0) }
     }
 
     #[test]

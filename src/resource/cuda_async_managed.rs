@@ -3,7 +3,7 @@
 
 use crate::capabilities::{async_managed_alloc_supported, MIN_ASYNC_MANAGED_ALLOC_DRIVER};
 use crate::device::DeviceId;
-use crate::driver;
+use crate::driver::{self, MemPoolHandle};
 use crate::error::{Error, Result};
 use crate::resource::cuda_async_view::pool_backed_memory_resource;
 use cudarc::driver::sys;
@@ -16,9 +16,9 @@ use cudarc::driver::sys;
 /// sees the change. Resources over the same pool are equal.
 #[derive(Debug)]
 pub struct CudaAsyncManagedMemoryResource {
-    // The handle as an integer keeps the resource Send + Sync; the driver's pool may be used from
-    // any thread.
-    pool: usize,
+    // The handle (an integer inside) keeps the resource Send + Sync; the driver's pool may be used
+    // from any thread.
+    pool: MemPoolHandle,
     device: DeviceId,
 }
 
@@ -38,14 +38,14 @@ impl CudaAsyncManagedMemoryResource {
                 driver::driver_version().map_or_else(|e| e.to_string(), |v| format!("{}.{}", v / 1000, v % 1000 / 10)),
             )));
         }
-        let pool = driver::mem_get_default_managed_pool(device.0)?;
+        let pool = driver::mem_get_default_managed_pool(device)?;
         driver::mem_pool_set_release_threshold(pool, u64::MAX)?;
         Ok(CudaAsyncManagedMemoryResource { pool, device })
     }
 
     /// The device's default managed pool (owned by the driver).
     pub fn pool_handle(&self) -> sys::CUmemoryPool {
-        self.pool as sys::CUmemoryPool
+        self.pool.raw()
     }
 
     /// The device whose default managed pool this is.

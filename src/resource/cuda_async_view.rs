@@ -3,7 +3,7 @@
 
 use crate::capabilities::async_alloc_supported;
 use crate::device::DeviceId;
-use crate::driver;
+use crate::driver::{self, DevicePtr, MemPoolHandle};
 use crate::error::{Error, Result};
 use crate::resource::driver_backed::cuda_alignment;
 use crate::resource::{CudaAsyncManagedMemoryResource, CudaAsyncMemoryResource, MemoryResource};
@@ -21,7 +21,7 @@ use std::sync::Arc;
 /// view; one made from a raw handle with [`new`](Self::new) relies on its caller for that.
 #[derive(Debug, Clone)]
 pub struct CudaAsyncViewMemoryResource {
-    pool: usize,
+    pool: MemPoolHandle,
     /// The resource that owns the pool, when the view was made from it.
     owner: Option<Arc<CudaAsyncMemoryResource>>,
 }
@@ -52,20 +52,20 @@ impl CudaAsyncViewMemoryResource {
                     "cudaMallocAsync not supported with this CUDA driver/runtime version".into(),
                 ));
             }
-            driver::mem_pool_check(pool as usize)?;
+            driver::mem_pool_check(MemPoolHandle::from_raw(pool))?;
         }
-        Ok(CudaAsyncViewMemoryResource { pool: pool as usize, owner: None })
+        Ok(CudaAsyncViewMemoryResource { pool: MemPoolHandle::from_raw(pool), owner: None })
     }
 
     /// A view of `owner`'s pool that keeps `owner` (and so the pool) alive as long as the view and
     /// its clones: safe, unlike a view of a raw handle.
     pub fn of(owner: Arc<CudaAsyncMemoryResource>) -> Self {
-        CudaAsyncViewMemoryResource { pool: owner.pool_handle() as usize, owner: Some(owner) }
+        CudaAsyncViewMemoryResource { pool: MemPoolHandle::from_raw(owner.pool_handle()), owner: Some(owner) }
     }
 
     /// The pool viewed (null for an empty view).
     pub fn pool_handle(&self) -> sys::CUmemoryPool {
-        self.pool as sys::CUmemoryPool
+        self.pool.raw()
     }
 
     /// The resource that owns the pool, when the view was made with [`of`](Self::of).
@@ -79,7 +79,7 @@ impl CudaAsyncViewMemoryResource {
 // reuses them only after `cuMemFreeAsync`, in stream order. Pool memory is device memory only.
 unsafe impl MemoryResource for CudaAsyncViewMemoryResource {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
-        if self.pool == 0 && bytes > 0 {
+        if self.pool.is_null() && bytes > 0 {
             cuda_alignment(alignment)?;
             return Err(Error::InvalidArgument(
                 "this cuda_async_view_memory_resource views no pool (it was made without one)".into(),
@@ -96,17 +96,11 @@ unsafe impl MemoryResource for CudaAsyncViewMemoryResource {
         async_pool_of(other) == Some(self.pool)
     }
 
-    fn is_device_accessible(&self) -> bool {
-        true
-    }
-
-    fn is_host_accessible(&self) -> bool {
-        false
-    }
+    crate::resource::accessibility!(device: true, host: false);
 }
 
-/// The `MemoryResource` impl of a resource that holds a live driver pool in its `pool: usize`
-/// field (`cuda_async` and `cuda_async_managed`): stream-ordered allocation and free from that
+/// The `MemoryResource` impl of a resource that holds a live driver pool in its
+/// `pool: MemPoolHandle` field (`cuda_async` and `cuda_async_managed`): stream-ordered allocation and free from that
 /// pool, equality with every resource over the same pool, and the given host accessibility.
 macro_rules! pool_backed_memory_resource {
     ($ty:ty, host_accessible: $host:expr) => {
@@ -139,13 +133,7 @@ macro_rules! pool_backed_memory_resource {
                 $crate::resource::cuda_async_view::async_pool_of(other) == Some(self.pool)
             }
 
-            fn is_device_accessible(&self) -> bool {
-                true
-            }
-
-            fn is_host_accessible(&self) -> bool {
-                $host
-            }
+            $crate::resource::accessibility!(device: true, host: $host);
         }
     };
 }
@@ -153,26 +141,31 @@ pub(crate) use pool_backed_memory_resource;
 
 /// The pool of a resource of the `cuda_async` family, for equality across the family: memory from
 /// a pool may be freed through any resource over the same pool.
-pub(crate) fn async_pool_of(r: &dyn MemoryResource) -> Option<usize> {
+pub(crate) fn async_pool_of(r: &dyn MemoryResource) -> Option<MemPoolHandle> {
     let any = r as &dyn Any;
     if let Some(v) = any.downcast_ref::<CudaAsyncViewMemoryResource>() {
         return Some(v.pool);
     }
     if let Some(a) = any.downcast_ref::<CudaAsyncMemoryResource>() {
-        return Some(a.pool_handle() as usize);
+        return Some(MemPoolHandle::from_raw(a.pool_handle()));
     }
-    any.downcast_ref::<CudaAsyncManagedMemoryResource>().map(|m| m.pool_handle() as usize)
+    any.downcast_ref::<CudaAsyncManagedMemoryResource>().map(|m| MemPoolHandle::from_raw(m.pool_handle()))
 }
 
 /// `bytes` from `pool` on `stream` (`cuMemAllocFromPoolAsync`); null for 0 bytes, with no driver
 /// call for it or for a bad alignment.
 #[inline]
-pub(crate) fn pool_allocate(pool: usize, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
+pub(crate) fn pool_allocate(
+    pool: MemPoolHandle,
+    bytes: usize,
+    alignment: usize,
+    stream: CudaStreamView,
+) -> Result<*mut u8> {
     cuda_alignment(alignment)?;
     if bytes == 0 {
         return Ok(std::ptr::null_mut());
     }
-    Ok(driver::mem_alloc_from_pool_async(pool, bytes, stream)? as *mut u8)
+    Ok(driver::mem_alloc_from_pool_async(pool, bytes, stream.stream_handle())?.as_mut_ptr())
 }
 
 /// Frees `ptr` from a pool in stream order on `stream` (`cuMemFreeAsync`); nothing for null, or
@@ -182,7 +175,10 @@ pub(crate) fn pool_deallocate(ptr: *mut u8, stream: CudaStreamView) -> Result<()
     if ptr.is_null() || crate::process_exit::process_is_exiting() {
         return Ok(());
     }
-    driver::mem_free_async(ptr as usize, stream)
+    // SAFETY: the driver answers a pointer no pool handed out with an error code. One that another
+    // resource's pool handed out would be freed: freeing through a resource that did not allocate
+    // is the caller's misuse (docs/errors.md), on device memory only.
+    unsafe { driver::mem_free_async(DevicePtr::from_ptr(ptr), stream.stream_handle()) }
 }
 
 #[cfg(test)]
@@ -201,9 +197,10 @@ mod tests {
 
     #[test]
     fn views_of_one_pool_are_equal() {
-        let a = CudaAsyncViewMemoryResource { pool: 0x10, owner: None };
-        let b = CudaAsyncViewMemoryResource { pool: 0x10, owner: None };
-        let c = CudaAsyncViewMemoryResource { pool: 0x20, owner: None };
+        let pool = |p: usize| MemPoolHandle::from_raw(p as sys::CUmemoryPool);
+        let a = CudaAsyncViewMemoryResource { pool: pool(0x10), owner: None };
+        let b = CudaAsyncViewMemoryResource { pool: pool(0x10), owner: None };
+        let c = CudaAsyncViewMemoryResource { pool: pool(0x20), owner: None };
         assert!(a.is_equal(&b));
         assert!(!a.is_equal(&c));
         assert!(!a.is_equal(&crate::resource::CudaMemoryResource::new()));

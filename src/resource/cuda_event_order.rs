@@ -1,14 +1,25 @@
 //! [`StreamOrder`] for device memory: one CUDA event per stream, recorded when the pool publishes
 //! that stream's free blocks.
 
-use crate::driver::{current_context_kept, stream_id, synchronize_context};
+use crate::driver::{current_context_kept, stream_id, synchronize_context, ContextHandle, StreamHandle};
 use crate::error::{Error, Result};
 use crate::event::CudaEvent;
-use crate::pool::{next_retirement_number, StreamKey, StreamOrder, IDENTITY_TRUSTED, IDENTITY_UNKNOWN};
+use crate::pool::{next_retirement_number, HostOrder, StreamKey, StreamOrder, IDENTITY_TRUSTED, IDENTITY_UNKNOWN};
+use crate::resource::MemoryResource;
 use crate::stream::CudaStreamView;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::OnceLock;
+
+/// How a resource that carves blocks out of `upstream`'s memory orders streams by default: with
+/// CUDA events for memory kernels may use, not at all for memory only the host touches.
+pub(crate) fn default_order(upstream: &dyn MemoryResource) -> Box<dyn StreamOrder> {
+    if upstream.is_device_accessible() {
+        Box::new(CudaEventOrder::new())
+    } else {
+        Box::new(HostOrder)
+    }
+}
 
 /// Orders streams with lazily created events, recorded when the pool publishes a stream's free
 /// blocks: on every free in a pool shard several streams share (as RMM does), else only at the
@@ -24,7 +35,7 @@ use std::sync::OnceLock;
 #[derive(Default)]
 pub struct CudaEventOrder {
     events: Mutex<HashMap<StreamKey, Capture>>,
-    context: OnceLock<usize>,
+    context: OnceLock<ContextHandle>,
 }
 
 /// A stream's event and the identity of the stream it last captured.
@@ -54,7 +65,7 @@ impl CudaEventOrder {
 fn view_of(key: StreamKey) -> CudaStreamView {
     match key.per_thread_owner() {
         Some(_) => CudaStreamView::PER_THREAD,
-        None => CudaStreamView::from_handle(key.0),
+        None => CudaStreamView::from_handle(key.packed()),
     }
 }
 
@@ -78,9 +89,9 @@ impl StreamOrder for CudaEventOrder {
             Some(capture) if capture.identity == identity => capture.event.wait_on(view_of(waiter)),
             Some(_) => Err(Error::InvalidArgument(format!(
                 "the last event on stream {:#x} was recorded for another stream with that handle",
-                owner.0
+                owner.packed()
             ))),
-            None => Err(Error::InvalidArgument(format!("no event was recorded for stream {:#x}", owner.0))),
+            None => Err(Error::InvalidArgument(format!("no event was recorded for stream {:#x}", owner.packed()))),
         }
     }
 
@@ -94,14 +105,14 @@ impl StreamOrder for CudaEventOrder {
             return IDENTITY_TRUSTED;
         }
         // The top bit keeps a driver id apart from IDENTITY_TRUSTED (0).
-        let Ok(id) = stream_id(key.0).map(|id| id | 1 << 63) else {
+        let Ok(id) = stream_id(StreamHandle::new(key.packed())).map(|id| id | 1 << 63) else {
             // No answer (a handle the driver does not know): an identity no other call gets, so
             // the stream's blocks are never taken on trust.
             return next_retirement_number() as u64 | 1 << 62;
         };
         if id == known {
             id
-        } else if crate::stream_registry::is_registered(key.0) {
+        } else if crate::stream_registry::is_registered(key.packed()) {
             IDENTITY_TRUSTED
         } else {
             id

@@ -69,8 +69,12 @@ pub trait DriverAllocation: sealed::Sealed + 'static {
     /// Allocates `bytes` (never 0) with one driver call; the driver aligns it to 256 bytes.
     fn allocate(bytes: usize) -> Result<*mut u8>;
 
-    /// Frees `ptr` (never null, always a live block of this kind) with one driver call.
-    fn free(ptr: *mut u8) -> Result<()>;
+    /// Frees `ptr` with one driver call.
+    ///
+    /// # Safety
+    /// `ptr` is a live block of this kind (from [`allocate`](Self::allocate), never null), freed
+    /// once: the driver frees any block it made, whoever holds it.
+    unsafe fn free(ptr: *mut u8) -> Result<()>;
 }
 
 /// A resource that takes each block from the driver with `A`'s calls. Alignments up to 256 bytes
@@ -107,6 +111,9 @@ unsafe impl<A: DriverAllocation> MemoryResource for DriverBackedResource<A> {
         Ok(ptr)
     }
 
+    // The pointer is only handed to the driver once the live table proves this kind handed it out
+    // with this size, so a safe signature is sound.
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
     #[inline]
     fn deallocate(&self, ptr: *mut u8, bytes: usize, _alignment: usize, _stream: CudaStreamView) -> Result<()> {
         if ptr.is_null() {
@@ -118,20 +125,16 @@ unsafe impl<A: DriverAllocation> MemoryResource for DriverBackedResource<A> {
             return Ok(());
         }
         // A free the driver refused leaves the block live, to be freed again.
-        A::free(ptr).inspect_err(|_| A::live().put_back(ptr as usize, bytes))
+        // SAFETY: the live table just gave `ptr` up: a block of this kind handed out and not yet
+        // freed, so it is freed once, here.
+        unsafe { A::free(ptr) }.inspect_err(|_| A::live().put_back(ptr as usize, bytes))
     }
 
     fn is_equal(&self, other: &dyn MemoryResource) -> bool {
         same_type::<Self>(other)
     }
 
-    fn is_device_accessible(&self) -> bool {
-        A::DEVICE_ACCESSIBLE
-    }
-
-    fn is_host_accessible(&self) -> bool {
-        A::HOST_ACCESSIBLE
-    }
+    crate::resource::accessibility!(device: A::DEVICE_ACCESSIBLE, host: A::HOST_ACCESSIBLE);
 }
 
 // Written out rather than derived: derives would require `A` itself to be Clone, Default, Debug.
@@ -197,9 +200,9 @@ mod tests {
             Ok(p.cast())
         }
 
-        fn free(ptr: *mut u8) -> Result<()> {
+        unsafe fn free(ptr: *mut u8) -> Result<()> {
             FAKE_FREES.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            // SAFETY: the skeleton frees only live blocks of this kind, which came from posix_memalign.
+            // SAFETY: a live block of this kind (the contract), which came from posix_memalign.
             unsafe { libc::free(ptr.cast()) };
             Ok(())
         }

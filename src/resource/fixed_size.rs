@@ -3,11 +3,11 @@
 
 use crate::error::{Error, Result};
 use crate::fixed_size::{FixedSizeFreeList, FRESH_SLOT};
-use crate::pool::{next_retirement_number, HostOrder, StreamKey, StreamOrder, IDENTITY_TRUSTED, IDENTITY_UNKNOWN};
+use crate::pool::{next_retirement_number, StreamKey, StreamOrder, IDENTITY_TRUSTED, IDENTITY_UNKNOWN};
 use crate::pool::{RawSpinLock, SpinMutex};
-use crate::resource::cuda_event_order::CudaEventOrder;
+use crate::resource::cuda_event_order::default_order;
 use crate::resource::pool::stream_key;
-use crate::resource::upstream_check::allocate_chunk;
+use crate::resource::upstream_check::{allocate_chunk, give_back_chunks};
 use crate::resource::{effective_alignment, MemoryResource, DEFAULT_ALIGNMENT};
 use crate::stream::CudaStreamView;
 use crate::stream_registry::{add_tenant, StreamTenant, Tenancy};
@@ -51,8 +51,7 @@ impl<U: MemoryResource> FixedSizeMemoryResource<U> {
     /// defaults are [`DEFAULT_BLOCK_SIZE`] and [`DEFAULT_BLOCKS_TO_PREALLOCATE`]). Device memory
     /// is ordered with CUDA events; host-only memory needs no ordering.
     pub fn new(upstream: U, block_size: usize, blocks_to_preallocate: usize) -> Result<Self> {
-        let order: Box<dyn StreamOrder> =
-            if upstream.is_device_accessible() { Box::new(CudaEventOrder::new()) } else { Box::new(HostOrder) };
+        let order = default_order(&upstream);
         Self::with_stream_order(upstream, block_size, blocks_to_preallocate, order)
     }
 
@@ -97,7 +96,7 @@ impl<U: MemoryResource> FixedSizeMemoryResource<U> {
         // As the pool's initial chunk: fresh once nothing is pending, else the default stream's.
         let fresh = !resource.ordered || resource.order.synchronize_all().is_ok();
         let mut st = resource.state.lock();
-        let slot = if fresh { FRESH_SLOT } else { st.sets.slot_of(StreamKey(0)) };
+        let slot = if fresh { FRESH_SLOT } else { st.sets.slot_of(StreamKey::LEGACY_DEFAULT) };
         st.add_chunk(ptr as usize, blocks_to_preallocate, slot);
         drop(st);
         Ok(resource)
@@ -316,27 +315,14 @@ unsafe impl<U: MemoryResource> MemoryResource for FixedSizeMemoryResource<U> {
         Ok(())
     }
 
-    fn is_device_accessible(&self) -> bool {
-        self.upstream.is_device_accessible()
-    }
-
-    fn is_host_accessible(&self) -> bool {
-        self.upstream.is_host_accessible()
-    }
+    crate::resource::accessibility!(upstream);
 }
 
 impl<U: MemoryResource> Drop for FixedSizeMemoryResource<U> {
     fn drop(&mut self) {
-        // While the process exits the driver may be gone: the chunks go with the process.
-        if crate::process_exit::process_is_exiting() {
-            return;
-        }
         // Work still queued may use freed blocks; the upstream gets them back once it is done.
-        let _ = self.order.synchronize_all();
-        let chunks: Vec<(usize, usize)> = self.state.lock().table.chunks().collect();
-        for (start, bytes) in chunks {
-            let _ = self.upstream.deallocate(start as *mut u8, bytes, DEFAULT_ALIGNMENT, CudaStreamView::DEFAULT);
-        }
+        let chunks = || self.state.lock().table.chunks().collect::<Vec<_>>();
+        give_back_chunks(&self.upstream, &*self.order, DEFAULT_ALIGNMENT, chunks);
     }
 }
 

@@ -2,7 +2,7 @@
 //! GPU, and a plain host resource in its own right.
 
 use crate::error::{Error, Misuse, Result};
-use crate::resource::{effective_alignment, same_type, MemoryResource};
+use crate::resource::{effective_alignment, same_instance, MemoryResource};
 use crate::stream::CudaStreamView;
 use parking_lot::Mutex;
 use std::alloc::{alloc, dealloc, Layout};
@@ -70,16 +70,10 @@ unsafe impl MemoryResource for HostMemoryResource {
 
     fn is_equal(&self, other: &dyn MemoryResource) -> bool {
         // Stateful: only the same instance can free what it handed out.
-        std::ptr::addr_eq(self as *const Self, other as *const dyn MemoryResource) && same_type::<Self>(other)
+        same_instance(self, other)
     }
 
-    fn is_device_accessible(&self) -> bool {
-        false
-    }
-
-    fn is_host_accessible(&self) -> bool {
-        true
-    }
+    crate::resource::accessibility!(device: false, host: true);
 }
 
 impl Drop for HostMemoryResource {

@@ -1,6 +1,6 @@
 //! Managed (unified) memory: `cuMemAllocManaged` / `cuMemFree` (RMM's `managed_memory_resource`).
 
-use crate::driver;
+use crate::driver::{self, DevicePtr};
 use crate::error::Result;
 use crate::resource::{DriverAllocation, DriverBackedResource};
 
@@ -22,11 +22,12 @@ impl DriverAllocation for ManagedMemory {
     const HOST_ACCESSIBLE: bool = true;
 
     fn allocate(bytes: usize) -> Result<*mut u8> {
-        Ok(driver::mem_alloc_managed(bytes)? as *mut u8)
+        Ok(driver::mem_alloc_managed(bytes)?.as_mut_ptr())
     }
 
-    fn free(ptr: *mut u8) -> Result<()> {
-        driver::mem_free_managed(ptr as usize)
+    unsafe fn free(ptr: *mut u8) -> Result<()> {
+        // SAFETY: a live block from `mem_alloc_managed`, freed once (this function's contract).
+        unsafe { driver::mem_free_managed(DevicePtr::from_ptr(ptr)) }
     }
 }
 

@@ -9,6 +9,31 @@ use crate::stream::CudaStreamView;
 use std::any::Any;
 use std::sync::Arc;
 
+/// The two capability queries of a `MemoryResource` impl, written once: `accessibility!(upstream)`
+/// forwards both to the field named (a resource whose blocks are carved from its upstream's
+/// memory, or an adaptor), `accessibility!(device: D, host: H)` answers the constants given.
+macro_rules! accessibility {
+    ($upstream:ident) => {
+        fn is_device_accessible(&self) -> bool {
+            self.$upstream.is_device_accessible()
+        }
+
+        fn is_host_accessible(&self) -> bool {
+            self.$upstream.is_host_accessible()
+        }
+    };
+    (device: $device:expr, host: $host:expr) => {
+        fn is_device_accessible(&self) -> bool {
+            $device
+        }
+
+        fn is_host_accessible(&self) -> bool {
+            $host
+        }
+    };
+}
+pub(crate) use accessibility;
+
 pub mod arena;
 pub mod binning;
 pub mod cuda;
@@ -252,6 +277,13 @@ pub(crate) fn align_up(bytes: usize, alignment: usize) -> Option<usize> {
 /// True when `other` is of type `T`: the equality of stateless resources.
 pub fn same_type<T: MemoryResource>(other: &dyn MemoryResource) -> bool {
     (other as &dyn Any).is::<T>()
+}
+
+/// Identity: true only when `other` is `this` very resource, the equality of a resource that keeps
+/// state about the memory it handed out. The type check matters because an adaptor's upstream may
+/// live at the adaptor's own address (first field).
+pub(crate) fn same_instance<T: MemoryResource>(this: &T, other: &dyn MemoryResource) -> bool {
+    std::ptr::addr_eq(this as *const T, other as *const dyn MemoryResource) && same_type::<T>(other)
 }
 
 #[cfg(test)]

@@ -27,8 +27,9 @@ impl DriverAllocation for PinnedHostMemory {
         driver::mem_host_alloc(bytes)
     }
 
-    fn free(ptr: *mut u8) -> Result<()> {
-        driver::mem_free_host(ptr)
+    unsafe fn free(ptr: *mut u8) -> Result<()> {
+        // SAFETY: a live block from `mem_host_alloc`, freed once (this function's contract).
+        unsafe { driver::mem_free_host(ptr) }
     }
 }
 

@@ -2,11 +2,11 @@
 
 use crate::error::{Error, Result};
 use crate::pool::{
-    current_thread_number, rounded_size, CoalescingPool, HostOrder, SegmentMap, SetId, ShardMap, SpinMutex, StreamKey,
+    current_thread_number, rounded_size, CoalescingPool, SegmentMap, SetId, ShardMap, SpinMutex, StreamKey,
     StreamOrder, GRANULE, MAX_BLOCK_BYTES,
 };
-use crate::resource::cuda_event_order::CudaEventOrder;
-use crate::resource::upstream_check::allocate_chunk;
+use crate::resource::cuda_event_order::default_order;
+use crate::resource::upstream_check::{allocate_chunk, give_back_chunks};
 use crate::resource::{effective_alignment, MemoryResource};
 use crate::stream::CudaStreamView;
 use crate::PoolState;
@@ -20,16 +20,17 @@ mod slow_path;
 mod stream_identity;
 mod synchronisation;
 
-/// The pool's key of a stream as seen from the calling thread: the legacy default stream (0 or
-/// `cudaStreamLegacy`) is 0, the per-thread default stream is this thread's own key.
+/// The key of a stream as seen from the calling thread, for the pool and the arena: the legacy
+/// default stream (0 or `cudaStreamLegacy`) is [`StreamKey::LEGACY_DEFAULT`], the per-thread
+/// default stream is this thread's own key, any other stream its handle.
 #[inline]
 pub(crate) fn stream_key(stream: CudaStreamView) -> StreamKey {
     if stream.is_default() {
-        StreamKey(0)
+        StreamKey::LEGACY_DEFAULT
     } else if stream.is_per_thread_default() {
         StreamKey::per_thread(current_thread_number())
     } else {
-        StreamKey(stream.handle())
+        StreamKey::of_handle(stream.handle())
     }
 }
 
@@ -117,8 +118,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// `maximum_size` (unbounded when `None`). Both must be multiples of 256. Device memory is
     /// ordered with CUDA events; host-only memory needs no ordering.
     pub fn new(upstream: U, initial_size: usize, maximum_size: Option<usize>) -> Result<Self> {
-        let order: Box<dyn StreamOrder> =
-            if upstream.is_device_accessible() { Box::new(CudaEventOrder::new()) } else { Box::new(HostOrder) };
+        let order = default_order(&upstream);
         Self::with_stream_order(upstream, initial_size, maximum_size, order)
     }
 
@@ -192,7 +192,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             // belongs to the default stream it was allocated on, and other streams take it through
             // the usual publish/wait hand-over.
             let fresh = !pool.ordered || pool.order.synchronize_all().is_ok();
-            let owner = if fresh { StreamKey::FRESH } else { StreamKey(0) };
+            let owner = if fresh { StreamKey::FRESH } else { StreamKey::LEGACY_DEFAULT };
             let shard = if fresh { 0 } else { pool.shard_map.shard(owner) };
             pool.adopt(shard, &mut pool.shards[shard].0.lock(), ptr as usize, initial_size, owner);
         }
@@ -482,26 +482,14 @@ unsafe impl<U: MemoryResource> MemoryResource for PoolMemoryResource<U> {
         self.deallocate_immediately(ptr, bytes, stream)
     }
 
-    fn is_device_accessible(&self) -> bool {
-        self.upstream.is_device_accessible()
-    }
-
-    fn is_host_accessible(&self) -> bool {
-        self.upstream.is_host_accessible()
-    }
+    crate::resource::accessibility!(upstream);
 }
 
 impl<U: MemoryResource> Drop for PoolMemoryResource<U> {
     fn drop(&mut self) {
-        // While the process exits the driver may be gone: the chunks go with the process.
-        if crate::process_exit::process_is_exiting() {
-            return;
-        }
         // Work still queued may use blocks freed on its stream; the upstream must not get them
-        // back before it finishes. Errors have nowhere to go from a destructor.
-        let _ = self.order.synchronize_all();
-        for &(addr, size) in self.upstream_chunks.get_mut().iter() {
-            let _ = self.upstream.deallocate(addr as *mut u8, size, GRANULE, CudaStreamView::DEFAULT);
-        }
+        // back before it finishes.
+        let chunks = std::mem::take(self.upstream_chunks.get_mut());
+        give_back_chunks(&self.upstream, &*self.order, GRANULE, || chunks);
     }
 }

@@ -2,7 +2,7 @@
 //! `sam_headroom_memory_resource`).
 
 use crate::device::{available_device_memory, DeviceId};
-use crate::driver::{self, PreferredLocation};
+use crate::driver::{self, DevicePtr, PreferredLocation};
 use crate::error::Result;
 use crate::resource::{MemoryResource, SystemMemoryResource, DEFAULT_ALIGNMENT};
 use crate::stream::CudaStreamView;
@@ -54,10 +54,11 @@ unsafe impl MemoryResource for SamHeadroomMemoryResource {
             let (free, _) = available_device_memory()?;
             let gpu = device_portion(bytes, free, self.headroom);
             if gpu > 0 {
-                driver::mem_advise_preferred_location(p as usize, gpu, PreferredLocation::Device(device.0))?;
+                driver::mem_advise_preferred_location(DevicePtr::from_ptr(p), gpu, PreferredLocation::Device(device))?;
             }
             if gpu < bytes {
-                driver::mem_advise_preferred_location(p as usize + gpu, bytes - gpu, PreferredLocation::Host)?;
+                let host_part = DevicePtr::new(p as usize + gpu);
+                driver::mem_advise_preferred_location(host_part, bytes - gpu, PreferredLocation::Host)?;
             }
             Ok(())
         })();
@@ -77,13 +78,7 @@ unsafe impl MemoryResource for SamHeadroomMemoryResource {
         (other as &dyn Any).downcast_ref::<Self>().is_some_and(|o| o.headroom == self.headroom)
     }
 
-    fn is_device_accessible(&self) -> bool {
-        true
-    }
-
-    fn is_host_accessible(&self) -> bool {
-        true
-    }
+    crate::resource::accessibility!(device: true, host: true);
 }
 
 #[cfg(test)]

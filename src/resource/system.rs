@@ -4,9 +4,8 @@
 use crate::capabilities::system_memory_supported;
 use crate::device::DeviceId;
 use crate::error::{Error, Result};
-use crate::resource::{HostMemoryResource, MemoryResource};
+use crate::resource::{same_type, HostMemoryResource, MemoryResource};
 use crate::stream::CudaStreamView;
-use std::any::Any;
 use std::sync::LazyLock;
 
 /// Every live allocation of every system resource: all of them are interchangeable (as in RMM),
@@ -71,16 +70,10 @@ unsafe impl MemoryResource for SystemMemoryResource {
     }
 
     fn is_equal(&self, other: &dyn MemoryResource) -> bool {
-        (other as &dyn Any).is::<Self>()
+        same_type::<Self>(other)
     }
 
-    fn is_device_accessible(&self) -> bool {
-        true
-    }
-
-    fn is_host_accessible(&self) -> bool {
-        true
-    }
+    crate::resource::accessibility!(device: true, host: true);
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
-//! Checks of what an upstream hands back, made where a suballocator takes memory from it (the
-//! cold path, never per block): the pool, the arena and the fixed-size resource carve blocks out
+//! The chunks a suballocator takes from its upstream and gives back when dropped
+//! ([`give_back_chunks`]), and the checks of what an upstream hands back, made where a
+//! suballocator takes memory from it (the cold path, never per block): the pool, the arena and the fixed-size resource carve blocks out
 //! of a chunk by arithmetic on its address, so a null or misaligned chunk would put blocks outside
 //! the memory the upstream gave. A misaligned chunk is refused with [`Error::BadUpstream`]
 //! instead; a null one is the C way of saying "no memory" and becomes [`Error::OutOfMemory`], so
@@ -7,6 +8,7 @@
 //! `failure_callback_resource_adaptor`) treat it as they treat the upstream's own.
 
 use crate::error::{Error, Result};
+use crate::pool::StreamOrder;
 use crate::resource::MemoryResource;
 use crate::stream::CudaStreamView;
 
@@ -51,6 +53,30 @@ pub(crate) fn allocate_chunk<U: MemoryResource + ?Sized>(
         )));
     }
     Ok(ptr)
+}
+
+/// What the `Drop` of a resource that carved blocks out of chunks of `upstream` does: waits,
+/// through `order`, for all work that may still use those blocks, then gives every chunk
+/// `chunks()` lists (start, bytes) back to `upstream` on the default stream, with `alignment`.
+/// Errors have nowhere to go from a destructor and are dropped. Nothing is done while the process
+/// exits: the driver may be gone, and the chunks go with the process.
+#[cold]
+pub(crate) fn give_back_chunks<U, I>(
+    upstream: &U,
+    order: &dyn StreamOrder,
+    alignment: usize,
+    chunks: impl FnOnce() -> I,
+) where
+    U: MemoryResource + ?Sized,
+    I: IntoIterator<Item = (usize, usize)>,
+{
+    if crate::process_exit::process_is_exiting() {
+        return;
+    }
+    let _ = order.synchronize_all();
+    for (start, bytes) in chunks() {
+        let _ = upstream.deallocate(start as *mut u8, bytes, alignment, CudaStreamView::DEFAULT);
+    }
 }
 
 #[cfg(test)]

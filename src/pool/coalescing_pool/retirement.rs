@@ -29,7 +29,7 @@ impl CoalescingPool {
     /// no sets here). The caller must have captured the stream's work under `retired`, or
     /// `retired` must wait for a synchronisation.
     pub fn retire_key(&mut self, key: StreamKey, retired: StreamKey) -> bool {
-        debug_assert!(key.is_stream() && key != StreamKey(0) && retired.is_retired());
+        debug_assert!(key.is_stream() && key != StreamKey::LEGACY_DEFAULT && retired.is_retired());
         let Some(private) = self.private_set(key) else {
             return false;
         };
@@ -71,7 +71,8 @@ impl CoalescingPool {
     fn limit_captured_sets(&mut self) {
         let captured = |s: &StreamSet| s.key.is_retired() && !s.key.waits_for_sync() && s.free_bytes > 0;
         while self.sets.iter().filter(|s| captured(s)).count() > MAX_CAPTURED_SETS {
-            let Some(oldest) = self.set_ids().filter(|&i| captured(&self.sets[i])).min_by_key(|&i| self.sets[i].key.0)
+            let Some(oldest) =
+                self.set_ids().filter(|&i| captured(&self.sets[i])).min_by_key(|&i| self.sets[i].key.packed())
             else {
                 return;
             };
@@ -152,7 +153,7 @@ impl CoalescingPool {
     /// A set's place among the others, for `check_invariants`.
     pub(super) fn check_set_links(&self) -> Result<(), String> {
         for (i, s) in self.set_ids().zip(&self.sets) {
-            let describe = || format!("set {i} ({:#x})", s.key.0);
+            let describe = || format!("set {i} ({:#x})", s.key.packed());
             if s.key == StreamKey::UNUSED || s.key.is_retired() || s.key.is_sealed() {
                 if s.published_by.is_some() || s.publishes_to.is_some() || s.wanted {
                     return Err(format!("{} is unused or retired but linked or wanted", describe()));

@@ -238,7 +238,7 @@ impl StreamTenant for ArenaTenant {
         };
         let arenas: Vec<Arc<Arena>> =
             shared.registry.lock().by_key.iter().filter(|((_, k), _)| *k == key).map(|(_, a)| a.clone()).collect();
-        if arenas.is_empty() || without_driver_ok(CudaStreamView::from_handle(key.0).synchronize()).is_ok() {
+        if arenas.is_empty() || without_driver_ok(CudaStreamView::from_handle(key.packed()).synchronize()).is_ok() {
             return;
         }
         for arena in arenas {
