@@ -9,7 +9,7 @@
  * The pool's upstream is `counting_upstream`: a CCCL resource forwarding to
  * rmm::mr::cuda_memory_resource and counting the bytes it holds (current and peak).
  *
- * Log format (the same reader as the Rust `rmm_replay`, src/bin/rmm_replay/log.rs): a header
+ * Log format (the same reader as the Rust `rmm_replay`, benches/replay/src/log.rs): a header
  * naming the columns Thread,Time,Action,Pointer,Size,Stream (any order, any case; Thread and Time
  * optional and not interpreted), then one row per event; spaces around fields, blank lines and
  * '\r' are ignored. Pointer and Stream are hexadecimal with or without 0x; null may be written

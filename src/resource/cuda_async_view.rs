@@ -151,9 +151,10 @@ macro_rules! pool_backed_memory_resource {
 }
 pub(crate) use pool_backed_memory_resource;
 
-/// The pool of a resource of the `cuda_async` family, for equality across the family: memory from
-/// a pool may be freed through any resource over the same pool.
-pub(crate) fn async_pool_of(r: &dyn MemoryResource) -> Option<usize> {
+/// The pool of a resource of the `cuda_async` family (its `CUmemoryPool` handle as an address), for
+/// equality across the family: memory from a pool may be freed through any resource over the same
+/// pool. `None` for any other resource.
+pub fn async_pool_of(r: &dyn MemoryResource) -> Option<usize> {
     let any = r as &dyn Any;
     if let Some(v) = any.downcast_ref::<CudaAsyncViewMemoryResource>() {
         return Some(v.pool);

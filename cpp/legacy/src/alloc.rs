@@ -11,10 +11,10 @@ use super::event_log::{Kind, Site, Timer};
 use super::guarded;
 use super::live::Live;
 use super::session::{with_session, Session};
-use crate::driver;
-use crate::resource::DEFAULT_ALIGNMENT;
-use crate::stream::CudaStreamView;
+
 use cudarc::driver::sys::CUstream;
+use rmm::resource::DEFAULT_ALIGNMENT;
+use rmm::stream::CudaStreamView;
 use std::ffi::{c_char, c_long, c_uint, c_void};
 
 /// Allocates `size` bytes into `*out` and records them.
@@ -78,7 +78,14 @@ fn realloc(inout: *mut *mut c_void, new_size: usize, stream: CudaStreamView, sit
 /// `stream`: the copy is queued before the free, so the stream-ordered free keeps the old block
 /// from reuse until the copy has run. On failure `old` stays live and unchanged.
 fn move_to_new(s: &Session, old: usize, new_size: usize, stream: CudaStreamView) -> Result<usize, RmmError> {
-    move_with(s, old, new_size, stream, driver::memcpy_async)
+    move_with(s, old, new_size, stream, copy_addresses)
+}
+
+/// A stream-ordered copy of `bytes` bytes between two device addresses the session handed out.
+fn copy_addresses(dst: usize, src: usize, bytes: usize, stream: CudaStreamView) -> rmm::Result<()> {
+    // SAFETY: both are live allocations of this API of at least `bytes` bytes; the old block is
+    // freed on the same stream after the copy, so it stays valid until the copy has run.
+    unsafe { rmm::copy::copy_async(dst as *mut u8, src as *const u8, bytes, stream) }
 }
 
 /// [`move_to_new`] with the copy `copy(dst, src, bytes, stream)` (tests pass a host copy).
@@ -94,7 +101,7 @@ fn move_with(
     old: usize,
     new_size: usize,
     stream: CudaStreamView,
-    copy: impl FnOnce(usize, usize, usize, CudaStreamView) -> crate::Result<()>,
+    copy: impl FnOnce(usize, usize, usize, CudaStreamView) -> rmm::Result<()>,
 ) -> Result<usize, RmmError> {
     let old_live = s.live.take(old).ok_or(RmmError::INVALID_ARGUMENT)?;
     let resource = s.current_resource();
@@ -128,7 +135,7 @@ fn allocation_offset(offset: *mut c_long, ptr: usize) -> Status {
             return Err(RmmError::INVALID_ARGUMENT);
         }
         s.live.containing(ptr).ok_or(RmmError::INVALID_ARGUMENT)?;
-        let base = status(driver::mem_allocation_base(ptr))?;
+        let base = status(rmm::device::allocation_base(ptr))?;
         let delta = c_long::try_from(ptr - base).map_err(|_| RmmError::UNKNOWN)?;
         // SAFETY: `offset` is not null (checked above) and the caller passes a writable pointer.
         unsafe { offset.write(delta) };
@@ -145,8 +152,7 @@ fn allocation_offset(offset: *mut c_long, ptr: usize) -> Status {
 /// # Safety
 /// `ptr` is null or writable; `stream` is a live stream (or a default-stream handle); `file` is null
 /// or a NUL-terminated string.
-#[no_mangle]
-pub unsafe extern "C" fn rmmAlloc(
+pub unsafe fn rmmAlloc(
     ptr: *mut *mut c_void,
     size: usize,
     stream: CUstream,
@@ -171,8 +177,7 @@ pub unsafe extern "C" fn rmmAlloc(
 ///
 /// # Safety
 /// As [`rmmAlloc`]; `*ptr` is readable.
-#[no_mangle]
-pub unsafe extern "C" fn rmmRealloc(
+pub unsafe fn rmmRealloc(
     ptr: *mut *mut c_void,
     new_size: usize,
     stream: CUstream,
@@ -190,8 +195,7 @@ pub unsafe extern "C" fn rmmRealloc(
 /// # Safety
 /// `stream` is a live stream (or a default-stream handle); `file` is null or a NUL-terminated
 /// string.
-#[no_mangle]
-pub unsafe extern "C" fn rmmFree(ptr: *mut c_void, stream: CUstream, file: *const c_char, line: c_uint) -> RmmError {
+pub unsafe fn rmmFree(ptr: *mut c_void, stream: CUstream, file: *const c_char, line: c_uint) -> RmmError {
     guarded(RmmError::UNKNOWN, || code(free(ptr as usize, CudaStreamView::from_raw(stream), Site { file, line })))
 }
 
@@ -202,19 +206,18 @@ pub unsafe extern "C" fn rmmFree(ptr: *mut c_void, stream: CUstream, file: *cons
 ///
 /// # Safety
 /// `offset` is null or writable.
-#[no_mangle]
-pub unsafe extern "C" fn rmmGetAllocationOffset(offset: *mut c_long, ptr: *mut c_void, _stream: CUstream) -> RmmError {
+pub unsafe fn rmmGetAllocationOffset(offset: *mut c_long, ptr: *mut c_void, _stream: CUstream) -> RmmError {
     guarded(RmmError::UNKNOWN, || code(allocation_offset(offset, ptr as usize)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::adaptor::CallbackMemoryResource;
-    use crate::device::DeviceId;
-    use crate::error::{Error, Misuse};
-    use crate::per_device_resource::{reset_per_device_resource, set_per_device_resource};
-    use crate::resource::{HostMemoryResource, MemoryResource};
+    use rmm::adaptor::CallbackMemoryResource;
+    use rmm::device::DeviceId;
+    use rmm::error::{Error, Misuse};
+    use rmm::per_device_resource::{reset_per_device_resource, set_per_device_resource};
+    use rmm::resource::{HostMemoryResource, MemoryResource};
     use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
     use std::sync::Arc;
 
@@ -226,7 +229,7 @@ mod tests {
     }
 
     /// A host copy, as the driver's would be on host memory.
-    fn host_copy(dst: usize, src: usize, n: usize, _: CudaStreamView) -> crate::Result<()> {
+    fn host_copy(dst: usize, src: usize, n: usize, _: CudaStreamView) -> rmm::Result<()> {
         // SAFETY: both blocks are live host allocations of at least `n` bytes that do not overlap.
         unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, n) };
         Ok(())

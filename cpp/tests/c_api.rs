@@ -1,15 +1,18 @@
-//! The legacy C API (`src/c_api`, `include/rmm/rmm_api.h`) called as C calls it: through the
+//! The legacy C API (`include/rmm/rmm_api.h`: `cpp/src/c_api.rs` over `rmm-legacy`) called
+//! as C calls it: through the
 //! `extern "C"` functions, with raw pointers. The API is one process-wide state, so every test
 //! takes `LOCK` and leaves the API finalised.
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use cudarc::driver::sys;
-use rmm::c_api::*;
 use rmm::device::DeviceId;
 use rmm::per_device_resource::{get_per_device_resource, set_per_device_resource};
 use rmm::resource::{same_type, CudaMemoryResource, ManagedMemoryResource, PoolMemoryResource};
 use rmm::CudaStream;
+use rmm_cpp::c_api::*;
+use rmm_legacy::reinitialize;
 use std::ffi::{c_char, c_long, c_void, CStr};
 use std::ptr::{null, null_mut};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -509,4 +512,27 @@ fn realloc_whose_old_free_fails_leaks_nothing() {
 
     set_per_device_resource(device, created);
     assert_eq!(rmmFinalize(), RmmError::SUCCESS);
+}
+
+const KEPT: &str = "another user's file\n";
+
+/// Like every log file of the library, the event log is never written through a symbolic link.
+#[test]
+fn the_c_api_event_log_refuses_a_link() {
+    let _serial = lock();
+    let dir = std::env::temp_dir().join(format!("rmm-c-api-log-link-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    // `victim` holds another user's file; `log` is a symbolic link to it.
+    let (victim, log) = (dir.join("victim"), dir.join("rmm.log"));
+    std::fs::write(&victim, KEPT).unwrap();
+    std::os::unix::fs::symlink(&victim, &log).unwrap();
+    let name = std::ffi::CString::new(log.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated name.
+    assert_eq!(unsafe { rmmWriteLog(name.as_ptr()) }, RmmError::IO);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), KEPT);
+    let fresh = std::ffi::CString::new(dir.join("events.csv").to_str().unwrap()).unwrap();
+    // SAFETY: as above.
+    assert_eq!(unsafe { rmmWriteLog(fresh.as_ptr()) }, RmmError::SUCCESS);
+    std::fs::remove_dir_all(&dir).ok();
 }

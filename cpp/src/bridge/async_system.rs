@@ -4,10 +4,10 @@
 use super::ffi::{Capability, ErrorKind, Outcome};
 use super::outcome::{guard_outcome, Context};
 use super::resources::RustResource;
-use crate::capabilities::{self, AllocationHandleType};
-use crate::device::DeviceId;
-use crate::error::{Error, Result};
-use crate::resource::{
+use rmm::capabilities::{self, AllocationHandleType};
+use rmm::device::DeviceId;
+use rmm::error::{Error, Result};
+use rmm::resource::{
     CudaAsyncManagedMemoryResource, CudaAsyncMemoryResource, CudaAsyncViewMemoryResource, SamHeadroomMemoryResource,
     SharedResource, SystemMemoryResource,
 };

@@ -1,8 +1,8 @@
-//! The C++ default logger (`rmm::default_logger()`) over the Rust one ([`crate::logger`]): its
+//! The C++ default logger (`rmm::default_logger()`) over the Rust one ([`rmm::logger`]): its
 //! level and flush level are the Rust logger's, and the lines it formats go to the Rust sink.
 
 use super::outcome::guard;
-use crate::logger::{default_logger, Level};
+use rmm::logger::{default_logger, Level};
 
 /// The default logger's level.
 pub(crate) fn logger_level() -> i32 {

@@ -4,11 +4,11 @@
 use super::ffi::{self, TrackedAllocation};
 use super::outcome::guard;
 use super::resources::RustResource;
-use crate::adaptor::logging::LogSink;
-use crate::adaptor::tracking::AllocationRecord;
-use crate::adaptor::{LoggingResourceAdaptor, TrackingResourceAdaptor};
-use crate::error::Error;
-use crate::resource::SharedResource;
+use rmm::adaptor::logging::LogSink;
+use rmm::adaptor::tracking::AllocationRecord;
+use rmm::adaptor::{LoggingResourceAdaptor, TrackingResourceAdaptor};
+use rmm::error::Error;
+use rmm::resource::SharedResource;
 use std::backtrace::Backtrace;
 use std::sync::Arc;
 

@@ -3,19 +3,19 @@
 use super::cpp_upstream::CppUpstream;
 use super::ffi::{self, CounterPair, ErrorKind, Outcome};
 use super::outcome::{caught, guard, guard_outcome, what_of, Context};
-use crate::adaptor::{
+use rmm::adaptor::{
     Counter as StatCounter, CounterFrame, LimitingResourceAdaptor, LoggingResourceAdaptor, StatisticsResourceAdaptor,
     TrackingResourceAdaptor,
 };
-use crate::device::DeviceId;
-use crate::error::{Error, Result};
-use crate::per_device_resource;
-use crate::resource::cuda_async_view::async_pool_of;
-use crate::resource::{
+use rmm::device::DeviceId;
+use rmm::error::{Error, Result};
+use rmm::per_device_resource;
+use rmm::resource::cuda_async_view::async_pool_of;
+use rmm::resource::{
     HostMemoryResource, ManagedMemoryResource, MemoryResource, PinnedHostMemoryResource, PoolMemoryResource,
     SharedResource,
 };
-use crate::stream::CudaStreamView;
+use rmm::stream::CudaStreamView;
 use std::any::Any;
 use std::fmt::Display;
 use std::io::Write;

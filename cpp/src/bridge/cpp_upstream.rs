@@ -2,11 +2,11 @@
 //! struct, a `device_async_resource_ref`, an `any_resource`) can be the upstream of a Rust pool.
 
 use super::ffi::{self, ErrorKind, Outcome};
-use crate::error::{Error, Result};
-use crate::resource::upstream_check::refuse_null;
-use crate::resource::MemoryResource;
-use crate::stream::CudaStreamView;
 use parking_lot::{ReentrantMutex, ReentrantMutexGuard};
+use rmm::error::{Error, Result};
+use rmm::resource::upstream_check::refuse_null;
+use rmm::resource::MemoryResource;
+use rmm::stream::CudaStreamView;
 
 // SAFETY: the C++ object (a `cpp_resource` holding a `shared_ptr` to the user's resource) is tied
 // to no thread: it may be called from, and destroyed on, any thread as long as one call runs at a

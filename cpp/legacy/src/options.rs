@@ -1,9 +1,9 @@
 //! `rmmOptions_t` and `rmmAllocationMode_t`, and what resource they ask for.
 
-use crate::device::available_device_memory;
-use crate::error::Result;
-use crate::pool::GRANULE;
-use crate::resource::{CudaMemoryResource, ManagedMemoryResource, PoolMemoryResource, SharedResource};
+use rmm::device::available_device_memory;
+use rmm::error::Result;
+use rmm::pool::GRANULE;
+use rmm::resource::{CudaMemoryResource, ManagedMemoryResource, PoolMemoryResource, SharedResource};
 use std::ffi::c_int;
 use std::sync::Arc;
 

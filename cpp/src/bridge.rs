@@ -2,8 +2,8 @@
 //!
 //! C++ holds a Rust resource as `rust::Box<RustResource>` (behind a `std::shared_ptr`, so copies of a
 //! C++ resource share one Rust resource). A C++ resource that is not ours crosses the other way as
-//! `CppResource` and becomes an ordinary [`MemoryResource`](crate::MemoryResource) (`CppUpstream`),
-//! so it can feed a Rust pool. The implementations live in `src/bridge/`; this file only declares
+//! `CppResource` and becomes an ordinary [`MemoryResource`](rmm::MemoryResource) (`CppUpstream`),
+//! so it can feed a Rust pool. The implementations live in `bridge/`; this file only declares
 //! the boundary.
 //!
 //! # How errors cross
@@ -39,7 +39,6 @@ mod streams;
 
 pub use resources::RustResource;
 
-use crate::process_exit::{mark_process_exiting, process_is_exiting};
 use adaptors::*;
 use arena::new_arena_memory_resource;
 use async_system::*;
@@ -47,6 +46,7 @@ use fixed_binning::*;
 use logger::*;
 use logging_tracking::*;
 use resources::*;
+use rmm::process_exit::{mark_process_exiting, process_is_exiting};
 use streams::{register_stream, retire_stream};
 
 #[cxx::bridge(namespace = "rmm_rs")]
@@ -189,7 +189,7 @@ pub(crate) mod ffi {
         ) -> Box<RustResource>;
         fn new_logging_adaptor(upstream: &RustResource, path: &str, auto_flush: bool) -> Box<RustResource>;
         // The cuda_async family, system and SAM-headroom resources, capability checks
-        // (src/bridge/async_system.rs).
+        // (bridge/async_system.rs).
         /// A view of the `cudaMemPool_t` `pool` (0: an empty view); the pool stays the caller's.
         fn new_cuda_async_view_memory_resource(pool: usize) -> Box<RustResource>;
         fn new_cuda_async_managed_memory_resource() -> Box<RustResource>;
@@ -197,7 +197,7 @@ pub(crate) mod ffi {
         fn new_sam_headroom_memory_resource(headroom: usize) -> Box<RustResource>;
         /// Whether device `device` has `capability` (`ptr` 1 or 0), or the driver's error.
         fn runtime_capability(capability: Capability, device: i32, handle_types: u32) -> Outcome;
-        // arena_memory_resource (src/bridge/arena.rs)
+        // arena_memory_resource (bridge/arena.rs)
         fn new_arena_memory_resource(
             upstream: &RustResource,
             arena_size: usize,
@@ -235,7 +235,7 @@ pub(crate) mod ffi {
         /// its queued work and keep its free blocks from the next stream to get the handle.
         fn retire_stream(handle: usize);
 
-        // fixed_size_memory_resource and binning_memory_resource (src/bridge/fixed_binning.rs).
+        // fixed_size_memory_resource and binning_memory_resource (bridge/fixed_binning.rs).
         fn new_fixed_size_memory_resource(
             upstream: &RustResource,
             block_size: usize,
@@ -256,7 +256,7 @@ pub(crate) mod ffi {
         fn binning_add_bin_resource(r: &RustResource, allocation_size: usize, bin: &RustResource) -> Outcome;
 
         /// From an exit hook: from now on Rust destructors and frees leave the CUDA driver alone
-        /// (see `crate::process_exit`). Cannot fail or panic (an atomic store and a debug log line).
+        /// (see `rmm::process_exit`). Cannot fail or panic (an atomic store and a debug log line).
         fn mark_process_exiting();
     }
 
@@ -287,7 +287,7 @@ pub(crate) mod ffi {
     }
 
     // Logger and process state (rmm/logger.hpp, rmm/process_is_exiting.hpp): the C++ default
-    // logger's level lives here, and its lines go to the Rust sink (`crate::logger`).
+    // logger's level lives here, and its lines go to the Rust sink (`rmm::logger`).
     extern "Rust" {
         /// The default logger's level (a `rapids_logger::level_enum` value).
         fn logger_level() -> i32;

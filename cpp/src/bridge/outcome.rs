@@ -1,7 +1,7 @@
 //! Turning Rust results and panics into [`Outcome`]s for the C++ side.
 
 use super::ffi::{ErrorKind, Outcome};
-use crate::error::Error;
+use rmm::error::Error;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// Where an error happened decides which RMM exception it becomes.
@@ -97,7 +97,7 @@ pub(crate) fn guard_outcome(what: &'static str, kind: ErrorKind, f: impl FnOnce(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::Misuse;
+    use rmm::error::Misuse;
 
     #[test]
     fn kinds_follow_the_rmm_exception_types() {

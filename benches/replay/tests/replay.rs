@@ -13,7 +13,7 @@ use std::process::{Command, Output, Stdio};
 const BIN: &str = env!("CARGO_BIN_EXE_rmm_replay");
 
 fn logs_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/logs")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/logs")
 }
 
 fn committed_logs() -> Vec<PathBuf> {

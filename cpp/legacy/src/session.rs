@@ -16,12 +16,12 @@ use super::codes::{code, status, RmmError, Status};
 use super::live::LiveTable;
 use super::options::RmmOptions;
 use super::{event_log, guarded};
-use crate::device::DeviceId;
-use crate::driver;
-use crate::per_device_resource::{get_per_device_resource, set_per_device_resource};
-use crate::resource::{SharedResource, DEFAULT_ALIGNMENT};
-use crate::stream::CudaStreamView;
+use rmm::device::DeviceId;
+
 use parking_lot::RwLock;
+use rmm::per_device_resource::{get_per_device_resource, set_per_device_resource};
+use rmm::resource::{SharedResource, DEFAULT_ALIGNMENT};
+use rmm::stream::CudaStreamView;
 use std::sync::Arc;
 
 /// One `rmmInitialize` .. `rmmFinalize` span.
@@ -79,7 +79,7 @@ impl Session {
         let mut outcome = Ok(());
         if !live.is_empty() {
             // Their streams may be gone by now: wait for all work, then free on the default stream.
-            outcome = status(driver::synchronize_context(self.context));
+            outcome = status(rmm::device::synchronize_context(self.context));
             for (ptr, l) in live {
                 let freed = l.resource.deallocate(ptr as *mut u8, l.bytes, DEFAULT_ALIGNMENT, CudaStreamView::DEFAULT);
                 outcome = outcome.and(status(freed));
@@ -107,7 +107,7 @@ fn initialize(options: RmmOptions) -> Status {
 fn build(options: &RmmOptions) -> Result<(DeviceId, usize, SharedResource), RmmError> {
     options.validate()?;
     let device = status(DeviceId::current())?;
-    let context = status(driver::current_context_kept())?;
+    let context = status(rmm::device::current_context_kept())?;
     let created = status(options.make_resource())?;
     Ok((device, context, created))
 }
@@ -169,8 +169,7 @@ fn finalize() -> Status {
 ///
 /// # Safety
 /// `options` is null or points to a valid `rmmOptions_t`.
-#[no_mangle]
-pub unsafe extern "C" fn rmmInitialize(options: *mut RmmOptions) -> RmmError {
+pub unsafe fn rmmInitialize(options: *mut RmmOptions) -> RmmError {
     guarded(RmmError::UNKNOWN, || {
         // SAFETY: the caller passes null or a valid rmmOptions_t.
         let options = unsafe { options.as_ref() }.copied().unwrap_or_default().normalized();
@@ -181,8 +180,7 @@ pub unsafe extern "C" fn rmmInitialize(options: *mut RmmOptions) -> RmmError {
 /// `rmmError_t rmmFinalize(void)`: frees every allocation still live, puts back the resource that
 /// was current before `rmmInitialize` (unless another was installed since) and destroys the one it
 /// made. `RMM_ERROR_NOT_INITIALIZED` when not initialised.
-#[no_mangle]
-pub extern "C" fn rmmFinalize() -> RmmError {
+pub fn rmmFinalize() -> RmmError {
     guarded(RmmError::UNKNOWN, || code(finalize()))
 }
 
@@ -204,8 +202,7 @@ pub fn reinitialize(options: RmmOptions) -> RmmError {
 ///
 /// # Safety
 /// `options` is null or points to writable memory for an `rmmOptions_t`.
-#[no_mangle]
-pub unsafe extern "C" fn rmmIsInitialized(options: *mut RmmOptions) -> bool {
+pub unsafe fn rmmIsInitialized(options: *mut RmmOptions) -> bool {
     guarded(false, || {
         with_session(|s| {
             if !options.is_null() {
@@ -221,9 +218,9 @@ pub unsafe extern "C" fn rmmIsInitialized(options: *mut RmmOptions) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::c_api::live::Live;
-    use crate::per_device_resource::reset_per_device_resource;
-    use crate::resource::{HostMemoryResource, MemoryResource};
+    use crate::live::Live;
+    use rmm::per_device_resource::reset_per_device_resource;
+    use rmm::resource::{HostMemoryResource, MemoryResource};
 
     fn host() -> SharedResource {
         Arc::new(HostMemoryResource::new())
@@ -241,7 +238,7 @@ mod tests {
         let p = first.allocate(100, DEFAULT_ALIGNMENT, CudaStreamView::DEFAULT).unwrap() as usize;
         slot.as_ref().unwrap().live.insert(p, Live { bytes: 100, resource: first.clone() });
 
-        let pool = RmmOptions::new(crate::c_api::RmmAllocationMode::POOL_ALLOCATION, 1 << 20, false);
+        let pool = RmmOptions::new(crate::RmmAllocationMode::POOL_ALLOCATION, 1 << 20, false);
         switch(&mut slot, pool, device, 0, second.clone());
         let s = slot.take().unwrap();
         assert!(Arc::ptr_eq(&get_per_device_resource(device), &second), "the new resource is current");

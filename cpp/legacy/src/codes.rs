@@ -1,6 +1,6 @@
 //! `rmmError_t`: the error codes of the legacy API, their names, and how a crate error maps to one.
 
-use crate::error::Error;
+use rmm::error::Error;
 use std::ffi::{c_char, c_int};
 
 /// `rmmError_t`. A C enum crosses the ABI as an `int`, and C may pass any value, so this is an
@@ -61,7 +61,7 @@ impl RmmError {
 pub(crate) type Status = std::result::Result<(), RmmError>;
 
 /// Turns a crate result into a status.
-pub(crate) fn status<T>(r: crate::error::Result<T>) -> std::result::Result<T, RmmError> {
+pub(crate) fn status<T>(r: rmm::error::Result<T>) -> std::result::Result<T, RmmError> {
     r.map_err(|e| RmmError::from_error(&e))
 }
 
@@ -72,7 +72,6 @@ pub(crate) fn code(s: Status) -> RmmError {
 
 /// `const char* rmmGetErrorString(rmmError_t errcode)`: the code's name (`"RMM_ERROR_IO"`), or
 /// `"Internal error. Unknown error code."` for a value outside the enum. The string is static.
-#[no_mangle]
-pub extern "C" fn rmmGetErrorString(errcode: RmmError) -> *const c_char {
+pub fn rmmGetErrorString(errcode: RmmError) -> *const c_char {
     errcode.name().as_ptr().cast()
 }

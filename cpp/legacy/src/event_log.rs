@@ -5,10 +5,10 @@
 use super::codes::{code, RmmError};
 use super::guarded;
 use super::session::Session;
-use crate::device::available_device_memory;
-use crate::logger::{open_log_file, LogFileMode};
-use crate::stream::CudaStreamView;
 use parking_lot::Mutex;
+use rmm::device::available_device_memory;
+use rmm::logger::{open_log_file, LogFileMode};
+use rmm::stream::CudaStreamView;
 use std::ffi::{c_char, CStr};
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -144,8 +144,7 @@ fn to_csv() -> String {
 ///
 /// # Safety
 /// `filename` is null or a NUL-terminated string.
-#[no_mangle]
-pub unsafe extern "C" fn rmmWriteLog(filename: *const c_char) -> RmmError {
+pub unsafe fn rmmWriteLog(filename: *const c_char) -> RmmError {
     guarded(RmmError::UNKNOWN, || {
         if filename.is_null() {
             return RmmError::INVALID_ARGUMENT;
@@ -158,8 +157,7 @@ pub unsafe extern "C" fn rmmWriteLog(filename: *const c_char) -> RmmError {
 }
 
 /// `size_t rmmLogSize(void)`: the length in bytes of the CSV log (no terminating NUL counted).
-#[no_mangle]
-pub extern "C" fn rmmLogSize() -> usize {
+pub fn rmmLogSize() -> usize {
     guarded(0, || to_csv().len())
 }
 
@@ -170,8 +168,7 @@ pub extern "C" fn rmmLogSize() -> usize {
 ///
 /// # Safety
 /// `buffer` is null or points to `buffer_size` writable bytes.
-#[no_mangle]
-pub unsafe extern "C" fn rmmGetLog(buffer: *mut c_char, buffer_size: usize) -> RmmError {
+pub unsafe fn rmmGetLog(buffer: *mut c_char, buffer_size: usize) -> RmmError {
     guarded(RmmError::UNKNOWN, || {
         if buffer_size == 0 {
             return RmmError::SUCCESS;

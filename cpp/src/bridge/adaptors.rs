@@ -5,14 +5,14 @@ use super::cpp_upstream::to_error;
 use super::ffi::{self, ErrorKind, Outcome};
 use super::outcome::{guard_outcome, Context};
 use super::resources::RustResource;
-use crate::adaptor::{
+use parking_lot::ReentrantMutex;
+use rmm::adaptor::{
     AlignedResourceAdaptor, CallbackMemoryResource, PrefetchResourceAdaptor, ThreadSafeResourceAdaptor,
 };
-use crate::device::DeviceId;
-use crate::error::{Error, Result};
-use crate::resource::SharedResource;
-use crate::stream::CudaStreamView;
-use parking_lot::ReentrantMutex;
+use rmm::device::DeviceId;
+use rmm::error::{Error, Result};
+use rmm::resource::SharedResource;
+use rmm::stream::CudaStreamView;
 use std::sync::Arc;
 
 // SAFETY: the object holds the user's two `std::function`s and their arguments, which RMM calls
@@ -84,8 +84,7 @@ pub(crate) fn new_callback_memory_resource(
 /// `rmm::prefetch`: a failed driver call is a `cuda_error`.
 pub(crate) fn prefetch_memory(ptr: usize, bytes: usize, device: i32, stream: usize) -> Outcome {
     guard_outcome("prefetch", ErrorKind::Cuda, || {
-        match crate::prefetch::prefetch(ptr as *const u8, bytes, DeviceId(device), CudaStreamView::from_handle(stream))
-        {
+        match rmm::prefetch::prefetch(ptr as *const u8, bytes, DeviceId(device), CudaStreamView::from_handle(stream)) {
             Ok(()) => Outcome::ok(0),
             Err(e) => Outcome::from_error(&e, Context::Construct),
         }

@@ -1,8 +1,8 @@
 //! The live-allocation table: every pointer `rmmAlloc` / `rmmRealloc` handed out, with its size and
 //! the resource it came from, since `rmmFree` is given neither.
 
-use crate::resource::SharedResource;
 use parking_lot::Mutex;
+use rmm::resource::SharedResource;
 use std::collections::BTreeMap;
 
 /// One live allocation.
@@ -52,7 +52,7 @@ impl LiveTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resource::HostMemoryResource;
+    use rmm::resource::HostMemoryResource;
     use std::sync::Arc;
 
     #[test]

@@ -1,7 +1,7 @@
 //! Bridge constructor of the arena resource (`rmm::mr::arena_memory_resource`).
 
 use super::resources::{Direct, RustResource};
-use crate::resource::{ArenaMemoryResource, SharedResource};
+use rmm::resource::{ArenaMemoryResource, SharedResource};
 use std::sync::Arc;
 
 /// The arena as the bridge makes it: over a resource of either side.
@@ -39,6 +39,6 @@ mod tests {
         let arena = new_arena_memory_resource(&host, 4 << 20, true, false);
         assert!(arena.shared().is_ok());
         let small = new_arena_memory_resource(&host, 1 << 19, true, false);
-        assert!(matches!(small.shared(), Err(crate::Error::InvalidArgument(_))));
+        assert!(matches!(small.shared(), Err(rmm::Error::InvalidArgument(_))));
     }
 }

@@ -3,7 +3,7 @@
 use super::ffi::{ErrorKind, Outcome};
 use super::outcome::{guard, guard_outcome, Context};
 use super::RustResource;
-use crate::resource::{BinningMemoryResource, FixedSizeMemoryResource, SharedResource};
+use rmm::resource::{BinningMemoryResource, FixedSizeMemoryResource, SharedResource};
 use std::sync::Arc;
 
 type FixedSize = FixedSizeMemoryResource<SharedResource>;
