@@ -4,7 +4,6 @@
 
 use super::codes::{code, RmmError};
 use super::guarded;
-use super::session::Session;
 use parking_lot::Mutex;
 use rmm::device::available_device_memory;
 use rmm::logger::{open_log_file, LogFileMode};
@@ -65,6 +64,17 @@ impl Site {
     }
 }
 
+/// What a row needs of the session it is logged in (the session implements it; the log does not
+/// depend on the session module, which clears the log).
+pub(crate) trait LogContext {
+    /// Whether the session was initialised with logging.
+    fn logging_enabled(&self) -> bool;
+    /// The session's device.
+    fn device(&self) -> i32;
+    /// How many allocations are live.
+    fn live_count(&self) -> usize;
+}
+
 /// A call being timed; [`Timer::record`] adds its row when the session logs.
 pub(crate) struct Timer {
     start: Instant,
@@ -77,21 +87,21 @@ impl Timer {
     }
 
     /// Adds a row for a call that succeeded, if the session was initialised with logging.
-    pub fn record(self, s: &Session, kind: Kind, ptr: usize, size: usize, stream: CudaStreamView, site: Site) {
-        if !s.options.logging_enabled() {
+    pub fn record(self, s: &impl LogContext, kind: Kind, ptr: usize, size: usize, stream: CudaStreamView, site: Site) {
+        if !s.logging_enabled() {
             return;
         }
         let end = Instant::now();
         let (free, total) = available_device_memory().unwrap_or((0, 0));
         let event = Event {
             kind,
-            device: s.device.value(),
+            device: s.device(),
             ptr,
             stream: stream.handle(),
             size,
             free,
             total,
-            live: s.live.len(),
+            live: s.live_count(),
             start: self.start - base(),
             end: end - base(),
             location: site.describe(),

@@ -13,9 +13,10 @@
 //! from the resource `rmmInitialize` made, and from the restored one after `rmmFinalize`.
 
 use super::codes::{code, status, RmmError, Status};
+use super::event_log::{self, LogContext};
+use super::guarded;
 use super::live::LiveTable;
 use super::options::RmmOptions;
-use super::{event_log, guarded};
 use rmm::device::DeviceId;
 
 use parking_lot::RwLock;
@@ -50,6 +51,20 @@ pub(crate) fn with_session<T>(f: impl FnOnce(&Session) -> Result<T, RmmError>) -
     // rmmFinalize.
     let guard = SESSION.read_recursive();
     f(guard.as_ref().ok_or(RmmError::NOT_INITIALIZED)?)
+}
+
+impl LogContext for Session {
+    fn logging_enabled(&self) -> bool {
+        self.options.logging_enabled()
+    }
+
+    fn device(&self) -> i32 {
+        self.device.value()
+    }
+
+    fn live_count(&self) -> usize {
+        self.live.len()
+    }
 }
 
 impl Session {

@@ -1,11 +1,8 @@
 //! Bridge constructor of the arena resource (`rmm::mr::arena_memory_resource`).
 
-use super::resources::{Direct, RustResource};
-use rmm::resource::{ArenaMemoryResource, SharedResource};
+use super::resources::{Arena, Direct, RustResource};
+use rmm::resource::SharedResource;
 use std::sync::Arc;
-
-/// The arena as the bridge makes it: over a resource of either side.
-pub(super) type Arena = ArenaMemoryResource<SharedResource>;
 
 /// An arena of `arena_size` bytes (half the device's free memory when `has_arena_size` is false)
 /// taken from `upstream`.

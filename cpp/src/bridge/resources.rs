@@ -12,8 +12,8 @@ use rmm::error::{Error, Result};
 use rmm::per_device_resource;
 use rmm::resource::cuda_async_view::async_pool_of;
 use rmm::resource::{
-    HostMemoryResource, ManagedMemoryResource, MemoryResource, PinnedHostMemoryResource, PoolMemoryResource,
-    SharedResource,
+    ArenaMemoryResource, HostMemoryResource, ManagedMemoryResource, MemoryResource, PinnedHostMemoryResource,
+    PoolMemoryResource, SharedResource,
 };
 use rmm::stream::CudaStreamView;
 use std::any::Any;
@@ -82,8 +82,11 @@ pub struct RustResource {
 pub(super) enum Direct {
     None,
     Pool(Arc<Pool>),
-    Arena(Arc<super::arena::Arena>),
+    Arena(Arc<Arena>),
 }
+
+/// The arena as the bridge makes it: over a resource of either side.
+pub(super) type Arena = ArenaMemoryResource<SharedResource>;
 
 impl RustResource {
     pub(super) fn make(name: &'static str, f: impl FnOnce() -> Result<SharedResource>) -> Box<RustResource> {
@@ -410,7 +413,8 @@ pub(crate) fn rust_per_device_resource_is(device: i32, resource: &RustResource) 
 // `SharedResource`, so the accessors below downcast to these concrete types.
 // ---------------------------------------------------------------------------------------------
 
-type Pool = PoolMemoryResource<SharedResource>;
+/// The pool as the bridge makes it: over a resource of either side.
+pub(super) type Pool = PoolMemoryResource<SharedResource>;
 type Statistics = StatisticsResourceAdaptor<SharedResource>;
 type Tracking = TrackingResourceAdaptor<SharedResource>;
 type Limiting = LimitingResourceAdaptor<SharedResource>;
