@@ -14,7 +14,7 @@
 //!
 //! | channel | used by | on the C++ side |
 //! | --- | --- | --- |
-//! | an `Outcome` returned (kind, message, pointer) | `allocate`, `try_deallocate`, `pop_counters`, `flush_log` | thrown by kind |
+//! | an `Outcome` returned (kind, message, pointer) | `allocate`, `try_deallocate`, the queries of one kind (`pool_size`, `statistics_*`, `logging_flush`, ...) | thrown by kind (the `noexcept` queries read 0 or empty counters instead) |
 //! | 0 from `allocate_or_null`, the error kept per thread and read by `take_allocate_error` | the allocation fast path, which returns just the pointer | a 0 with a non-`Ok` error is thrown; 0 with `Ok` was a 0-byte request |
 //! | kept in the handle, read by `status` | every `new_*` constructor and `exchange_rust_per_device_resource`: a handle is always returned | thrown by the C++ constructor or setter |
 //! | a line on stderr naming pointer, size, alignment and stream; the resource is unchanged | `deallocate`, which C++ calls from `noexcept` code | nothing to throw |
@@ -26,28 +26,51 @@
 //! `Outcome` passed to it, as one from a `CppAllocationCallbacks` allocate does; a `CppLogSink`
 //! that throws reports `false`, which the log keeps as its first write error.
 
+// The handle and the calls every kind answers.
+mod handle;
+mod outcome;
+// One file per kind of resource or adaptor: its constructor and its queries.
 mod adaptors;
 mod arena;
-mod async_system;
+mod binning;
+mod cuda_async;
+mod fixed_size;
+mod limiting;
+mod logging;
+mod plain;
+mod pool;
+mod statistics;
+mod system;
+mod tracking;
+// A C++ resource as a Rust upstream; the per-device table, streams, logger and capabilities.
+mod capabilities;
 mod cpp_upstream;
-mod fixed_binning;
 mod logger;
-mod logging_tracking;
-mod outcome;
-mod resources;
+mod per_device;
 mod streams;
+#[cfg(test)]
+mod tests;
 
-pub use resources::RustResource;
+pub use handle::RustResource;
 
 use adaptors::*;
 use arena::new_arena_memory_resource;
-use async_system::*;
-use fixed_binning::*;
+use binning::*;
+use capabilities::runtime_capability;
+use cuda_async::*;
+use fixed_size::*;
+use handle::take_allocate_error;
+use limiting::*;
 use logger::*;
-use logging_tracking::*;
-use resources::*;
+use logging::*;
+use per_device::*;
+use plain::*;
+use pool::*;
 use rmm::process_exit::{mark_process_exiting, process_is_exiting};
+use statistics::*;
 use streams::{register_stream, retire_stream};
+use system::*;
+use tracking::*;
 
 #[cxx::bridge(namespace = "rmm_rs")]
 pub(crate) mod ffi {
@@ -151,17 +174,27 @@ pub(crate) mod ffi {
         /// The resource's type, for messages.
         fn describe(self: &RustResource) -> String;
 
-        // Accessors of particular resources; on another resource they return zero values.
-        fn pool_size(self: &RustResource) -> usize;
-        fn counters(self: &RustResource) -> CounterPair;
-        fn push_counters(self: &RustResource) -> CounterPair;
-        fn pop_counters(self: &RustResource, popped: &mut CounterPair) -> Outcome;
-        fn allocated_bytes(self: &RustResource) -> usize;
-        fn allocation_limit(self: &RustResource) -> usize;
-        fn outstanding_allocations(self: &RustResource) -> String;
-        fn flush_log(self: &RustResource) -> Outcome;
-        /// The `CUmemoryPool` of a resource of the cuda_async family (0 for other resources).
-        fn cuda_async_pool_handle(self: &RustResource) -> usize;
+        // Queries of one kind of resource, each named after its kind. The value comes in the
+        // `Outcome`'s `ptr` (or in the out parameter); asked of a resource of another kind (or a
+        // moved-from one) the `Outcome` is a `Logic` error naming both kinds.
+        /// Bytes a pool took from its upstream.
+        fn pool_size(r: &RustResource) -> Outcome;
+        /// A statistics adaptor's counters of the current region.
+        fn statistics_counters(r: &RustResource, counters: &mut CounterPair) -> Outcome;
+        /// Starts a region; `counters` gets those of the enclosing one.
+        fn statistics_push_counters(r: &RustResource, counters: &mut CounterPair) -> Outcome;
+        /// Ends the innermost region (`OutOfRange` when there is none); `popped` gets its counters.
+        fn statistics_pop_counters(r: &RustResource, popped: &mut CounterPair) -> Outcome;
+        /// Bytes allocated through a tracking adaptor.
+        fn tracking_allocated_bytes(r: &RustResource) -> Outcome;
+        /// Bytes allocated through a limiting adaptor (each rounded up to its alignment).
+        fn limiting_allocated_bytes(r: &RustResource) -> Outcome;
+        /// A limiting adaptor's limit.
+        fn limiting_allocation_limit(r: &RustResource) -> Outcome;
+        /// Writes a logging adaptor's buffered lines out.
+        fn logging_flush(r: &RustResource) -> Outcome;
+        /// The `CUmemoryPool` of a resource of the cuda_async family.
+        fn cuda_async_pool_handle(r: &RustResource) -> Outcome;
 
         // Constructors. They never fail outright: a failure is kept in the handle (`status`).
         fn new_cuda_memory_resource() -> Box<RustResource>;
@@ -188,8 +221,8 @@ pub(crate) mod ffi {
             alignment: usize,
         ) -> Box<RustResource>;
         fn new_logging_adaptor(upstream: &RustResource, path: &str, auto_flush: bool) -> Box<RustResource>;
-        // The cuda_async family, system and SAM-headroom resources, capability checks
-        // (bridge/async_system.rs).
+        // The cuda_async family (bridge/cuda_async.rs), system and SAM-headroom resources
+        // (bridge/system.rs), capability checks (bridge/capabilities.rs).
         /// A view of the `cudaMemPool_t` `pool` (0: an empty view); the pool stays the caller's.
         fn new_cuda_async_view_memory_resource(pool: usize) -> Box<RustResource>;
         fn new_cuda_async_managed_memory_resource() -> Box<RustResource>;
@@ -235,14 +268,15 @@ pub(crate) mod ffi {
         /// its queued work and keep its free blocks from the next stream to get the handle.
         fn retire_stream(handle: usize);
 
-        // fixed_size_memory_resource and binning_memory_resource (bridge/fixed_binning.rs).
+        // fixed_size_memory_resource (bridge/fixed_size.rs), binning_memory_resource
+        // (bridge/binning.rs).
         fn new_fixed_size_memory_resource(
             upstream: &RustResource,
             block_size: usize,
             blocks_to_preallocate: usize,
         ) -> Box<RustResource>;
-        /// The block size of a fixed-size resource (0 for other resources).
-        fn fixed_size_block_size(r: &RustResource) -> usize;
+        /// The block size of a fixed-size resource (a query: see above).
+        fn fixed_size_block_size(r: &RustResource) -> Outcome;
         /// Without `has_range` no bins; with it fixed-size bins of 2^min to 2^max bytes.
         fn new_binning_memory_resource(
             upstream: &RustResource,
@@ -276,8 +310,8 @@ pub(crate) mod ffi {
 
     // Tracking adaptor's map, logging adaptor to C++ sinks.
     extern "Rust" {
-        /// The outstanding allocations of a tracking adaptor, by address (none for other resources).
-        fn tracked_allocations(resource: &RustResource) -> Vec<TrackedAllocation>;
+        /// The outstanding allocations of a tracking adaptor, by address, into `out` (a query).
+        fn tracked_allocations(r: &RustResource, out: &mut Vec<TrackedAllocation>) -> Outcome;
         /// A logging adaptor writing its lines to `sink` (a std::ostream or rapids_logger sinks).
         fn new_logging_adaptor_to_sink(
             upstream: &RustResource,

@@ -3,8 +3,8 @@
 
 use super::cpp_upstream::to_error;
 use super::ffi::{self, ErrorKind, Outcome};
+use super::handle::RustResource;
 use super::outcome::{guard_outcome, Context};
-use super::resources::RustResource;
 use parking_lot::ReentrantMutex;
 use rmm::adaptor::{
     AlignedResourceAdaptor, CallbackMemoryResource, PrefetchResourceAdaptor, ThreadSafeResourceAdaptor,

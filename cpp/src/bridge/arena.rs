@@ -1,6 +1,6 @@
 //! Bridge constructor of the arena resource (`rmm::mr::arena_memory_resource`).
 
-use super::resources::{Arena, Direct, RustResource};
+use super::handle::{Arena, Direct, RustResource};
 use rmm::resource::SharedResource;
 use std::sync::Arc;
 
@@ -27,8 +27,8 @@ pub(crate) fn new_arena_memory_resource(
 
 #[cfg(test)]
 mod tests {
+    use super::super::plain::new_host_memory_resource;
     use super::*;
-    use crate::bridge::resources::new_host_memory_resource;
 
     #[test]
     fn arenas_are_made_or_report_why_not() {
