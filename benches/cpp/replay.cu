@@ -1,6 +1,6 @@
 /*
  * replay: replays RMM allocation logs against rmm::mr::pool_memory_resource, written once against
- * the rmm:: C++ API and built twice like alloc_bench.cu -- against the rmm-rs headers + librmm.a
+ * the rmm:: C++ API and built twice like alloc_bench.cu -- against the rmm-rs headers + librmm_cpp.a
  * and against RMM 26.10's wheel -- so that "peak bytes taken from the upstream" can be compared
  * for the same log. `benches/run_side_by_side.sh` builds and runs both.
  *
