@@ -14,5 +14,3 @@
 mod bridge;
 pub mod c_api;
 pub mod log_time;
-
-pub use bridge::RustResource;

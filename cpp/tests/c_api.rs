@@ -1,6 +1,6 @@
 //! The legacy C API (`include/rmm/rmm_api.h`: `cpp/src/c_api.rs` over `rmm-legacy`) called as C
-//! calls it: through the `extern "C"` functions, with raw pointers. The API is one process-wide state, so every test
-//! takes `LOCK` and leaves the API finalised.
+//! calls it: through the `extern "C"` functions, with raw pointers. The API is one process-wide
+//! state, so every test takes `LOCK` and leaves the API finalised.
 
 #[path = "../../tests/common/mod.rs"]
 mod common;

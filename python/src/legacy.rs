@@ -33,7 +33,7 @@ fn legacy_initialize(py: Python<'_>, allocation_mode: i32, initial_pool_size: us
 /// `rmmFinalize`. Returns the code.
 #[pyfunction]
 fn legacy_finalize(py: Python<'_>) -> i32 {
-    py.detach(|| c_api::rmmFinalize()).0
+    py.detach(c_api::rmmFinalize).0
 }
 
 /// `rmmIsInitialized`: the options in use `(allocation_mode, initial_pool_size, enable_logging)`,
