@@ -79,7 +79,7 @@ if "$cmake" --install "$work/unbuilt" --prefix "$work/partial" > "$work/partial.
 fi
 grep -q "before installing" "$work/partial.log" || { cat "$work/partial.log"; fail "no clear message"; }
 [ ! -e "$work/partial" ] || fail "cmake --install of an unbuilt tree left $(find "$work/partial" -type f | wc -l) files"
-echo "failed as it should, nothing installed: $(grep -o 'rmm-rs: .*librmm_cpp.a does not exist' "$work/partial.log")"
+echo "failed as it should, nothing installed: $(grep -o 'rmm-rs: [^ ]*librmm_cpp.a' "$work/partial.log") does not exist"
 
 step "2. tests/cmake_consumer with find_package(rmm) from the install"
 "$cmake" -S tests/cmake_consumer -B "$work/installed" -DCMAKE_PREFIX_PATH="$work/prefix" \
