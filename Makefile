@@ -1,7 +1,13 @@
 # rmm-rs C++ face: the Rust staticlib, the examples and the C++ tests, built with nvcc.
 #
+# The Cargo workspace (one Cargo.lock): the core crate rmm-rs (src/), the C and C++ face rmm-cpp
+# (cpp/: the cxx bridge and the legacy C API, building target/<profile>/librmm_cpp.a that every
+# program here links), the legacy API's Rust functions rmm-legacy (cpp/legacy/), the replay tool
+# rmm-replay (benches/replay/: target/<profile>/rmm_replay) and the Python face (python/, built by
+# maturin only). `cargo build` and `cargo test` at the root build every member but python/.
+#
 #   make example             # the Rust staticlib and the Thrust sort example, and run it
-#   make test                # cargo test (and model_scale in release), then every C++ example and
+#   make test                # cargo test of the workspace (and model_scale in release), then every C++ example and
 #                            # test built and run, and std-check
 #   make valgrind            # every host test binary under valgrind (CI runs it)
 #   make fuzz                # the pool's fuzz targets, FUZZ_SECONDS each (CI runs it)
@@ -9,7 +15,7 @@
 #                            # (.venv-py) made with maturin, numpy and pytest from PyPI if missing
 #   make python-test         # ... installed into VENV_PY, and pytest from python/tests (make test
 #                            # runs it; GPU tests print their skip reason)
-#   make -j2                 # staticlib (cargo build --release), examples, tests -> build/cpp/bin
+#   make -j2                 # staticlib (cargo build --release -p rmm-cpp), examples, tests -> build/cpp/bin
 #   make run                 # ... and run them all (without a GPU they print "skipped: ...")
 #   make std-check           # every public header in one TU, -std=c++17 and -std=c++20, and
 #                            # header-check: each of RMM 26.10's header paths alone
@@ -25,7 +31,7 @@
 #                     default: the pinned PyPI toolchain in .venv-cuda
 #   CCCL_INCLUDE      CCCL 3.5 headers; put first on the include path (a toolkit's own CCCL may be
 #                     older: CUDA 13.0 ships 3.0.1)
-#   CARGO_TARGET_DIR  where cargo puts librmm.a and the cxx bridge headers
+#   CARGO_TARGET_DIR  where cargo puts librmm_cpp.a and the cxx bridge headers
 #   NO_CARGO=1        do not run cargo; use RMM_LIB and CXXBRIDGE as given (e.g. from a bundle)
 #   ARCH, CXX_STD     GPU architecture (sm_90: H100) and C++ standard (17 or 20)
 #
@@ -73,7 +79,7 @@ endif
 
 CARGO            ?= cargo
 CARGO_TARGET_DIR ?= $(REPO)/target
-RMM_LIB          ?= $(CARGO_TARGET_DIR)/release/librmm.a
+RMM_LIB          ?= $(CARGO_TARGET_DIR)/release/librmm_cpp.a
 CXXBRIDGE        ?= $(CARGO_TARGET_DIR)/cxxbridge
 ARCH             ?= sm_90
 CXX_STD          ?= 17
@@ -110,10 +116,10 @@ all: examples tests
 examples: $(EXAMPLES)
 tests: $(TESTS) $(EXIT_CHILD)
 
-# cargo decides whether anything changed; librmm.a keeps its time stamp when nothing did.
+# cargo decides whether anything changed; librmm_cpp.a keeps its time stamp when nothing did.
 ifeq ($(NO_CARGO),)
 staticlib:
-	+CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) $(CARGO) build --release --manifest-path $(REPO)/Cargo.toml
+	+CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) $(CARGO) build --release -p rmm-cpp --manifest-path $(REPO)/Cargo.toml
 $(RMM_LIB): staticlib
 endif
 
@@ -160,7 +166,7 @@ $(EXIT_CHILD): $(OBJ)/exit_child/rmm_exit_child.o $(RMM_LIB)
 	$(NVCC) -arch=$(ARCH) $< -o $@ $(LDLIBS)
 
 # The legacy C API (include/rmm/rmm.h) from plain C: the example and the C test, built with the C
-# compiler (not nvcc) against librmm.a and the CUDA runtime (they fill memory with cudaMemcpy and
+# compiler (not nvcc) against librmm_cpp.a and the CUDA runtime (they fill memory with cudaMemcpy and
 # cudaMemset, as a C program of the original RMM would); c-header-check compiles rmm.h as C11 and
 # as C++17/20 without CUDA headers.
 C_PROGRAMS := $(patsubst $(REPO)/examples/c/%.c,$(BIN)/%,$(wildcard $(REPO)/examples/c/*.c)) \
@@ -242,10 +248,10 @@ header-check: | $(RMM_LIB)
 # A self-contained tree for a machine without cargo (or without CCCL 3.5): this Makefile, the
 # sources of the examples and tests, our headers with the generated bridge headers, the stripped
 # staticlib and CCCL 3.5. Build and run there with
-#   make -C bundle NO_CARGO=1 CUDA_HOME=/usr/local/cuda RMM_LIB=lib/librmm.a CXXBRIDGE=include CCCL_INCLUDE=cccl run
+#   make -C bundle NO_CARGO=1 CUDA_HOME=/usr/local/cuda RMM_LIB=lib/librmm_cpp.a CXXBRIDGE=include CCCL_INCLUDE=cccl run
 bundle: | $(RMM_LIB)
 	rm -rf $(BUILD)/bundle && mkdir -p $(BUILD)/bundle/lib $(BUILD)/bundle/tests
-	strip --strip-debug -o $(BUILD)/bundle/lib/librmm.a $(RMM_LIB)
+	strip --strip-debug -o $(BUILD)/bundle/lib/librmm_cpp.a $(RMM_LIB)
 	cp -r $(REPO)/include $(REPO)/examples $(REPO)/Makefile $(BUILD)/bundle/
 	cp -r $(REPO)/tests/cpp $(REPO)/tests/stress $(BUILD)/bundle/tests/
 	cp -rL $(CXXBRIDGE)/rust $(CXXBRIDGE)/rmm-rs $(BUILD)/bundle/include/

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The CMake package as a new user meets it (CI runs this after `make test`):
-#   1. rmm-rs alone with examples and tests off: `cmake --build` builds librmm.a (cargo is part of
+#   1. rmm-rs alone with examples and tests off: `cmake --build` builds librmm_cpp.a (cargo is part of
 #      ALL); `cmake --install` into a temporary prefix, checked file by file; an install before
 #      anything was built fails and copies nothing;
 #   2. tests/cmake_consumer via find_package(rmm CONFIG REQUIRED) from that prefix: configured,
@@ -56,7 +56,7 @@ step "1. rmm-rs with examples and tests off: build, install"
   -DRMM_CARGO_TARGET_DIR="$target" -DRMM_CCCL_INCLUDE_DIR="$cccl" "${toolkit[@]}" > "$work/rmm.log" \
   || { cat "$work/rmm.log"; fail "configure"; }
 "$cmake" --build "$work/rmm" -j"$jobs"
-[ -f "$target/release/librmm.a" ] || fail "cmake --build did not build $target/release/librmm.a"
+[ -f "$target/release/librmm_cpp.a" ] || fail "cmake --build did not build $target/release/librmm_cpp.a"
 "$cmake" --install "$work/rmm" --prefix "$work/prefix" > "$work/install.log" \
   || { cat "$work/install.log"; fail "cmake --install"; }
 for f in include/rmm/mr/pool_memory_resource.hpp include/rmm-rs/rust/cxx.h \
@@ -79,7 +79,7 @@ if "$cmake" --install "$work/unbuilt" --prefix "$work/partial" > "$work/partial.
 fi
 grep -q "before installing" "$work/partial.log" || { cat "$work/partial.log"; fail "no clear message"; }
 [ ! -e "$work/partial" ] || fail "cmake --install of an unbuilt tree left $(find "$work/partial" -type f | wc -l) files"
-echo "failed as it should, nothing installed: $(grep -o 'rmm-rs: .*librmm.a does not exist' "$work/partial.log")"
+echo "failed as it should, nothing installed: $(grep -o 'rmm-rs: [^ ]*librmm_cpp.a' "$work/partial.log") does not exist"
 
 step "2. tests/cmake_consumer with find_package(rmm) from the install"
 "$cmake" -S tests/cmake_consumer -B "$work/installed" -DCMAKE_PREFIX_PATH="$work/prefix" \

@@ -14,7 +14,7 @@
 # stream_reuse_stress.cu on both sides): run each on the GPU machine to compare how the two pools
 # treat the blocks of streams destroyed with work queued.
 #
-# build needs: cargo (for librmm.a), nvcc 13.0 + CCCL 3.5 (.venv-cuda, see .ci/install-toolchain.sh,
+# build needs: cargo (for librmm_cpp.a), nvcc 13.0 + CCCL 3.5 (.venv-cuda, see .ci/install-toolchain.sh,
 # or CUDA_HOME), and network for `pip download` of the RMM 26.10 wheels unless RMM_WHEEL_DIR
 # already holds them. It writes .bench/ (the binaries and RMM's two .so files beside them; carry
 # this folder to the GPU machine) and build/bench/ (wheels, objects).
@@ -32,7 +32,7 @@
 #
 # Environment (all optional):
 #   CUDA_HOME         toolkit root (nvcc in bin/, cudart in lib/ or lib64/, CCCL in include/cccl)
-#   CARGO_TARGET_DIR  where cargo puts librmm.a and the cxx bridge headers (default: target)
+#   CARGO_TARGET_DIR  where cargo puts librmm_cpp.a and the cxx bridge headers (default: target)
 #   RMM_WHEEL_DIR     folder holding librmm_cu13-26.10.0*.whl and rapids_logger*.whl
 #   ARCH              GPU architecture (default sm_90, the H100)
 #   BENCH_ARGS        extra arguments for both alloc_bench runs (e.g. "--budget-s 2", "--quick")
@@ -89,7 +89,7 @@ build() {
   case "$target" in /*) ;; *) target="$REPO/$target" ;; esac
   "$nvcc" --version | grep -q 'release 13\.0' || echo "warning: $("$nvcc" --version | tail -1): the GPU machine has 13.0" >&2
 
-  echo "== cargo build --release (librmm.a)"
+  echo "== cargo build --release (librmm_cpp.a, rmm_replay)"
   CARGO_TARGET_DIR="$target" cargo build --release --quiet --manifest-path "$REPO/Cargo.toml"
   fetch_rmm
 
@@ -122,7 +122,7 @@ build() {
     # Ours: the Rust staticlib, static cudart (nvcc's default). Theirs: librmm.so and
     # librapids_logger.so beside the binary ($ORIGIN; librmm.so finds the logger the same way).
     "$nvcc" -arch="$ARCH" "$WORK/obj/$ours.o" -o "$WORK/$ours" \
-      "$target/release/librmm.a" -lpthread -ldl -L"$cuda_home/lib" -L"$cuda_home/lib64"
+      "$target/release/librmm_cpp.a" -lpthread -ldl -L"$cuda_home/lib" -L"$cuda_home/lib64"
     "$nvcc" -arch="$ARCH" "$WORK/obj/$theirs.o" -o "$WORK/$theirs" \
       -L"$cuda_home/lib" -L"$cuda_home/lib64" -L"$rmm/librmm/lib64" -L"$rmm/rapids_logger/lib64" \
       -lrmm -lrapids_logger -Xlinker -rpath -Xlinker '$ORIGIN'
@@ -178,7 +178,7 @@ selftest() {
   "$nvcc" -std=c++20 -O2 -arch="$ARCH" -DRMM_BENCH_IMPL='"rmm-rs"' \
     -I"${CCCL_INCLUDE:-$cuda_home/include/cccl}" -I"$REPO/include" -I"$target/cxxbridge" \
     "$REPO/benches/cpp/alloc_bench_selftest.cu" -o "$WORK/alloc_bench_selftest" \
-    "$target/release/librmm.a" -lpthread -ldl -L"$cuda_home/lib" -L"$cuda_home/lib64"
+    "$target/release/librmm_cpp.a" -lpthread -ldl -L"$cuda_home/lib" -L"$cuda_home/lib64"
   "$WORK/alloc_bench_selftest"
 }
 

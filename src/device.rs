@@ -100,6 +100,35 @@ pub fn available_device_memory() -> Result<(usize, usize)> {
     driver::mem_get_info()
 }
 
+/// A CUDA context, kept valid for the rest of the process: see
+/// [`current_context_kept`].
+pub use crate::driver::ContextHandle;
+
+/// The context current on this thread (the current device's primary context, made current when
+/// none is), retained so that it stays valid for the rest of the process. For an object that must
+/// later synchronise the context it was made in, from any thread ([`synchronize_context`]).
+/// Exists for the legacy API (`rmmInitialize` keeps its context, `rmmFinalize` synchronises it);
+/// hidden from the docs for that reason.
+#[doc(hidden)]
+pub fn current_context_kept() -> Result<ContextHandle> {
+    driver::current_context_kept()
+}
+
+/// Waits for all work of `context` (one [`current_context_kept`] returned), from any thread: the
+/// context is made current for the call and the caller's current context is put back. Exists for
+/// the legacy API; hidden from the docs for that reason.
+#[doc(hidden)]
+pub fn synchronize_context(context: ContextHandle) -> Result<()> {
+    driver::synchronize_context(context)
+}
+
+/// The start of the driver allocation that device address `ptr` lies in (`cuMemGetAddressRange`):
+/// for a block of a pool, the chunk it was carved from. An address the driver does not know is an
+/// error.
+pub fn allocation_base(ptr: usize) -> Result<usize> {
+    Ok(driver::mem_allocation_base(driver::DevicePtr::new(ptr))?.addr())
+}
+
 /// `pct` percent of the current device's free memory, rounded down to a multiple of 256: the usual
 /// way to size a pool's initial allocation.
 pub fn percent_of_free_device_memory(pct: u32) -> Result<usize> {

@@ -1,8 +1,9 @@
 //! # rmm — the RAPIDS Memory Manager in Rust
 //!
-//! Stream-ordered device memory resources, adaptors that observe or limit them, a per-device current
-//! resource, and a C++ face (`include/rmm/`) that makes these resources usable from CUDA C++ code
-//! written for RMM.
+//! Stream-ordered device memory resources, adaptors that observe or limit them, and a per-device
+//! current resource. The faces live in crates of their own over this one: the C++ headers
+//! (`include/rmm/`) and the legacy C API link the static library of `cpp/`, and the Python package
+//! is `python/`.
 //!
 //! ## Vocabulary
 //! - **upstream**: the resource a pool or adaptor takes its memory from.
@@ -57,10 +58,7 @@
 
 pub mod adaptor;
 pub mod arena;
-#[cfg(feature = "cxx-bridge")]
-mod bridge;
 pub mod buffer;
-pub mod c_api;
 pub mod capabilities;
 pub mod copy;
 pub mod device;

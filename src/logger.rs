@@ -12,7 +12,7 @@
 //! Lines have RMM's default pattern `[%6t][%H:%M:%S:%f][%-6l] %v`: OS thread id, local time
 //! with microseconds, the level's spdlog name, the message. The time zone is asked once, not per
 //! line, so formatting never reads the environment while other threads may change it
-//! ([`rmm_rs_log_utc_offset`] says how).
+//! ([`log_utc_offset`] says how).
 
 mod file;
 mod level;
@@ -23,7 +23,7 @@ mod sink;
 pub use file::{open_log_file, LogFileMode, LOG_FILE_PERMISSIONS};
 pub use level::Level;
 pub(crate) use local_time::{init as init_local_time, local_hms};
-pub use local_time::{rmm_rs_log_utc_offset, HORIZON_DAYS};
+pub use local_time::{log_utc_offset, HORIZON_DAYS};
 pub use sink::Sink;
 
 use parking_lot::Mutex;

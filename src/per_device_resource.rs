@@ -41,8 +41,9 @@ pub fn get_per_device_resource_with_generation(id: DeviceId) -> (SharedResource,
 }
 
 /// The resource every device starts with. One instance, so that "still the initial resource" can be
-/// checked with `Arc::ptr_eq`; the C++ `cuda_memory_resource` is this instance too.
-pub(crate) fn initial_resource() -> SharedResource {
+/// checked with `Arc::ptr_eq`; the C++ `cuda_memory_resource` is this instance too. A
+/// [`CudaMemoryResource`].
+pub fn initial_resource() -> SharedResource {
     static INITIAL: OnceLock<SharedResource> = OnceLock::new();
     INITIAL.get_or_init(|| Arc::new(CudaMemoryResource::new())).clone()
 }

@@ -1,6 +1,6 @@
 /*
  * alloc_bench: one benchmark, written once against the rmm:: C++ API, built twice -- against the
- * rmm-rs headers + librmm.a and against RMM 26.10 (librmm.so from its PyPI wheel) -- so that the
+ * rmm-rs headers + librmm_cpp.a and against RMM 26.10 (librmm.so from its PyPI wheel) -- so that the
  * two implementations run the same code. `benches/run_side_by_side.sh` builds both and puts their
  * results side by side.
  *

@@ -6,7 +6,7 @@
 // (docs/benchmarks.md).
 //
 //   nvcc -O2 -std=c++17 -I$CUDA_HOME/include/cccl -Iinclude -Itarget/cxxbridge \
-//     benches/cpp/host_pool_trace.cu -o host_pool_trace target/release/librmm.a -lpthread -ldl -L$CUDA_HOME/lib
+//     benches/cpp/host_pool_trace.cu -o host_pool_trace target/release/librmm_cpp.a -lpthread -ldl -L$CUDA_HOME/lib
 //   valgrind --tool=cachegrind --cache-sim=no ./host_pool_trace [pool|arena] [long]
 //
 // 5 replays (10^6 operations); a second argument: 20. Instructions per operation: the total of a

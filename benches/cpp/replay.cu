@@ -1,6 +1,6 @@
 /*
  * replay: replays RMM allocation logs against rmm::mr::pool_memory_resource, written once against
- * the rmm:: C++ API and built twice like alloc_bench.cu -- against the rmm-rs headers + librmm.a
+ * the rmm:: C++ API and built twice like alloc_bench.cu -- against the rmm-rs headers + librmm_cpp.a
  * and against RMM 26.10's wheel -- so that "peak bytes taken from the upstream" can be compared
  * for the same log. `benches/run_side_by_side.sh` builds and runs both.
  *
@@ -9,7 +9,7 @@
  * The pool's upstream is `counting_upstream`: a CCCL resource forwarding to
  * rmm::mr::cuda_memory_resource and counting the bytes it holds (current and peak).
  *
- * Log format (the same reader as the Rust `rmm_replay`, src/bin/rmm_replay/log.rs): a header
+ * Log format (the same reader as the Rust `rmm_replay`, benches/replay/src/log.rs): a header
  * naming the columns Thread,Time,Action,Pointer,Size,Stream (any order, any case; Thread and Time
  * optional and not interpreted), then one row per event; spaces around fields, blank lines and
  * '\r' are ignored. Pointer and Stream are hexadecimal with or without 0x; null may be written

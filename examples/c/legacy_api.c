@@ -1,8 +1,8 @@
 /*
  * The legacy C API of the original RMM from plain C: initialise a pool, allocate, fill with the
  * CUDA runtime, grow (the contents move along) and free with the RMM_* macros, print the device's
- * memory, finalise. Built with a C compiler (not nvcc) against librmm.a and the CUDA runtime:
- *   cc -std=c11 -Iinclude -I$CUDA_HOME/include legacy_api.c target/release/librmm.a \
+ * memory, finalise. Built with a C compiler (not nvcc) against librmm_cpp.a and the CUDA runtime:
+ *   cc -std=c11 -Iinclude -I$CUDA_HOME/include legacy_api.c target/release/librmm_cpp.a \
  *      -L$CUDA_HOME/lib -l:libcudart_static.a -lrt -lstdc++ -lpthread -ldl -lm
  * Without a CUDA device it prints a skip line and exits 0.
  */

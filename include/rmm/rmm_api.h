@@ -1,13 +1,13 @@
 /*
  * rmm-rs: the legacy C API of the original RMM (before 0.15), over the Rust resources.
  *
- * Pure C (C11; also valid C++): link against librmm.a with -lstdc++ -lpthread -ldl -lm. The
+ * Pure C (C11; also valid C++): link against librmm_cpp.a with -lstdc++ -lpthread -ldl -lm. The
  * enumerator values, the struct layout and the signatures are those of the original header, so a
  * program built against it links and runs unchanged. No CUDA header is needed: cudaStream_t is
  * declared as CUDA declares it (a pointer to struct CUstream_st); a translation unit that also
  * includes <cuda_runtime_api.h> gets the identical type.
  *
- * Semantics (src/c_api/ documents each function):
+ * Semantics (cpp/legacy/src/ documents each function):
  * - rmmInitialize makes the resource the options ask for the current resource of the current
  *   device; again while initialised it does nothing and returns RMM_SUCCESS.
  * - rmmAlloc / rmmRealloc / rmmFree allocate from the current device resource with 256-byte

@@ -1,5 +1,5 @@
 //! The native half of `librmm_cffi`, the original RMM's Python module (before 0.15): thin calls
-//! into the legacy C API of the core (`rmm::c_api`), each returning the `rmmError_t` code with its
+//! into the legacy API (`rmm-legacy`, the Rust functions behind the C API), each returning the `rmmError_t` code with its
 //! result, so that the Python half raises `RMMError` with the code's name as the original did.
 //!
 //! The calls go straight to the Rust functions (no `dlopen`): the module and `import rmm` share one
@@ -7,7 +7,7 @@
 //! finalise) run without the GIL.
 
 use pyo3::prelude::*;
-use rmm::c_api::{self, RmmAllocationMode, RmmError, RmmOptions};
+use rmm_legacy::{self as c_api, RmmAllocationMode, RmmError, RmmOptions};
 use std::ffi::{c_long, c_void, CStr, CString};
 use std::ptr::null_mut;
 
@@ -33,7 +33,7 @@ fn legacy_initialize(py: Python<'_>, allocation_mode: i32, initial_pool_size: us
 /// `rmmFinalize`. Returns the code.
 #[pyfunction]
 fn legacy_finalize(py: Python<'_>) -> i32 {
-    py.detach(|| c_api::rmmFinalize()).0
+    py.detach(c_api::rmmFinalize).0
 }
 
 /// `rmmIsInitialized`: the options in use `(allocation_mode, initial_pool_size, enable_logging)`,

@@ -132,10 +132,11 @@ impl MemPoolHandle {
     }
 }
 
-/// A context (`CUcontext`), never null.
+/// A context (`CUcontext`), never null. Opaque outside the crate: only the crate makes one and
+/// hands it to the driver.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(transparent)]
-pub(crate) struct ContextHandle(usize);
+pub struct ContextHandle(usize);
 
 impl ContextHandle {
     /// The context `ctx`, or `None` for the null handle.

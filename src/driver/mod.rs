@@ -44,8 +44,8 @@ pub(crate) use context::{
 };
 pub(crate) use copy::{memcpy_async, memset_d8_async};
 pub(crate) use event::{event_create, event_destroy, event_record};
-pub use handles::DeviceId;
-pub(crate) use handles::{ContextHandle, DevicePtr, EventHandle, MemPoolHandle, StreamHandle};
+pub use handles::{ContextHandle, DeviceId};
+pub(crate) use handles::{DevicePtr, EventHandle, MemPoolHandle, StreamHandle};
 pub(crate) use memory::{
     mem_alloc, mem_alloc_managed, mem_free, mem_free_host, mem_free_managed, mem_get_info, mem_host_alloc,
     mem_prefetch_async, pointer_is_managed,

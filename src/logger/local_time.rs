@@ -7,7 +7,7 @@
 //! then and every change of it over the next [`HORIZON_DAYS`] days (daylight saving), each found
 //! to the second. Formatting a line afterwards only adds the cached offset: it calls no time-zone
 //! function and reads no environment. The C++ loggers ask the same table
-//! ([`rmm_rs_log_utc_offset`]), so C++ and Rust lines agree.
+//! ([`log_utc_offset`]), so C++ and Rust lines agree.
 //!
 //! What this changes: a later change of `TZ` (with `tzset`) is not followed (it was only followed
 //! after a `tzset` before, too), and past the horizon the last offset stays.
@@ -107,10 +107,10 @@ pub(crate) fn local_hms(secs: u64) -> (u32, u32, u32) {
 }
 
 /// The UTC offset in seconds of the local time `secs` after the epoch, for the C++ loggers'
-/// patterns (`rapids_logger/detail/pattern.hpp`), from the same table as the Rust lines.
-#[no_mangle]
-pub extern "C" fn rmm_rs_log_utc_offset(secs: i64) -> i64 {
-    // No panic may cross into C++; nothing here panics, but a failed lookup is UTC.
+/// patterns (`rapids_logger/detail/pattern.hpp`, which call the C face's `rmm_rs_log_utc_offset`),
+/// from the same table as the Rust lines. Never panics: a failed lookup is UTC.
+pub fn log_utc_offset(secs: i64) -> i64 {
+    // No panic may reach the C++ caller; nothing here panics, but a failed lookup is UTC.
     std::panic::catch_unwind(|| zone().offset_at(secs)).unwrap_or(0)
 }
 

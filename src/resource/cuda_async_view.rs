@@ -93,7 +93,7 @@ unsafe impl MemoryResource for CudaAsyncViewMemoryResource {
     }
 
     fn is_equal(&self, other: &dyn MemoryResource) -> bool {
-        async_pool_of(other) == Some(self.pool)
+        pool_handle_of(other) == Some(self.pool)
     }
 
     crate::resource::accessibility!(device: true, host: false);
@@ -130,7 +130,7 @@ macro_rules! pool_backed_memory_resource {
 
             /// Equal to every resource over the same pool (a view of it included).
             fn is_equal(&self, other: &dyn $crate::resource::MemoryResource) -> bool {
-                $crate::resource::cuda_async_view::async_pool_of(other) == Some(self.pool)
+                $crate::resource::cuda_async_view::pool_handle_of(other) == Some(self.pool)
             }
 
             $crate::resource::accessibility!(device: true, host: $host);
@@ -139,9 +139,15 @@ macro_rules! pool_backed_memory_resource {
 }
 pub(crate) use pool_backed_memory_resource;
 
-/// The pool of a resource of the `cuda_async` family, for equality across the family: memory from
-/// a pool may be freed through any resource over the same pool.
-pub(crate) fn async_pool_of(r: &dyn MemoryResource) -> Option<MemPoolHandle> {
+/// The pool of a resource of the `cuda_async` family (its `CUmemoryPool` handle as an address), for
+/// equality across the family: memory from a pool may be freed through any resource over the same
+/// pool. `None` for any other resource.
+pub fn async_pool_of(r: &dyn MemoryResource) -> Option<usize> {
+    pool_handle_of(r).map(|p| p.raw() as usize)
+}
+
+/// [`async_pool_of`] as the driver's handle.
+pub(crate) fn pool_handle_of(r: &dyn MemoryResource) -> Option<MemPoolHandle> {
     let any = r as &dyn Any;
     if let Some(v) = any.downcast_ref::<CudaAsyncViewMemoryResource>() {
         return Some(v.pool);

@@ -50,7 +50,7 @@ pub mod pinned_host;
 pub mod pool;
 pub mod sam_headroom;
 pub mod system;
-pub(crate) mod upstream_check;
+pub mod upstream_check;
 
 pub use arena::ArenaMemoryResource;
 pub use binning::BinningMemoryResource;

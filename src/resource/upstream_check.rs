@@ -16,7 +16,7 @@ use crate::stream::CudaStreamView;
 /// null although `bytes` is not 0: a null pointer is never handed on as memory (there is nothing
 /// to give back).
 #[inline]
-pub(crate) fn refuse_null(ptr: *mut u8, bytes: usize) -> Result<*mut u8> {
+pub fn refuse_null(ptr: *mut u8, bytes: usize) -> Result<*mut u8> {
     if ptr.is_null() && bytes != 0 {
         return Err(null_error(bytes));
     }

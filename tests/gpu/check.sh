@@ -92,7 +92,7 @@ if [ "$only" != rust ]; then
 fi
 
 # A test that reads files at the paths it was built with (env! of CARGO_MANIFEST_DIR and friends:
-# tests/replay.rs) runs only where those paths exist. package.sh records them.
+# benches/replay/tests/replay.rs) runs only where those paths exist. package.sh records them.
 build_repo="" build_target=""
 if [ -f "$bin/rust/.build-paths" ]; then
   build_repo=$(sed -n 's/^repo=//p' "$bin/rust/.build-paths")

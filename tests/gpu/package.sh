@@ -13,7 +13,7 @@
 # together), of all symbols (strip --strip-all: host stack frames in sanitizer reports lose their
 # names; kernel names and -lineinfo stay). The script prints the total size, and fails when the
 # folder is still over MAX_MIB. OUT/rust/.build-paths records where the binaries were built: a
-# test that reads files by its build-time path (tests/replay.rs) can only run where those paths
+# test that reads files by its build-time path (benches/replay/tests/replay.rs) can only run where those paths
 # exist, and check.sh and run_sanitizers.sh read the file to tell.
 #
 #   bash tests/gpu/package.sh [--out DIR] [--no-strip | --strip-all]

@@ -251,7 +251,7 @@ run_one() {
 # The plan: EXE|TOOL|LABEL|EXTRA|ARGS per run, tool by tool, so that the runs of one program are
 # far apart (run_one also takes a lock per program). A name seen in an earlier folder gets the
 # folder's name in its label (LABEL.TOOL names the log).
-# A Rust test that reads files at the paths it was built with (tests/replay.rs: env! of
+# A Rust test that reads files at the paths it was built with (benches/replay/tests/replay.rs: env! of
 # CARGO_MANIFEST_DIR and friends) runs only where those paths exist; tests/gpu/package.sh records
 # them in DIR/.build-paths.
 needs_missing_paths() {  # DIR EXE

@@ -36,7 +36,8 @@ class cuda_async_managed_memory_resource final
   /// The device's default managed memory pool (owned by the driver).
   [[nodiscard]] cudaMemPool_t pool_handle() const noexcept
   {
-    return reinterpret_cast<cudaMemPool_t>(handle().cuda_async_pool_handle());
+    return reinterpret_cast<cudaMemPool_t>(
+      detail::query_or_zero(rmm_rs::cuda_async_pool_handle(handle())));
   }
 };
 

@@ -59,7 +59,8 @@ class cuda_async_memory_resource final
   /// The CUDA memory pool allocations come from.
   [[nodiscard]] cudaMemPool_t pool_handle() const noexcept
   {
-    return reinterpret_cast<cudaMemPool_t>(handle().cuda_async_pool_handle());
+    return reinterpret_cast<cudaMemPool_t>(
+      detail::query_or_zero(rmm_rs::cuda_async_pool_handle(handle())));
   }
 };
 

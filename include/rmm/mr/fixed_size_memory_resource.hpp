@@ -61,7 +61,7 @@ class fixed_size_memory_resource
   /// @briefreturn{the size in bytes of every block (the block size asked for, rounded up to 256)}
   [[nodiscard]] std::size_t get_block_size() const noexcept
   {
-    return rmm_rs::fixed_size_block_size(handle());
+    return detail::query_or_zero(rmm_rs::fixed_size_block_size(handle()));
   }
 
  private:

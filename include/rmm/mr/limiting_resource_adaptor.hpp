@@ -43,9 +43,15 @@ class limiting_resource_adaptor final
   }
 
   /// Bytes currently allocated through this adaptor.
-  [[nodiscard]] std::size_t get_allocated_bytes() const { return live_handle().allocated_bytes(); }
+  [[nodiscard]] std::size_t get_allocated_bytes() const
+  {
+    return detail::query(rmm_rs::limiting_allocated_bytes(live_handle()));
+  }
   /// The limit given at construction.
-  [[nodiscard]] std::size_t get_allocation_limit() const { return live_handle().allocation_limit(); }
+  [[nodiscard]] std::size_t get_allocation_limit() const
+  {
+    return detail::query(rmm_rs::limiting_allocation_limit(live_handle()));
+  }
 
  private:
   static rust::Box<rmm_rs::RustResource> make(rmm_rs::RustResource const& upstream,

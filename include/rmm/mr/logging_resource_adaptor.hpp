@@ -139,7 +139,7 @@ class logging_resource_adaptor final
   }
 
   /// Writes buffered log lines out. @throws rmm::logic_error naming the first failed write
-  void flush() { detail::check(live_handle().flush_log()); }
+  void flush() { detail::check(rmm_rs::logging_flush(live_handle())); }
 
   /// The CSV header line of the log.
   [[nodiscard]] std::string header() const { return "Thread,Time,Action,Pointer,Size,Stream"; }

@@ -55,7 +55,7 @@ class pool_memory_resource final
   }
 
   /// Bytes taken from the upstream (handed out and free).
-  [[nodiscard]] std::size_t pool_size() const noexcept { return handle().pool_size(); }
+  [[nodiscard]] std::size_t pool_size() const noexcept { return detail::query_or_zero(rmm_rs::pool_size(handle())); }
 
  private:
   static rust::Box<rmm_rs::RustResource> make(rmm_rs::RustResource const& upstream,

@@ -73,27 +73,36 @@ class statistics_resource_adaptor final
   }
 
   /// Bytes allocated: current, peak and total.
-  [[nodiscard]] counter get_bytes_counter() const noexcept { return convert(handle().counters().bytes); }
+  [[nodiscard]] counter get_bytes_counter() const noexcept { return convert(counters().bytes); }
   /// Number of allocations: current, peak and total.
-  [[nodiscard]] counter get_allocations_counter() const noexcept
-  {
-    return convert(handle().counters().allocations);
-  }
+  [[nodiscard]] counter get_allocations_counter() const noexcept { return convert(counters().allocations); }
 
   /// Starts a new region: counters restart from zero; returns the (bytes, allocations) counters
   /// of the enclosing region as they were.
-  std::pair<counter, counter> push_counters() { return convert(live_handle().push_counters()); }
+  std::pair<counter, counter> push_counters()
+  {
+    rmm_rs::CounterPair enclosing{};
+    detail::check(rmm_rs::statistics_push_counters(live_handle(), enclosing));
+    return convert(enclosing);
+  }
 
   /// Ends the innermost region, folding it into the enclosing one; returns its counters.
   /// @throws rmm::out_of_range when there is no pushed region
   std::pair<counter, counter> pop_counters()
   {
     rmm_rs::CounterPair popped{};
-    detail::check(live_handle().pop_counters(popped));
+    detail::check(rmm_rs::statistics_pop_counters(live_handle(), popped));
     return convert(popped);
   }
 
  private:
+  /// The counters of the current region (zero on a moved-from adaptor).
+  [[nodiscard]] rmm_rs::CounterPair counters() const noexcept
+  {
+    rmm_rs::CounterPair c{};
+    if (rmm_rs::statistics_counters(handle(), c).kind != rmm_rs::ErrorKind::Ok) { c = {}; }
+    return c;
+  }
   static counter convert(rmm_rs::Counter const& c) noexcept { return counter{c.value, c.peak, c.total}; }
   static std::pair<counter, counter> convert(rmm_rs::CounterPair const& p) noexcept
   {

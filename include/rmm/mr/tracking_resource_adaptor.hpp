@@ -53,7 +53,10 @@ class tracking_map_cache {
     auto& s = *state_.get();
     std::lock_guard<std::mutex> lock{s.mutex};
     s.map.clear();
-    for (auto& a : rmm_rs::tracked_allocations(handle)) {
+    rust::Vec<rmm_rs::TrackedAllocation> tracked;
+    // On an error (not a tracking adaptor) the list stays empty, as the map then does.
+    if (rmm_rs::tracked_allocations(handle, tracked).kind != rmm_rs::ErrorKind::Ok) { tracked.clear(); }
+    for (auto& a : tracked) {
       std::unique_ptr<rmm::detail::stack_trace> trace;
       if (a.captured) {
         std::vector<std::string> frames;
@@ -126,7 +129,7 @@ class tracking_resource_adaptor final
   /// Bytes currently allocated through this adaptor.
   [[nodiscard]] std::size_t get_allocated_bytes() const noexcept
   {
-    return handle().allocated_bytes();
+    return detail::query_or_zero(rmm_rs::tracking_allocated_bytes(handle()));
   }
 
   /// One line per outstanding allocation, `<pointer>: <size> B`, followed by ` : callstack:` and

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the C++ oracle scenarios twice, into .oracle/ (carry it to the GPU machine):
 #   .oracle/oracle_cpp_rmm    against RMM 26.10 (its headers, librmm.so; both .so files beside it)
-#   .oracle/oracle_cpp_ours   against rmm-rs (include/, target/release/librmm.a, cxx bridge headers)
+#   .oracle/oracle_cpp_ours   against rmm-rs (include/, target/release/librmm_cpp.a, cxx bridge headers)
 # No GPU needed. Needs nvcc 13 + CCCL (.venv-cuda or CUDA_HOME), cargo, and RMM 26.10's wheels
 # unpacked (RMM_DIR, default build/bench/rmm as benches/run_side_by_side.sh build leaves it; or
 # RMM_WHEEL_DIR holding librmm_cu13-26.10.0*.whl and rapids_logger*.whl, unpacked here).
@@ -82,12 +82,12 @@ compile() {
 for side in $SIDES; do
   case "$side" in
     ours)
-      echo "== cargo build --release (librmm.a)"
+      echo "== cargo build --release (librmm_cpp.a, rmm_replay)"
       CARGO_TARGET_DIR="$target" cargo build --release --quiet --manifest-path "$REPO/Cargo.toml"
       echo "== nvcc (ours)"
       compile ours
       "$nvcc" -arch="$ARCH" $(objs ours) -o "$WORK/oracle_cpp_ours" \
-        "$target/release/librmm.a" -lpthread -ldl -L"$cuda_home/lib" -L"$cuda_home/lib64"
+        "$target/release/librmm_cpp.a" -lpthread -ldl -L"$cuda_home/lib" -L"$cuda_home/lib64"
       strip -o "$CARRY/oracle_cpp_ours" "$WORK/oracle_cpp_ours"
       ;;
     rmm)

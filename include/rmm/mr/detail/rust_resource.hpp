@@ -54,6 +54,21 @@ inline void check(rmm_rs::Outcome const& out)
   if (out.kind != rmm_rs::ErrorKind::Ok) { throw_outcome(out); }
 }
 
+/// The value of a query of one kind of resource (`out.ptr`); throws as check() does when it
+/// failed (a resource of another kind, or a moved-from one).
+[[nodiscard]] inline std::size_t query(rmm_rs::Outcome const& out)
+{
+  check(out);
+  return out.ptr;
+}
+
+/// The value of a query for a `noexcept` member: 0 when it failed (a moved-from resource, the one
+/// other kind a resource object can hold), as RMM's members of an empty resource read nothing.
+[[nodiscard]] inline std::size_t query_or_zero(rmm_rs::Outcome const& out) noexcept
+{
+  return out.kind == rmm_rs::ErrorKind::Ok ? out.ptr : 0;
+}
+
 /// What calling a moved-from resource throws. Moving a resource moves its state: the object moved
 /// from owns nothing until something is assigned to it.
 [[noreturn]] inline void throw_moved_from()
