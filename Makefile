@@ -7,8 +7,10 @@
 # maturin only). `cargo build` and `cargo test` at the root build every member but python/.
 #
 #   make example             # the Rust staticlib and the Thrust sort example, and run it
-#   make test                # cargo test of the workspace (and model_scale in release), then every C++ example and
-#                            # test built and run, and std-check
+#   make test                # the layering check (make layering), cargo test of the workspace (and
+#                            # model_scale in release), then every C++ example and test built and run,
+#                            # std-check, and the Python tests
+#   make layering            # no two modules of a crate import each other; the driver uses nothing above it
 #   make valgrind            # every host test binary under valgrind (CI runs it)
 #   make fuzz                # the pool's fuzz targets, FUZZ_SECONDS each (CI runs it)
 #   make python              # the Python wheel (python/, maturin) into .whl/, from a venv VENV_PY
@@ -202,13 +204,21 @@ $(BUILD)/gtest/libgtest.a:
 # The README's two commands.
 example: $(BIN)/thrust_sort
 	$(BIN)/thrust_sort
-test: all
+test: all layering
 ifeq ($(NO_CARGO),)
 	+CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) $(CARGO) test --manifest-path $(REPO)/Cargo.toml
 	+$(MAKE) --no-print-directory test-scale
 endif
 	$(MAKE) --no-print-directory run std-check
 	+$(MAKE) --no-print-directory python-test
+
+# No two modules of a crate import each other, and the driver door uses nothing above it
+# (tests/tools/module_cycles.py, and its own tests).
+LAYERED := src cpp/src cpp/legacy/src python/src benches/replay/src
+.PHONY: layering
+layering:
+	python3 -m unittest -q $(REPO)/tests/tools/test_module_cycles.py
+	cd $(REPO) && python3 tests/tools/module_cycles.py $(LAYERED)
 
 # The model-based tests at full scale: 10^7 checked calls per resource and adaptor in a release
 # build (RMM_MODEL_OPS changes the count), with each test's seed and counts shown.

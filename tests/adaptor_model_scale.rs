@@ -12,9 +12,8 @@ mod common;
 
 use common::{fake_streams, foreign_pointer, ops, seed, Model, Rng};
 use parking_lot::Mutex;
-use rmm::adaptor::{
-    AlignedResourceAdaptor, CallbackMemoryResource, PrefetchResourceAdaptor, ThreadSafeResourceAdaptor,
-};
+use rmm::adaptor::{AlignedResourceAdaptor, PrefetchResourceAdaptor, ThreadSafeResourceAdaptor};
+use rmm::resource::CallbackMemoryResource;
 use rmm::resource::HostMemoryResource;
 use rmm::{CudaStreamView, Error, MemoryResource, Misuse, Result};
 use std::alloc::Layout;

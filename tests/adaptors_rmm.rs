@@ -4,9 +4,10 @@
 mod common;
 
 use rmm::adaptor::{
-    AlignedResourceAdaptor, CallbackMemoryResource, LimitingResourceAdaptor, StatisticsResourceAdaptor,
-    ThreadSafeResourceAdaptor, TrackingResourceAdaptor,
+    AlignedResourceAdaptor, LimitingResourceAdaptor, StatisticsResourceAdaptor, ThreadSafeResourceAdaptor,
+    TrackingResourceAdaptor,
 };
+use rmm::resource::CallbackMemoryResource;
 use rmm::resource::{HostMemoryResource, PoolMemoryResource};
 use rmm::{CudaStreamView, Error, MemoryResource};
 use std::sync::{Arc, Barrier};

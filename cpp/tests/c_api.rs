@@ -459,7 +459,7 @@ fn a_logging_byte_of_two_is_true() {
 /// caller's pointer stays valid and live, nothing else is outstanding.
 #[test]
 fn realloc_whose_old_free_fails_leaks_nothing() {
-    use rmm::adaptor::CallbackMemoryResource;
+    use rmm::resource::CallbackMemoryResource;
     use rmm::resource::HostMemoryResource;
     use rmm::{Error, MemoryResource, Misuse};
     use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};

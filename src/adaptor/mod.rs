@@ -29,7 +29,6 @@ macro_rules! adaptor_identity_and_access {
 }
 
 pub mod aligned;
-pub mod callback;
 pub mod failure_callback;
 pub mod limiting;
 pub mod logging;
@@ -39,7 +38,6 @@ pub mod thread_safe;
 pub mod tracking;
 
 pub use aligned::AlignedResourceAdaptor;
-pub use callback::CallbackMemoryResource;
 pub use failure_callback::FailureCallbackResourceAdaptor;
 pub use limiting::LimitingResourceAdaptor;
 pub use logging::{LogSink, LoggingResourceAdaptor, LOG_HEADER};
@@ -61,4 +59,3 @@ pub(crate) fn never_allocated(ptr: *mut u8, bytes: usize) -> bool {
     ptr.is_null() && bytes != 0
 }
 
-pub(crate) use crate::resource::same_instance;

@@ -36,6 +36,7 @@ pub(crate) use accessibility;
 
 pub mod arena;
 pub mod binning;
+pub mod callback;
 pub mod cuda;
 pub mod cuda_async;
 pub mod cuda_async_managed;
@@ -54,6 +55,7 @@ pub mod upstream_check;
 
 pub use arena::ArenaMemoryResource;
 pub use binning::BinningMemoryResource;
+pub use callback::CallbackMemoryResource;
 pub use cuda::CudaMemoryResource;
 pub use cuda_async::CudaAsyncMemoryResource;
 pub use cuda_async_managed::CudaAsyncManagedMemoryResource;

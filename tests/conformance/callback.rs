@@ -6,7 +6,7 @@ conformance!(Spec { device_accessible: true, host_accessible: false, ..Spec::HOS
     // SAFETY: the functions forward to a pool, which keeps the contract; its host memory is called
     // device memory here (RMM's declaration), so the suite only allocates and frees through it.
     unsafe {
-        rmm::adaptor::CallbackMemoryResource::new(
+        rmm::resource::CallbackMemoryResource::new(
             move |bytes, alignment, stream| rmm::MemoryResource::allocate(&*pool, bytes, alignment, stream),
             move |ptr, bytes, alignment, stream| {
                 rmm::MemoryResource::deallocate(&*upstream, ptr, bytes, alignment, stream)

@@ -213,10 +213,10 @@ pub unsafe fn rmmGetAllocationOffset(offset: *mut c_long, ptr: *mut c_void, _str
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rmm::adaptor::CallbackMemoryResource;
     use rmm::device::DeviceId;
     use rmm::error::{Error, Misuse};
     use rmm::per_device_resource::{reset_per_device_resource, set_per_device_resource};
+    use rmm::resource::CallbackMemoryResource;
     use rmm::resource::{HostMemoryResource, MemoryResource};
     use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
     use std::sync::Arc;

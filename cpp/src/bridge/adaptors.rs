@@ -6,11 +6,10 @@ use super::ffi::{self, ErrorKind, Outcome};
 use super::handle::RustResource;
 use super::outcome::{guard_outcome, Context};
 use parking_lot::ReentrantMutex;
-use rmm::adaptor::{
-    AlignedResourceAdaptor, CallbackMemoryResource, PrefetchResourceAdaptor, ThreadSafeResourceAdaptor,
-};
+use rmm::adaptor::{AlignedResourceAdaptor, PrefetchResourceAdaptor, ThreadSafeResourceAdaptor};
 use rmm::device::DeviceId;
 use rmm::error::{Error, Result};
+use rmm::resource::CallbackMemoryResource;
 use rmm::resource::SharedResource;
 use rmm::stream::CudaStreamView;
 use std::sync::Arc;

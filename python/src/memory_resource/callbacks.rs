@@ -96,7 +96,7 @@ impl CallbackMemoryResource {
         };
         // SAFETY: the Python caller promises its functions return valid device memory and free
         // only that, RMM's contract for this class; Python code is outside Rust's checks.
-        let inner = unsafe { a::CallbackMemoryResource::new(allocate, deallocate) };
+        let inner = unsafe { rmm::resource::CallbackMemoryResource::new(allocate, deallocate) };
         let resource: SharedResource = Arc::new(PyCallbackResource { inner, allocate_func, deallocate_func });
         PyClassInitializer::from(DeviceMemoryResource::new(resource)).add_subclass(CallbackMemoryResource)
     }

@@ -1,8 +1,7 @@
 //! A resource over two functions (RMM's `callback_memory_resource`).
 
-use crate::adaptor::same_instance;
 use crate::error::{Error, Result};
-use crate::resource::MemoryResource;
+use crate::resource::{same_instance, MemoryResource};
 use crate::stream::CudaStreamView;
 use std::fmt;
 
