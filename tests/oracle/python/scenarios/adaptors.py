@@ -2,6 +2,7 @@
 callback resource — their counters and strings after sequences of allocations."""
 
 import os
+import shutil
 import re
 
 from oracle_lib import register, scenario
@@ -314,8 +315,15 @@ def logging_adaptor_env(t):
         if old is not None:
             os.environ["RMM_LOG_FILE"] = old
     t.call("bad_type", rmm.mr.LoggingResourceAdaptor, cuda, 42, conv=lambda m: type(m).__name__)
-    t.call("bad_dir", rmm.mr.LoggingResourceAdaptor, cuda, "/nonexistent-dir/x/log.csv",
-           conv=lambda m: type(m).__name__)
+    # Both sides create the missing folders (RMM's Python layer does); remove them again, so that
+    # tests run later on the same machine still find no such folder.
+    existed = os.path.exists("/nonexistent-dir")
+    try:
+        t.call("bad_dir", rmm.mr.LoggingResourceAdaptor, cuda, "/nonexistent-dir/x/log.csv",
+               conv=lambda m: type(m).__name__)
+    finally:
+        if not existed:
+            shutil.rmtree("/nonexistent-dir", ignore_errors=True)
 
 
 # ---------------------------------------------------------------------------------------------
