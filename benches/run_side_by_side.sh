@@ -27,7 +27,8 @@
 # rounds.csv and rounds.txt (the rows the targets name, both sides alternating, ROUNDS times).
 #
 # The logs replayed are .bench/logs/*.csv: build copies tests/data/logs/*.csv there and writes the
-# whole fixed trace of issue 2 (200k operations) as random_200k.csv with `rmm_replay generate`.
+# whole fixed trace (alloc_bench's fixed_trace, 200k operations) as random_200k.csv with
+# `rmm_replay generate`.
 # Add any RMM log there (ours or RMM's logging_resource_adaptor) to replay it too.
 #
 # Environment (all optional):
@@ -260,7 +261,7 @@ replay() {
 }
 
 # Alternating rounds: on a shared machine one pass of each side says little, so the rows the
-# targets of issue 4 name run again, RMM and ours in fresh processes one after the other, ROUNDS
+# allocation targets name run again, RMM and ours in fresh processes one after the other, ROUNDS
 # times (default 6; FIXED_ROUNDS is read too; who goes first alternates between rounds):
 # the pool's fixed trace and Thrust calls,
 # cuda_async's fixed trace and random_allocations, cuda's fixed trace. The driver's own
