@@ -1,7 +1,7 @@
-//! The chunks a suballocator takes from its upstream and gives back when dropped
-//! ([`give_back_chunks`]), and the checks of what an upstream hands back, made where a
-//! suballocator takes memory from it (the cold path, never per block): the pool, the arena and the fixed-size resource carve blocks out
-//! of a chunk by arithmetic on its address, so a null or misaligned chunk would put blocks outside
+//! The chunks a suballocator takes from its upstream and gives back when dropped, and the checks
+//! of what an upstream hands back, made where a suballocator takes memory from it (the cold path,
+//! never per block): the pool, the arena and the fixed-size resource carve blocks out of a chunk
+//! by arithmetic on its address, so a null or misaligned chunk would put blocks outside
 //! the memory the upstream gave. A misaligned chunk is refused with [`Error::BadUpstream`]
 //! instead; a null one is the C way of saying "no memory" and becomes [`Error::OutOfMemory`], so
 //! callers that retry or back off on out-of-memory (a pool halving its growth, RMM's
