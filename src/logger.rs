@@ -20,7 +20,7 @@ mod line;
 mod local_time;
 mod sink;
 
-pub use file::{open_log_file, LogFileMode, LOG_FILE_PERMISSIONS};
+pub use file::{create_log_folders, open_log_file, LogFileMode, LOG_FILE_PERMISSIONS};
 pub use level::Level;
 pub(crate) use local_time::{init as init_local_time, local_hms};
 pub use local_time::{log_utc_offset, HORIZON_DAYS};

@@ -698,12 +698,26 @@ fn logging_file_from_env_or_invalid_argument() {
 }
 
 #[test]
+fn logging_creates_the_missing_folders_above_its_file_as_rmm_does() {
+    let root = std::env::temp_dir().join(format!("rmm-rs-logging-folders-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let path = root.join("a").join("b").join("log.csv");
+    let log = LoggingResourceAdaptor::new(HostMemoryResource::new(), Some(&path)).unwrap();
+    let p = log.allocate(64, 256, CudaStreamView::DEFAULT).unwrap();
+    log.deallocate(p, 64, 256, CudaStreamView::DEFAULT).unwrap();
+    log.flush().unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.starts_with(LOG_HEADER), "{text}");
+    drop(log);
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+#[test]
 fn logging_unwritable_path_is_io_error() {
-    let err =
-        LoggingResourceAdaptor::new(HostMemoryResource::new(), Some(Path::new("/nonexistent-dir/x.csv"))).unwrap_err();
+    let err = LoggingResourceAdaptor::new(HostMemoryResource::new(), Some(Path::new("/dev/null/x.csv"))).unwrap_err();
     match err {
         Error::Io { path, message } => {
-            assert_eq!(path, "/nonexistent-dir/x.csv");
+            assert_eq!(path, "/dev/null/x.csv");
             assert!(!message.is_empty());
         }
         other => panic!("expected Io, got {other:?}"),

@@ -491,7 +491,7 @@ fn bad_pool_sizes_take_nothing_from_the_upstream() {
 #[test]
 fn logging_to_a_path_that_cannot_be_written_is_io_error() {
     let upstream = Arc::new(HostMemoryResource::new());
-    for path in ["/nonexistent-dir/log.csv", "/proc/version/log.csv"] {
+    for path in ["/dev/null/log.csv", "/proc/version/log.csv"] {
         let err = LoggingResourceAdaptor::new(upstream.clone(), Some(Path::new(path))).err().unwrap();
         match &err {
             Error::Io { path: p, message } => {

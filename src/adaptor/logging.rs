@@ -13,7 +13,7 @@
 //!   (legacy default) stream.
 
 use crate::error::{Error, Result};
-use crate::logger::{init_local_time, local_hms, open_log_file, LogFileMode};
+use crate::logger::{create_log_folders, init_local_time, local_hms, open_log_file, LogFileMode};
 use crate::resource::MemoryResource;
 use crate::stream::CudaStreamView;
 use parking_lot::Mutex;
@@ -130,8 +130,9 @@ fn time_of_day(now: SystemTime) -> String {
 
 impl<U: MemoryResource> LoggingResourceAdaptor<U> {
     /// Wraps `upstream`, logging to `filename`, or when `None` to the file named by the
-    /// `RMM_LOG_FILE` environment variable. The file is created, or truncated if it exists; a
-    /// symbolic link at the path is refused ([`open_log_file`]).
+    /// `RMM_LOG_FILE` environment variable. The file is created, or truncated if it exists, and the
+    /// missing folders above it are created as RMM's do; a symbolic link at the path is refused
+    /// ([`open_log_file`]).
     ///
     /// Errors: [`Error::InvalidArgument`] when neither names a file; [`Error::Io`] when the file
     /// cannot be created or is a symbolic link.
@@ -147,6 +148,7 @@ impl<U: MemoryResource> LoggingResourceAdaptor<U> {
             }
         };
         let shown = path.display().to_string();
+        create_log_folders(path);
         let file = open_log_file(path, LogFileMode::Truncate)?;
         Ok(Self::with_log_sink(upstream, Box::new(WriterSink(BufWriter::new(Box::new(file)))), shown))
     }

@@ -58,4 +58,3 @@ pub(crate) fn zero_byte_allocation(alignment: usize) -> Result<*mut u8> {
 pub(crate) fn never_allocated(ptr: *mut u8, bytes: usize) -> bool {
     ptr.is_null() && bytes != 0
 }
-

@@ -28,6 +28,24 @@ pub enum LogFileMode {
 /// wants them private sets a stricter umask; a file that exists keeps its mode.
 pub const LOG_FILE_PERMISSIONS: u32 = 0o644;
 
+/// Creates the missing folders above the log file at `path` (mode 0755 before the umask), as
+/// RMM's file sinks do (spdlog makes the containing folder before it opens a file). A folder that
+/// cannot be made is not an error here: opening the file then fails and names the path.
+pub fn create_log_folders(path: &Path) {
+    let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) else { return };
+    if parent.is_dir() {
+        return;
+    }
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o755);
+    }
+    let _ = builder.create(parent);
+}
+
 /// Opens the log file at `path` for writing, creating it with [`LOG_FILE_PERMISSIONS`] when
 /// missing, without following a symbolic link at `path`.
 ///

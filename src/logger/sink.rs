@@ -1,6 +1,6 @@
 //! Where the logger's lines go.
 
-use super::file::{open_log_file, LogFileMode};
+use super::file::{create_log_folders, open_log_file, LogFileMode};
 use crate::error::Result;
 use std::fs::File;
 use std::io::{self, Write};
@@ -25,12 +25,14 @@ pub enum Sink {
 
 impl Sink {
     /// A file sink; the file is created, and emptied first when `truncate` (else appended to).
+    /// Missing folders above it are created, as RMM's spdlog sinks do ([`create_log_folders`]).
     /// Opened as every log file is ([`open_log_file`]): never through a symbolic link.
     ///
     /// Errors: [`Error::Io`](crate::Error::Io) naming the path when it cannot be opened.
     pub fn file(path: impl AsRef<Path>, truncate: bool) -> Result<Sink> {
         let path = path.as_ref().to_path_buf();
         let mode = if truncate { LogFileMode::Truncate } else { LogFileMode::Append };
+        create_log_folders(&path);
         let file = open_log_file(&path, mode)?;
         Ok(Sink::File { path, file })
     }

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <unistd.h>
 #include <sstream>
 #include <string>
 #include <type_traits>
@@ -238,7 +239,23 @@ TEST(Bridge, LoggingAdaptorWritesCsv)
   EXPECT_NE(line2.find("free"), std::string::npos) << line2;
   std::remove(path.c_str());
 
-  EXPECT_THROW((rmm::mr::logging_resource_adaptor{upstream, "/nonexistent-dir/x.csv"}), rmm::logic_error);
+  EXPECT_THROW((rmm::mr::logging_resource_adaptor{upstream, "/dev/null/x.csv"}), rmm::logic_error);
+
+  // Missing folders above the file are created, as RMM's spdlog sink creates them.
+  std::string const root = "/tmp/rmm-rs-bridge-folders-" + std::to_string(::getpid());
+  std::string const nested = root + "/a/b/log.csv";
+  {
+    rmm::mr::logging_resource_adaptor made{upstream, nested};
+    made.flush();
+  }
+  std::ifstream made_in{nested};
+  std::string made_header;
+  std::getline(made_in, made_header);
+  EXPECT_EQ(made_header, "Thread,Time,Action,Pointer,Size,Stream");
+  std::remove(nested.c_str());
+  ::rmdir((root + "/a/b").c_str());
+  ::rmdir((root + "/a").c_str());
+  ::rmdir(root.c_str());
 }
 
 TEST(Bridge, CopiesShareStateAndCompareEqual)
