@@ -104,20 +104,26 @@ fn bench_malloc(trace: &[Op], reps: usize) -> Stat {
     repeat(reps, || replay(trace, |n| unsafe { malloc(n) as *mut u8 }, |p, _| unsafe { free(p as *mut c_void) }))
 }
 
-/// `threads` threads, each replaying its own trace on its own stream against one shared resource;
-/// aggregate ns per operation (wall time / all operations). Device resources get real streams; host
-/// memory gets distinct stream handles that are never passed to CUDA.
-fn bench_threads<R: MemoryResource + ?Sized>(r: &R, threads: usize, ops: usize) -> f64 {
+/// `threads` threads, each replaying its own trace against one shared resource, on its own stream
+/// or (`one_stream`) all on one; aggregate ns per operation (wall time / all operations). Device
+/// resources get real streams; host memory gets stream handles that are never passed to CUDA.
+fn bench_threads<R: MemoryResource + ?Sized>(r: &R, threads: usize, ops: usize, one_stream: bool) -> f64 {
     let traces: Vec<Vec<Op>> = (0..threads).map(|t| make_trace(ops, 1000, 1000 + t as u64)).collect();
     let total: usize = traces.iter().map(|t| t.len()).sum();
     let barrier = std::sync::Barrier::new(threads);
     let t0 = std::sync::Mutex::new(None::<Instant>);
+    let common = (one_stream && r.is_device_accessible()).then(|| rmm::CudaStream::new().expect("stream"));
+    let common_view = common.as_ref().map_or(CudaStreamView::from_handle(0x1000), |s| s.view());
     std::thread::scope(|s| {
         for (i, trace) in traces.iter().enumerate() {
             let (barrier, t0) = (&barrier, &t0);
             s.spawn(move || {
-                let owned = r.is_device_accessible().then(|| rmm::CudaStream::new().expect("stream"));
-                let stream = owned.as_ref().map_or(CudaStreamView::from_handle(0x1000 * (i + 1)), |s| s.view());
+                let owned = (!one_stream && r.is_device_accessible()).then(|| rmm::CudaStream::new().expect("stream"));
+                let stream = match &owned {
+                    Some(s) => s.view(),
+                    None if one_stream => common_view,
+                    None => CudaStreamView::from_handle(0x1000 * (i + 1)),
+                };
                 barrier.wait();
                 t0.lock().unwrap().get_or_insert_with(Instant::now);
                 replay(
@@ -131,6 +137,9 @@ fn bench_threads<R: MemoryResource + ?Sized>(r: &R, threads: usize, ops: usize) 
             });
         }
     });
+    if let Some(s) = &common {
+        s.synchronize().expect("synchronize");
+    }
     let start = t0.into_inner().unwrap().unwrap();
     start.elapsed().as_nanos() as f64 / total as f64
 }
@@ -173,9 +182,11 @@ fn main() {
         row("rmm-rs cuda_async (cuMemAllocFromPoolAsync)", bench_resource(&asyncr, &trace, s.view(), reps));
         s.synchronize().expect("sync");
         if threads {
-            for n in [1, 2, 4, 8, 16] {
-                let s = stat((0..5).map(|_| bench_threads(&pool, n, 200_000)).collect());
-                row(&format!("rmm-rs pool<cuda>, {n} threads (aggregate)"), s);
+            for (one, what) in [(false, "own streams"), (true, "one stream")] {
+                for n in [1, 2, 4, 8, 16] {
+                    let s = stat((0..5).map(|_| bench_threads(&pool, n, 200_000, one)).collect());
+                    row(&format!("rmm-rs pool<cuda>, {n} threads, {what}"), s);
+                }
             }
         }
     } else {
@@ -183,9 +194,11 @@ fn main() {
     }
     if threads {
         let shared = PoolMemoryResource::new(HostMemoryResource::new(), 64 << 20, None).expect("pool");
-        for n in [1, 2, 4, 8, 16] {
-            let s = stat((0..5).map(|_| bench_threads(&shared, n, 200_000)).collect());
-            row(&format!("rmm-rs pool<host>, {n} threads (aggregate)"), s);
+        for (one, what) in [(false, "own streams"), (true, "one stream")] {
+            for n in [1, 2, 4, 8, 16] {
+                let s = stat((0..5).map(|_| bench_threads(&shared, n, 200_000, one)).collect());
+                row(&format!("rmm-rs pool<host>, {n} threads, {what}"), s);
+            }
         }
     }
 }

@@ -30,6 +30,7 @@ use std::ops::{Index, IndexMut};
 mod chunks;
 mod invariants;
 mod retirement;
+mod search;
 
 /// Granularity of every block size and address.
 pub const GRANULE: usize = 256;
@@ -495,51 +496,6 @@ impl CoalescingPool {
             }
         }
         Misuse::UnknownPointer { ptr: addr }
-    }
-
-    /// A set of free lists other than `set`'s private ones that holds a fitting block and may hand
-    /// it over: fresh memory or `set`'s own published set first, else another stream's published
-    /// set (the caller must then wait for that stream's capture). Other streams' private sets with
-    /// a fitting block are asked to publish (`wanted`), so a later request finds them ready. With
-    /// `ordered == false` (memory no device uses) every set qualifies.
-    pub fn find_donor(&mut self, set: SetId, size: usize, align: usize, ordered: bool) -> Option<SetId> {
-        let key = self.sets[set].key;
-        self.find_set(Some(set), key, map_ceil(search_size(size, align) >> GRANULE_SHIFT), ordered)
-    }
-
-    /// Like [`find_donor`](Self::find_donor) for a stream that may have no free lists here (a
-    /// request from another shard): fresh memory or `key`'s own published set first, else another
-    /// stream's published set, holding a block of at least `min` bytes. Private sets with such a
-    /// block are asked to publish.
-    pub fn find_shared_set(&mut self, key: StreamKey, min: usize, ordered: bool) -> Option<SetId> {
-        self.flush_caches();
-        self.find_set(None, key, map_ceil(min >> GRANULE_SHIFT), ordered)
-    }
-
-    /// The search behind both: a set other than `skip` with a block of class `c` or above; fresh
-    /// memory, `key`'s published set or (unordered) any set at once, else the first published set
-    /// of another stream, asking private sets on the way to publish.
-    fn find_set(&mut self, skip: Option<SetId>, key: StreamKey, c: Class, ordered: bool) -> Option<SetId> {
-        let mut found = None;
-        for (i, s) in self.sets.iter_mut().enumerate() {
-            let i = SetId::at(i);
-            if Some(i) == skip || s.free.class_at_or_above(c).is_none() {
-                continue;
-            }
-            if !ordered || s.key == StreamKey::FRESH || (s.published_by.is_some() && s.key == key) {
-                return Some(i);
-            }
-            // A set waiting for a synchronisation can go to no stream before it.
-            if s.key.is_sealed() {
-                continue;
-            }
-            if s.published_by.is_some() || (s.key.is_retired() && !s.key.waits_for_sync()) {
-                found.get_or_insert(i);
-            } else if s.key.is_stream() {
-                s.wanted = true;
-            }
-        }
-        found
     }
 
     /// The other streams that hold any free memory.

@@ -7,14 +7,21 @@
 //! share a lock again; a hash would put two of eight streams on one shard more often than not.
 //! Lookups are lock-free: one probe of an open-addressing table whose keys, once written, never
 //! change.
+//!
+//! Threads that share one stream meet on its shard's lock just as threads of different streams
+//! meet on shard 0's: a thread whose call found its stream's own shard busy gets a shard of its
+//! own for that stream ([`ShardMap::spread_thread`]). Each shard keeps the stream's blocks in its
+//! own set for the stream, which any thread of the stream may take from without a wait.
 
-use super::stream_order::StreamKey;
+use super::stream_order::{current_thread_number, StreamKey};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// Table size; at most half of it is filled, later streams stay on shard 0.
 const ENTRIES: usize = 1024;
 const EMPTY: usize = 0;
+/// Marks, in `shard_of`, a stream whose threads may have shards of their own.
+const PER_THREAD: usize = 1 << (usize::BITS - 1);
 
 /// Maps stream keys to shard numbers in `0..shards`.
 pub struct ShardMap {
@@ -41,32 +48,53 @@ impl ShardMap {
         }
     }
 
+    /// Where the search for `tag` starts.
     #[inline]
-    fn home(key: StreamKey) -> usize {
-        (key.packed().wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54) & (ENTRIES - 1)
+    fn slot(tag: usize) -> usize {
+        (tag.wrapping_sub(1).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54) & (ENTRIES - 1)
     }
 
-    /// The shard of `key`: 0 unless it was spread. A stream being spread by another thread at
-    /// this moment may still be told 0 once; which shard serves a call is a matter of speed only.
+    /// The tag under which the calling thread's own shard for `key` is entered: a mix of the
+    /// two that no real stream key is likely to equal (one that did would only share a shard).
+    #[inline]
+    fn thread_tag(key: StreamKey) -> usize {
+        let thread = current_thread_number().wrapping_mul(0xD6E8_FEB8_6659_FD93);
+        (key.packed() ^ thread.rotate_left(17)) | 1
+    }
+
+    /// The shard that serves `key` for the calling thread: 0 unless it was spread. A stream being
+    /// spread by another thread at this moment may still be told its old shard once; which shard
+    /// serves a call is a matter of speed only.
     #[inline]
     pub fn shard(&self, key: StreamKey) -> usize {
         if !self.any_spread.load(Ordering::Relaxed) {
             return 0;
         }
-        self.lookup(key)
+        let shard = self.lookup(key.packed().wrapping_add(1)).unwrap_or(0);
+        if shard & PER_THREAD == 0 {
+            return shard;
+        }
+        self.thread_shard(key, shard & !PER_THREAD)
     }
 
-    fn lookup(&self, key: StreamKey) -> usize {
-        let tag = key.packed().wrapping_add(1);
-        let mut i = Self::home(key);
+    /// The calling thread's own shard for `key`, else the stream's `shard`.
+    #[inline(never)]
+    fn thread_shard(&self, key: StreamKey, shard: usize) -> usize {
+        self.lookup(Self::thread_tag(key)).unwrap_or(shard)
+    }
+
+    /// The shard entered under `tag`, with its flag.
+    #[inline]
+    fn lookup(&self, tag: usize) -> Option<usize> {
+        let mut i = Self::slot(tag);
         for _ in 0..ENTRIES {
             match self.keys[i].load(Ordering::Acquire) {
-                EMPTY => return 0,
-                k if k == tag => return self.shard_of[i].load(Ordering::Relaxed),
+                EMPTY => return None,
+                k if k == tag => return Some(self.shard_of[i].load(Ordering::Relaxed)),
                 _ => i = (i + 1) & (ENTRIES - 1),
             }
         }
-        0
+        None
     }
 
     /// Moves `key` from shard 0 to a shard of its own (dealt round-robin over `1..shards`); called
@@ -79,22 +107,58 @@ impl ShardMap {
             return;
         }
         let mut used = self.used.lock();
-        if *used >= ENTRIES / 2 {
+        self.enter(&mut used, tag);
+    }
+
+    /// Gives the calling thread a shard of its own for `key` (dealt round-robin as streams are);
+    /// called when a call on `key` found the stream's own shard busy, with another thread of the
+    /// stream or another stream dealt the same shard. At most once per thread and stream.
+    #[cold]
+    pub fn spread_thread(&self, key: StreamKey) {
+        let tag = key.packed().wrapping_add(1);
+        if self.shards == 1 || tag == EMPTY {
             return;
         }
-        let mut i = Self::home(key);
+        let mut used = self.used.lock();
+        let Some(stream_entry) = self.find(tag) else {
+            // Not spread yet (a stale read of shard 0): spread the stream first.
+            self.enter(&mut used, tag);
+            return;
+        };
+        if self.enter(&mut used, Self::thread_tag(key)) {
+            // Set after the thread's entry, so a reader that sees the flag finds it.
+            self.shard_of[stream_entry].fetch_or(PER_THREAD, Ordering::Release);
+        }
+    }
+
+    /// The index of the entry of `tag`, if entered.
+    fn find(&self, tag: usize) -> Option<usize> {
+        let mut i = Self::slot(tag);
         loop {
             match self.keys[i].load(Ordering::Relaxed) {
-                EMPTY => break,
-                k if k == tag => return,
+                EMPTY => return None,
+                k if k == tag => return Some(i),
                 _ => i = (i + 1) & (ENTRIES - 1),
             }
+        }
+    }
+
+    /// Enters `tag` with the next shard of the round; false when it was entered before or the
+    /// table is half full. The caller holds the lock (`used`).
+    fn enter(&self, used: &mut usize, tag: usize) -> bool {
+        if *used >= ENTRIES / 2 || self.find(tag).is_some() {
+            return false;
+        }
+        let mut i = Self::slot(tag);
+        while self.keys[i].load(Ordering::Relaxed) != EMPTY {
+            i = (i + 1) & (ENTRIES - 1);
         }
         self.shard_of[i].store(1 + *used % (self.shards - 1), Ordering::Relaxed);
         // Release: a reader that sees the key also sees its shard.
         self.keys[i].store(tag, Ordering::Release);
         *used += 1;
         self.any_spread.store(true, Ordering::Release);
+        true
     }
 }
 
@@ -118,6 +182,46 @@ mod tests {
         let one = ShardMap::new(1);
         one.spread(keys[0]);
         assert_eq!(one.shard(keys[0]), 0);
+    }
+
+    #[test]
+    fn threads_of_one_stream_spread_to_shards_of_their_own() {
+        let m = ShardMap::new(8);
+        let key = StreamKey(0x5000);
+        m.spread(key);
+        let stream_shard = m.shard(key);
+        assert_eq!(stream_shard, 1);
+        let m = std::sync::Arc::new(m);
+        let spread: Vec<(usize, usize)> = (0..3)
+            .map(|_| {
+                let m = m.clone();
+                std::thread::spawn(move || {
+                    let before = m.shard(key);
+                    m.spread_thread(key);
+                    m.spread_thread(key);
+                    (before, m.shard(key))
+                })
+                .join()
+                .unwrap()
+            })
+            .collect();
+        // Each thread first shares the stream's shard, then has the next one of the round.
+        assert_eq!(spread, vec![(1, 2), (1, 3), (1, 4)]);
+        // A thread not spread still goes to the stream's shard; so does another stream's lookup.
+        assert_eq!(
+            std::thread::spawn({
+                let m = m.clone();
+                move || m.shard(key)
+            })
+            .join()
+            .unwrap(),
+            1
+        );
+        assert_eq!(m.shard(StreamKey(0x6000)), 0);
+        // A thread whose stream was never spread spreads the stream first.
+        let other = StreamKey(0x9000);
+        m.spread_thread(other);
+        assert_eq!(m.shard(other), 5);
     }
 
     #[test]

@@ -76,7 +76,9 @@ struct Shard(SpinMutex<CoalescingPool>);
 /// Streams share one shard until a call finds it busy with another thread; that stream then gets a
 /// shard of its own (each shard has its own lock and its own address ranges), so threads working
 /// on their own streams stop contending, while a single-threaded program keeps every free block in
-/// one place. A shard short of memory takes a range of another shard's free memory before it grows
+/// one place. Threads sharing a stream spread the same way: a thread that finds its stream's shard
+/// busy gets a shard of its own for the stream, whose free blocks any thread of the stream takes
+/// without a wait once its own shard runs short. A shard short of memory takes a range of another shard's free memory before it grows
 /// the pool: memory is reused before the upstream is asked for more, as in RMM's pool.
 ///
 /// Streams may be destroyed while the pool holds blocks freed on them: the pool only ever records
@@ -272,7 +274,8 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     }
 
     /// Locks the home shard of `key`; a stream that finds the shared shard 0 busy gets a shard of
-    /// its own from its next call on.
+    /// its own from its next call on, and a thread that finds its stream's shard busy (another
+    /// thread of the stream, or another stream dealt the same shard) one of its own for the stream.
     #[inline(always)]
     fn lock_home(
         &self,
@@ -294,6 +297,8 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     ) -> parking_lot::lock_api::MutexGuard<'_, crate::pool::RawSpinLock, CoalescingPool> {
         if home == 0 {
             self.shard_map.spread(key);
+        } else {
+            self.shard_map.spread_thread(key);
         }
         self.shards[home].0.lock()
     }

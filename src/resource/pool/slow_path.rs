@@ -228,40 +228,13 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         }
         let home_size = self.shards[home].0.lock().pool_size();
         let want = req.needed.max(home_size).max(MIN_SEGMENT);
-        for i in 1..n {
-            let from = (home + i) % n;
-            let taken = {
-                let mut core = self.shards[from].0.lock();
-                let found = core.find_shared_set(key, req.needed, self.ordered);
-                asked |= core.has_wanted();
-                let Some(donor) = found else { continue };
-                let owner = core.key_of(donor);
-                // This stream's own published set here, filled perhaps by a destroyed stream that
-                // had the same handle.
-                if owner == key && key != StreamKey::FRESH && !self.identity_holds(&mut core, donor) {
-                    continue;
+        // Memory that needs no wait first (fresh memory, and this stream's blocks that its other
+        // threads left in their shards), then other streams' published blocks.
+        for waiting_too in [false, true] {
+            for i in 1..n {
+                if let Some(a) = self.take_from_shard(home, (home + i) % n, key, req, want, waiting_too, &mut asked) {
+                    return FromOtherShards::Allocated(a);
                 }
-                if self.ordered && owner != StreamKey::FRESH && owner != key {
-                    // FRESH names no stream that could wait (the search after a synchronisation).
-                    if key == StreamKey::FRESH || self.order.wait(owner, core.identity(donor), key).is_err() {
-                        continue;
-                    }
-                }
-                core.detach(donor, req.needed, want).map(|(addr, len)| (addr, len, owner))
-            };
-            let Some((addr, len, owner)) = taken else {
-                continue;
-            };
-            let mut core = self.shards[home].0.lock();
-            // Fresh memory stays fresh; anything else now belongs to `key`, which waited for it.
-            let owner = if owner == StreamKey::FRESH || !self.ordered { StreamKey::FRESH } else { key };
-            self.adopt(home, &mut core, addr, len, owner);
-            let set = if key == StreamKey::FRESH { core.set_of(key) } else { self.own_set(&mut core, key) };
-            if let Some(a) = core.allocate(set, req.bytes, req.size, req.align) {
-                return FromOtherShards::Allocated(a);
-            }
-            if let Some(a) = self.allocate_within(&mut core, set, req.bytes, req.size, req.align) {
-                return FromOtherShards::Allocated(a);
             }
         }
         if asked {
@@ -269,5 +242,50 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         } else {
             FromOtherShards::Nothing
         }
+    }
+
+    /// One shard's part of [`allocate_from_other_shards`](Self::allocate_from_other_shards): a
+    /// range of `from`'s free memory usable by `key` (without a wait unless `waiting_too`),
+    /// adopted by `home` and allocated from.
+    #[allow(clippy::too_many_arguments)]
+    fn take_from_shard(
+        &self,
+        home: usize,
+        from: usize,
+        key: StreamKey,
+        req: Request,
+        want: usize,
+        waiting_too: bool,
+        asked: &mut bool,
+    ) -> Option<usize> {
+        let (addr, len, owner) = {
+            let mut core = self.shards[from].0.lock();
+            let donor = core.find_shared_set(key, req.needed, self.ordered, waiting_too);
+            *asked |= core.has_wanted();
+            let donor = donor?;
+            let owner = core.key_of(donor);
+            // A set of this stream here, filled perhaps by a destroyed stream that had the same
+            // handle.
+            if owner == key && key != StreamKey::FRESH && !self.identity_holds(&mut core, donor) {
+                return None;
+            }
+            if self.ordered && owner != StreamKey::FRESH && owner != key {
+                // FRESH names no stream that could wait (the search after a synchronisation).
+                if key == StreamKey::FRESH || self.order.wait(owner, core.identity(donor), key).is_err() {
+                    return None;
+                }
+            }
+            let (addr, len) = core.detach(donor, req.needed, want)?;
+            (addr, len, owner)
+        };
+        let mut core = self.shards[home].0.lock();
+        // Fresh memory stays fresh; anything else now belongs to `key`, which waited for it.
+        let owner = if owner == StreamKey::FRESH || !self.ordered { StreamKey::FRESH } else { key };
+        self.adopt(home, &mut core, addr, len, owner);
+        let set = if key == StreamKey::FRESH { core.set_of(key) } else { self.own_set(&mut core, key) };
+        if let Some(a) = core.allocate(set, req.bytes, req.size, req.align) {
+            return Some(a);
+        }
+        self.allocate_within(&mut core, set, req.bytes, req.size, req.align)
     }
 }

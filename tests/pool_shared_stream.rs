@@ -1,0 +1,142 @@
+//! Threads sharing one stream on one pool: blocks never overlap, the threads' blocks of the stream
+//! serve each other without any wait, and a thread's leftover blocks are reachable from the others.
+
+mod common;
+
+use common::{seed, Rng};
+use rmm::pool::{StreamKey, StreamOrder};
+use rmm::resource::{HostMemoryResource, PoolMemoryResource};
+use rmm::{CudaStreamView, MemoryResource, Result};
+use std::sync::{Arc, Mutex};
+
+const MIB: usize = 1 << 20;
+
+/// What the pool asked of its stream order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Asked {
+    Record(usize),
+    Wait(usize, usize),
+    SyncAll,
+}
+
+/// Records every ordering request.
+#[derive(Default, Clone)]
+struct RecordingOrder(Arc<Mutex<Vec<Asked>>>);
+
+impl StreamOrder for RecordingOrder {
+    fn record(&self, owner: StreamKey, _identity: u64) -> Result<()> {
+        self.0.lock().unwrap().push(Asked::Record(owner.0));
+        Ok(())
+    }
+    fn wait(&self, owner: StreamKey, _identity: u64, waiter: StreamKey) -> Result<()> {
+        self.0.lock().unwrap().push(Asked::Wait(owner.0, waiter.0));
+        Ok(())
+    }
+    fn synchronize_all(&self) -> Result<()> {
+        self.0.lock().unwrap().push(Asked::SyncAll);
+        Ok(())
+    }
+}
+
+fn recorded_pool(initial: usize, max: Option<usize>) -> (PoolMemoryResource<HostMemoryResource>, RecordingOrder) {
+    let order = RecordingOrder::default();
+    let pool = PoolMemoryResource::with_stream_order(HostMemoryResource::new(), initial, max, Box::new(order.clone()))
+        .unwrap();
+    (pool, order)
+}
+
+/// A block of a stream left in a shard its stream no longer calls from is taken back by the
+/// stream at once: no capture, no wait, no synchronisation of everything.
+#[test]
+fn a_streams_blocks_in_another_shard_serve_it_without_a_wait() {
+    let (pool, order) = recorded_pool(2 * MIB, Some(2 * MIB));
+    let s = CudaStreamView::from_handle(0x1000);
+    let whole = pool.allocate(2 * MIB, 256, s).unwrap();
+    pool.deallocate(whole, 2 * MIB, 256, s).unwrap();
+    // Its free blocks stay behind in shard 0; its calls go elsewhere from now on.
+    pool.spread_stream(s);
+    let p = pool.allocate(MIB, 256, s).unwrap();
+    assert_eq!(order.0.lock().unwrap().clone(), vec![Asked::SyncAll], "only the initial chunk's synchronisation");
+    pool.deallocate(p, MIB, 256, s).unwrap();
+    pool.check_invariants().unwrap();
+    assert_eq!(pool.state().free_bytes, 2 * MIB);
+}
+
+/// Writes `tag` into the first and last words of a block.
+fn stamp(p: *mut u8, bytes: usize, tag: u64) {
+    let words = bytes / 8;
+    // SAFETY: the block has `bytes >= 8` bytes of host memory, 256-byte aligned, owned by the caller.
+    unsafe {
+        (p as *mut u64).write(tag);
+        (p as *mut u64).add(words - 1).write(tag);
+    }
+}
+
+/// Whether a block still holds `tag` where `stamp` put it.
+fn stamped(p: *mut u8, bytes: usize, tag: u64) -> bool {
+    let words = bytes / 8;
+    // SAFETY: as in `stamp`; the block is still owned by the caller.
+    unsafe { (p as *const u64).read() == tag && (p as *const u64).add(words - 1).read() == tag }
+}
+
+/// Eight threads on one stream, some blocks freed by another thread than the one that allocated
+/// them: no block is handed out twice, no stream waits for another (there is only one), and
+/// everything comes back.
+#[test]
+fn eight_threads_on_one_stream_never_overlap_and_never_wait() {
+    let (pool, order) = recorded_pool(16 * MIB, None);
+    let pool = Arc::new(pool);
+    let stream = CudaStreamView::from_handle(0x7000);
+    let mailbox: Arc<Mutex<Vec<(usize, usize, u64)>>> = Arc::default();
+    let base = seed("pool shared stream", 11);
+    let handles: Vec<_> = (0..8u64)
+        .map(|t| {
+            let (pool, mailbox) = (pool.clone(), mailbox.clone());
+            std::thread::spawn(move || {
+                let mut rng = Rng::new(base + t);
+                let mut live: Vec<(*mut u8, usize, u64)> = Vec::new();
+                for i in 0..60_000u64 {
+                    let tag = (t << 56) | i;
+                    if live.len() < 150 && (live.is_empty() || rng.below(2) == 0) {
+                        let bytes = rng.log_uniform(8, 256 << 10).max(8);
+                        let p = pool.allocate(bytes, 256, stream).unwrap();
+                        stamp(p, bytes, tag);
+                        live.push((p, bytes, tag));
+                    } else {
+                        let (p, bytes, tag) = live.swap_remove(rng.below(live.len()));
+                        assert!(stamped(p, bytes, tag), "a block was handed out twice");
+                        if rng.below(16) == 0 {
+                            // Another thread of the stream frees it.
+                            mailbox.lock().unwrap().push((p as usize, bytes, tag));
+                        } else {
+                            pool.deallocate(p, bytes, 256, stream).unwrap();
+                        }
+                    }
+                    if i % 64 == 0 {
+                        let theirs = mailbox.lock().unwrap().pop();
+                        if let Some((p, bytes, tag)) = theirs {
+                            assert!(stamped(p as *mut u8, bytes, tag), "a block was handed out twice");
+                            pool.deallocate(p as *mut u8, bytes, 256, stream).unwrap();
+                        }
+                    }
+                }
+                for (p, bytes, tag) in live {
+                    assert!(stamped(p, bytes, tag), "a block was handed out twice");
+                    pool.deallocate(p, bytes, 256, stream).unwrap();
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    for (p, bytes, _) in mailbox.lock().unwrap().drain(..) {
+        pool.deallocate(p as *mut u8, bytes, 256, stream).unwrap();
+    }
+    pool.check_invariants().unwrap();
+    let state = pool.state();
+    assert_eq!(state.free_bytes, state.pool_size);
+    let log = order.0.lock().unwrap().clone();
+    assert!(!log.iter().any(|a| matches!(a, Asked::Wait(..))), "one stream never waits for itself: {log:?}");
+    assert_eq!(log.iter().filter(|a| **a == Asked::SyncAll).count(), 1, "only the initial chunk's: {log:?}");
+}
