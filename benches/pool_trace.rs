@@ -181,6 +181,30 @@ fn main() {
         let asyncr = CudaAsyncMemoryResource::new(None, Some(usize::MAX)).expect("cuda_async");
         row("rmm-rs cuda_async (cuMemAllocFromPoolAsync)", bench_resource(&asyncr, &trace, s.view(), reps));
         s.synchronize().expect("sync");
+        // The same driver calls on the same pool and stream with nothing of ours around them: what
+        // is left of the row above is this crate's share.
+        let (pool_handle, raw_stream) = (asyncr.pool_handle(), s.view().handle() as cudarc::driver::sys::CUstream);
+        let driver_only = repeat(reps, || {
+            replay(
+                &trace,
+                |n| {
+                    let mut p: cudarc::driver::sys::CUdeviceptr = 0;
+                    // SAFETY: the pool and the stream are alive; p is a valid out pointer.
+                    let r = unsafe { cudarc::driver::sys::cuMemAllocFromPoolAsync(&mut p, n, pool_handle, raw_stream) };
+                    assert_eq!(r, cudarc::driver::sys::CUresult::CUDA_SUCCESS, "cuMemAllocFromPoolAsync");
+                    p as usize as *mut u8
+                },
+                |p, _| {
+                    // SAFETY: p came from the pool above and is freed once, on the stream it was used on.
+                    let r = unsafe {
+                        cudarc::driver::sys::cuMemFreeAsync(p as usize as cudarc::driver::sys::CUdeviceptr, raw_stream)
+                    };
+                    assert_eq!(r, cudarc::driver::sys::CUresult::CUDA_SUCCESS, "cuMemFreeAsync");
+                },
+            )
+        });
+        row("driver only (same pool, cuMemAllocFromPoolAsync)", driver_only);
+        s.synchronize().expect("sync");
         if threads {
             for (one, what) in [(false, "own streams"), (true, "one stream")] {
                 for n in [1, 2, 4, 8, 16] {
