@@ -30,6 +30,12 @@ def main():
     p.add_argument("--n", type=int, default=16384, help="the square array's side (default 16384)")
     p.add_argument("--chunk", type=int, default=2048, help="the chunk side (default 2048)")
     p.add_argument("--repeats", type=int, default=3, help="timed computations (default 3)")
+    p.add_argument(
+        "--profile",
+        action="store_true",
+        help="also print where the timed runs spent their time: the workers' task stream summed by "
+        "kind (compute, transfer) and task name, as comment lines",
+    )
     args = p.parse_args()
     bc.header(args)
     impl = bc.impl_name(args)
@@ -54,14 +60,24 @@ def main():
         param = f"workers={workers} {param}"
         host, x, groups = example.make_data(args.n, args.chunk)
         times = []
+        stream = None
         for run in range(args.repeats + 1):
+            if run == 1 and args.profile:
+                from distributed import get_task_stream
+
+                stream = get_task_stream(client)
+                stream.__enter__()
             t0 = time.perf_counter()
             results = example.compute(x, args.chunk, groups)
             if run > 0:  # run 0 warms up: imports, kernels, first growth of the pools
                 times.append(time.perf_counter() - t0)
+            if run == args.repeats and stream is not None:
+                stream.__exit__(None, None, None)
             if run in (0, args.repeats):  # the checks take longer than the computation
                 example.check(results, host, args.chunk, groups)
             del results
+        if stream is not None:
+            print_task_stream(impl, stream.data, sum(times))
         bc.row(impl, "dask_example", param, statistics.median(times), "wall_s")
         bc.row(impl, "dask_example", param, min(times), "wall_s_min")
         bc.row(impl, "dask_example", param, max(times), "wall_s_max")
@@ -72,6 +88,27 @@ def main():
             for key, unit in (("pool_size", "pool_size_end_bytes"), ("peak_bytes", "peak_bytes")):
                 bc.row(impl, "dask_example", f"{param} {who}", float(sum(r[key] or 0 for r in chosen)), unit)
     return 0
+
+
+def print_task_stream(impl, tasks, wall_s):
+    """Comment lines: seconds of the timed runs' tasks, summed by kind and task name, all workers'
+    threads together, against the wall time."""
+    from collections import defaultdict
+
+    total = defaultdict(float)
+    count = defaultdict(int)
+    for task in tasks:
+        name = task["key"][0] if isinstance(task["key"], tuple) else str(task["key"])
+        name = name.split("-")[0]
+        for part in task.get("startstops", ()):
+            kind = part["action"]
+            total[(kind, name)] += part["stop"] - part["start"]
+            count[(kind, name)] += 1
+    bc.comment(f"{impl} task stream over {wall_s:.2f} s of timed runs (s summed over all workers' threads):")
+    for kind in sorted({k for k, _ in total}):
+        bc.comment(f"  {kind}: {sum(v for (k, _), v in total.items() if k == kind):.3f} s")
+    for (kind, name), v in sorted(total.items(), key=lambda kv: -kv[1])[:12]:
+        bc.comment(f"    {kind:10s} {name:32s} {v:8.3f} s in {count[(kind, name)]} parts")
 
 
 if __name__ == "__main__":
