@@ -60,7 +60,7 @@ bench() {
 bench "$OURS_SITE" rmm-rs torch_bench.py --steps "$steps" --modes native,rmm_pool
 bench "$RMM_SITE" rmm-26.10 torch_bench.py --steps "$steps" --modes rmm_pool
 bench "$OURS_SITE" rmm-rs cupy_bench.py
-bench "$RMM_SITE" rmm-26.10 cupy_bench.py --modes rmm_pool
+bench "$RMM_SITE" rmm-26.10 cupy_bench.py --modes rmm_pool,rmm_stack
 bench "$OURS_SITE" rmm-rs device_buffer_bench.py
 bench "$RMM_SITE" rmm-26.10 device_buffer_bench.py
 
