@@ -54,6 +54,8 @@
 #                     stats_tracking_pool)
 #   THREADS_PATTERNS  threads: stream patterns (default own,shared,ptds)
 #   THREADS_COUNTS    threads: thread counts (default 1,2,4,8,16)
+#   THREADS_MAX_S     threads: no round is started that would end (at the average round's time)
+#                     past this many seconds (default 540); the table covers the rounds done
 #   BENCH_THREAD_CPUS threads: the CPUs (a taskset list) every process is pinned to (default: the
 #                     CPUs local to GPU 0, from sysfs; unpinned where those cannot be found)
 set -euo pipefail
@@ -375,6 +377,11 @@ threads_matrix() {
       i=$((i + 1))
     done
     echo "   round $r done after $((SECONDS - start)) s" >&2
+    # Stop early rather than be killed: the next round would end past THREADS_MAX_S.
+    if [ "$r" -lt "$n" ] && [ $((SECONDS - start + (SECONDS - start) / r)) -gt "${THREADS_MAX_S:-540}" ]; then
+      echo "   stopping after $r of $n rounds: another would end past THREADS_MAX_S=${THREADS_MAX_S:-540} s" >&2
+      break
+    fi
   done
   python3 "$REPO/benches/rounds.py" "$csv" --csv "$dir/threads_table.csv" --markdown "$dir/threads_table.md" |
     tee "$dir/threads_table.txt"
