@@ -11,7 +11,8 @@ for the log replays (workload "replay", from replay.cu) bytes) and raw (the CUDA
 impl "raw"); writes the same as CSV. Replay rows name their quantity in the unit column (ns_per_op,
 peak_upstream_bytes, ...), so a replay row is keyed by its unit as well. A threads run cut off at
 its time limit (value timeout, unit "... >=X ns/op") shows as ">X", and its ratio as a bound
-("<r": at most r, when RMM's run was cut off; ">r": at least r, when ours was).
+("<r": at most r, when RMM's run was cut off; ">r": at least r, when ours was; "~r": both were,
+the ratio of their rates so far).
 """
 
 import argparse
@@ -108,8 +109,9 @@ def combine(rows):
         c = cells[key]
         ours, theirs = c.get(OURS), c.get(THEIRS)
         both = isinstance(ours, float) and isinstance(theirs, float) and theirs > 0
-        ratio = ours / theirs if both and not (isinstance(ours, Bound) and isinstance(theirs, Bound)) else None
-        direction = "<" if isinstance(theirs, Bound) else ">" if isinstance(ours, Bound) else ""
+        ratio = ours / theirs if both else None
+        direction = ("~" if isinstance(ours, Bound) and isinstance(theirs, Bound) else
+                     "<" if isinstance(theirs, Bound) else ">" if isinstance(ours, Bound) else "")
         show = lambda x: (">" if isinstance(x, Bound) else "") + fmt(x) if isinstance(x, float) else (x or "")
         table.append({
             "resource": key[0], "workload": key[1], "param": key[2], "unit": units.get(key, ""),

@@ -10,8 +10,9 @@ range of the per-round ratios shows how much a single pass can mislead.
 A run cut off at its time limit ("timeout", unit "... >=X ns/op") counts as the lower bound X and
 shows as ">X". A round whose RMM value is a lower bound gives an upper bound of the ratio ("<r"),
 one whose rmm-rs value is a lower bound a lower bound (">r"); a median over bounds of one direction
-is a bound of that direction, over both directions it is shown as "~r". Rounds where both sides
-were cut off say nothing about the ratio and are left out of it.
+is a bound of that direction. A round where both sides were cut off gives the ratio of their rates
+over the operations each did, an estimate, not a bound; a median over such rounds, or over bounds
+of both directions, is shown as "~r".
 
     python3 benches/rounds.py rounds.csv
     python3 benches/rounds.py threads_rounds.csv --csv threads_table.csv --markdown threads_table.md
@@ -84,9 +85,12 @@ def median_value(values):
 
 
 def ratio_of(ours, theirs):
-    """(ratio, direction): direction "" exact, "<" upper bound, ">" lower bound; None if unknown."""
-    if theirs.x <= 0 or (ours.bound and theirs.bound):
+    """(ratio, direction): direction "" exact, "<" upper bound, ">" lower bound, "~" both sides cut
+    off (the ratio of their rates so far); None when RMM's value is not positive."""
+    if theirs.x <= 0:
         return None
+    if ours.bound and theirs.bound:
+        return ours.x / theirs.x, "~"
     return ours.x / theirs.x, ("<" if theirs.bound else ">" if ours.bound else "")
 
 
@@ -105,7 +109,7 @@ def summarise(rows):
         if ratios:
             ratio = statistics.median(x for x, _ in ratios)
             dirs = {d for _, d in ratios} - {""}
-            direction = "" if not dirs else (dirs.pop() if len(dirs) == 1 else "~")
+            direction = "" if not dirs else (dirs.pop() if len(dirs) == 1 else "~")  # "~" wins over a mix
             ratio_text = f"{direction}{ratio:.3f}"
             span = f"{min(x for x, _ in ratios):.3g}-{max(x for x, _ in ratios):.3g}"
             by_resource.setdefault(resource, []).append(ratio)
@@ -126,7 +130,8 @@ def render(table, by_resource, out):
         return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
 
     print("alternating rounds: median per row; ratio = median of the per-round rmm-rs / rmm-26.10", file=out)
-    print("(>X: a lower bound, some rounds were cut off; <r, >r: the ratio is at most, at least r)", file=out)
+    print("(>X: a lower bound, some rounds were cut off; <r, >r: the ratio is at most, at least r;", file=out)
+    print(" ~r: both sides cut off in some rounds, the ratio of their rates so far)", file=out)
     print(line(HEADER), file=out)
     print(line(["-" * w for w in widths]), file=out)
     for r in table:

@@ -361,16 +361,21 @@ threads_matrix() {
        "patterns $patterns, threads $counts, CPUs ${cpus:-all (unpinned)}" >&2
   echo "round,impl,resource,workload,param,value,unit" > "$csv"
   : > "$log"
-  local start=$SECONDS list
+  local start=$SECONDS list cells
   IFS=',' read -r -a list <<< "$resources"
+  # A process that hangs (a thread stuck inside the allocator) is killed after every one of its
+  # runs could have gone to its cut-off, and a margin; the round goes on.
+  cells=$(( $(tr ',' '\n' <<< "$patterns" | grep -c .) * $(tr ',' '\n' <<< "$counts" | grep -c .) ))
+  local process_limit
+  process_limit=$(python3 -c "print(int($cells * (4 * $budget + 1) + 30))")
   for r in $(seq 1 "$n"); do
     i=0
     for resource in "${list[@]}"; do
       local order=("$THEIRS" "$OURS")
       [ $(((r + i) % 2)) -eq 0 ] && order=("$OURS" "$THEIRS")
       for side in "${order[@]}"; do
-        "${pin[@]}" "$CARRY/$side" --only threads --resources "$resource" --patterns "$patterns" \
-          --threads "$counts" --budget-s "$budget" 2>> "$log" |
+        timeout --kill-after=5 "$process_limit" "${pin[@]}" "$CARRY/$side" --only threads --resources "$resource" \
+          --patterns "$patterns" --threads "$counts" --budget-s "$budget" 2>> "$log" |
           awk -F, -v r="$r" '!/^#/ && NF == 6 && ($5 ~ /^[0-9.eE+-]+$/ || $5 == "timeout" || $5 == "error") {print r "," $0}' >> "$csv" ||
           echo "   round $r $side $resource: exit status $? (see $log)" >&2
       done
