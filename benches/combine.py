@@ -9,23 +9,32 @@ Each input is alloc_bench's output: '#' comment lines and CSV rows
 rmm-rs, rmm-26.10, ratio (rmm-rs / rmm-26.10: below 1 is better for every unit used here: times, and
 for the log replays (workload "replay", from replay.cu) bytes) and raw (the CUDA / Thrust baselines,
 impl "raw"); writes the same as CSV. Replay rows name their quantity in the unit column (ns_per_op,
-peak_upstream_bytes, ...), so a replay row is keyed by its unit as well.
+peak_upstream_bytes, ...), so a replay row is keyed by its unit as well. A threads run cut off at
+its time limit (value timeout, unit "... >=X ns/op") shows as ">X", and its ratio as a bound
+("<r": at most r, when RMM's run was cut off; ">r": at least r, when ours was; "~r": both were,
+the ratio of their rates so far).
 """
 
 import argparse
 import csv
 import math
+import re
 import sys
 
 OURS, THEIRS, RAW = "rmm-rs", "rmm-26.10", "raw"
 IMPLS = (OURS, THEIRS, RAW)
-RESOURCE_ORDER = ["pool", "cuda_async", "cuda", "cudaMallocAsync", "cudaMalloc", "thrust_default", "preallocated"]
+RESOURCE_ORDER = ["pool", "arena", "fixed_size", "binning", "stats_tracking_pool", "cuda_async", "cuda", "cudaMallocAsync", "cudaMalloc", "thrust_default", "preallocated"]
 WORKLOAD_ORDER = ["random_allocations", "fixed_trace", "threads", "multi_stream", "thrust_sort", "thrust_pipeline",
                   "replay"]
 # Replay quantities that compare the implementations (ops and peak_live_bytes come from the log and
 # must be equal on both sides: a ratio other than 1 means the two readers disagree).
 REPLAY_COMPARED = ("ns_per_op", "cold_ns_per_op", "peak_upstream_bytes", "fragmentation")
 HEADER = ["resource", "workload", "param", "unit", OURS, THEIRS, "ratio", RAW]
+LOWER_BOUND = re.compile(r">=\s*([0-9.eE+-]+)\s*(\S+)")
+
+
+class Bound(float):
+    """A lower bound of a value: a run cut off at its time limit."""
 
 
 def read(paths):
@@ -82,9 +91,14 @@ def combine(rows):
         keys_seen.setdefault(key, len(keys_seen))
         impl = r["impl"] if r["impl"] in IMPLS else RAW
         v = number(r["value"])
+        bound = LOWER_BOUND.search(r["unit"]) if r["value"] == "timeout" else None
         if v is not None:
             cells.setdefault(key, {})[impl] = v
             units[key] = r["unit"]
+        elif bound and number(bound.group(1)) is not None:
+            cells.setdefault(key, {})[impl] = Bound(number(bound.group(1)))
+            units.setdefault(key, bound.group(2))
+            notes.append(f"{impl} {r['resource']} {r['workload']} {r['param']}: timeout ({r['unit']})")
         else:
             cells.setdefault(key, {})[impl] = r["value"]
             notes.append(f"{impl} {r['resource']} {r['workload']} {r['param']}: {r['value']} ({r['unit']})")
@@ -94,11 +108,14 @@ def combine(rows):
     for key in keys:
         c = cells[key]
         ours, theirs = c.get(OURS), c.get(THEIRS)
-        ratio = ours / theirs if isinstance(ours, float) and isinstance(theirs, float) and theirs > 0 else None
-        show = lambda x: fmt(x) if isinstance(x, float) else (x or "")
+        both = isinstance(ours, float) and isinstance(theirs, float) and theirs > 0
+        ratio = ours / theirs if both else None
+        direction = ("~" if isinstance(ours, Bound) and isinstance(theirs, Bound) else
+                     "<" if isinstance(theirs, Bound) else ">" if isinstance(ours, Bound) else "")
+        show = lambda x: (">" if isinstance(x, Bound) else "") + fmt(x) if isinstance(x, float) else (x or "")
         table.append({
             "resource": key[0], "workload": key[1], "param": key[2], "unit": units.get(key, ""),
-            OURS: show(ours), THEIRS: show(theirs), "ratio": f"{ratio:.2f}" if ratio is not None else "",
+            OURS: show(ours), THEIRS: show(theirs), "ratio": f"{direction}{ratio:.2f}" if ratio is not None else "",
             RAW: show(c.get(RAW)), "_ratio": ratio, "_metric": key[3],
         })
     return table, notes

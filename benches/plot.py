@@ -6,7 +6,10 @@
 
 Input: the table combine.py writes (columns resource,workload,param,unit,rmm-rs,rmm-26.10,...) or
 alloc_bench's own output (impl,resource,workload,param,value,unit; '#' lines are skipped). One
-panel per resource (default: pool); cells that are not numbers (skipped, timeout) are left out.
+panel per resource (default: pool), for one stream pattern (--pattern, default own: the threads
+rows' param is "threads=N;streams=PATTERN", older rows without streams= are "own"); cells that
+are not numbers (skipped, timeout) are left out. Needs matplotlib; plot_threads.py draws every
+pattern as SVG without it.
 """
 
 import argparse
@@ -25,17 +28,27 @@ def number(s):
         return None
 
 
-def load(paths):
-    """{(impl, resource): {threads: ns/op}} from either input format."""
+def threads_param(param):
+    """(threads, pattern) of a threads row's param, or None."""
+    fields = dict(f.split("=", 1) for f in param.split(";") if "=" in f)
+    try:
+        return int(fields["threads"]), fields.get("streams", "own")
+    except (KeyError, ValueError):
+        return None
+
+
+def load(paths, pattern="own"):
+    """{(impl, resource): {threads: ns/op}} of one stream pattern, from either input format."""
     series = {}
     for path in paths:
         with open(path, newline="") as f:
             lines = [l for l in f.read().splitlines() if l and not l.startswith("#") and not l.startswith("skipped:")]
         rows = list(csv.DictReader(lines))
         for r in rows:
-            if r.get("workload") != "threads" or not r.get("param", "").startswith("threads="):
+            tp = threads_param(r.get("param", "")) if r.get("workload") == "threads" else None
+            if tp is None or tp[1] != pattern:
                 continue
-            t = int(r["param"].split("=", 1)[1])
+            t = tp[0]
             if "impl" in r:  # alloc_bench output
                 cells = {r["impl"]: r.get("value")}
             else:  # combine.py table
@@ -52,6 +65,7 @@ def main():
     ap.add_argument("inputs", nargs="+")
     ap.add_argument("-o", "--output", default="threads_pool.png")
     ap.add_argument("--resources", default="pool", help="comma-separated, one panel each (default: pool)")
+    ap.add_argument("--pattern", default="own", help="stream pattern: own, shared or ptds (default own)")
     ap.add_argument("--title", default=None)
     a = ap.parse_args()
 
@@ -60,7 +74,7 @@ def main():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    series = load(a.inputs)
+    series = load(a.inputs, a.pattern)
     resources = [r for r in a.resources.split(",") if r]
     fig, axes = plt.subplots(1, len(resources), figsize=(6 * len(resources), 4.2), squeeze=False)
     plotted = 0
@@ -83,7 +97,7 @@ def main():
         ax.set_xticks(ticks)
         ax.set_xticklabels([str(t) for t in ticks])
         ax.set_ylim(bottom=0)
-        ax.set_xlabel("threads (one stream each, one shared resource)")
+        ax.set_xlabel(f"threads (streams={a.pattern}, one shared resource)")
         ax.set_ylabel("ns per operation (wall time / all operations)")
         ax.set_title(f"{resource}: fixed trace per thread")
         ax.grid(True, alpha=0.3)

@@ -7,6 +7,9 @@
 #   bash benches/run_side_by_side.sh run     # on the GPU machine: run both (alloc_bench + replay), table
 #   bash benches/run_side_by_side.sh replay  # on the GPU machine: only the log replays, their table
 #   bash benches/run_side_by_side.sh rounds  # on the GPU machine: only the alternating rounds (ROUNDS)
+#   bash benches/run_side_by_side.sh threads # on the GPU machine: the threads matrix (every resource,
+#                                            # stream pattern and thread count), both sides in
+#                                            # alternating rounds (THREAD_ROUNDS), table and plots
 #   bash benches/run_side_by_side.sh table   # the table again from the CSVs of the last run
 #   bash benches/run_side_by_side.sh selftest  # here: the workload logic against a fake resource
 #
@@ -24,7 +27,9 @@
 # machine, else .bench/results): rmm-rs.csv, rmm-26.10.csv, raw.csv (the CUDA/Thrust baselines),
 # replay-rmm-rs.csv, replay-rmm-26.10.csv (replay.cu on both sides), replay-rmm-rs-native.csv (the
 # Rust rmm_replay, pool over cuda), side_by_side.csv, side_by_side.txt, threads_pool.png,
-# rounds.csv and rounds.txt (the rows the targets name, both sides alternating, ROUNDS times).
+# run_threads_own.svg, rounds.csv and rounds.txt (the rows the targets name, both sides
+# alternating, ROUNDS times). `threads` writes threads_rounds.csv, threads_table.txt / .csv / .md
+# and threads_<pattern>.svg there (see threads_matrix below).
 #
 # The logs replayed are .bench/logs/*.csv: build copies tests/data/logs/*.csv there and writes the
 # whole fixed trace (alloc_bench's fixed_trace, 200k operations) as random_200k.csv with
@@ -37,10 +42,22 @@
 #   RMM_WHEEL_DIR     folder holding librmm_cu13-26.10.0*.whl and rapids_logger*.whl
 #   ARCH              GPU architecture (default sm_90, the H100)
 #   BENCH_ARGS        extra arguments for both alloc_bench runs (e.g. "--budget-s 2", "--quick")
+#   RUN_PATTERNS      run: the threads workload's stream patterns in the single pass (default own)
 #   ROUNDS            alternating rounds of the target rows after the main runs (default 6)
 #   REPLAY_ARGS       extra arguments for every replay run (e.g. "--initial-pool 1G", "--runs 11")
 #   BENCH_CPU         the CPU every process of the rounds is pinned to (default 2)
 #   RESULTS_DIR       see above
+#   THREAD_ROUNDS     threads: alternating rounds (default 4)
+#   THREADS_BUDGET_S  threads: alloc_bench's --budget-s; a run is cut off after 4 times this
+#                     (default 0.2: the whole default matrix, both sides, 4 rounds in about 7 minutes)
+#   THREADS_RESOURCES threads: resources (default pool,arena,fixed_size,binning,cuda_async,
+#                     stats_tracking_pool)
+#   THREADS_PATTERNS  threads: stream patterns (default own,shared,ptds)
+#   THREADS_COUNTS    threads: thread counts (default 1,2,4,8,16)
+#   THREADS_MAX_S     threads: no round is started that would end (at the average round's time)
+#                     past this many seconds (default 540); the table covers the rounds done
+#   BENCH_THREAD_CPUS threads: the CPUs (a taskset list) every process is pinned to (default: the
+#                     CPUs local to GPU 0, from sysfs; unpinned where those cannot be found)
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -201,9 +218,11 @@ run() {
   mkdir -p "$dir"
   [ -x "$CARRY/$OURS" ] && [ -x "$CARRY/$THEIRS" ] || die "no binaries in $CARRY: run 'build' first (on the build machine)"
   command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total --format=csv,noheader || true
-  local args=()
+  # The single pass runs the threads workload in the stream-per-thread pattern only (RUN_PATTERNS):
+  # `threads` runs every pattern, in rounds, within a budget.
+  local args=(--patterns "${RUN_PATTERNS:-own}")
   # shellcheck disable=SC2206
-  [ -z "${BENCH_ARGS:-}" ] || args=($BENCH_ARGS)
+  [ -z "${BENCH_ARGS:-}" ] || args+=($BENCH_ARGS)
   local failed=0
   # One implementation at a time, each in its own process; the raw CUDA / Thrust baselines once
   # (from our binary; they do not touch rmm::).
@@ -221,8 +240,9 @@ run() {
   if python3 -c 'import matplotlib' 2>/dev/null; then
     python3 "$REPO/benches/plot.py" "$dir/side_by_side.csv" -o "$dir/threads_pool.png" || failed=1
   else
-    echo "(no matplotlib: no plot)"
+    echo "(no matplotlib: no PNG plot)"
   fi
+  python3 "$REPO/benches/plot_threads.py" "$dir/side_by_side.csv" -o "$dir" --prefix run_threads_ || failed=1
   [ "$failed" -eq 0 ] || die "a benchmark failed (see the .log files in $dir)"
 }
 
@@ -304,6 +324,77 @@ rounds() {
   python3 "$REPO/benches/rounds.py" "$csv" | tee "$dir/rounds.txt"
 }
 
+# The CPUs local to GPU 0 (its NUMA node's, from sysfs), as a taskset list; empty where unknown.
+gpu_local_cpus() {
+  local bus
+  bus=$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader 2>/dev/null | head -1 | tr 'A-F' 'a-f') || return 0
+  # nvidia-smi prints 00000000:19:00.0, sysfs names it 0000:19:00.0.
+  bus=${bus#0000}
+  [ -n "$bus" ] && [ -r "/sys/bus/pci/devices/$bus/local_cpulist" ] && cat "/sys/bus/pci/devices/$bus/local_cpulist"
+  return 0
+}
+
+# The threads matrix: every resource, stream pattern and thread count, RMM and ours in fresh
+# processes one after the other (one process per resource and side; who goes first alternates
+# between rounds and between resources), THREAD_ROUNDS times. Threads need CPUs of their own, so
+# every process is pinned to the same set of several CPUs: the GPU's local ones (BENCH_THREAD_CPUS).
+# Cut-off runs are kept as lower bounds (">X"). Writes threads_rounds.csv (every row of every
+# round), threads_table.txt / .csv / .md (medians, ratios of the per-round ratios) and
+# threads_<pattern>.svg (ns per operation against thread count, ours solid, RMM dashed).
+threads_matrix() {
+  local dir="$1" n="${THREAD_ROUNDS:-4}" budget="${THREADS_BUDGET_S:-0.2}" r i side resource
+  local resources patterns counts csv="$dir/threads_rounds.csv" log="$dir/threads_rounds.log"
+  resources="${THREADS_RESOURCES:-pool,arena,fixed_size,binning,cuda_async,stats_tracking_pool}"
+  patterns="${THREADS_PATTERNS:-own,shared,ptds}"
+  counts="${THREADS_COUNTS:-1,2,4,8,16}"
+  [ -x "$CARRY/$OURS" ] && [ -x "$CARRY/$THEIRS" ] || die "no binaries in $CARRY: run 'build' first (on the build machine)"
+  if "$CARRY/$OURS" --only threads --resources none | grep -q '^skipped: no CUDA device'; then
+    echo "skipped: no CUDA device"
+    return 0
+  fi
+  command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total --format=csv,noheader || true
+  local cpus="${BENCH_THREAD_CPUS:-$(gpu_local_cpus)}" pin=()
+  if [ -n "$cpus" ] && command -v taskset >/dev/null && taskset -c "$cpus" true 2>/dev/null; then
+    pin=(taskset -c "$cpus")
+  fi
+  echo "== threads: $n rounds, budget $budget s (cut-off $(python3 -c "print(4 * $budget)") s), resources $resources," \
+       "patterns $patterns, threads $counts, CPUs ${cpus:-all (unpinned)}" >&2
+  echo "round,impl,resource,workload,param,value,unit" > "$csv"
+  : > "$log"
+  local start=$SECONDS list cells
+  IFS=',' read -r -a list <<< "$resources"
+  # A process that hangs (a thread stuck inside the allocator) is killed after every one of its
+  # runs could have gone to its cut-off, and a margin; the round goes on.
+  cells=$(( $(tr ',' '\n' <<< "$patterns" | grep -c .) * $(tr ',' '\n' <<< "$counts" | grep -c .) ))
+  local process_limit
+  process_limit=$(python3 -c "print(int($cells * (4 * $budget + 1) + 30))")
+  for r in $(seq 1 "$n"); do
+    i=0
+    for resource in "${list[@]}"; do
+      local order=("$THEIRS" "$OURS")
+      [ $(((r + i) % 2)) -eq 0 ] && order=("$OURS" "$THEIRS")
+      for side in "${order[@]}"; do
+        timeout --kill-after=5 "$process_limit" "${pin[@]}" "$CARRY/$side" --only threads --resources "$resource" \
+          --patterns "$patterns" --threads "$counts" --budget-s "$budget" 2>> "$log" |
+          awk -F, -v r="$r" '!/^#/ && NF == 6 && ($5 ~ /^[0-9.eE+-]+$/ || $5 == "timeout" || $5 == "error") {print r "," $0}' >> "$csv" ||
+          echo "   round $r $side $resource: exit status $? (see $log)" >&2
+      done
+      i=$((i + 1))
+    done
+    echo "   round $r done after $((SECONDS - start)) s" >&2
+    # Stop early rather than be killed: the next round would end past THREADS_MAX_S.
+    if [ "$r" -lt "$n" ] && [ $((SECONDS - start + (SECONDS - start) / r)) -gt "${THREADS_MAX_S:-540}" ]; then
+      echo "   stopping after $r of $n rounds: another would end past THREADS_MAX_S=${THREADS_MAX_S:-540} s" >&2
+      break
+    fi
+  done
+  python3 "$REPO/benches/rounds.py" "$csv" --csv "$dir/threads_table.csv" --markdown "$dir/threads_table.md" |
+    tee "$dir/threads_table.txt"
+  python3 "$REPO/benches/plot_threads.py" "$dir/threads_table.csv" -o "$dir"
+  echo "== threads: $((SECONDS - start)) s in all; results in $dir" >&2
+  ! grep -q ',error,' "$csv" || die "a threads run failed (see $csv and $log)"
+}
+
 table() {
   local dir="${1:-${RESULTS_DIR:-${OUT:-$CARRY/results}}}"
   local inputs=("$dir/rmm-rs.csv" "$dir/rmm-26.10.csv" "$dir/raw.csv")
@@ -316,7 +407,8 @@ case "${1:-}" in
   run) run ;;
   replay) replay ;;
   rounds) d="${RESULTS_DIR:-${OUT:-$CARRY/results}}"; mkdir -p "$d"; rounds "$d" || die "a round failed (see $d/rounds.log)" ;;
+  threads) d="${RESULTS_DIR:-${OUT:-$CARRY/results}}"; mkdir -p "$d"; threads_matrix "$d" ;;
   table) table "${2:-}" ;;
   selftest) selftest ;;
-  *) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

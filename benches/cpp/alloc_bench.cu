@@ -12,9 +12,14 @@
  * `value` is a number, or one of skipped / timeout / error (then `unit` says why).
  *
  * Resources: pool (pool_memory_resource over cuda_memory_resource, initial size 50% of free
- * memory), cuda_async (cuda_async_memory_resource), cuda (cuda_memory_resource). With
- * --baselines also: cudaMallocAsync and cudaMalloc called directly (impl "raw"), Thrust's own
- * temporary allocator (thrust_default) and preallocated buffers for multi_stream.
+ * memory), arena (arena_memory_resource, 50% of free memory), fixed_size (fixed_size_memory_resource
+ * over cuda, 1 MiB blocks), binning (RMM's benchmark configuration, benchmarks/random_allocations'
+ * make_binning: binning_memory_resource with bins of 2^18 .. 2^22 bytes over a pool made like
+ * `pool`), stats_tracking_pool (statistics_resource_adaptor over tracking_resource_adaptor over a
+ * pool made like `pool`: Dask-CUDA's usual stack), cuda_async (cuda_async_memory_resource), cuda
+ * (cuda_memory_resource). With --baselines also: cudaMallocAsync and cudaMalloc called directly
+ * (impl "raw"), Thrust's own temporary allocator (thrust_default) and preallocated buffers for
+ * multi_stream.
  *
  * Workloads:
  *   random_allocations  RMM's benchmarks/random_allocations: N in {1000, 10000, 100000} allocations
@@ -28,8 +33,13 @@
  *                       seed 42). ns per operation, median of up to 7 runs after a warm-up of at
  *                       least 0.3 s (one run for a resource slower than half the budget). (The
  *                       live count is a random walk: it peaks near 470, so the cap never binds.)
- *   threads             1, 2, 4, 8, 16 threads, each with its own rmm::cuda_stream replaying its own
- *                       trace (seed 1000 + t) against the one resource. Wall time / total operations.
+ *   threads             N threads (--threads, default 1, 2, 4, 8, 16), each replaying its own trace
+ *                       (seed 1000 + t) against the one resource, in three stream patterns
+ *                       (--patterns, default all): own (each thread its own rmm::cuda_stream),
+ *                       shared (all N threads on one rmm::cuda_stream, created once per run: a
+ *                       thread pool issuing on one application stream), ptds (every thread on
+ *                       the per-thread default stream, cudaStreamPerThread). param is
+ *                       "threads=N;streams=PATTERN". Wall time / total operations (aggregate).
  *   multi_stream        RMM's multi_stream_allocations: 4 streams, 8 kernels per iteration (kernel k
  *                       on stream k % 4), each preceded by a 1-element device_uvector<int> on its
  *                       stream and busy for 1M clock cycles; 50 iterations, device synchronised
@@ -39,13 +49,17 @@
  *                       10 after 2 warm-ups.
  *
  * Run time (--budget-s S, default 3): a random_allocations run is skipped when the previous,
- * smaller one projects it past S seconds, a threads run when fixed_trace projects it (as if the
- * threads did not overlap) past 4 S; runs are cut off ("timeout") after 3 S (threads: 4 S). A
- * warm-up slower than S/2 is taken as the only measurement. In practice this skips cudaMalloc's
- * largest random_allocations counts and its higher thread counts; rows say so.
+ * smaller one projects it past S seconds, a threads run (when fixed_trace ran in the same process)
+ * when fixed_trace projects it (as if the threads did not overlap) past 4 S; runs are cut off
+ * ("timeout") after 3 S (threads: 4 S). A warm-up slower than S/2 is taken as the only
+ * measurement. In practice this skips cudaMalloc's largest random_allocations counts and its
+ * higher thread counts; rows say so. A cut-off threads run stops every thread (at the next check,
+ * every 1024 operations; also when a thread throws) and its row says how far it got: "timeout",
+ * unit "cut off after T s at P% of the operations; >=X ns/op", X the aggregate rate over the
+ * operations done, read as a lower bound (a prefix of a trace holds fewer live blocks).
  *
- * Options: --baselines  --budget-s S  --only w1,w2  --resources r1,r2  --quick (small sizes: a
- * smoke test)  --help
+ * Options: --baselines  --budget-s S  --only w1,w2  --resources r1,r2  --patterns own,shared,ptds
+ * --threads 1,2,4,8,16  --quick (small sizes: a smoke test)  --help
  *
  * Exit status: 0 when nothing threw unexpectedly (also when there is no CUDA device: then it prints
  * "skipped: no CUDA device"), 1 otherwise.
@@ -64,6 +78,8 @@
 #include <rmm/mr/cuda_memory_resource.hpp>
 #include <rmm/mr/fixed_size_memory_resource.hpp>
 #include <rmm/mr/pool_memory_resource.hpp>
+#include <rmm/mr/statistics_resource_adaptor.hpp>
+#include <rmm/mr/tracking_resource_adaptor.hpp>
 #include <rmm/resource_ref.hpp>
 
 #include <cuda/memory_resource>
@@ -78,11 +94,15 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <limits>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -116,12 +136,24 @@ double median(std::vector<double> v)
 // Options and output
 // ------------------------------------------------------------------------------------------------
 
+/// How the threads of the threads workload pick their streams.
+enum class stream_pattern { own, shared, ptds };
+
+constexpr char const* pattern_name(stream_pattern p)
+{
+  return p == stream_pattern::own ? "own" : (p == stream_pattern::shared ? "shared" : "ptds");
+}
+
+constexpr int max_threads = 64;
+
 struct options {
   bool baselines{false};
   bool quick{false};
   double budget_s{3.0};
   std::vector<std::string> only;       // workloads; empty: all
   std::vector<std::string> resources;  // empty: all
+  std::vector<stream_pattern> patterns{stream_pattern::own, stream_pattern::shared, stream_pattern::ptds};
+  std::vector<int> thread_counts{1, 2, 4, 8, 16};
 };
 
 options opts;         // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
@@ -305,18 +337,25 @@ void free_all(rmm::device_async_resource_ref mr, cuda::stream_ref stream, std::v
 }
 
 /**
- * Replays `ops` on `stream`; returns true when all ran, false when `deadline` passed first. The
- * blocks still live at the end are left in `live` (the caller frees them after timing).
+ * Replays `ops` on `stream`; returns true when all ran, false when `deadline` passed first or
+ * `*stop` (when given) became true; both are checked every 1024 operations. The blocks still live
+ * at the end are left in `live` (the caller frees them after timing). `*done` (when given) receives
+ * the operations done, also when cut off or throwing.
  */
 bool replay(std::vector<trace_op> const& ops,
             rmm::device_async_resource_ref mr,
             cuda::stream_ref stream,
             std::vector<block>& live,
-            bench_clock::time_point deadline)
+            bench_clock::time_point deadline,
+            std::atomic<bool> const* stop = nullptr,
+            std::size_t* done = nullptr)
 {
   live.clear();
   live.reserve(trace_max_live);
   std::size_t i = 0;
+  auto report = [&] {
+    if (done != nullptr) { *done = i; }
+  };
   try {
     for (auto const& op : ops) {
       if (op.size != 0) {
@@ -327,12 +366,18 @@ bool replay(std::vector<trace_op> const& ops,
         live.pop_back();
         mr.deallocate(stream, b.ptr, b.size, alignment);
       }
-      if ((++i & 1023) == 0 && bench_clock::now() > deadline) { return false; }
+      if ((++i & 1023) == 0 &&
+          (bench_clock::now() > deadline || (stop != nullptr && stop->load(std::memory_order_relaxed)))) {
+        report();
+        return false;
+      }
     }
   } catch (...) {
+    report();
     free_all(mr, stream, live);
     throw;
   }
+  report();
   return true;
 }
 
@@ -522,121 +567,221 @@ double bench_fixed_trace(reporter const& out, rmm::device_async_resource_ref mr,
   }
 }
 
-/// T threads, each with its own stream and trace, one shared resource. Returns wall seconds, or a
-/// negative number when a thread was cut off (the message is in `error`).
-double run_threads(rmm::device_async_resource_ref mr,
-                   std::vector<std::vector<trace_op>> const& traces,
-                   int num_threads,
-                   std::string& error)
-{
-  int const device = rmm::get_current_cuda_device().value();
-  std::atomic<int> ready{0};
-  std::atomic<int> done{0};
-  std::atomic<bool> go{false};
-  std::atomic<bool> cut_off{false};
-  std::atomic<bool> failed{false};
-  std::vector<std::string> errors(static_cast<std::size_t>(num_threads));
-  bench_clock::time_point deadline{};
-  std::atomic<bool> deadline_set{false};
+/// One run of the threads workload.
+struct threads_run {
+  double seconds{0};        ///< from the start signal to the last thread's end (its stream synchronised)
+  bool completed{true};     ///< false: cut off (the deadline passed, or another thread threw)
+  std::size_t ops_done{0};  ///< operations done by all threads together
+};
 
-  auto worker = [&](int t) {
+/// What run_threads asks of CUDA: the selftest, which has no GPU, replaces it.
+struct thread_streams {
+  thread_streams()                                 = default;
+  thread_streams(thread_streams const&)            = delete;
+  thread_streams& operator=(thread_streams const&) = delete;
+  thread_streams(thread_streams&&)                 = delete;
+  thread_streams& operator=(thread_streams&&)      = delete;
+  virtual ~thread_streams()                        = default;
+  /// Called first on every worker thread.
+  virtual void enter_thread() = 0;
+  /// A new stream; it lives as long as the result.
+  virtual std::shared_ptr<void> make_stream(cudaStream_t& handle) = 0;
+  /// Waits for the work queued on `stream`.
+  virtual void synchronize(cuda::stream_ref stream) = 0;
+};
+
+/// The real ones: rmm::cuda_stream on the current device.
+struct cuda_thread_streams final : thread_streams {
+  int device{rmm::get_current_cuda_device().value()};
+  void enter_thread() override { RMM_CUDA_TRY(cudaSetDevice(device)); }
+  std::shared_ptr<void> make_stream(cudaStream_t& handle) override
+  {
+    auto stream = std::make_shared<rmm::cuda_stream>();
+    handle      = stream->value();
+    return stream;
+  }
+  void synchronize(cuda::stream_ref stream) override { RMM_CUDA_TRY(cudaStreamSynchronize(stream.get())); }
+};
+
+/**
+ * `num_threads` threads, thread t replaying traces[t] against one resource, on the streams
+ * `pattern` names: each its own stream, one stream made here for all of them, or the per-thread
+ * default stream. Every thread stops at its next check once the deadline (`limit_s` after the
+ * start) has passed or another thread has thrown, so that no thread waits on another's cut-off.
+ * Throws when a thread threw (after every thread has given its blocks back).
+ */
+threads_run run_threads(rmm::device_async_resource_ref mr,
+                        std::vector<std::vector<trace_op>> const& traces,
+                        int num_threads,
+                        stream_pattern pattern,
+                        double limit_s,
+                        thread_streams& streams)
+{
+  auto const n = static_cast<std::size_t>(num_threads);
+  cudaStream_t shared_handle{};
+  std::shared_ptr<void> shared;  // the shared pattern's one stream, made once per run
+  if (pattern == stream_pattern::shared) { shared = streams.make_stream(shared_handle); }
+
+  // Start: the threads spin on `go` (before the clock starts, so that they set off together).
+  // Finish: they wait on `finished` without spinning, so that a finished thread does not take a
+  // CPU from one still running.
+  std::mutex lock;
+  std::condition_variable changed;
+  std::size_t ready    = 0;  // guarded by lock
+  std::size_t finished = 0;  // guarded by lock
+  std::size_t expected = n;  // guarded by lock: fewer when a thread could not be started
+  std::atomic<bool> go{false};
+  std::atomic<bool> stop{false};
+  bench_clock::time_point deadline{};  // written before go
+  std::vector<std::string> errors(n);
+  std::vector<bench_clock::time_point> ends(n);
+  std::vector<std::size_t> ops_done(n, 0);
+  std::vector<char> cut(n, 0);
+
+  auto count = [&](std::size_t& counter) {
+    std::lock_guard<std::mutex> guard{lock};
+    ++counter;
+    changed.notify_all();
+  };
+  auto wait_for = [&](std::size_t const& counter) {
+    std::unique_lock<std::mutex> guard{lock};
+    changed.wait(guard, [&] { return counter >= expected; });
+  };
+
+  auto worker = [&](std::size_t t) {
     bool counted_ready = false;
     bool counted_done  = false;
+    std::vector<block> live;
     try {
-      RMM_CUDA_TRY(cudaSetDevice(device));
-      rmm::cuda_stream stream;
-      std::vector<block> live;
-      ++ready;
+      streams.enter_thread();
+      std::shared_ptr<void> own;
+      // The per-thread default stream (RMM 26.10 deprecates rmm::cuda_stream_per_thread for this).
+      cuda::stream_ref stream{cudaStream_t{cudaStreamPerThread}};
+      if (pattern == stream_pattern::own) {
+        cudaStream_t handle{};
+        own    = streams.make_stream(handle);
+        stream = cuda::stream_ref{handle};
+      } else if (pattern == stream_pattern::shared) {
+        stream = cuda::stream_ref{shared_handle};
+      }
+      count(ready);
       counted_ready = true;
       while (!go.load(std::memory_order_acquire)) { std::this_thread::yield(); }
-      while (!deadline_set.load(std::memory_order_acquire)) { std::this_thread::yield(); }
-      bool const all = replay(traces[static_cast<std::size_t>(t)], mr, stream, live, deadline);
-      stream.synchronize();
-      if (!all) { cut_off = true; }
-      ++done;
+      bool const all = replay(traces[t], mr, stream, live, deadline, &stop, &ops_done[t]);
+      streams.synchronize(stream);
+      ends[t] = bench_clock::now();
+      if (!all) {
+        cut[t] = 1;
+        stop.store(true, std::memory_order_relaxed);
+      }
+      count(finished);
       counted_done = true;
       // Not timed: give the rest back once every thread has finished.
-      while (done.load(std::memory_order_acquire) < num_threads) { std::this_thread::yield(); }
+      wait_for(finished);
       free_all(mr, stream, live);
-      stream.synchronize();
+      streams.synchronize(stream);
     } catch (std::exception const& e) {
-      errors[static_cast<std::size_t>(t)] = e.what();
-      failed = true;
-      if (!counted_ready) { ++ready; }
-      if (!counted_done) { ++done; }
+      errors[t] = e.what();
+      stop.store(true, std::memory_order_relaxed);
+      if (!counted_ready) { count(ready); }
+      if (!counted_done) {
+        ends[t] = bench_clock::now();
+        count(finished);
+      }
     }
   };
 
   std::vector<std::thread> threads;
-  threads.reserve(static_cast<std::size_t>(num_threads));
-  for (int t = 0; t < num_threads; ++t) { threads.emplace_back(worker, t); }
-  while (ready.load(std::memory_order_acquire) < num_threads) { std::this_thread::yield(); }
+  threads.reserve(n);
+  try {
+    for (std::size_t t = 0; t < n; ++t) { threads.emplace_back(worker, t); }
+  } catch (std::exception const& e) {
+    // Run with the threads that started, then report the failure.
+    std::lock_guard<std::mutex> guard{lock};
+    expected = threads.size();
+    errors[threads.size() < n ? threads.size() : 0] = std::string{"could not start a thread: "} + e.what();
+    stop.store(true);
+    changed.notify_all();
+  }
+  wait_for(ready);
   auto const t0 = bench_clock::now();
-  deadline      = deadline_after(threads_limit_s());
-  deadline_set.store(true, std::memory_order_release);
+  deadline      = t0 + std::chrono::duration_cast<bench_clock::duration>(std::chrono::duration<double>(limit_s));
   go.store(true, std::memory_order_release);
-  while (done.load(std::memory_order_acquire) < num_threads) { std::this_thread::yield(); }
-  double const s = seconds_since(t0);
   for (auto& th : threads) { th.join(); }
 
-  if (failed) {
-    for (auto const& e : errors) {
-      if (!e.empty()) { error = e; break; }
-    }
-    throw rmm::logic_error{"a thread threw: " + error};
+  for (auto const& e : errors) {
+    if (!e.empty()) { throw rmm::logic_error{"a thread threw: " + e}; }
   }
-  if (cut_off) {
-    char why[96];
-    std::snprintf(why, sizeof why, "cut off after %.1f s", s);
-    error = why;
-    return -1;
+  threads_run run;
+  for (std::size_t t = 0; t < threads.size(); ++t) {
+    run.seconds = std::max(run.seconds, std::chrono::duration<double>(ends[t] - t0).count());
+    run.ops_done += ops_done[t];
+    if (cut[t] != 0) { run.completed = false; }
   }
-  return s;
+  return run;
 }
 
+/// The unit text of a cut-off threads run: how far it got, and the aggregate rate so far as a
+/// lower bound (">=X ns/op"; the whole-run bound when nothing was done).
+std::string cut_off_note(threads_run const& run, double total_ops)
+{
+  double const done  = static_cast<double>(run.ops_done);
+  double const bound = run.seconds * 1e9 / (done > 0 ? done : total_ops);
+  char why[128];
+  std::snprintf(why, sizeof why, "cut off after %.2f s at %.0f%% of the operations; >=%.4g ns/op", run.seconds,
+                100.0 * done / total_ops, bound);
+  return why;
+}
+
+/// The threads workload: every pattern and thread count the options select. `single_ns_per_op`,
+/// when fixed_trace ran, projects each run (as if the threads did not overlap) to skip hopeless ones.
 void bench_threads(reporter const& out,
                    rmm::device_async_resource_ref mr,
                    std::vector<std::vector<trace_op>> const& traces,
-                   double single_ns_per_op)
+                   std::optional<double> single_ns_per_op)
 {
   char const* const w = "threads";
-  for (int const num_threads : {1, 2, 4, 8, 16}) {
-    std::string const param = "threads=" + std::to_string(num_threads);
-    double const total_ops  = static_cast<double>(num_threads) * static_cast<double>(traces[0].size());
-    // Projection from the single-stream trace, as if the threads did not overlap at all.
-    double const projected_s = single_ns_per_op * 1e-9 * total_ops;
-    if (!(projected_s <= threads_limit_s())) {
-      char why[96];
-      std::snprintf(why, sizeof why, "projected %.0f s from fixed_trace > budget", projected_s);
-      out.text(w, param, "skipped", why);
-      continue;
-    }
-    try {
-      std::string error;
-      std::vector<double> samples;
-      double const warm = run_threads(mr, traces, num_threads, error);
-      if (warm < 0) {
-        out.text(w, param, "timeout", error);
-        continue;
-      }
-      int const runs = warm > opts.budget_s / 2 ? 0 : runs_for(warm, 3);
-      if (runs == 0) { samples.push_back(warm); }
-      bool timed_out = false;
-      for (int r = 0; r < runs; ++r) {
-        double const s = run_threads(mr, traces, num_threads, error);
-        if (s < 0) {
-          timed_out = true;
-          break;
+  cuda_thread_streams streams;
+  for (auto const pattern : opts.patterns) {
+    for (int const num_threads : opts.thread_counts) {
+      std::string const param = "threads=" + std::to_string(num_threads) + ";streams=" + pattern_name(pattern);
+      double total_ops        = 0;
+      for (int t = 0; t < num_threads; ++t) { total_ops += static_cast<double>(traces[static_cast<std::size_t>(t)].size()); }
+      if (single_ns_per_op.has_value()) {
+        double const projected_s = *single_ns_per_op * 1e-9 * total_ops;
+        if (!(projected_s <= threads_limit_s())) {
+          char why[96];
+          std::snprintf(why, sizeof why, "projected %.0f s from fixed_trace > budget", projected_s);
+          out.text(w, param, "skipped", why);
+          continue;
         }
-        samples.push_back(s);
       }
-      if (timed_out) {
-        out.text(w, param, "timeout", error);
-        continue;
+      try {
+        auto const warm = run_threads(mr, traces, num_threads, pattern, threads_limit_s(), streams);
+        if (!warm.completed) {
+          out.text(w, param, "timeout", cut_off_note(warm, total_ops));
+          continue;
+        }
+        std::vector<double> samples;
+        int const runs = warm.seconds > opts.budget_s / 2 ? 0 : runs_for(warm.seconds, 3);
+        if (runs == 0) { samples.push_back(warm.seconds); }
+        std::optional<threads_run> cut;
+        for (int r = 0; r < runs; ++r) {
+          auto const run = run_threads(mr, traces, num_threads, pattern, threads_limit_s(), streams);
+          if (!run.completed) {
+            cut = run;
+            break;
+          }
+          samples.push_back(run.seconds);
+        }
+        if (cut) {
+          out.text(w, param, "timeout", cut_off_note(*cut, total_ops));
+          continue;
+        }
+        out.value(w, param, median(samples) * 1e9 / total_ops, "ns/op");
+      } catch (std::exception const& e) {
+        out.error(w, param, e.what());
       }
-      out.value(w, param, median(samples) * 1e9 / total_ops, "ns/op");
-    } catch (std::exception const& e) {
-      out.error(w, param, e.what());
     }
   }
 }
@@ -839,13 +984,12 @@ void run_all(reporter const& out, rmm::device_async_resource_ref mr, workload_in
 {
   std::fprintf(stdout, "# resource %s (%s)\n", out.resource.c_str(), out.impl.c_str());
   if (wanted(opts.only, "random_allocations")) { bench_random_allocations(out, mr); }
-  double single = std::numeric_limits<double>::infinity();
-  if (wanted(opts.only, "fixed_trace") || wanted(opts.only, "threads")) {
-    single = bench_fixed_trace(out, mr, in.trace);
-  }
+  // fixed_trace's ns/op projects the threads runs; without fixed_trace they run to their cut-off.
+  std::optional<double> single;
+  if (wanted(opts.only, "fixed_trace")) { single = bench_fixed_trace(out, mr, in.trace); }
   if (wanted(opts.only, "threads")) { bench_threads(out, mr, in.thread_traces, single); }
   if (wanted(opts.only, "multi_stream")) { bench_multi_stream(out, mr); }
-  if (wanted(opts.only, "thrust")) { bench_thrust(out, mr); }
+  if (wanted(opts.only, "thrust") && shared_thrust_data != nullptr) { bench_thrust(out, mr); }
 }
 
 /// Builds a resource with `make`, runs everything on it, and destroys it before the next one so
@@ -866,10 +1010,52 @@ void with_resource(std::string const& impl, std::string const& name, workload_in
 void print_usage()
 {
   std::puts(
-    "alloc_bench [--baselines] [--budget-s S] [--only w1,w2] [--resources r1,r2] [--quick]\n"
+    "alloc_bench [--baselines] [--budget-s S] [--only w1,w2] [--resources r1,r2]\n"
+    "            [--patterns own,shared,ptds] [--threads 1,2,4,8,16] [--quick]\n"
     "  workloads: random_allocations fixed_trace threads multi_stream thrust\n"
-    "  resources: pool arena fixed_size binning cuda_async cuda; with --baselines also cudaMallocAsync cudaMalloc\n"
-    "             thrust_default preallocated");
+    "  resources: pool arena fixed_size binning stats_tracking_pool cuda_async cuda; with --baselines\n"
+    "             also cudaMallocAsync cudaMalloc thrust_default preallocated\n"
+    "  patterns (threads): own (a stream per thread), shared (one stream for all threads),\n"
+    "             ptds (the per-thread default stream)\n"
+    "  threads:   thread counts of the threads workload, 1..64");
+}
+
+std::vector<stream_pattern> parse_patterns(std::string const& list)
+{
+  std::vector<stream_pattern> out;
+  for (auto const& name : split(list)) {
+    if (name == "own") {
+      out.push_back(stream_pattern::own);
+    } else if (name == "shared") {
+      out.push_back(stream_pattern::shared);
+    } else if (name == "ptds") {
+      out.push_back(stream_pattern::ptds);
+    } else {
+      throw std::invalid_argument{"unknown stream pattern " + name + " (own, shared, ptds)"};
+    }
+  }
+  if (out.empty()) { throw std::invalid_argument{"--patterns needs at least one of own, shared, ptds"}; }
+  return out;
+}
+
+std::vector<int> parse_thread_counts(std::string const& list)
+{
+  std::vector<int> out;
+  for (auto const& piece : split(list)) {
+    std::size_t used = 0;
+    int n            = 0;
+    try {
+      n = std::stoi(piece, &used);
+    } catch (std::exception const&) {
+      used = 0;
+    }
+    if (used != piece.size() || n < 1 || n > max_threads) {
+      throw std::invalid_argument{"--threads: " + piece + " is not a thread count in 1.." + std::to_string(max_threads)};
+    }
+    out.push_back(n);
+  }
+  if (out.empty()) { throw std::invalid_argument{"--threads needs at least one thread count"}; }
+  return out;
 }
 
 bool parse(int argc, char** argv)
@@ -890,6 +1076,10 @@ bool parse(int argc, char** argv)
       opts.only = split(next());
     } else if (a == "--resources") {
       opts.resources = split(next());
+    } else if (a == "--patterns") {
+      opts.patterns = parse_patterns(next());
+    } else if (a == "--threads") {
+      opts.thread_counts = parse_thread_counts(next());
     } else if (a == "--help" || a == "-h") {
       print_usage();
       std::exit(0);
@@ -938,10 +1128,17 @@ int main(int argc, char** argv)
     workload_inputs in;
     std::size_t const trace_ops = opts.quick ? 20'000 : 200'000;
     in.trace                    = make_trace(42, trace_ops);
-    for (int t = 0; t < 16; ++t) { in.thread_traces.push_back(make_trace(1000 + static_cast<std::uint64_t>(t), trace_ops)); }
+    int const most_threads      = *std::max_element(opts.thread_counts.begin(), opts.thread_counts.end());
+    for (int t = 0; t < std::max(most_threads, 16); ++t) {
+      in.thread_traces.push_back(make_trace(1000 + static_cast<std::uint64_t>(t), trace_ops));
+    }
 
-    thrust_data data{std::size_t{1} << (opts.quick ? 20 : 26)};
-    shared_thrust_data = &data;
+    // The Thrust workloads' data (2^26 keys made on the host: a second's work) only when they run.
+    std::optional<thrust_data> data;
+    if (wanted(opts.only, "thrust")) {
+      data.emplace(std::size_t{1} << (opts.quick ? 20 : 26));
+      shared_thrust_data = &*data;
+    }
 
     std::string const impl = RMM_BENCH_IMPL;
     with_resource(impl, "pool", in, [] {
@@ -954,9 +1151,16 @@ int main(int argc, char** argv)
     with_resource(impl, "fixed_size", in, [] {
       return rmm::mr::fixed_size_memory_resource{rmm::mr::cuda_memory_resource{}, std::size_t{1} << 20};
     });
-    // Fixed-size bins of 1 KiB .. 1 MiB: every request of the traces goes to a bin.
+    // RMM's benchmark configuration (benchmarks/random_allocations, make_binning): bins of
+    // 256 KiB .. 4 MiB over a pool like `pool`; every request of the traces goes to a bin.
     with_resource(impl, "binning", in, [] {
-      return rmm::mr::binning_memory_resource{rmm::mr::cuda_memory_resource{}, 10, 20};
+      rmm::mr::pool_memory_resource pool{rmm::mr::cuda_memory_resource{}, rmm::percent_of_free_device_memory(50)};
+      return rmm::mr::binning_memory_resource{pool, 18, 22};
+    });
+    // Dask-CUDA's usual stack: statistics over tracking over a pool like `pool`.
+    with_resource(impl, "stats_tracking_pool", in, [] {
+      rmm::mr::pool_memory_resource pool{rmm::mr::cuda_memory_resource{}, rmm::percent_of_free_device_memory(50)};
+      return rmm::mr::statistics_resource_adaptor{rmm::mr::tracking_resource_adaptor{pool}};
     });
     with_resource(impl, "cuda_async", in, [] { return rmm::mr::cuda_async_memory_resource{}; });
     with_resource(impl, "cuda", in, [] { return rmm::mr::cuda_memory_resource{}; });

@@ -1,7 +1,8 @@
 /*
- * Checks alloc_bench's workload logic without a GPU: the traces, their replay and RMM's random
- * allocation loop, against a host-side shadow resource that hands out fake addresses and refuses
- * any free that does not match an outstanding allocation.
+ * Checks alloc_bench's workload logic without a GPU: the traces, their replay, RMM's random
+ * allocation loop and the threads workload's three stream patterns (with fake streams: its
+ * cut-offs, its error path, which stream each thread used), against a host-side shadow resource
+ * that hands out fake addresses and refuses any free that does not match an outstanding allocation.
  *
  *   bash benches/run_side_by_side.sh selftest
  */
@@ -9,6 +10,7 @@
 #include "alloc_bench.cu"
 
 #include <map>
+#include <set>
 
 // Named, not anonymous: nvcc warns (#177) about unreferenced friends in an anonymous namespace.
 namespace alloc_bench_selftest {
@@ -36,11 +38,19 @@ struct shadow_resource {
     std::size_t bad_frees{0};
     std::size_t fail_every{0};  // throw rmm::out_of_memory on every n-th allocation (0: never)
     std::size_t cuda_error_at{0};  // throw rmm::cuda_error at this allocation (1-based; 0: never)
+    cudaStream_t slow_stream{};    // allocations on this stream (when set) take 200 us each
+    std::map<cudaStream_t, std::set<std::thread::id>> users;  // the threads seen on each stream
+    std::mutex lock;  // the threads workload calls from many threads
   };
   std::shared_ptr<state> s = std::make_shared<state>();
 
-  void* allocate(cuda::stream_ref, std::size_t bytes, std::size_t align = alignment)
+  void* allocate(cuda::stream_ref stream, std::size_t bytes, std::size_t align = alignment)
   {
+    if (s->slow_stream != cudaStream_t{} && stream.get() == s->slow_stream) {
+      std::this_thread::sleep_for(std::chrono::microseconds{200});
+    }
+    std::lock_guard<std::mutex> guard{s->lock};
+    s->users[stream.get()].insert(std::this_thread::get_id());
     if (s->cuda_error_at != 0 && s->allocations + 1 == s->cuda_error_at) {
       ++s->allocations;
       throw rmm::cuda_error{"injected"};
@@ -57,6 +67,7 @@ struct shadow_resource {
   }
   void deallocate(cuda::stream_ref, void* p, std::size_t bytes, std::size_t = alignment) noexcept
   {
+    std::lock_guard<std::mutex> guard{s->lock};
     auto const it = s->live.find(reinterpret_cast<std::uintptr_t>(p));
     if (it == s->live.end() || it->second != bytes) {
       ++s->bad_frees;
@@ -199,6 +210,130 @@ void test_median()
   EXPECT(median({}) == 0);
 }
 
+
+/// Fake streams for run_threads: distinct made-up handles, never given to CUDA.
+struct fake_streams final : thread_streams {
+  std::atomic<std::uintptr_t> made{0};
+  void enter_thread() override {}
+  std::shared_ptr<void> make_stream(cudaStream_t& handle) override
+  {
+    auto const k = ++made;
+    handle       = reinterpret_cast<cudaStream_t>(std::uintptr_t{0x100000} + 16 * k);
+    return std::make_shared<std::uintptr_t>(k);
+  }
+  void synchronize(cuda::stream_ref) override {}
+};
+
+std::vector<std::vector<trace_op>> thread_traces(int n, std::size_t ops)
+{
+  std::vector<std::vector<trace_op>> traces;
+  for (int t = 0; t < n; ++t) { traces.push_back(make_trace(1000 + static_cast<std::uint64_t>(t), ops)); }
+  return traces;
+}
+
+void test_threads_patterns()
+{
+  auto const traces = thread_traces(16, 20'000);
+  for (auto const pattern : {stream_pattern::own, stream_pattern::shared, stream_pattern::ptds}) {
+    for (int const n : {1, 4, 16}) {
+      shadow_resource mr;
+      fake_streams streams;
+      auto const run = run_threads(mr, traces, n, pattern, 60, streams);
+      EXPECT(run.completed);
+      EXPECT(run.ops_done == static_cast<std::size_t>(n) * 20'000);
+      EXPECT(run.seconds >= 0 && run.seconds < 60);
+      EXPECT(mr.s->live.empty() && mr.s->bad_frees == 0 && mr.s->allocations == mr.s->frees);
+      auto const& users = mr.s->users;
+      if (pattern == stream_pattern::own) {
+        // A stream per thread, each used by one thread.
+        EXPECT(users.size() == static_cast<std::size_t>(n) && streams.made == static_cast<std::uintptr_t>(n));
+        for (auto const& [stream, threads] : users) { EXPECT(threads.size() == 1); }
+      } else if (pattern == stream_pattern::shared) {
+        // One stream, made once, used by every thread.
+        EXPECT(users.size() == 1 && streams.made == 1);
+        EXPECT(users.begin()->second.size() == static_cast<std::size_t>(n));
+      } else {
+        // The per-thread default stream, no stream made.
+        EXPECT(users.size() == 1 && users.begin()->first == cudaStream_t{cudaStreamPerThread} && streams.made == 0);
+        EXPECT(users.begin()->second.size() == static_cast<std::size_t>(n));
+      }
+    }
+  }
+  std::printf("threads: own, shared, ptds at 1, 4, 16 threads: every block back, streams as named\n");
+}
+
+void test_threads_cut_off()
+{
+  auto const traces = thread_traces(16, 20'000);
+  {
+    // A deadline already passed: every thread stops at its first check, after 1024 operations.
+    shadow_resource mr;
+    fake_streams streams;
+    auto const run = run_threads(mr, traces, 8, stream_pattern::shared, 0, streams);
+    EXPECT(!run.completed);
+    EXPECT(run.ops_done == 8 * 1024);
+    EXPECT(mr.s->live.empty() && mr.s->bad_frees == 0);
+    auto const note = cut_off_note(run, 8 * 20'000.0);
+    EXPECT(note.find("at 5% of the operations; >=") != std::string::npos);
+    EXPECT(note.find(',') == std::string::npos);
+  }
+  {
+    // One slow thread (own stream, 200 us per allocation: 2 s for its trace) does not hold the
+    // others past the cut-off, nor they it: the run ends soon after the deadline.
+    shadow_resource mr;
+    fake_streams streams;
+    mr.s->slow_stream = reinterpret_cast<cudaStream_t>(std::uintptr_t{0x100000} + 16);  // the first made
+    auto const t0  = bench_clock::now();
+    auto const run = run_threads(mr, traces, 4, stream_pattern::own, 0.05, streams);
+    double const s = seconds_since(t0);
+    EXPECT(!run.completed && s < 1.0);
+    EXPECT(run.ops_done < 4 * 20'000);
+    EXPECT(mr.s->live.empty() && mr.s->bad_frees == 0);
+    std::printf("threads cut off at 0.05 s with one slow thread: returned after %.3f s, %zu operations\n", s, run.ops_done);
+  }
+  {
+    // A thread that throws: the others stop at their next check, every block is given back, and
+    // the run throws.
+    shadow_resource mr;
+    fake_streams streams;
+    mr.s->cuda_error_at = 3000;
+    bool threw = false;
+    try {
+      run_threads(mr, traces, 16, stream_pattern::ptds, 60, streams);
+    } catch (rmm::logic_error const& e) {
+      threw = std::string{e.what()}.find("injected") != std::string::npos;
+    }
+    EXPECT(threw);
+    EXPECT(mr.s->live.empty() && mr.s->bad_frees == 0);
+    EXPECT(mr.s->allocations < 16 * 10'000 / 2);
+  }
+}
+
+void test_options()
+{
+  auto const p = parse_patterns("shared,ptds");
+  EXPECT(p.size() == 2 && p[0] == stream_pattern::shared && p[1] == stream_pattern::ptds);
+  EXPECT(std::string{pattern_name(stream_pattern::own)} == "own");
+  auto const t = parse_thread_counts("1,3,64");
+  EXPECT(t.size() == 3 && t[1] == 3 && t[2] == 64);
+  for (char const* bad : {"0", "65", "4x", "", "-2"}) {
+    bool threw = false;
+    try {
+      parse_thread_counts(bad);
+    } catch (std::invalid_argument const&) {
+      threw = true;
+    }
+    EXPECT(threw);
+  }
+  bool threw = false;
+  try {
+    parse_patterns("own,mine");
+  } catch (std::invalid_argument const&) {
+    threw = true;
+  }
+  EXPECT(threw);
+}
+
 }  // namespace alloc_bench_selftest
 
 int main()
@@ -208,6 +343,9 @@ int main()
   test_replay();
   test_random_allocations();
   test_median();
+  test_threads_patterns();
+  test_threads_cut_off();
+  test_options();
   std::printf("alloc_bench selftest (%s): %s\n", RMM_BENCH_IMPL, checks_failed == 0 ? "OK" : "FAILED");
   return checks_failed == 0 ? 0 : 1;
 }

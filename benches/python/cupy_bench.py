@@ -2,12 +2,17 @@
 """CuPy allocation loops through rmm's pool against CuPy's own pools.
 
     python benches/python/cupy_bench.py --impl-name rmm-rs
-    python benches/python/cupy_bench.py --modes rmm_pool --impl-name rmm-26.10
+    python benches/python/cupy_bench.py --modes rmm_pool,rmm_stack --impl-name rmm-26.10
 
-Modes (the allocator is swapped with cupy.cuda.set_allocator between timed runs, in one process):
+Modes (the allocator and the current device resource are swapped between timed runs, in one
+process):
   rmm_pool         rmm.mr.PoolMemoryResource(CudaMemoryResource(), initial_pool_size=
                    --initial-pool-size) set current, cupy.cuda.set_allocator(rmm_cupy_allocator);
                    rows labelled by --impl-name.
+  rmm_stack        Dask-CUDA's usual stack over that same pool: StatisticsResourceAdaptor over
+                   TrackingResourceAdaptor over the pool, set current, rmm_cupy_allocator; only
+                   the cupy_alloc workload, whose rows it writes as ``cupy_alloc_stack`` (labelled
+                   by --impl-name), so that one run gives the stack's cost over the bare pool.
   cupy_pool        cupy.cuda.MemoryPool().malloc; rows labelled "cupy-MemoryPool".
   cupy_async_pool  cupy.cuda.MemoryAsyncPool().malloc (cudaMallocAsync); rows labelled
                    "cupy-MemoryAsyncPool".
@@ -23,23 +28,36 @@ import sys
 
 import bench_common as bc
 
-MODES = ("rmm_pool", "cupy_pool", "cupy_async_pool")
+MODES = ("rmm_pool", "rmm_stack", "cupy_pool", "cupy_async_pool")
 BASELINE = {"cupy_pool": "cupy-MemoryPool", "cupy_async_pool": "cupy-MemoryAsyncPool"}
+# Modes that run only some workloads, and the workload name their rows carry.
+ONLY = {"rmm_stack": {"cupy_alloc": "cupy_alloc_stack"}}
 
 
-def install(mode, args, cupy):
-    """The allocator of ``mode`` (creating its pool); returns the rows' impl label, the allocator
-    to pass to cupy.cuda.set_allocator, and what keeps it alive."""
-    if mode == "rmm_pool":
+def install(mode, args, cupy, shared):
+    """Makes ``mode``'s allocator (the rmm modes share one pool, kept in ``shared``); returns the
+    rows' impl label and a function that makes it current (the allocator, and for the rmm modes
+    the current device resource)."""
+    if mode in ("rmm_pool", "rmm_stack"):
         import rmm
         from rmm.allocators.cupy import rmm_cupy_allocator
 
-        pool = rmm.mr.PoolMemoryResource(rmm.mr.CudaMemoryResource(),
-                                         initial_pool_size=args.initial_pool_size)
-        rmm.mr.set_current_device_resource(pool)
-        return bc.impl_name(args), rmm_cupy_allocator, pool
+        if "pool" not in shared:
+            shared["pool"] = rmm.mr.PoolMemoryResource(rmm.mr.CudaMemoryResource(),
+                                                       initial_pool_size=args.initial_pool_size)
+        mr = shared["pool"]
+        if mode == "rmm_stack":
+            mr = rmm.mr.StatisticsResourceAdaptor(rmm.mr.TrackingResourceAdaptor(mr))
+        shared[mode] = mr
+
+        def select(mr=mr):
+            rmm.mr.set_current_device_resource(mr)
+            cupy.cuda.set_allocator(rmm_cupy_allocator)
+
+        return bc.impl_name(args), select
     pool = cupy.cuda.MemoryPool() if mode == "cupy_pool" else cupy.cuda.MemoryAsyncPool()
-    return BASELINE[mode], pool.malloc, pool
+    shared[mode] = pool
+    return BASELINE[mode], lambda: cupy.cuda.set_allocator(pool.malloc)
 
 
 def main():
@@ -64,11 +82,10 @@ def main():
         for m in modes:
             bc.fail(BASELINE.get(m) or bc.impl_name(args), "cupy_empty", f"mode={m}", e)
         return 1
-    status, installed = 0, {}
+    status, installed, keep = 0, {}, {}
     for mode in modes:
         try:
-            impl, allocator, keep = install(mode, args, cupy)
-            installed[impl] = (allocator, keep)
+            installed[mode] = install(mode, args, cupy, keep)
         except Exception as e:
             bc.fail(BASELINE.get(mode) or bc.impl_name(args), "cupy_empty", f"mode={mode}", e)
             status = 1
@@ -78,20 +95,22 @@ def main():
     budget = args.budget / max(len(workloads) * len(sizes), 1)
     sync = cupy.cuda.get_current_stream().synchronize
     for workload, make in workloads:
+        # The modes of this workload, each with the (impl, workload) its rows carry.
+        labels = {mode: (impl, ONLY[mode][workload] if mode in ONLY else workload)
+                  for mode, (impl, _) in installed.items() if mode not in ONLY or workload in ONLY[mode]}
         for n in sizes:
             def body(k, n=n, make=make):
                 for _ in range(k):
                     make(n)
 
-            cases = {impl: (lambda a=allocator: cupy.cuda.set_allocator(a), body)
-                     for impl, (allocator, _) in installed.items()}
+            cases = {mode: (installed[mode][1], body) for mode in labels}
             try:
                 results = bc.interleaved_loops_us(cases, budget, args.runs, sync)
-                for impl, result in results.items():
-                    bc.emit_loop(impl, workload, f"bytes={8 * n}", result)
+                for mode, result in results.items():
+                    bc.emit_loop(*labels[mode], f"bytes={8 * n}", result)
             except Exception as e:
-                for impl in installed:
-                    bc.fail(impl, workload, f"bytes={8 * n}", e)
+                for impl, name in labels.values():
+                    bc.fail(impl, name, f"bytes={8 * n}", e)
                 status = 1
     cupy.cuda.set_allocator(None)
     return status

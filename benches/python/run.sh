@@ -2,7 +2,9 @@
 # Every Python benchmark, for our package and for RMM 26.10's, into one CSV, then the side-by-side
 # table (table.py) and a plot where matplotlib is installed. Needs a GPU, torch and cupy.
 #
-#   bash benches/python/run.sh [--budget SECONDS] [--steps N] [--out DIR]
+#   bash benches/python/run.sh [--budget SECONDS] [--steps N] [--out DIR] [--scripts a.py,b.py]
+#
+# --scripts runs only the scripts named (default: every one), e.g. --scripts cupy_bench.py.
 #
 # Which `rmm` a script imports is chosen by PYTHONPATH: OURS_SITE holds our wheel (.whl/rmm_rs-*.whl)
 # and RMM_SITE RMM 26.10's (.bench/py/wheels/*.whl, from fetch.sh), each
@@ -15,10 +17,11 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 repo=$PWD
-budget=20 steps=300 out=.bench/py/results
+budget=20 steps=300 out=.bench/py/results scripts=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --budget) budget=$2; shift 2 ;;
+    --scripts) scripts=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
@@ -47,6 +50,7 @@ status=0
 # bench SITE NAME SCRIPT ARGS...: one script's rows appended to the CSV, its stderr to logs/.
 bench() {
   local site=$1 name=$2 script=$3; shift 3
+  [ -z "$scripts" ] || [[ ",$scripts," == *",$script,"* ]] || return 0
   echo "== $name: $script $*" >&2
   PYTHONPATH=$site timeout "$CASE_TIMEOUT" "$PYTHON" "benches/python/$script" --impl-name "$name" \
     --budget "$budget" --no-header "$@" >>"$csv" 2>>"$out/logs/$name-${script%.py}.log" || {
@@ -60,7 +64,7 @@ bench() {
 bench "$OURS_SITE" rmm-rs torch_bench.py --steps "$steps" --modes native,rmm_pool
 bench "$RMM_SITE" rmm-26.10 torch_bench.py --steps "$steps" --modes rmm_pool
 bench "$OURS_SITE" rmm-rs cupy_bench.py
-bench "$RMM_SITE" rmm-26.10 cupy_bench.py --modes rmm_pool
+bench "$RMM_SITE" rmm-26.10 cupy_bench.py --modes rmm_pool,rmm_stack
 bench "$OURS_SITE" rmm-rs device_buffer_bench.py
 bench "$RMM_SITE" rmm-26.10 device_buffer_bench.py
 

@@ -10,6 +10,10 @@ per implementation: rmm-rs, rmm-26.10, then the baselines (torch-native, cupy-Me
 cupy-MemoryAsyncPool, ...), then ratio (rmm-rs / rmm-26.10) and vs base (rmm-rs / the first
 baseline present in that row). Every unit here is better lower (times, bytes) except final_loss,
 which must match across the columns. Cells that are not numbers (error) show as written.
+
+After the table: the cost of Dask-CUDA's adaptor stack, per implementation and size, as
+``cupy_alloc_stack`` (statistics over tracking over the pool) / ``cupy_alloc`` (the bare pool),
+from rows of one run.
 """
 
 import argparse
@@ -17,7 +21,8 @@ import csv
 import sys
 
 OURS, THEIRS = "rmm-rs", "rmm-26.10"
-WORKLOADS = ["empty_loop", "train_step", "cupy_empty", "cupy_alloc", "device_buffer", "dask_example"]
+WORKLOADS = ["empty_loop", "train_step", "cupy_empty", "cupy_alloc", "cupy_alloc_stack", "device_buffer",
+             "dask_example"]
 UNITS = ["us_per_iter", "us_per_iter_min", "us_per_iter_max", "ms_per_step", "ms_per_step_p10",
          "ms_per_step_p90", "peak_reserved_bytes", "pool_size_end_bytes", "final_loss", "wall_s",
          "wall_s_min", "wall_s_max", "peak_bytes"]
@@ -106,7 +111,8 @@ def plot(cells, impls, path):
         return
     panels = [(w, u) for w, u in (("empty_loop", "us_per_iter"), ("train_step", "ms_per_step"),
                                   ("train_step", "peak_reserved_bytes"), ("cupy_empty", "us_per_iter"),
-                                  ("cupy_alloc", "us_per_iter"), ("device_buffer", "us_per_iter"))
+                                  ("cupy_alloc", "us_per_iter"), ("cupy_alloc_stack", "us_per_iter"),
+                                  ("device_buffer", "us_per_iter"))
               if any(k[0] == w and k[2] == u and any(number(v) is not None for v in cells[k].values())
                      for k in cells)]
     if not panels:
@@ -135,6 +141,18 @@ def plot(cells, impls, path):
     print(f"plot: {path}", file=sys.stderr)
 
 
+def stack_ratios(cells, impls):
+    """Lines of cupy_alloc_stack / cupy_alloc (us_per_iter) per implementation and param."""
+    lines = []
+    for key in sorted((k for k in cells if k[0] == "cupy_alloc_stack" and k[2] == "us_per_iter"), key=order):
+        bare = cells.get(("cupy_alloc", key[1], key[2]), {})
+        for impl in impls:
+            r = ratio(cells[key].get(impl), bare.get(impl))
+            if r:
+                lines.append(f"  {impl:<10} {key[1]:<16} {r}  ({fmt(cells[key][impl])} / {fmt(bare[impl])} us)")
+    return lines
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("inputs", nargs="+")
@@ -146,6 +164,10 @@ def main():
     if not cells:
         sys.exit("no rows in " + ", ".join(args.inputs))
     show(*table(cells, impls, main_only=not args.all))
+    stack = stack_ratios(cells, impls)
+    if stack:
+        print("\ncupy.cuda.alloc through statistics -> tracking -> pool, over the bare pool (one run):")
+        print("\n".join(stack))
     if args.csv:
         head, rows = table(cells, impls, main_only=False)
         with open(args.csv, "w", newline="") as f:

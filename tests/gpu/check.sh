@@ -8,6 +8,8 @@
 #     (default here 100000; full scale is 10^7 and takes minutes)
 #   - rmm_cpp_tests (every test), every example, and the stress programs with quick settings:
 #     gpu_stress $GPU_STRESS_ARGS --seed ROUND, stream_reuse_stress $STREAM_REUSE_ARGS --seed ROUND
+#     and, when that passed, stream_reuse_stress $STREAM_REUSE_SHARED_ARGS --seed ROUND (threads
+#     sharing streams; its log is stream_reuse_stress_shared.log)
 # and prints one line. A failure prints the last 40 lines of that binary's log, and the next round
 # runs all the same. The exit status is non-zero when any round failed. Without a GPU everything
 # skips and passes.
@@ -22,8 +24,8 @@
 #
 # Environment: LOGS (default /tmp/gpu-check-logs), RMM_MODEL_OPS (default 100000), CHECK_TIMEOUT
 # (seconds per binary, default 900), GPU_STRESS_ARGS (default "--small --ops 5000"),
-# STREAM_REUSE_ARGS (default "--lifetimes 2000"); RMM_TEST_SEED and the other test variables
-# pass through.
+# STREAM_REUSE_ARGS (default "--lifetimes 2000"), STREAM_REUSE_SHARED_ARGS (default "--lifetimes
+# 2000 --threads 8 --streams-shared 2"); RMM_TEST_SEED and the other test variables pass through.
 set -uo pipefail
 
 repeat=1
@@ -54,6 +56,7 @@ export RMM_MODEL_OPS=${RMM_MODEL_OPS:-100000}
 timeout_s=${CHECK_TIMEOUT:-900}
 read -r -a stress_args <<<"${GPU_STRESS_ARGS-"--small --ops 5000"}"
 read -r -a reuse_args <<<"${STREAM_REUSE_ARGS-"--lifetimes 2000"}"
+read -r -a reuse_shared_args <<<"${STREAM_REUSE_SHARED_ARGS-"--lifetimes 2000 --threads 8 --streams-shared 2"}"
 mkdir -p "$LOGS" || exit 2
 LOGS=$(cd "$LOGS" && pwd -P)
 rm -rf "$LOGS"/round-* "$LOGS/summary"
@@ -201,6 +204,11 @@ for ((round = 1; round <= repeat; round++)); do
           *) args=() ;;
         esac
         run_one "$dir/$name.log" "$f" "${args[@]}"
+        if [ "$name" = stream_reuse_stress ] && [ $rc -eq 0 ] && ! is_skipped "$dir/$name.log"; then
+          # Again with threads sharing streams (its own log); the program counts once.
+          name=stream_reuse_stress_shared
+          run_one "$dir/$name.log" "$f" "${reuse_shared_args[@]}" --seed "$round"
+        fi
         if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
           bad+=("$name (timed out after ${timeout_s}s)")
         elif [ $rc -ne 0 ]; then
