@@ -8,9 +8,11 @@
 //! (a block of this resource, at its start, handed out) before accepting it.
 
 mod chunk_table;
+mod grow_only;
 mod stream_sets;
 
 pub use chunk_table::ChunkTable;
+pub(crate) use grow_only::GrowOnly;
 pub use stream_sets::{StreamSets, FRESH_SLOT};
 
 use crate::error::Misuse;
