@@ -211,7 +211,8 @@ fn the_limit_holds_against_concurrent_fast_callers() {
     assert_eq!(switch.out.load(Ordering::Acquire), 0);
     let c = s.counters();
     assert_eq!((c.bytes.value, c.allocations.value), (0, 0));
-    assert!(c.bytes.peak <= limit as i64);
+    // (The statistics' peak may pass the limit: a free is counted after the upstream took it back,
+    // so another thread's allocation may be counted first.)
     assert_eq!((s.upstream().allocated_bytes(), s.upstream().upstream().allocated_bytes()), (0, 0));
 }
 
