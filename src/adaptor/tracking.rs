@@ -241,7 +241,7 @@ unsafe impl<U: MemoryResource> MemoryResource for TrackingResourceAdaptor<U> {
             return self.upstream.try_deallocate_immediately(ptr, bytes, alignment, stream);
         }
         let Some(mut state) = self.state.try_lock() else { return false };
-        if !state.live.get(&(ptr as usize)).is_some_and(|e| e.bytes == bytes) {
+        if state.live.get(&(ptr as usize)).is_none_or(|e| e.bytes != bytes) {
             return false;
         }
         if !self.upstream.try_deallocate_immediately(ptr, bytes, alignment, stream) {
