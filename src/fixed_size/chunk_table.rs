@@ -22,6 +22,8 @@ struct Chunk {
 /// Chunks sorted by address, each with a bitmap of its handed-out blocks.
 pub struct ChunkTable {
     block_size: usize,
+    /// log2 of the block size where it is a power of two (a shift instead of a division).
+    block_shift: Option<u32>,
     chunks: GrowOnly<Arc<Chunk>>,
     total_blocks: AtomicUsize,
 }
@@ -30,7 +32,8 @@ impl ChunkTable {
     /// An empty table of blocks of `block_size` bytes (not 0).
     pub fn new(block_size: usize) -> Self {
         assert!(block_size > 0, "a block size of 0 bytes");
-        ChunkTable { block_size, chunks: GrowOnly::new(), total_blocks: AtomicUsize::new(0) }
+        let block_shift = block_size.is_power_of_two().then(|| block_size.trailing_zeros());
+        ChunkTable { block_size, block_shift, chunks: GrowOnly::new(), total_blocks: AtomicUsize::new(0) }
     }
 
     /// The size of every block.
@@ -61,11 +64,14 @@ impl ChunkTable {
         };
         let chunk = &*chunks[i];
         let offset = ptr - chunk.start;
-        let index = offset / self.block_size;
+        let (index, rest) = match self.block_shift {
+            Some(shift) => (offset >> shift, offset & (self.block_size - 1)),
+            None => (offset / self.block_size, offset % self.block_size),
+        };
         if index >= chunk.blocks {
             return Err(Misuse::UnknownPointer { ptr });
         }
-        if offset % self.block_size != 0 {
+        if rest != 0 {
             return Err(Misuse::InteriorPointer { ptr, block_start: chunk.start + index * self.block_size });
         }
         Ok((chunk, index))

@@ -74,8 +74,8 @@ impl Magazine {
     }
 }
 
-/// Magazines a thread keeps in its cache at most; the least recently used leaves first (the
-/// resource's registry still has it, so its blocks are not lost).
+/// Magazines a thread keeps in its cache at most; the oldest leaves first (the resource's registry
+/// still has it, so its blocks are not lost).
 const CAPACITY: usize = 64;
 
 struct Entry {
@@ -87,32 +87,15 @@ struct Entry {
 thread_local!(static CACHE: RefCell<Vec<Entry>> = const { RefCell::new(Vec::new()) });
 
 /// The calling thread's magazine for `key` of resource `resource`, if cached. The pointer stays
-/// valid until this thread next calls [`insert`]: the cache holds an `Arc` to the magazine.
+/// valid until this thread next calls [`insert`]: the cache holds an `Arc` to the magazine. The
+/// cache is scanned in place: a thread uses few `(resource, stream)` pairs at once (a binning
+/// resource's bins take turns on one stream), and moving entries would cost more than the scan.
 #[inline(always)]
 pub fn lookup(resource: u64, key: StreamKey) -> Option<*const Magazine> {
     CACHE
         .try_with(|cache| {
             let cache = cache.try_borrow().ok()?;
-            match cache.first() {
-                Some(e) if e.resource == resource && e.key == key => Some(Arc::as_ptr(&e.magazine)),
-                _ => None,
-            }
-        })
-        .ok()
-        .flatten()
-        .or_else(|| lookup_further(resource, key))
-}
-
-/// Looks past the first entry and moves a hit to the front.
-#[cold]
-#[inline(never)]
-fn lookup_further(resource: u64, key: StreamKey) -> Option<*const Magazine> {
-    CACHE
-        .try_with(|cache| {
-            let mut cache = cache.try_borrow_mut().ok()?;
-            let i = cache.iter().position(|e| e.resource == resource && e.key == key)?;
-            cache.swap(0, i);
-            Some(Arc::as_ptr(&cache[0].magazine))
+            cache.iter().find(|e| e.resource == resource && e.key == key).map(|e| Arc::as_ptr(&e.magazine))
         })
         .ok()
         .flatten()
