@@ -23,6 +23,8 @@ pub const DEFAULT_BLOCK_SIZE: usize = 1 << 20;
 /// RMM's default number of blocks taken from the upstream at once.
 pub const DEFAULT_BLOCKS_TO_PREALLOCATE: usize = 128;
 
+mod magazines;
+
 /// Blocks a thread's magazine holds at most.
 const MAGAZINE_MAX: usize = 32;
 
@@ -370,93 +372,6 @@ impl<U: MemoryResource> FixedSizeMemoryResource<U> {
         if self.ordered && (st.sets.is_wanted(slot) || st.sets.shared_by_streams()) {
             self.publish(&mut st, slot);
         }
-    }
-
-    /// True when the stream of `slot` may keep its blocks in a magazine: its set is known to be
-    /// filled by the stream its key names now, and no other stream waits for it to publish.
-    fn serves_at_once(&self, st: &FixedSizeFreeList, slot: usize) -> bool {
-        !self.ordered || (st.sets.identity(slot) == IDENTITY_TRUSTED && !st.sets.is_wanted(slot))
-    }
-
-    /// The calling thread's magazine for `key`, made and registered if it has none (or only a
-    /// retired one); a magazine another stream wanted gives its blocks to the stream's set first,
-    /// where this call publishes them. `None` when magazines are off or the thread is exiting.
-    fn magazine_of(&self, st: &mut FixedSizeFreeList, key: StreamKey) -> Option<Arc<Magazine>> {
-        if self.magazine_capacity == 0 {
-            return None;
-        }
-        let m = match magazine::find(self.id, key) {
-            Some(m) if !m.state.lock().retired => m,
-            _ => {
-                let m = Arc::new(Magazine::new(key));
-                if !magazine::insert(self.id, key, &m) {
-                    return None;
-                }
-                self.shared.magazines.lock().push(m.clone());
-                m
-            }
-        };
-        let mut ms = m.state.lock();
-        if ms.wanted {
-            ms.wanted = false;
-            let slot = st.sets.slot_of(key);
-            for b in ms.blocks.drain(..) {
-                st.sets.push(slot, b);
-            }
-        }
-        drop(ms);
-        Some(m)
-    }
-
-    /// Fills the magazine `m` of `key` to half its capacity from the stream's own blocks, where
-    /// the stream may keep them there.
-    fn refill(&self, st: &mut FixedSizeFreeList, m: &Magazine, key: StreamKey) {
-        let Some(slot) = st.sets.find(key) else { return };
-        if !self.serves_at_once(st, slot) {
-            return;
-        }
-        let mut ms = m.state.lock();
-        if ms.retired {
-            return;
-        }
-        ms.usable = true;
-        let want = self.magazine_capacity.div_ceil(2);
-        while ms.blocks.len() < want {
-            let Some(b) = st.sets.pop_own(slot) else { break };
-            ms.blocks.push(b);
-        }
-    }
-
-    /// Takes the blocks out of every thread's magazine but the calling thread's stream's own use:
-    /// blocks of `key` (from other threads) join its set, usable at once; unordered memory joins
-    /// the fresh set; other streams' blocks join their streams' sets, which are asked to publish
-    /// (or, with `everything`, all join their sets, for a synchronisation to make fresh). Forgets
-    /// the empty magazines of threads that exited. True when a block became usable by `key`.
-    fn reclaim(&self, st: &mut FixedSizeFreeList, key: StreamKey, everything: bool) -> bool {
-        let mut usable = false;
-        let mut magazines = self.shared.magazines.lock();
-        magazines.retain(|m| {
-            let mut ms = m.state.lock();
-            if !ms.blocks.is_empty() {
-                if !self.ordered {
-                    st.sets.add_fresh(ms.blocks.drain(..));
-                    usable = true;
-                } else {
-                    let slot = st.sets.slot_of(m.key);
-                    for b in ms.blocks.drain(..) {
-                        st.sets.push(slot, b);
-                    }
-                    if m.key == key && !everything {
-                        usable = true;
-                    } else {
-                        st.sets.want(slot);
-                        ms.wanted = true;
-                    }
-                }
-            }
-            Arc::strong_count(m) > 1
-        });
-        usable
     }
 
     fn lock(&self) -> MutexGuard<'_, RawSpinLock, FixedSizeFreeList> {
