@@ -101,7 +101,7 @@ def test_statistics_and_tracking_over_a_pool_count_hook_buffers_exactly(host_mr)
             live.append(rmm.DeviceBuffer(size=n, mr=stats))
             total += n
         if round_ % 2:
-            live = live[len(sizes) // 2 :]
+            live = live[-len(sizes) :]
         counts = stats.allocation_counts
         held = sum(b.size for b in live)
         assert (counts.current_bytes, counts.current_count) == (held, len(live))
@@ -267,6 +267,46 @@ def test_cupy_allocator_memory_is_owned_by_a_device_buffer(gpu):
         assert _buffer_stream(a.data.mem._owner) is DEFAULT_STREAM
     finally:
         cupy.cuda.set_allocator(None)
+
+
+def test_cupy_allocator_through_statistics_and_tracking_counts_exactly(gpu):
+    """Dask-CUDA's stack as the current resource (statistics over tracking over a pool): CuPy
+    arrays made and dropped in a loop reuse their blocks (both adaptors forward the pool's
+    non-waiting calls) and every counter is exact after each step."""
+    cupy = pytest.importorskip("cupy")
+    from rmm.allocators.cupy import rmm_cupy_allocator
+
+    before = mr_module.get_current_device_resource()
+    pool = PoolMemoryResource(CudaMemoryResource(), initial_pool_size="64MiB")
+    tracking = TrackingResourceAdaptor(pool, capture_stacks=False)
+    stats = StatisticsResourceAdaptor(tracking)
+    mr_module.set_current_device_resource(stats)
+    cupy.cuda.set_allocator(rmm_cupy_allocator)
+    try:
+        keep = cupy.arange(1000, dtype=cupy.float64)
+        first = None
+        for i in range(200):
+            a = cupy.ones(4096 + (i % 3) * 256, dtype=cupy.float32)
+            if i == 0:
+                first = a.data.ptr
+            held = keep.data.mem.size + a.data.mem.size
+            counts = stats.allocation_counts
+            assert (counts.current_bytes, counts.current_count) == (held, 2)
+            assert counts.total_count == i + 2
+            assert tracking.get_allocated_bytes() == held
+            del a
+        assert first is not None
+        again = cupy.ones(4096, dtype=cupy.float32)
+        assert again.data.ptr == first, "the freed block of the stream came back"
+        del again, keep
+        gc.collect()
+        cupy.cuda.Device().synchronize()
+        counts = stats.allocation_counts
+        assert (counts.current_bytes, counts.current_count) == (0, 0)
+        assert tracking.get_allocated_bytes() == 0
+    finally:
+        cupy.cuda.set_allocator(None)
+        mr_module.set_current_device_resource(before)
 
 
 def test_cupy_allocator_reuses_pool_blocks_on_each_stream(gpu):
