@@ -3,20 +3,21 @@
 //! already) before it is accepted.
 //!
 //! The table is read and marked without a lock, from any thread: chunks are only ever added (a
-//! grow-only snapshot), and each block's live bit changes with one atomic operation, so two frees
-//! of one block racing each other are told apart exactly (one succeeds, the other is a double
-//! free).
+//! grow-only snapshot), and each block has a live flag of its own byte: handing a block out is a
+//! plain store (only the thread that took the block from a free list touches it), and a free is
+//! one atomic swap, so two frees of one block racing each other are told apart exactly (one
+//! succeeds, the other is a double free).
 
 use super::GrowOnly;
 use crate::error::Misuse;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-/// One chunk: `blocks` blocks of the table's block size from `start`, one live bit each.
+/// One chunk: `blocks` blocks of the table's block size from `start`, one live flag each.
 struct Chunk {
     start: usize,
     blocks: usize,
-    live: Box<[AtomicU64]>,
+    live: Box<[AtomicU8]>,
 }
 
 /// Chunks sorted by address, each with a bitmap of its handed-out blocks.
@@ -44,7 +45,7 @@ impl ChunkTable {
     /// Adds a chunk of `blocks` blocks at `start`, all free. The caller guarantees that it overlaps
     /// no chunk already in the table (the upstream handed it out).
     pub fn add(&self, start: usize, blocks: usize) {
-        let live = (0..blocks.div_ceil(64)).map(|_| AtomicU64::new(0)).collect();
+        let live = (0..blocks).map(|_| AtomicU8::new(0)).collect();
         let chunk = Arc::new(Chunk { start, blocks, live });
         self.chunks.update(|chunks| {
             let at = chunks.partition_point(|c| c.start < start);
@@ -81,16 +82,15 @@ impl ChunkTable {
     #[inline]
     pub fn mark_live(&self, ptr: usize) {
         let (c, b) = self.locate(ptr).expect("a free block lies in a chunk");
-        let was = c.live[b / 64].fetch_or(1 << (b % 64), Ordering::AcqRel);
-        debug_assert_eq!(was & (1 << (b % 64)), 0, "block {ptr:#x} handed out twice");
+        debug_assert_eq!(c.live[b].load(Ordering::Relaxed), 0, "block {ptr:#x} handed out twice");
+        c.live[b].store(1, Ordering::Release);
     }
 
     /// Marks the block at `ptr` free; refuses (changing nothing) a pointer that is not a live block.
     #[inline]
     pub fn mark_free(&self, ptr: usize) -> Result<(), Misuse> {
         let (c, b) = self.locate(ptr)?;
-        let was = c.live[b / 64].fetch_and(!(1 << (b % 64)), Ordering::AcqRel);
-        if was & (1 << (b % 64)) == 0 {
+        if c.live[b].swap(0, Ordering::AcqRel) == 0 {
             return Err(Misuse::DoubleFree { ptr });
         }
         Ok(())
@@ -110,13 +110,13 @@ impl ChunkTable {
 
     /// True when the block at `ptr` is handed out.
     pub fn is_live(&self, ptr: usize) -> bool {
-        self.locate(ptr).is_ok_and(|(c, b)| c.live[b / 64].load(Ordering::Acquire) & (1 << (b % 64)) != 0)
+        self.locate(ptr).is_ok_and(|(c, b)| c.live[b].load(Ordering::Acquire) != 0)
     }
 
-    /// Blocks handed out (counted from the live bits: exact while no call runs).
+    /// Blocks handed out (counted from the live flags: exact while no call runs).
     pub fn live_blocks(&self) -> usize {
         let chunks = self.chunks.read();
-        chunks.iter().flat_map(|c| c.live.iter()).map(|w| w.load(Ordering::Acquire).count_ones() as usize).sum()
+        chunks.iter().flat_map(|c| c.live.iter()).filter(|f| f.load(Ordering::Acquire) != 0).count()
     }
 
     /// Blocks in all chunks.
