@@ -17,8 +17,10 @@ impl<U: MemoryResource> FixedSizeMemoryResource<U> {
     }
 
     /// The calling thread's magazine for `key`, made and registered if it has none (or only a
-    /// retired one); a magazine another stream wanted gives its blocks to the stream's set first,
-    /// where this call publishes them. `None` when magazines are off or the thread is exiting.
+    /// retired one) and the stream may keep blocks in one (a stream whose set is not known to be
+    /// the stream's its key names now gets none); a magazine another stream wanted gives its
+    /// blocks to the stream's set first, where this call publishes them. `None` when magazines
+    /// are off or the thread is exiting.
     pub(super) fn magazine_of(&self, st: &mut FixedSizeFreeList, key: StreamKey) -> Option<Arc<Magazine>> {
         if self.magazine_capacity == 0 {
             return None;
@@ -26,11 +28,18 @@ impl<U: MemoryResource> FixedSizeMemoryResource<U> {
         let m = match magazine::find(self.id, key) {
             Some(m) if !m.state.lock().retired => m,
             _ => {
+                let trusted = st.sets.find(key).is_some_and(|slot| st.sets.identity(slot) == IDENTITY_TRUSTED);
+                if self.ordered && !trusted {
+                    return None;
+                }
                 let m = Arc::new(Magazine::new(key));
                 if !magazine::insert(self.id, key, &m) {
                     return None;
                 }
-                self.shared.magazines.lock().push(m.clone());
+                let mut magazines = self.shared.magazines.lock();
+                // Magazines of exited threads that hold nothing go now.
+                magazines.retain(|m| Arc::strong_count(m) > 1 || m.held() > 0);
+                magazines.push(m.clone());
                 m
             }
         };
