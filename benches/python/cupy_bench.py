@@ -8,6 +8,9 @@ Modes (the allocator is swapped with cupy.cuda.set_allocator between timed runs,
   rmm_pool         rmm.mr.PoolMemoryResource(CudaMemoryResource(), initial_pool_size=
                    --initial-pool-size) set current, cupy.cuda.set_allocator(rmm_cupy_allocator);
                    rows labelled by --impl-name.
+  rmm_stack        the same pool under a TrackingResourceAdaptor under a
+                   StatisticsResourceAdaptor (Dask-CUDA's stack) set current; rows labelled
+                   "<impl-name>-stats-tracking".
   cupy_pool        cupy.cuda.MemoryPool().malloc; rows labelled "cupy-MemoryPool".
   cupy_async_pool  cupy.cuda.MemoryAsyncPool().malloc (cudaMallocAsync); rows labelled
                    "cupy-MemoryAsyncPool".
@@ -23,28 +26,40 @@ import sys
 
 import bench_common as bc
 
-MODES = ("rmm_pool", "cupy_pool", "cupy_async_pool")
+MODES = ("rmm_pool", "rmm_stack", "cupy_pool", "cupy_async_pool")
 BASELINE = {"cupy_pool": "cupy-MemoryPool", "cupy_async_pool": "cupy-MemoryAsyncPool"}
 
 
 def install(mode, args, cupy):
     """The allocator of ``mode`` (creating its pool); returns the rows' impl label, the allocator
-    to pass to cupy.cuda.set_allocator, and what keeps it alive."""
-    if mode == "rmm_pool":
+    to pass to cupy.cuda.set_allocator, and the rmm resource to make current first (or None)."""
+    if mode in ("rmm_pool", "rmm_stack"):
         import rmm
         from rmm.allocators.cupy import rmm_cupy_allocator
 
         pool = rmm.mr.PoolMemoryResource(rmm.mr.CudaMemoryResource(),
                                          initial_pool_size=args.initial_pool_size)
-        rmm.mr.set_current_device_resource(pool)
-        return bc.impl_name(args), rmm_cupy_allocator, pool
+        if mode == "rmm_pool":
+            return bc.impl_name(args), rmm_cupy_allocator, pool
+        tracking = rmm.mr.TrackingResourceAdaptor(pool, capture_stacks=False)
+        stack = rmm.mr.StatisticsResourceAdaptor(tracking)
+        return f"{bc.impl_name(args)}-stats-tracking", rmm_cupy_allocator, stack
     pool = cupy.cuda.MemoryPool() if mode == "cupy_pool" else cupy.cuda.MemoryAsyncPool()
-    return BASELINE[mode], pool.malloc, pool
+    return BASELINE[mode], pool.malloc, None
+
+
+def use(cupy, allocator, resource):
+    """Makes ``allocator`` CuPy's, and ``resource`` (when one) the current rmm resource."""
+    if resource is not None:
+        import rmm
+
+        rmm.mr.set_current_device_resource(resource)
+    cupy.cuda.set_allocator(allocator)
 
 
 def main():
     p = bc.parser(__doc__.split("\n")[0])
-    p.add_argument("--modes", default=",".join(MODES), help="comma separated (default: all three)")
+    p.add_argument("--modes", default=",".join(MODES), help="comma separated (default: all)")
     p.add_argument("--sizes", default="128,16384,1048576,33554432",
                    help="element counts of cupy.empty(n), float64 (default 1 KiB to 256 MiB)")
     p.add_argument("--initial-pool-size", default="1GiB", help="rmm_pool's initial_pool_size")
@@ -67,8 +82,8 @@ def main():
     status, installed = 0, {}
     for mode in modes:
         try:
-            impl, allocator, keep = install(mode, args, cupy)
-            installed[impl] = (allocator, keep)
+            impl, allocator, resource = install(mode, args, cupy)
+            installed[impl] = (allocator, resource)
         except Exception as e:
             bc.fail(BASELINE.get(mode) or bc.impl_name(args), "cupy_empty", f"mode={mode}", e)
             status = 1
@@ -83,8 +98,8 @@ def main():
                 for _ in range(k):
                     make(n)
 
-            cases = {impl: (lambda a=allocator: cupy.cuda.set_allocator(a), body)
-                     for impl, (allocator, _) in installed.items()}
+            cases = {impl: (lambda a=allocator, r=resource: use(cupy, a, r), body)
+                     for impl, (allocator, resource) in installed.items()}
             try:
                 results = bc.interleaved_loops_us(cases, budget, args.runs, sync)
                 for impl, result in results.items():
