@@ -25,6 +25,7 @@ from rmm.pylibrmm.memory_resource import (
     CudaMemoryResource,
     PoolMemoryResource,
     StatisticsResourceAdaptor,
+    TrackingResourceAdaptor,
 )
 from rmm.pylibrmm.stream import DEFAULT_STREAM
 from rmm._native import _device_buffer_mr as _buffer_mr, _device_buffer_stream as _buffer_stream
@@ -84,6 +85,39 @@ def test_pool_buffer_failure_is_memory_error(host_mr):
     del again
     assert stats.allocation_counts.current_count == 0
     assert rmm.DeviceBuffer(size=0, mr=pool).ptr == 0
+
+
+def test_statistics_and_tracking_over_a_pool_count_hook_buffers_exactly(host_mr):
+    """Dask-CUDA's stack (statistics over tracking over a pool) under the hooks' pattern: many
+    buffers made and dropped, each freed block handed out again while the GIL is held (both
+    adaptors forward the pool's non-waiting calls), and every counter exact throughout."""
+    pool = PoolMemoryResource(host_mr, initial_pool_size="1MiB", maximum_pool_size="2MiB")
+    tracking = TrackingResourceAdaptor(pool, capture_stacks=False)
+    stats = StatisticsResourceAdaptor(tracking)
+    sizes = [1000, 4096, 256, 70000, 1000, 12345]
+    live, total = [], 0
+    for round_ in range(50):
+        for n in sizes:
+            live.append(rmm.DeviceBuffer(size=n, mr=stats))
+            total += n
+        if round_ % 2:
+            live = live[-len(sizes) :]
+        counts = stats.allocation_counts
+        held = sum(b.size for b in live)
+        assert (counts.current_bytes, counts.current_count) == (held, len(live))
+        assert (counts.total_bytes, counts.total_count) == (total, (round_ + 1) * len(sizes))
+        assert tracking.get_allocated_bytes() == held
+    # The resource's own calls take the same path.
+    ptr = stats.allocate(1000)
+    stats.deallocate(ptr, 1000)
+    again = stats.allocate(1000)
+    assert again == ptr and tracking.get_allocated_bytes() == sum(b.size for b in live) + 1000
+    stats.deallocate(again, 1000)
+    del live
+    gc.collect()
+    counts = stats.allocation_counts
+    assert (counts.current_bytes, counts.current_count) == (0, 0)
+    assert tracking.get_allocated_bytes() == 0
 
 
 def has_gpu():
@@ -233,6 +267,46 @@ def test_cupy_allocator_memory_is_owned_by_a_device_buffer(gpu):
         assert _buffer_stream(a.data.mem._owner) is DEFAULT_STREAM
     finally:
         cupy.cuda.set_allocator(None)
+
+
+def test_cupy_allocator_through_statistics_and_tracking_counts_exactly(gpu):
+    """Dask-CUDA's stack as the current resource (statistics over tracking over a pool): CuPy
+    arrays made and dropped in a loop reuse their blocks (both adaptors forward the pool's
+    non-waiting calls) and every counter is exact after each step."""
+    cupy = pytest.importorskip("cupy")
+    from rmm.allocators.cupy import rmm_cupy_allocator
+
+    before = mr_module.get_current_device_resource()
+    pool = PoolMemoryResource(CudaMemoryResource(), initial_pool_size="64MiB")
+    tracking = TrackingResourceAdaptor(pool, capture_stacks=False)
+    stats = StatisticsResourceAdaptor(tracking)
+    mr_module.set_current_device_resource(stats)
+    cupy.cuda.set_allocator(rmm_cupy_allocator)
+    try:
+        keep = cupy.arange(1000, dtype=cupy.float64)
+        first = None
+        for i in range(200):
+            a = cupy.ones(4096 + (i % 3) * 256, dtype=cupy.float32)
+            if i == 0:
+                first = a.data.ptr
+            held = keep.data.mem.size + a.data.mem.size
+            counts = stats.allocation_counts
+            assert (counts.current_bytes, counts.current_count) == (held, 2)
+            assert counts.total_count == i + 2
+            assert tracking.get_allocated_bytes() == held
+            del a
+        assert first is not None
+        again = cupy.ones(4096, dtype=cupy.float32)
+        assert again.data.ptr == first, "the freed block of the stream came back"
+        del again, keep
+        gc.collect()
+        cupy.cuda.Device().synchronize()
+        counts = stats.allocation_counts
+        assert (counts.current_bytes, counts.current_count) == (0, 0)
+        assert tracking.get_allocated_bytes() == 0
+    finally:
+        cupy.cuda.set_allocator(None)
+        mr_module.set_current_device_resource(before)
 
 
 def test_cupy_allocator_reuses_pool_blocks_on_each_stream(gpu):

@@ -69,6 +69,15 @@ impl<U: MemoryResource> LimitingResourceAdaptor<U> {
         self.allocation_limit
     }
 
+    /// Takes `size` accounted bytes from what the limit leaves, or refuses (taking nothing) where
+    /// they do not fit, with the bytes outstanding.
+    #[inline]
+    fn reserve(&self, size: usize) -> std::result::Result<usize, usize> {
+        let limit = self.allocation_limit;
+        self.allocated
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |cur| cur.checked_add(size).filter(|&n| n <= limit))
+    }
+
     fn release(&self, size: usize) {
         // The closure never refuses, so the update cannot fail; saturating keeps a caller that
         // frees more than it allocated (through an upstream that does not check) from wrapping.
@@ -81,21 +90,19 @@ impl<U: MemoryResource> LimitingResourceAdaptor<U> {
 unsafe impl<U: MemoryResource> MemoryResource for LimitingResourceAdaptor<U> {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
         // A 0-byte request reserves nothing and goes to the upstream, as in RMM.
-        let limit = self.allocation_limit;
         // A bad alignment is refused here, before anything is counted.
         effective_alignment(alignment)?;
         let size = align_up(bytes, self.allocation_alignment)
             .ok_or_else(|| Error::out_of_memory(bytes, "size overflows the address space"))?;
-        self.allocated
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |cur| cur.checked_add(size).filter(|&n| n <= limit))
-            .map_err(|cur| {
-                // RMM's words, its closing newline included.
-                Error::out_of_memory_verbatim(
-                    bytes,
-                    None,
-                    format!("Exceeded memory limit {limit}; Allocated bytes {cur}; Requested bytes {bytes}\n"),
-                )
-            })?;
+        self.reserve(size).map_err(|cur| {
+            // RMM's words, its closing newline included.
+            let limit = self.allocation_limit;
+            Error::out_of_memory_verbatim(
+                bytes,
+                None,
+                format!("Exceeded memory limit {limit}; Allocated bytes {cur}; Requested bytes {bytes}\n"),
+            )
+        })?;
         // If the upstream refuses, the reservation is given back and its error passed on.
         self.upstream.allocate(bytes, alignment, stream).inspect_err(|_| self.release(size))
     }
@@ -112,6 +119,36 @@ unsafe impl<U: MemoryResource> MemoryResource for LimitingResourceAdaptor<U> {
         self.upstream.deallocate(ptr, bytes, alignment, stream)?;
         self.release(size);
         Ok(())
+    }
+
+    /// The upstream's non-waiting allocation, reserved as [`allocate`](Self::allocate) reserves:
+    /// the bytes are taken before the upstream is asked (so concurrent callers never pass the
+    /// limit) and given back when it declines. `None` where the request does not fit.
+    #[inline]
+    fn try_allocate_immediately(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Option<*mut u8> {
+        effective_alignment(alignment).ok()?;
+        let size = align_up(bytes, self.allocation_alignment)?;
+        self.reserve(size).ok()?;
+        let ptr = self.upstream.try_allocate_immediately(bytes, alignment, stream);
+        if ptr.is_none() {
+            self.release(size);
+        }
+        ptr
+    }
+
+    /// The upstream's non-waiting free; the bytes are given back only when the upstream took the
+    /// block. False (nothing changed) otherwise.
+    #[inline]
+    fn try_deallocate_immediately(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> bool {
+        if never_allocated(ptr, bytes) || effective_alignment(alignment).is_err() {
+            return false;
+        }
+        let Some(size) = align_up(bytes, self.allocation_alignment) else { return false };
+        if !self.upstream.try_deallocate_immediately(ptr, bytes, alignment, stream) {
+            return false;
+        }
+        self.release(size);
+        true
     }
 
     adaptor_identity_and_access!(upstream);

@@ -163,6 +163,34 @@ unsafe impl<U: MemoryResource> MemoryResource for StatisticsResourceAdaptor<U> {
         Ok(())
     }
 
+    /// The upstream's non-waiting allocation, counted as [`allocate`](Self::allocate) counts. The
+    /// counter lock is only tried (a caller that finds it held gets `None`), and it is held across
+    /// the upstream's call, so a refusal leaves every counter as it was.
+    #[inline]
+    fn try_allocate_immediately(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Option<*mut u8> {
+        let mut stack = self.stack.try_lock()?;
+        let ptr = self.upstream.try_allocate_immediately(bytes, alignment, stream)?;
+        stack.top.bytes.add(signed(bytes));
+        stack.top.allocations.add(1);
+        Some(ptr)
+    }
+
+    /// The upstream's non-waiting free, counted as [`deallocate`](Self::deallocate) counts; false
+    /// (nothing counted, nothing freed) where the counter lock is held or the upstream declines.
+    #[inline]
+    fn try_deallocate_immediately(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> bool {
+        if never_allocated(ptr, bytes) {
+            return false;
+        }
+        let Some(mut stack) = self.stack.try_lock() else { return false };
+        if !self.upstream.try_deallocate_immediately(ptr, bytes, alignment, stream) {
+            return false;
+        }
+        stack.top.bytes.sub(signed(bytes));
+        stack.top.allocations.sub(1);
+        true
+    }
+
     adaptor_identity_and_access!(upstream);
 }
 

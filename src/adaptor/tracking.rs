@@ -202,5 +202,55 @@ unsafe impl<U: MemoryResource> MemoryResource for TrackingResourceAdaptor<U> {
         Ok(())
     }
 
+    /// The upstream's non-waiting allocation, tracked as [`allocate`](Self::allocate) tracks it.
+    /// `None` where the adaptor captures stacks (a capture takes a process-wide lock) or its
+    /// state's lock is held; the lock is held across the upstream's call, so a refusal changes
+    /// nothing.
+    #[inline]
+    fn try_allocate_immediately(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Option<*mut u8> {
+        if self.capture_stacks {
+            return None;
+        }
+        if bytes == 0 {
+            // Not tracked, as in `allocate`.
+            return self.upstream.try_allocate_immediately(bytes, alignment, stream);
+        }
+        let mut guard = self.state.try_lock()?;
+        let ptr = self.upstream.try_allocate_immediately(bytes, alignment, stream)?;
+        let state = &mut *guard;
+        match state.live.entry(ptr as usize) {
+            // A broken upstream handed out a live address: left alone, as `allocate` leaves it.
+            Entry::Occupied(_) => None,
+            Entry::Vacant(v) => {
+                v.insert(Record { bytes, alignment, stack: None });
+                state.bytes = state.bytes.saturating_add(bytes);
+                Some(ptr)
+            }
+        }
+    }
+
+    /// The upstream's non-waiting free of a tracked allocation freed with its own size; false
+    /// (nothing changed) for anything else, which [`deallocate`](Self::deallocate) logs and
+    /// handles, or where the state's lock is held or the upstream declines.
+    #[inline]
+    fn try_deallocate_immediately(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> bool {
+        if never_allocated(ptr, bytes) {
+            return false;
+        }
+        if bytes == 0 {
+            return self.upstream.try_deallocate_immediately(ptr, bytes, alignment, stream);
+        }
+        let Some(mut state) = self.state.try_lock() else { return false };
+        if state.live.get(&(ptr as usize)).is_none_or(|e| e.bytes != bytes) {
+            return false;
+        }
+        if !self.upstream.try_deallocate_immediately(ptr, bytes, alignment, stream) {
+            return false;
+        }
+        state.live.remove(&(ptr as usize));
+        state.bytes = state.bytes.saturating_sub(bytes);
+        true
+    }
+
     adaptor_identity_and_access!(upstream);
 }

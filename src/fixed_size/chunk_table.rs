@@ -1,29 +1,40 @@
 //! The chunks a fixed-size resource took from its upstream, and which of their blocks are handed
 //! out: what lets a free be checked (a pointer of this resource, at a block's start, not freed
 //! already) before it is accepted.
+//!
+//! The table is read and marked without a lock, from any thread: chunks are only ever added (a
+//! grow-only snapshot), and each block has a live flag of its own byte: handing a block out is a
+//! plain store (only the thread that took the block from a free list touches it), and a free is
+//! one atomic swap, so two frees of one block racing each other are told apart exactly (one
+//! succeeds, the other is a double free).
 
+use super::GrowOnly;
 use crate::error::Misuse;
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::Arc;
 
-/// One chunk: `blocks` blocks of the table's block size from `start`, one live bit each.
+/// One chunk: `blocks` blocks of the table's block size from `start`, one live flag each.
 struct Chunk {
     start: usize,
     blocks: usize,
-    live: Vec<u64>,
+    live: Box<[AtomicU8]>,
 }
 
 /// Chunks sorted by address, each with a bitmap of its handed-out blocks.
 pub struct ChunkTable {
     block_size: usize,
-    chunks: Vec<Chunk>,
-    live_blocks: usize,
-    total_blocks: usize,
+    /// log2 of the block size where it is a power of two (a shift instead of a division).
+    block_shift: Option<u32>,
+    chunks: GrowOnly<Arc<Chunk>>,
+    total_blocks: AtomicUsize,
 }
 
 impl ChunkTable {
     /// An empty table of blocks of `block_size` bytes (not 0).
     pub fn new(block_size: usize) -> Self {
         assert!(block_size > 0, "a block size of 0 bytes");
-        ChunkTable { block_size, chunks: Vec::new(), live_blocks: 0, total_blocks: 0 }
+        let block_shift = block_size.is_power_of_two().then(|| block_size.trailing_zeros());
+        ChunkTable { block_size, block_shift, chunks: GrowOnly::new(), total_blocks: AtomicUsize::new(0) }
     }
 
     /// The size of every block.
@@ -33,69 +44,89 @@ impl ChunkTable {
 
     /// Adds a chunk of `blocks` blocks at `start`, all free. The caller guarantees that it overlaps
     /// no chunk already in the table (the upstream handed it out).
-    pub fn add(&mut self, start: usize, blocks: usize) {
-        let at = self.chunks.partition_point(|c| c.start < start);
-        self.chunks.insert(at, Chunk { start, blocks, live: vec![0; blocks.div_ceil(64)] });
-        self.total_blocks += blocks;
+    pub fn add(&self, start: usize, blocks: usize) {
+        let live = (0..blocks).map(|_| AtomicU8::new(0)).collect();
+        let chunk = Arc::new(Chunk { start, blocks, live });
+        self.chunks.update(|chunks| {
+            let at = chunks.partition_point(|c| c.start < start);
+            chunks.insert(at, chunk);
+            true
+        });
+        self.total_blocks.fetch_add(blocks, Ordering::Release);
     }
 
     /// The chunk and block index of the block starting at `ptr`.
-    fn locate(&self, ptr: usize) -> Result<(usize, usize), Misuse> {
-        let at = self.chunks.partition_point(|c| c.start <= ptr);
+    #[inline]
+    fn locate(&self, ptr: usize) -> Result<(&Chunk, usize), Misuse> {
+        let chunks = self.chunks.read();
+        let at = chunks.partition_point(|c| c.start <= ptr);
         let Some(i) = at.checked_sub(1) else {
             return Err(Misuse::UnknownPointer { ptr });
         };
-        let chunk = &self.chunks[i];
+        let chunk = &*chunks[i];
         let offset = ptr - chunk.start;
-        let index = offset / self.block_size;
+        let (index, rest) = match self.block_shift {
+            Some(shift) => (offset >> shift, offset & (self.block_size - 1)),
+            None => (offset / self.block_size, offset % self.block_size),
+        };
         if index >= chunk.blocks {
             return Err(Misuse::UnknownPointer { ptr });
         }
-        if offset % self.block_size != 0 {
+        if rest != 0 {
             return Err(Misuse::InteriorPointer { ptr, block_start: chunk.start + index * self.block_size });
         }
-        Ok((i, index))
+        Ok((chunk, index))
     }
 
     /// Marks the free block at `ptr` handed out.
-    pub fn mark_live(&mut self, ptr: usize) {
+    #[inline]
+    pub fn mark_live(&self, ptr: usize) {
         let (c, b) = self.locate(ptr).expect("a free block lies in a chunk");
-        let word = &mut self.chunks[c].live[b / 64];
-        debug_assert_eq!(*word & (1 << (b % 64)), 0, "block {ptr:#x} handed out twice");
-        *word |= 1 << (b % 64);
-        self.live_blocks += 1;
+        debug_assert_eq!(c.live[b].load(Ordering::Relaxed), 0, "block {ptr:#x} handed out twice");
+        c.live[b].store(1, Ordering::Release);
     }
 
     /// Marks the block at `ptr` free; refuses (changing nothing) a pointer that is not a live block.
-    pub fn mark_free(&mut self, ptr: usize) -> Result<(), Misuse> {
+    #[inline]
+    pub fn mark_free(&self, ptr: usize) -> Result<(), Misuse> {
         let (c, b) = self.locate(ptr)?;
-        let word = &mut self.chunks[c].live[b / 64];
-        if *word & (1 << (b % 64)) == 0 {
+        if c.live[b].swap(0, Ordering::AcqRel) == 0 {
             return Err(Misuse::DoubleFree { ptr });
         }
-        *word &= !(1 << (b % 64));
-        self.live_blocks -= 1;
         Ok(())
+    }
+
+    /// Takes back the block at `ptr` freed with `bytes`: marks it free, or refuses (changing
+    /// nothing) a pointer that is not a live block, or a size of 0 or above the block size.
+    #[inline]
+    pub fn take_back(&self, ptr: usize, bytes: usize) -> Result<(), Misuse> {
+        let size = self.block_size;
+        if (bytes == 0 || bytes > size) && self.is_live(ptr) {
+            // Only the size class is known; report the block size as what was allocated.
+            return Err(Misuse::WrongSize { ptr, allocated: size, given: bytes });
+        }
+        self.mark_free(ptr)
     }
 
     /// True when the block at `ptr` is handed out.
     pub fn is_live(&self, ptr: usize) -> bool {
-        self.locate(ptr).is_ok_and(|(c, b)| self.chunks[c].live[b / 64] & (1 << (b % 64)) != 0)
+        self.locate(ptr).is_ok_and(|(c, b)| c.live[b].load(Ordering::Acquire) != 0)
     }
 
-    /// Blocks handed out.
+    /// Blocks handed out (counted from the live flags: exact while no call runs).
     pub fn live_blocks(&self) -> usize {
-        self.live_blocks
+        let chunks = self.chunks.read();
+        chunks.iter().flat_map(|c| c.live.iter()).filter(|f| f.load(Ordering::Acquire) != 0).count()
     }
 
     /// Blocks in all chunks.
     pub fn total_blocks(&self) -> usize {
-        self.total_blocks
+        self.total_blocks.load(Ordering::Acquire)
     }
 
     /// `(start, bytes)` of every chunk, by address.
     pub fn chunks(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
-        self.chunks.iter().map(|c| (c.start, c.blocks * self.block_size))
+        self.chunks.read().iter().map(|c| (c.start, c.blocks * self.block_size))
     }
 }
 
@@ -105,7 +136,7 @@ mod tests {
 
     #[test]
     fn frees_are_checked_against_the_chunks() {
-        let mut t = ChunkTable::new(512);
+        let t = ChunkTable::new(512);
         t.add(0x10_000, 100);
         t.add(0x1000, 4);
         assert_eq!(t.chunks().collect::<Vec<_>>(), vec![(0x1000, 2048), (0x10_000, 51_200)]);

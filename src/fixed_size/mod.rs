@@ -8,18 +8,22 @@
 //! (a block of this resource, at its start, handed out) before accepting it.
 
 mod chunk_table;
+mod grow_only;
+pub(crate) mod magazine;
 mod stream_sets;
 
 pub use chunk_table::ChunkTable;
+pub(crate) use grow_only::GrowOnly;
 pub use stream_sets::{StreamSets, FRESH_SLOT};
 
 use crate::error::Misuse;
+use std::sync::Arc;
 
-/// Chunks, their live blocks and the free blocks by stream: the whole state of a fixed-size
-/// resource, behind its one lock.
+/// Chunks, their live blocks and the free blocks by stream: the shared state of a fixed-size
+/// resource, behind its lock (the table is also read and marked without it).
 pub struct FixedSizeFreeList {
     /// The chunks and which of their blocks are handed out.
-    pub table: ChunkTable,
+    pub table: Arc<ChunkTable>,
     /// The free blocks by stream.
     pub sets: StreamSets,
 }
@@ -27,7 +31,7 @@ pub struct FixedSizeFreeList {
 impl FixedSizeFreeList {
     /// No chunks yet; blocks of `block_size` bytes (not 0).
     pub fn new(block_size: usize) -> Self {
-        FixedSizeFreeList { table: ChunkTable::new(block_size), sets: StreamSets::new() }
+        FixedSizeFreeList { table: Arc::new(ChunkTable::new(block_size)), sets: StreamSets::new() }
     }
 
     /// Adds a chunk of `blocks` blocks at `start`; its blocks join the private set of `slot`
@@ -60,21 +64,15 @@ impl FixedSizeFreeList {
     /// the block size.
     #[inline]
     pub fn deallocate(&mut self, ptr: usize, bytes: usize, slot: usize) -> Result<(), Misuse> {
-        let size = self.table.block_size();
-        if bytes == 0 || bytes > size {
-            // Only the size class is known; report the block size as what was allocated.
-            if self.table.is_live(ptr) {
-                return Err(Misuse::WrongSize { ptr, allocated: size, given: bytes });
-            }
-        }
-        self.table.mark_free(ptr)?;
+        self.table.take_back(ptr, bytes)?;
         self.sets.push(slot, ptr);
         Ok(())
     }
 
-    /// Checks that every block is either handed out or in exactly one set.
-    pub fn check_invariants(&self) -> Result<(), String> {
-        let mut free: Vec<usize> = self.sets.all_blocks().collect();
+    /// Checks that every block is either handed out or in exactly one place: one set, or one of
+    /// the blocks `cached` elsewhere (the threads' magazines).
+    pub fn check_invariants(&self, cached: &[usize]) -> Result<(), String> {
+        let mut free: Vec<usize> = self.sets.all_blocks().chain(cached.iter().copied()).collect();
         let n = free.len();
         free.sort_unstable();
         free.dedup();
@@ -84,10 +82,10 @@ impl FixedSizeFreeList {
         if let Some(&live) = free.iter().find(|&&b| self.table.is_live(b)) {
             return Err(format!("block {live:#x} is both free and handed out"));
         }
-        if n + self.table.live_blocks() != self.table.total_blocks() {
+        let live = self.table.live_blocks();
+        if n + live != self.table.total_blocks() {
             return Err(format!(
-                "{n} free and {} handed out blocks, but the chunks hold {}",
-                self.table.live_blocks(),
+                "{n} free and {live} handed out blocks, but the chunks hold {}",
                 self.table.total_blocks()
             ));
         }
@@ -110,11 +108,11 @@ mod tests {
         let b = f.allocate_own(s).unwrap();
         assert_eq!(f.deallocate(b, 1025, s), Err(Misuse::WrongSize { ptr: b, allocated: 1024, given: 1025 }));
         assert_eq!(f.deallocate(0x10_000 + 2048, 8, s), Err(Misuse::DoubleFree { ptr: 0x10_000 + 2048 }));
-        f.check_invariants().unwrap();
+        f.check_invariants(&[]).unwrap();
         f.deallocate(b, 1024, s).unwrap();
         f.deallocate(a, 1, s).unwrap();
         assert_eq!(f.deallocate(a, 1, s), Err(Misuse::DoubleFree { ptr: a }));
-        f.check_invariants().unwrap();
+        f.check_invariants(&[]).unwrap();
         assert_eq!(f.sets.free_blocks(), 3);
     }
 }

@@ -2,10 +2,10 @@
 //! `binning_memory_resource`.
 
 use crate::error::{Error, Result};
+use crate::fixed_size::GrowOnly;
 use crate::resource::fixed_size::{FixedSizeMemoryResource, DEFAULT_BLOCKS_TO_PREALLOCATE};
 use crate::resource::{align_up, effective_alignment, MemoryResource, SharedResource, DEFAULT_ALIGNMENT};
 use crate::stream::CudaStreamView;
-use parking_lot::RwLock;
 use std::sync::Arc;
 
 /// Bins of allocation sizes, each served by its own resource: a request of `bytes` goes to the bin
@@ -18,15 +18,16 @@ use std::sync::Arc;
 /// 256 bytes, which fixed-size blocks do not promise, go to the upstream whatever their size (RMM
 /// ignores the alignment instead).
 pub struct BinningMemoryResource<U: MemoryResource> {
-    /// `(size, resource)` by increasing size.
-    bins: RwLock<Vec<(usize, SharedResource)>>,
+    /// `(size, resource)` by increasing size. Bins are only ever added, so a lookup reads the
+    /// newest snapshot with one atomic load and writes nothing shared.
+    bins: GrowOnly<(usize, SharedResource)>,
     upstream: Arc<U>,
 }
 
 impl<U: MemoryResource> BinningMemoryResource<U> {
     /// No bins yet: every request goes to `upstream` until bins are added.
     pub fn new(upstream: U) -> Self {
-        BinningMemoryResource { bins: RwLock::new(Vec::new()), upstream: Arc::new(upstream) }
+        BinningMemoryResource { bins: GrowOnly::new(), upstream: Arc::new(upstream) }
     }
 
     /// Fixed-size bins of 2^i bytes for every i from `min_size_exponent` to `max_size_exponent`
@@ -60,12 +61,14 @@ impl<U: MemoryResource> BinningMemoryResource<U> {
             None => Arc::new(FixedSizeMemoryResource::new(self.upstream.clone(), size, DEFAULT_BLOCKS_TO_PREALLOCATE)?)
                 as SharedResource,
         };
-        let mut bins = self.bins.write();
         // Another thread may have added it meanwhile; the first one stays.
-        match bins.binary_search_by_key(&size, |&(s, _)| s) {
-            Ok(_) => {}
-            Err(at) => bins.insert(at, (size, resource)),
-        }
+        self.bins.update(|bins| match bins.binary_search_by_key(&size, |&(s, _)| s) {
+            Ok(_) => false,
+            Err(at) => {
+                bins.insert(at, (size, resource));
+                true
+            }
+        });
         Ok(())
     }
 
@@ -82,9 +85,9 @@ impl<U: MemoryResource> BinningMemoryResource<U> {
     /// Runs `f` on the resource that serves `bytes` at `alignment` (already checked).
     #[inline]
     fn with_resource<T>(&self, bytes: usize, alignment: usize, f: impl FnOnce(&dyn MemoryResource) -> T) -> T {
-        let bins = self.bins.read();
-        let at = bins.partition_point(|&(s, _)| s < bytes);
-        match bins.get(at) {
+        // A scan from the smallest bin: bins are few, and small sizes (the most frequent) stop at
+        // the first compare, where a binary search always takes all of its steps.
+        match self.bins.read().iter().find(|&&(s, _)| s >= bytes) {
             Some((_, r)) if alignment <= DEFAULT_ALIGNMENT => f(&**r),
             _ => f(&*self.upstream),
         }

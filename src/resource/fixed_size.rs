@@ -2,7 +2,8 @@
 //! RMM's `fixed_size_memory_resource`.
 
 use crate::error::{Error, Result};
-use crate::fixed_size::{FixedSizeFreeList, FRESH_SLOT};
+use crate::fixed_size::magazine::{self, Magazine};
+use crate::fixed_size::{ChunkTable, FixedSizeFreeList, FRESH_SLOT};
 use crate::pool::{next_retirement_number, StreamKey, StreamOrder, IDENTITY_TRUSTED, IDENTITY_UNKNOWN};
 use crate::pool::{RawSpinLock, SpinMutex};
 use crate::resource::cuda_event_order::default_order;
@@ -12,6 +13,8 @@ use crate::resource::{effective_alignment, MemoryResource, DEFAULT_ALIGNMENT};
 use crate::stream::CudaStreamView;
 use crate::stream_registry::{add_tenant, StreamTenant, Tenancy};
 use parking_lot::lock_api::MutexGuard;
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
 /// RMM's default block size: 1 MiB.
@@ -19,6 +22,18 @@ pub const DEFAULT_BLOCK_SIZE: usize = 1 << 20;
 
 /// RMM's default number of blocks taken from the upstream at once.
 pub const DEFAULT_BLOCKS_TO_PREALLOCATE: usize = 128;
+
+mod magazines;
+
+/// Blocks a thread's magazine holds at most.
+const MAGAZINE_MAX: usize = 32;
+
+/// What the resource and the stream registry's tenant share: the free list behind its lock, and
+/// every magazine of every thread (each behind its own lock; lock order: list, registry, magazine).
+struct Shared {
+    list: SpinMutex<FixedSizeFreeList>,
+    magazines: Mutex<Vec<Arc<Magazine>>>,
+}
 
 /// Hands out blocks of `block_size` bytes (rounded up to 256), for any request of at most that
 /// many bytes; larger requests fail with [`Error::OutOfMemory`] (RMM's `rmm::out_of_memory`,
@@ -36,8 +51,21 @@ pub const DEFAULT_BLOCKS_TO_PREALLOCATE: usize = 128;
 /// after waiting for that capture. A stream alone makes no CUDA call. Before it reports
 /// out-of-memory, the resource synchronises everything and makes every free block usable by all.
 /// Destroyed streams are handled as the pool handles them (see [`crate::stream_registry`]).
+///
+/// Each thread keeps, per stream, a small stack of that stream's free blocks (a magazine, up to a
+/// quarter of a chunk and at most 32 blocks), so that most calls touch nothing another thread
+/// uses; it is filled from and emptied into the shared sets in batches. Blocks in magazines count
+/// as free, stay usable only on their stream (as a stream's own blocks in the shared sets), move
+/// back to the shared sets before the resource grows or reports out-of-memory and when their
+/// stream retires, and are kept by the resource when their thread exits.
 pub struct FixedSizeMemoryResource<U: MemoryResource> {
-    state: Arc<SpinMutex<FixedSizeFreeList>>,
+    shared: Arc<Shared>,
+    /// The chunk table, also reached without the lock.
+    table: Arc<ChunkTable>,
+    /// What tells this resource's magazines apart in a thread's cache.
+    id: u64,
+    /// Blocks one magazine holds at most; 0 turns magazines off.
+    magazine_capacity: usize,
     upstream: U,
     block_size: usize,
     blocks_per_chunk: usize,
@@ -79,11 +107,17 @@ impl<U: MemoryResource> FixedSizeMemoryResource<U> {
             })?;
         let ordered = order.is_needed();
         let order: Arc<dyn StreamOrder> = Arc::from(order);
-        let state = Arc::new(SpinMutex::new(FixedSizeFreeList::new(block_size)));
+        let list = FixedSizeFreeList::new(block_size);
+        let table = list.table.clone();
+        let shared = Arc::new(Shared { list: SpinMutex::new(list), magazines: Mutex::new(Vec::new()) });
         let tenancy = ordered
-            .then(|| add_tenant(Arc::new(FixedSizeTenant { state: Arc::downgrade(&state), order: order.clone() })));
+            .then(|| add_tenant(Arc::new(FixedSizeTenant { shared: Arc::downgrade(&shared), order: order.clone() })));
+        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
         let resource = FixedSizeMemoryResource {
-            state,
+            shared,
+            table,
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            magazine_capacity: (blocks_to_preallocate / 4).min(MAGAZINE_MAX),
             upstream,
             block_size,
             blocks_per_chunk: blocks_to_preallocate,
@@ -95,7 +129,7 @@ impl<U: MemoryResource> FixedSizeMemoryResource<U> {
         let ptr = allocate_chunk(&resource.upstream, chunk, DEFAULT_ALIGNMENT, CudaStreamView::DEFAULT)?;
         // As the pool's initial chunk: fresh once nothing is pending, else the default stream's.
         let fresh = !resource.ordered || resource.order.synchronize_all().is_ok();
-        let mut st = resource.state.lock();
+        let mut st = resource.lock();
         let slot = if fresh { FRESH_SLOT } else { st.sets.slot_of(StreamKey::LEGACY_DEFAULT) };
         st.add_chunk(ptr as usize, blocks_to_preallocate, slot);
         drop(st);
@@ -119,22 +153,27 @@ impl<U: MemoryResource> FixedSizeMemoryResource<U> {
 
     /// Bytes taken from the upstream.
     pub fn pool_size(&self) -> usize {
-        self.state.lock().table.total_blocks() * self.block_size
+        self.table.total_blocks() * self.block_size
     }
 
-    /// Free blocks, on all streams.
+    /// Free blocks, on all streams, those in the threads' magazines included.
     pub fn free_blocks(&self) -> usize {
-        self.state.lock().sets.free_blocks()
+        let st = self.lock();
+        let cached: usize = self.shared.magazines.lock().iter().map(|m| m.held()).sum();
+        st.sets.free_blocks() + cached
     }
 
     /// `(start, bytes)` of every chunk taken from the upstream, by address.
     pub fn chunks(&self) -> Vec<(usize, usize)> {
-        self.state.lock().table.chunks().collect()
+        self.table.chunks().collect()
     }
 
     /// Checks the internal invariants; for tests and debugging.
     pub fn check_invariants(&self) -> std::result::Result<(), String> {
-        self.state.lock().check_invariants()
+        let st = self.lock();
+        let magazines = self.shared.magazines.lock();
+        let cached: Vec<usize> = magazines.iter().flat_map(|m| m.state.lock().blocks.clone()).collect();
+        st.check_invariants(&cached)
     }
 
     fn chunk_bytes(&self) -> usize {
@@ -185,6 +224,12 @@ impl<U: MemoryResource> FixedSizeMemoryResource<U> {
                 st.sets.want(donor);
             }
         }
+        // Blocks in other threads' magazines: this stream's serve at once, others' once published.
+        if self.reclaim(st, key, false) {
+            if let Some(a) = st.allocate_own(slot).or_else(|| st.allocate_fresh()) {
+                return Ok(a as *mut u8);
+            }
+        }
         match allocate_chunk(&self.upstream, self.chunk_bytes(), DEFAULT_ALIGNMENT, stream) {
             Ok(ptr) => {
                 st.add_chunk(ptr as usize, self.blocks_per_chunk, slot);
@@ -198,7 +243,10 @@ impl<U: MemoryResource> FixedSizeMemoryResource<U> {
             Err(e) if !e.is_out_of_memory() => return Err(e),
             Err(_) => {}
         }
-        // Once no stream has work pending, every free block is usable by all.
+        // Once no stream has work pending, every free block is usable by all, cached ones included.
+        if self.ordered {
+            self.reclaim(st, key, true);
+        }
         if self.ordered && st.sets.free_blocks() > 0 && self.order.synchronize_all().is_ok() {
             st.sets.make_all_fresh();
             if let Some(a) = st.allocate_fresh() {
@@ -270,8 +318,64 @@ impl<U: MemoryResource> FixedSizeMemoryResource<U> {
         }
     }
 
+    /// Everything but the magazine: the stream's own blocks in the shared sets, else the slow
+    /// path; then the calling thread's magazine for the stream is refilled.
+    #[cold]
+    #[inline(never)]
+    fn allocate_shared(&self, key: StreamKey, stream: CudaStreamView) -> Result<*mut u8> {
+        let mut st = self.lock();
+        let magazine = self.magazine_of(&mut st, key);
+        let slot = st.sets.slot_of(key);
+        let own = if !self.ordered || (st.sets.identity(slot) == IDENTITY_TRUSTED && !st.sets.is_wanted(slot)) {
+            st.allocate_own(slot)
+        } else {
+            None
+        };
+        let a = match own {
+            Some(a) => a as *mut u8,
+            None => self.allocate_slow(&mut st, slot, key, stream)?,
+        };
+        if let Some(m) = magazine {
+            self.refill(&mut st, &m, key);
+        }
+        Ok(a)
+    }
+
+    /// A free the magazine did not take (full, not usable yet, or wanted by another stream): into
+    /// the stream's set, with half of a full magazine, published where other streams need it.
+    #[cold]
+    #[inline(never)]
+    fn deallocate_shared(&self, block: usize, key: StreamKey) {
+        let mut st = self.lock();
+        let magazine = self.magazine_of(&mut st, key);
+        let slot = st.sets.slot_of(key);
+        if self.ordered && st.sets.identity(slot) == IDENTITY_UNKNOWN {
+            let identity = self.order.identity(key, IDENTITY_UNKNOWN);
+            st.sets.set_identity(slot, identity);
+        }
+        st.sets.push(slot, block);
+        if let Some(m) = magazine {
+            if self.serves_at_once(&st, slot) {
+                let mut ms = m.state.lock();
+                if !ms.retired {
+                    ms.usable = true;
+                    let keep = self.magazine_capacity / 2;
+                    if ms.blocks.len() > keep {
+                        let spill = ms.blocks.len() - keep;
+                        for b in ms.blocks.drain(..spill) {
+                            st.sets.push(slot, b);
+                        }
+                    }
+                }
+            }
+        }
+        if self.ordered && (st.sets.is_wanted(slot) || st.sets.shared_by_streams()) {
+            self.publish(&mut st, slot);
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, RawSpinLock, FixedSizeFreeList> {
-        self.state.lock()
+        self.shared.list.lock()
     }
 }
 
@@ -286,14 +390,15 @@ unsafe impl<U: MemoryResource> MemoryResource for FixedSizeMemoryResource<U> {
             return Ok(std::ptr::null_mut());
         }
         let key = stream_key(stream);
-        let mut st = self.lock();
-        let slot = st.sets.slot_of(key);
-        if !self.ordered || (st.sets.identity(slot) == IDENTITY_TRUSTED && !st.sets.is_wanted(slot)) {
-            if let Some(a) = st.allocate_own(slot) {
+        if let Some(m) = magazine::lookup(self.id, key) {
+            // SAFETY: the thread's cache holds the magazine until this thread next calls
+            // `magazine::insert`, which `pop` never does.
+            if let Some(a) = unsafe { &*m }.pop() {
+                self.table.mark_live(a);
                 return Ok(a as *mut u8);
             }
         }
-        self.allocate_slow(&mut st, slot, key, stream)
+        self.allocate_shared(key, stream)
     }
 
     #[inline]
@@ -301,17 +406,15 @@ unsafe impl<U: MemoryResource> MemoryResource for FixedSizeMemoryResource<U> {
         if ptr.is_null() {
             return Ok(());
         }
+        self.table.take_back(ptr as usize, bytes).map_err(Error::Misuse)?;
         let key = stream_key(stream);
-        let mut st = self.lock();
-        let slot = st.sets.slot_of(key);
-        if self.ordered && st.sets.identity(slot) == IDENTITY_UNKNOWN {
-            let identity = self.order.identity(key, IDENTITY_UNKNOWN);
-            st.sets.set_identity(slot, identity);
+        if let Some(m) = magazine::lookup(self.id, key) {
+            // SAFETY: as in `allocate`; `push` never calls `magazine::insert`.
+            if unsafe { &*m }.push(ptr as usize, self.magazine_capacity) {
+                return Ok(());
+            }
         }
-        st.deallocate(ptr as usize, bytes, slot).map_err(Error::Misuse)?;
-        if self.ordered && (st.sets.is_wanted(slot) || st.sets.shared_by_streams()) {
-            self.publish(&mut st, slot);
-        }
+        self.deallocate_shared(ptr as usize, key);
         Ok(())
     }
 
@@ -321,7 +424,7 @@ unsafe impl<U: MemoryResource> MemoryResource for FixedSizeMemoryResource<U> {
 impl<U: MemoryResource> Drop for FixedSizeMemoryResource<U> {
     fn drop(&mut self) {
         // Work still queued may use freed blocks; the upstream gets them back once it is done.
-        let chunks = || self.state.lock().table.chunks().collect::<Vec<_>>();
+        let chunks = || self.table.chunks().collect::<Vec<_>>();
         give_back_chunks(&self.upstream, &*self.order, DEFAULT_ALIGNMENT, chunks);
     }
 }
@@ -329,14 +432,33 @@ impl<U: MemoryResource> Drop for FixedSizeMemoryResource<U> {
 /// What the stream registry holds of a fixed-size resource: enough to retire a stream, and
 /// nothing that keeps the resource alive.
 struct FixedSizeTenant {
-    state: Weak<SpinMutex<FixedSizeFreeList>>,
+    shared: Weak<Shared>,
     order: Arc<dyn StreamOrder>,
 }
 
 impl StreamTenant for FixedSizeTenant {
     fn stream_retiring(&self, key: StreamKey) {
-        let Some(state) = self.state.upgrade() else { return };
-        let mut st = state.lock();
+        let Some(shared) = self.shared.upgrade() else { return };
+        let mut st = shared.list.lock();
+        // The stream's blocks in any thread's magazine join its set, to retire with it; those
+        // magazines never serve again.
+        let mut cached = Vec::new();
+        shared.magazines.lock().retain(|m| {
+            if m.key != key {
+                return true;
+            }
+            let mut ms = m.state.lock();
+            cached.append(&mut ms.blocks);
+            ms.usable = false;
+            ms.retired = true;
+            false
+        });
+        if !cached.is_empty() {
+            let slot = st.sets.slot_of(key);
+            for b in cached {
+                st.sets.push(slot, b);
+            }
+        }
         let Some(slot) = st.sets.find(key) else { return };
         // Filled by this stream: a capture made now, while it is alive, covers its blocks. Filled
         // by an earlier stream with this handle, or never checked: only a synchronisation does.

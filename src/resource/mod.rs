@@ -178,7 +178,8 @@ pub unsafe trait MemoryResource: Any + Send + Sync {
     /// upstream. `None` otherwise (and for every error), with nothing handed out; then call
     /// [`allocate`](Self::allocate). For callers that hold a lock other threads need while they
     /// allocate, such as Python's GIL: they keep it on the common path and release it only around
-    /// calls that may wait. Resources without such a path return `None`.
+    /// calls that may wait. Resources without such a path return `None`; the statistics, tracking
+    /// and limiting adaptors forward it to their upstream, counting only what it serves.
     #[inline]
     fn try_allocate_immediately(&self, _bytes: usize, _alignment: usize, _stream: CudaStreamView) -> Option<*mut u8> {
         None

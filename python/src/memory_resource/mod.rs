@@ -82,6 +82,13 @@ impl DeviceMemoryResource {
         let CSize(nbytes) = nbytes;
         let stream = stream.resolve(py)?.get().view();
         let resource = &self.resource;
+        // The GIL stays held where the resource serves without waiting (a pool's own free block,
+        // through adaptors that forward the non-waiting call); anything else runs without it.
+        if nbytes > 0 {
+            if let Some(p) = resource.try_allocate_immediately(nbytes, DEFAULT_ALIGNMENT, stream) {
+                return Ok(p as usize);
+            }
+        }
         py.detach(|| resource.allocate(nbytes, DEFAULT_ALIGNMENT, stream).map(|p| p as usize)).py()
     }
 
@@ -94,6 +101,9 @@ impl DeviceMemoryResource {
         let (py, CSize(ptr), CSize(nbytes)) = (slf.py(), ptr, nbytes);
         let stream = stream.resolve(py)?.get().view();
         let resource = &slf.get().resource;
+        if resource.try_deallocate_immediately(ptr as *mut u8, nbytes, DEFAULT_ALIGNMENT, stream) {
+            return Ok(());
+        }
         match py.detach(|| resource.deallocate(ptr as *mut u8, nbytes, DEFAULT_ALIGNMENT, stream)) {
             Ok(()) => Ok(()),
             Err(e) if crate::error::is_from_callback(&e) => {
