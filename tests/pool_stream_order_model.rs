@@ -18,6 +18,9 @@ const STREAMS: usize = 3;
 const THREADS: usize = 9;
 const GRANULE: usize = 256;
 
+/// Blocks a thread hands to another thread of its stream to free: `(address, bytes)`.
+type Mailbox = Mutex<Vec<(usize, usize)>>;
+
 /// The device as the pool's stream order sees it.
 #[derive(Default)]
 struct Device {
@@ -103,8 +106,7 @@ fn threads_sharing_streams_keep_the_stream_order() {
         let pool = PoolMemoryResource::with_stream_order(upstream.clone(), 4 << 20, Some(max), Box::new(order.clone()))
             .unwrap();
         let pool = Arc::new(pool);
-        let mailboxes: Arc<Vec<Mutex<Vec<(usize, usize)>>>> =
-            Arc::new((0..STREAMS).map(|_| Mutex::default()).collect());
+        let mailboxes: Arc<Vec<Mailbox>> = Arc::new((0..STREAMS).map(|_| Mutex::default()).collect());
         let handles: Vec<_> = (0..THREADS)
             .map(|t| {
                 let (pool, order, mailboxes) = (pool.clone(), order.clone(), mailboxes.clone());
