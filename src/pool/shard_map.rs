@@ -77,24 +77,31 @@ impl ShardMap {
         self.thread_shard(key, shard & !PER_THREAD)
     }
 
-    /// The calling thread's own shard for `key`, else the stream's `shard`.
+    /// The calling thread's own shard for `key`, else the stream's `shard`. The flag is masked:
+    /// a thread's tag that happened to equal a flagged stream's tag must still name a shard.
     #[inline(never)]
     fn thread_shard(&self, key: StreamKey, shard: usize) -> usize {
-        self.lookup(Self::thread_tag(key)).unwrap_or(shard)
+        self.lookup(Self::thread_tag(key)).map_or(shard, |s| s & !PER_THREAD)
     }
 
     /// The shard entered under `tag`, with its flag.
     #[inline]
     fn lookup(&self, tag: usize) -> Option<usize> {
+        self.probe(tag).ok().map(|i| self.shard_of[i].load(Ordering::Relaxed))
+    }
+
+    /// The index of the entry of `tag`, or of the empty entry where it would go. The table is at
+    /// most half full, so the probe ends.
+    #[inline]
+    fn probe(&self, tag: usize) -> Result<usize, usize> {
         let mut i = Self::slot(tag);
-        for _ in 0..ENTRIES {
+        loop {
             match self.keys[i].load(Ordering::Acquire) {
-                EMPTY => return None,
-                k if k == tag => return Some(self.shard_of[i].load(Ordering::Relaxed)),
+                EMPTY => return Err(i),
+                k if k == tag => return Ok(i),
                 _ => i = (i + 1) & (ENTRIES - 1),
             }
         }
-        None
     }
 
     /// Moves `key` from shard 0 to a shard of its own (dealt round-robin over `1..shards`); called
@@ -120,7 +127,7 @@ impl ShardMap {
             return;
         }
         let mut used = self.used.lock();
-        let Some(stream_entry) = self.find(tag) else {
+        let Ok(stream_entry) = self.probe(tag) else {
             // Not spread yet (a stale read of shard 0): spread the stream first.
             self.enter(&mut used, tag);
             return;
@@ -131,28 +138,15 @@ impl ShardMap {
         }
     }
 
-    /// The index of the entry of `tag`, if entered.
-    fn find(&self, tag: usize) -> Option<usize> {
-        let mut i = Self::slot(tag);
-        loop {
-            match self.keys[i].load(Ordering::Relaxed) {
-                EMPTY => return None,
-                k if k == tag => return Some(i),
-                _ => i = (i + 1) & (ENTRIES - 1),
-            }
-        }
-    }
-
     /// Enters `tag` with the next shard of the round; false when it was entered before or the
     /// table is half full. The caller holds the lock (`used`).
     fn enter(&self, used: &mut usize, tag: usize) -> bool {
-        if *used >= ENTRIES / 2 || self.find(tag).is_some() {
+        if *used >= ENTRIES / 2 {
             return false;
         }
-        let mut i = Self::slot(tag);
-        while self.keys[i].load(Ordering::Relaxed) != EMPTY {
-            i = (i + 1) & (ENTRIES - 1);
-        }
+        let Err(i) = self.probe(tag) else {
+            return false;
+        };
         self.shard_of[i].store(1 + *used % (self.shards - 1), Ordering::Relaxed);
         // Release: a reader that sees the key also sees its shard.
         self.keys[i].store(tag, Ordering::Release);
