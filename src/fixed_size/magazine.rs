@@ -103,11 +103,10 @@ pub fn lookup(resource: u64, key: StreamKey) -> Option<*const Magazine> {
 
 /// The calling thread's magazine for `key` of resource `resource`, if cached, as a new handle.
 pub fn find(resource: u64, key: StreamKey) -> Option<Arc<Magazine>> {
-    let p = lookup(resource, key)?;
     CACHE
         .try_with(|cache| {
             let cache = cache.try_borrow().ok()?;
-            cache.iter().find(|e| Arc::as_ptr(&e.magazine) == p).map(|e| e.magazine.clone())
+            cache.iter().find(|e| e.resource == resource && e.key == key).map(|e| e.magazine.clone())
         })
         .ok()
         .flatten()

@@ -326,11 +326,7 @@ impl<U: MemoryResource> FixedSizeMemoryResource<U> {
         let mut st = self.lock();
         let magazine = self.magazine_of(&mut st, key);
         let slot = st.sets.slot_of(key);
-        let own = if !self.ordered || (st.sets.identity(slot) == IDENTITY_TRUSTED && !st.sets.is_wanted(slot)) {
-            st.allocate_own(slot)
-        } else {
-            None
-        };
+        let own = if self.serves_at_once(&st, slot) { st.allocate_own(slot) } else { None };
         let a = match own {
             Some(a) => a as *mut u8,
             None => self.allocate_slow(&mut st, slot, key, stream)?,
