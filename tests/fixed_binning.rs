@@ -4,13 +4,13 @@
 
 mod common;
 
+use common::clock_order::ClockOrder;
 use common::{run_trace, seed, Rng, Trace};
 use rmm::adaptor::{LimitingResourceAdaptor, StatisticsResourceAdaptor};
-use rmm::pool::{StreamKey, StreamOrder};
 use rmm::resource::{BinningMemoryResource, FixedSizeMemoryResource, HostMemoryResource, SharedResource};
-use rmm::{CudaStreamView, Error, MemoryResource, Misuse, Result};
+use rmm::{CudaStreamView, Error, MemoryResource, Misuse};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 const S: CudaStreamView = CudaStreamView::DEFAULT;
 const KIB: usize = 1 << 10;
@@ -157,72 +157,6 @@ fn binning_exponents_make_fixed_size_bins_over_the_upstream() {
     }
 }
 
-/// A stream order that keeps a vector clock per stream: `tick` advances a stream's own time (one
-/// operation on it), a capture copies its clock, a wait merges a capture into the waiter's clock
-/// and a synchronisation makes every stream see all work. A block freed on stream A at time t may
-/// be handed to stream B only when B's clock has A at t or later.
-#[derive(Default, Clone)]
-struct ClockOrder(Arc<Mutex<Clocks>>);
-
-#[derive(Default)]
-struct Clocks {
-    now: HashMap<usize, u64>,
-    clock: HashMap<usize, HashMap<usize, u64>>,
-    captured: HashMap<usize, HashMap<usize, u64>>,
-    records: usize,
-    waits: usize,
-    syncs: usize,
-}
-
-impl ClockOrder {
-    fn tick(&self, stream: usize) -> u64 {
-        let mut c = self.0.lock().unwrap();
-        let t = {
-            let n = c.now.entry(stream).or_default();
-            *n += 1;
-            *n
-        };
-        c.clock.entry(stream).or_default().insert(stream, t);
-        t
-    }
-    fn sees(&self, waiter: usize, owner: usize, t: u64) -> bool {
-        waiter == owner
-            || self.0.lock().unwrap().clock.get(&waiter).and_then(|c| c.get(&owner)).is_some_and(|&s| s >= t)
-    }
-}
-
-impl StreamOrder for ClockOrder {
-    fn record(&self, owner: StreamKey, _identity: u64) -> Result<()> {
-        let mut c = self.0.lock().unwrap();
-        let clock = c.clock.get(&owner.0).cloned().unwrap_or_default();
-        c.captured.insert(owner.0, clock);
-        c.records += 1;
-        Ok(())
-    }
-    fn wait(&self, owner: StreamKey, _identity: u64, waiter: StreamKey) -> Result<()> {
-        let mut c = self.0.lock().unwrap();
-        let Some(cap) = c.captured.get(&owner.0).cloned() else {
-            return Err(Error::InvalidArgument(format!("no capture of {:#x}", owner.0)));
-        };
-        let clock = c.clock.entry(waiter.0).or_default();
-        for (s, t) in cap {
-            let e = clock.entry(s).or_default();
-            *e = (*e).max(t);
-        }
-        c.waits += 1;
-        Ok(())
-    }
-    fn synchronize_all(&self) -> Result<()> {
-        let mut c = self.0.lock().unwrap();
-        let now = c.now.clone();
-        for clock in c.clock.values_mut() {
-            clock.extend(now.iter().map(|(&s, &t)| (s, t)));
-        }
-        c.syncs += 1;
-        Ok(())
-    }
-}
-
 #[test]
 fn fixed_size_model_trace_with_ordered_streams() {
     let mut rng = Rng::new(seed("fixed-size ordered model trace", 21));
@@ -275,10 +209,7 @@ fn fixed_size_model_trace_with_ordered_streams() {
         r.check_invariants().unwrap();
         assert_eq!(r.free_blocks(), r.pool_size() / (4 * KIB));
         // Copied out, so that a failed assertion does not poison the lock `r`'s drop takes.
-        let (records, waits, syncs) = {
-            let c = order.0.lock().unwrap();
-            (c.records, c.waits, c.syncs)
-        };
+        let (records, waits, syncs) = order.counts();
         println!("records {records}, waits {waits}, synchronisations {syncs}");
         // Short runs (a debug build's default operation count) synchronise once; long ones more.
         assert!(records > 0 && waits > 0 && syncs >= 1, "every hand-over path ran");

@@ -3,6 +3,7 @@
 
 mod common;
 
+use common::recording_order::{Asked, RecordingOrder};
 use common::{run_trace, seed, Rng, Trace};
 use rmm::pool::{StreamKey, StreamOrder};
 use rmm::resource::{HostMemoryResource, PoolMemoryResource};
@@ -20,39 +21,7 @@ fn host_pool(initial: usize, max: Option<usize>) -> PoolMemoryResource<Arc<HostM
     PoolMemoryResource::new(Arc::new(HostMemoryResource::new()), initial, max).unwrap()
 }
 
-/// What the pool asked of its stream order, in order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Ordering_ {
-    Record(usize),
-    Wait(usize, usize),
-    SyncAll,
-}
-use Ordering_::*;
-
-/// Records every ordering request so tests can see when streams were ordered.
-#[derive(Default, Clone)]
-struct RecordingOrder(Arc<Mutex<Vec<Ordering_>>>);
-
-impl RecordingOrder {
-    fn log(&self) -> Vec<Ordering_> {
-        self.0.lock().unwrap().clone()
-    }
-}
-
-impl StreamOrder for RecordingOrder {
-    fn record(&self, owner: StreamKey, _identity: u64) -> Result<()> {
-        self.0.lock().unwrap().push(Record(owner.0));
-        Ok(())
-    }
-    fn wait(&self, owner: StreamKey, _identity: u64, waiter: StreamKey) -> Result<()> {
-        self.0.lock().unwrap().push(Wait(owner.0, waiter.0));
-        Ok(())
-    }
-    fn synchronize_all(&self) -> Result<()> {
-        self.0.lock().unwrap().push(SyncAll);
-        Ok(())
-    }
-}
+use Asked::*;
 
 /// A pool over host memory that records what it asks of its stream order, and that record.
 fn recorded_pool(initial: usize, max: Option<usize>) -> (PoolMemoryResource<HostMemoryResource>, RecordingOrder) {
@@ -511,7 +480,7 @@ fn ordered_random_trace(spread: bool, default_seed: u64) {
         pool.check_invariants().unwrap();
     }
     let log = order.log();
-    let count = |f: fn(&Ordering_) -> bool| log.iter().filter(|e| f(e)).count();
+    let count = |f: fn(&Asked) -> bool| log.iter().filter(|e| f(e)).count();
     let (records, waits) = (count(|e| matches!(e, Record(_))), count(|e| matches!(e, Wait(..))));
     println!("records {records}, waits {waits}, full synchronisations {}", count(|e| *e == SyncAll));
     assert!(records > 0 && waits > 0, "the hand-over between streams was exercised");

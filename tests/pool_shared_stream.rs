@@ -3,40 +3,13 @@
 
 mod common;
 
+use common::recording_order::{Asked, RecordingOrder};
 use common::{seed, Rng};
-use rmm::pool::{StreamKey, StreamOrder};
 use rmm::resource::{HostMemoryResource, PoolMemoryResource};
-use rmm::{CudaStreamView, MemoryResource, Result};
+use rmm::{CudaStreamView, MemoryResource};
 use std::sync::{Arc, Mutex};
 
 const MIB: usize = 1 << 20;
-
-/// What the pool asked of its stream order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Asked {
-    Record(usize),
-    Wait(usize, usize),
-    SyncAll,
-}
-
-/// Records every ordering request.
-#[derive(Default, Clone)]
-struct RecordingOrder(Arc<Mutex<Vec<Asked>>>);
-
-impl StreamOrder for RecordingOrder {
-    fn record(&self, owner: StreamKey, _identity: u64) -> Result<()> {
-        self.0.lock().unwrap().push(Asked::Record(owner.0));
-        Ok(())
-    }
-    fn wait(&self, owner: StreamKey, _identity: u64, waiter: StreamKey) -> Result<()> {
-        self.0.lock().unwrap().push(Asked::Wait(owner.0, waiter.0));
-        Ok(())
-    }
-    fn synchronize_all(&self) -> Result<()> {
-        self.0.lock().unwrap().push(Asked::SyncAll);
-        Ok(())
-    }
-}
 
 fn recorded_pool(initial: usize, max: Option<usize>) -> (PoolMemoryResource<HostMemoryResource>, RecordingOrder) {
     let order = RecordingOrder::default();
@@ -56,7 +29,7 @@ fn a_streams_blocks_in_another_shard_serve_it_without_a_wait() {
     // Its free blocks stay behind in shard 0; its calls go elsewhere from now on.
     pool.spread_stream(s);
     let p = pool.allocate(MIB, 256, s).unwrap();
-    assert_eq!(order.0.lock().unwrap().clone(), vec![Asked::SyncAll], "only the initial chunk's synchronisation");
+    assert_eq!(order.log(), vec![Asked::SyncAll], "only the initial chunk's synchronisation");
     pool.deallocate(p, MIB, 256, s).unwrap();
     pool.check_invariants().unwrap();
     assert_eq!(pool.state().free_bytes, 2 * MIB);
@@ -136,7 +109,7 @@ fn eight_threads_on_one_stream_never_overlap_and_never_wait() {
     pool.check_invariants().unwrap();
     let state = pool.state();
     assert_eq!(state.free_bytes, state.pool_size);
-    let log = order.0.lock().unwrap().clone();
+    let log = order.log();
     assert!(!log.iter().any(|a| matches!(a, Asked::Wait(..))), "one stream never waits for itself: {log:?}");
     assert_eq!(log.iter().filter(|a| **a == Asked::SyncAll).count(), 1, "only the initial chunk's: {log:?}");
 }

@@ -1,16 +1,15 @@
-//! Stream order checked against a model of the device: every stream has a clock that each free on
-//! it advances; a record captures the clock, a wait passes the captured time on, a synchronisation
-//! passes every clock to every stream. A block freed on stream S at time t may reach stream T only
-//! if T == S or T knows a time of S after t. Threads share streams (several threads per stream),
+//! Stream order checked against a model of the device (`common::clock_order`): every free ticks
+//! its stream's clock, and a granule freed on stream S at time t may reach stream T only if
+//! T == S or T's clock has S at t or later. Threads share streams (several threads per stream),
 //! hand blocks to each other, and the pool runs close to its maximum, so hand-overs between
 //! streams, per-thread shards and synchronisations all happen.
 
 mod common;
 
+use common::clock_order::ClockOrder;
 use common::{seed, Rng};
-use rmm::pool::{StreamKey, StreamOrder};
 use rmm::resource::{HostMemoryResource, PoolMemoryResource};
-use rmm::{CudaStreamView, MemoryResource, Result};
+use rmm::{CudaStreamView, MemoryResource};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -21,75 +20,42 @@ const GRANULE: usize = 256;
 /// Blocks a thread hands to another thread of its stream to free: `(address, bytes)`.
 type Mailbox = Mutex<Vec<(usize, usize)>>;
 
-/// The device as the pool's stream order sees it.
+/// Where each freed granule was freed, and when; and the hand-overs between streams checked.
 #[derive(Default)]
-struct Device {
-    /// Each stream's clock, advanced by every free on it.
-    clock: HashMap<usize, u64>,
-    /// The time each stream's last record captured.
-    captured: HashMap<usize, u64>,
-    /// What each stream knows of the others' clocks.
-    knows: HashMap<(usize, usize), u64>,
-    /// The stream and time each freed granule was freed at.
+struct Granules {
     freed: HashMap<usize, (usize, u64)>,
-    /// Hand-overs checked between different streams.
     crossings: usize,
 }
 
+/// The model's view of the pool's blocks.
 #[derive(Clone, Default)]
-struct ModelOrder(Arc<Mutex<Device>>);
-
-impl StreamOrder for ModelOrder {
-    fn record(&self, owner: StreamKey, _identity: u64) -> Result<()> {
-        let mut d = self.0.lock().unwrap();
-        let now = d.clock.get(&owner.0).copied().unwrap_or(0);
-        d.captured.insert(owner.0, now);
-        Ok(())
-    }
-    fn wait(&self, owner: StreamKey, _identity: u64, waiter: StreamKey) -> Result<()> {
-        let mut d = self.0.lock().unwrap();
-        let captured = d.captured.get(&owner.0).copied().expect("a wait for a stream that never recorded");
-        let known = d.knows.entry((waiter.0, owner.0)).or_insert(0);
-        *known = (*known).max(captured);
-        Ok(())
-    }
-    fn synchronize_all(&self) -> Result<()> {
-        let mut d = self.0.lock().unwrap();
-        let clocks: Vec<(usize, u64)> = d.clock.iter().map(|(&s, &t)| (s, t)).collect();
-        let streams: Vec<usize> = clocks.iter().map(|&(s, _)| s).collect();
-        for &waiter in &streams {
-            for &(s, t) in &clocks {
-                let known = d.knows.entry((waiter, s)).or_insert(0);
-                *known = (*known).max(t);
-            }
-        }
-        Ok(())
-    }
+struct Model {
+    order: ClockOrder,
+    granules: Arc<Mutex<Granules>>,
 }
 
-impl ModelOrder {
-    /// Notes a free of `[p, p + bytes)` on `stream` before the pool sees it, and advances the clock.
+impl Model {
+    /// Notes a free of `[p, p + bytes)` on `stream` before the pool sees it: the stream's clock
+    /// advances, and the granules remember the time.
     fn freeing(&self, p: *mut u8, bytes: usize, stream: usize) {
-        let mut d = self.0.lock().unwrap();
-        let t = *d.clock.entry(stream).or_insert(0);
-        for g in (p as usize..p as usize + bytes.max(1)).step_by(GRANULE) {
-            d.freed.insert(g / GRANULE, (stream, t));
+        let t = self.order.tick(stream);
+        let mut g = self.granules.lock().unwrap();
+        for a in (p as usize..p as usize + bytes.max(1)).step_by(GRANULE) {
+            g.freed.insert(a / GRANULE, (stream, t));
         }
-        d.clock.insert(stream, t + 1);
     }
 
     /// Checks that `[p, p + bytes)`, just handed to `stream`, was free for it.
     fn allocated(&self, p: *mut u8, bytes: usize, stream: usize) {
-        let mut d = self.0.lock().unwrap();
-        for g in (p as usize..p as usize + bytes.max(1)).step_by(GRANULE) {
-            if let Some((s, t)) = d.freed.remove(&(g / GRANULE)) {
+        let mut g = self.granules.lock().unwrap();
+        for a in (p as usize..p as usize + bytes.max(1)).step_by(GRANULE) {
+            if let Some((s, t)) = g.freed.remove(&(a / GRANULE)) {
                 if s != stream {
-                    let known = d.knows.get(&(stream, s)).copied().unwrap_or(0);
                     assert!(
-                        known > t,
-                        "granule {g:#x} freed on {s:#x} at {t} reached {stream:#x}, which knows {known}"
+                        self.order.sees(stream, s, t),
+                        "granule {a:#x} freed on {s:#x} at {t} reached {stream:#x} unordered"
                     );
-                    d.crossings += 1;
+                    g.crossings += 1;
                 }
             }
         }
@@ -98,33 +64,36 @@ impl ModelOrder {
 
 #[test]
 fn threads_sharing_streams_keep_the_stream_order() {
-    let order = ModelOrder::default();
+    let model = Model::default();
     let upstream = Arc::new(HostMemoryResource::new());
     let base = seed("pool stream order model", 21);
     {
         let max = 24 << 20;
-        let pool = PoolMemoryResource::with_stream_order(upstream.clone(), 4 << 20, Some(max), Box::new(order.clone()))
-            .unwrap();
+        let pool =
+            PoolMemoryResource::with_stream_order(upstream.clone(), 4 << 20, Some(max), Box::new(model.order.clone()))
+                .unwrap();
         let pool = Arc::new(pool);
         let mailboxes: Arc<Vec<Mailbox>> = Arc::new((0..STREAMS).map(|_| Mutex::default()).collect());
         let handles: Vec<_> = (0..THREADS)
             .map(|t| {
-                let (pool, order, mailboxes) = (pool.clone(), order.clone(), mailboxes.clone());
+                let (pool, model, mailboxes) = (pool.clone(), model.clone(), mailboxes.clone());
                 std::thread::spawn(move || {
                     let mut rng = Rng::new(base + t as u64);
                     let group = t % STREAMS;
                     let handle = 0x1000 * (group + 1);
                     let stream = CudaStreamView::from_handle(handle);
+                    // The stream has a clock from now on, which synchronisations advance.
+                    model.order.tick(handle);
                     let mut live: Vec<(*mut u8, usize)> = Vec::new();
                     let free = |p: *mut u8, bytes: usize| {
-                        order.freeing(p, bytes, handle);
+                        model.freeing(p, bytes, handle);
                         pool.deallocate(p, bytes, 256, stream).unwrap();
                     };
                     for i in 0..20_000 {
                         if live.len() < 64 && (live.is_empty() || rng.below(2) == 0) {
                             let bytes = rng.log_uniform(8, 64 << 10);
                             let p = pool.allocate(bytes, 256, stream).unwrap();
-                            order.allocated(p, bytes, handle);
+                            model.allocated(p, bytes, handle);
                             live.push((p, bytes));
                         } else {
                             let (p, bytes) = live.swap_remove(rng.below(live.len()));
@@ -154,7 +123,7 @@ fn threads_sharing_streams_keep_the_stream_order() {
         for (group, mailbox) in mailboxes.iter().enumerate() {
             let stream = CudaStreamView::from_handle(0x1000 * (group + 1));
             for (p, bytes) in mailbox.lock().unwrap().drain(..) {
-                order.freeing(p as *mut u8, bytes, stream.handle());
+                model.freeing(p as *mut u8, bytes, stream.handle());
                 pool.deallocate(p as *mut u8, bytes, 256, stream).unwrap();
             }
         }
@@ -162,7 +131,7 @@ fn threads_sharing_streams_keep_the_stream_order() {
         let state = pool.state();
         assert_eq!(state.free_bytes, state.pool_size);
     }
-    let crossings = order.0.lock().unwrap().crossings;
+    let crossings = model.granules.lock().unwrap().crossings;
     println!("granules handed from one stream to another: {crossings}");
     assert!(crossings > 0, "blocks moved between streams");
     assert_eq!(upstream.outstanding(), (0, 0));

@@ -2,6 +2,9 @@
 //! checks every step against the model.
 #![allow(dead_code)]
 
+pub mod clock_order;
+pub mod recording_order;
+
 use rmm::{CudaStreamView, MemoryResource};
 
 /// A driver call's success, for `assert_eq!` in GPU tests.
