@@ -20,6 +20,8 @@ import os
 import sys
 from xml.sax.saxutils import escape
 
+from plot import threads_param  # the param parser plot.py reads threads rows with
+
 IMPLS = ("rmm-rs", "rmm-26.10")
 # Matplotlib's tab10, in the order the resources appear.
 COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
@@ -37,14 +39,6 @@ def cell(text):
     except ValueError:
         return None
     return (v, bound) if v > 0 and math.isfinite(v) else None
-
-
-def threads_param(param):
-    fields = dict(f.split("=", 1) for f in param.split(";") if "=" in f)
-    try:
-        return int(fields["threads"]), fields.get("streams", "own")
-    except (KeyError, ValueError):
-        return None
 
 
 def load(path):
