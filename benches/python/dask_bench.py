@@ -12,6 +12,9 @@ its peak. Rows
 (``impl,dask_example,param,value,unit``): wall_s (median of the timed runs; wall_s_min,
 wall_s_max), then per worker and for all workers together ``pool_size_end_bytes`` and
 ``peak_bytes`` (the most bytes allocated at once, from a StatisticsResourceAdaptor).
+
+With --log DIR each worker also writes every allocation and free, on top of its stack, to
+DIR/worker-<i>.csv (RMM's log format), which ``rmm_replay`` replays against any pool on the host.
 """
 
 import pathlib
@@ -36,6 +39,7 @@ def main():
         help="also print where the timed runs spent their time: the workers' task stream summed by "
         "kind (compute, transfer) and task name, as comment lines",
     )
+    p.add_argument("--log", metavar="DIR", help="write each worker's allocation log to DIR/worker-<i>.csv")
     args = p.parse_args()
     bc.header(args)
     impl = bc.impl_name(args)
@@ -57,6 +61,8 @@ def main():
         workers = len(cluster.worker_spec)
         client.wait_for_workers(workers)
         client.run(example.add_statistics)
+        if args.log:
+            add_logs(client, pathlib.Path(args.log).resolve())
         param = f"workers={workers} {param}"
         host, x, groups = example.make_data(args.n, args.chunk)
         times = []
@@ -81,6 +87,8 @@ def main():
         bc.row(impl, "dask_example", param, statistics.median(times), "wall_s")
         bc.row(impl, "dask_example", param, min(times), "wall_s_min")
         bc.row(impl, "dask_example", param, max(times), "wall_s_max")
+        if args.log:
+            client.run(flush_log)
         reports = [r for _, r in sorted(client.run(example.worker_report).items())]
         for i, report in enumerate(reports):
             bc.comment(f"worker {i}: {report['stack']}, rmm from {report['rmm module']}")
@@ -88,6 +96,28 @@ def main():
             for key, unit in (("pool_size", "pool_size_end_bytes"), ("peak_bytes", "peak_bytes")):
                 bc.row(impl, "dask_example", f"{param} {who}", float(sum(r[key] or 0 for r in chosen)), unit)
     return 0
+
+
+def add_logs(client, folder):
+    """Puts a LoggingResourceAdaptor writing to ``folder/worker-<i>.csv`` on top of each worker's
+    stack, workers numbered in address order."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for i, address in enumerate(sorted(client.scheduler_info()["workers"])):
+        client.run(add_log, str(folder / f"worker-{i}.csv"), workers=[address])
+
+
+def add_log(path, dask_worker=None):
+    """This worker's current resource, wrapped in a LoggingResourceAdaptor writing to ``path``."""
+    import rmm
+
+    rmm.mr.set_current_device_resource(rmm.mr.LoggingResourceAdaptor(rmm.mr.get_current_device_resource(), path))
+
+
+def flush_log(dask_worker=None):
+    """Writes out what the worker's LoggingResourceAdaptor holds."""
+    import rmm
+
+    rmm.mr.get_current_device_resource().flush()
 
 
 def print_task_stream(impl, tasks, wall_s):

@@ -52,16 +52,16 @@ def worker_report(dask_worker=None) -> dict:
     import rmm
     from distributed.diagnostics import rmm as diagnostics
 
-    top = rmm.mr.get_current_device_resource()
-    chain, mr, pool_size = [], top, None
+    chain, mr, pool_size, counts = [], rmm.mr.get_current_device_resource(), None, None
     while True:
         chain.append(type(mr).__name__)
         if isinstance(mr, rmm.mr.PoolMemoryResource):
             pool_size = mr.pool_size()
+        if isinstance(mr, rmm.mr.StatisticsResourceAdaptor) and counts is None:
+            counts = mr.allocation_counts
         if not hasattr(mr, "upstream_mr"):
             break
         mr = mr.upstream_mr
-    counts = top.allocation_counts if isinstance(top, rmm.mr.StatisticsResourceAdaptor) else None
     return {
         "rmm module": rmm.__file__,
         "stack": " -> ".join(chain),

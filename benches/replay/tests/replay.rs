@@ -151,6 +151,28 @@ fn committed_logs_take_no_more_upstream_memory_than_rmm() {
     }
 }
 
+/// The first 2000 events of one worker of the two-GPU Dask benchmark (`dask_bench.py --log`, on
+/// RMM 26.10's side, 2026-11-27): 16 and 128 MiB blocks up to 2.8 GiB live, then a 1 GiB gather
+/// (3.75 GiB live). RMM's pool, doubling from 256 MiB, was 4 GiB at the end of that run; ours,
+/// from the same 256 MiB, takes no more. Growing by an eighth from 1 GiB instead took 4.25 GiB:
+/// the gather fitted no chunk and took one of its own.
+#[test]
+fn dask_worker_log_takes_no_more_upstream_memory_than_rmm() {
+    const RMM_POOL_AT_THE_END: usize = 4 << 30;
+    let log = logs_dir().join("dask_worker.csv");
+    for upstream in ["host", "host-ordered"] {
+        let out = run(&["--upstream", upstream, "--initial-pool", "256M", "--runs", "0", log.to_str().unwrap()]);
+        let stdout = text(&out.stdout);
+        assert!(out.status.success(), "{upstream}: {}\n{stdout}", text(&out.stderr));
+        assert_eq!(value(&stdout, "dask_worker", "peak_live_bytes") as usize, 3840 << 20);
+        let ours = value(&stdout, "dask_worker", "peak_upstream_bytes") as usize;
+        assert!(
+            ours <= RMM_POOL_AT_THE_END,
+            "{upstream}: peak upstream {ours} bytes > RMM 26.10's {RMM_POOL_AT_THE_END}"
+        );
+    }
+}
+
 #[test]
 fn committed_multi_stream_log_has_several_threads_and_streams() {
     let log = logs_dir().join("multi_stream.csv");
