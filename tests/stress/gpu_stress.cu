@@ -14,8 +14,10 @@
 #include <rmm/cuda_device.hpp>
 #include <rmm/cuda_stream.hpp>
 #include <rmm/error.hpp>
+#include <rmm/mr/binning_memory_resource.hpp>
 #include <rmm/mr/cuda_async_memory_resource.hpp>
 #include <rmm/mr/cuda_memory_resource.hpp>
+#include <rmm/mr/fixed_size_memory_resource.hpp>
 #include <rmm/mr/managed_memory_resource.hpp>
 #include <rmm/mr/pinned_host_memory_resource.hpp>
 #include <rmm/mr/pool_memory_resource.hpp>
@@ -168,6 +170,8 @@ constexpr resource_defaults defaults_table[] = {
   {"pool", 1000000, 1 << 20, nullptr},
   {"pool_async", 1000000, 1 << 20, nullptr},
   {"stats_pool", 1000000, 1 << 20, nullptr},
+  {"fixed_size", 1000000, 1 << 20, nullptr},
+  {"binning", 1000000, 1 << 20, nullptr},
   {"cuda_async", 100000, 1 << 20, "cudaMallocAsync/cudaFreeAsync cost about 1 us each and serialize in the driver"},
   {"pool_pinned", 100000, 64 << 10, "every fill and check crosses PCIe (pinned host memory)"},
   {"cuda", 2000, 1 << 20, "cudaFree synchronizes the whole device"},
@@ -567,6 +571,17 @@ bool run_resource(std::string const& name, config const& cfg)
     if (!counters_ok) { std::puts("FAIL: stats_pool: the statistics do not match what was done"); }
     return r.ok && counters_ok;
   }
+  if (name == "fixed_size") {
+    // 1 MiB blocks (RMM's default), the largest request here: every thread's magazines are in use.
+    fixed_size_memory_resource mr{cuda_memory_resource{}};
+    return stress(name, mr, cfg, false).ok;
+  }
+  if (name == "binning") {
+    // RMM's benchmark configuration: bins of 256 KiB to 4 MiB over a pool.
+    pool_memory_resource pool{cuda_memory_resource{}, initial};
+    binning_memory_resource mr{pool, 18, 22};
+    return stress(name, mr, cfg, false).ok;
+  }
   if (name == "cuda_async") {
     cuda_async_memory_resource mr{};
     if (cfg.same_stream_reuse) {
@@ -599,7 +614,7 @@ void usage()
   std::puts(
     "usage: gpu_stress [options]\n"
     "  --resource LIST   comma-separated, or 'all' (default: all):\n"
-    "                    pool, pool_async, stats_pool, cuda_async, pool_pinned, cuda, managed, pinned\n"
+    "                    pool, pool_async, stats_pool, fixed_size, binning, cuda_async, pool_pinned, cuda, managed, pinned\n"
     "  --threads N       threads, each with its own stream (default 16)\n"
     "  --ops N           allocate/free operations per thread (default: per resource, 10^6 for the\n"
     "                    pools over device memory; the slow resources are scaled down and say so)\n"
