@@ -228,7 +228,7 @@ fn ns_per_op(r: &dyn MemoryResource, threads: usize, own_streams: bool) -> f64 {
 fn microbenchmark_threads_on_their_own_streams() {
     let arena = arena(1 << 30);
     let pool = PoolMemoryResource::new(HostMemoryResource::new(), 1 << 30, None).unwrap();
-    for threads in [1, 8, 16] {
+    for threads in [1, 2, 4, 8, 16] {
         for own in [true, false] {
             let a = ns_per_op(&arena, threads, own);
             let p = ns_per_op(&pool, threads, own);
