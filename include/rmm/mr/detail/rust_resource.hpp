@@ -79,7 +79,9 @@ inline void check(rmm_rs::Outcome const& out)
 /// The Rust handle that stands in for a moved-from resource's: it owns nothing, allocating through
 /// it fails, a free through it is refused and reported on stderr (naming pointer and size), and
 /// its queries (pool size, counters, ...) answer zero. Never destroyed, as the stateless handles.
-[[nodiscard]] inline rmm_rs::RustResource const& moved_from_handle()
+/// Out of line and cold: inlined, its guarded static's initialisation makes every allocate and
+/// deallocate that may reach it save and restore six registers.
+[[nodiscard]] __attribute__((noinline, cold)) inline rmm_rs::RustResource const& moved_from_handle()
 {
   static rust::Box<rmm_rs::RustResource> const* const handle =
     new rust::Box<rmm_rs::RustResource>{rmm_rs::new_moved_from_resource()};  // NOLINT
