@@ -334,11 +334,47 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// from other shards or the upstream.
     #[inline]
     fn allocate_at_home(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Option<*mut u8> {
-        if bytes == 0 {
+        // One comparison rejects both a 0-byte request and one no block can hold: the largest
+        // block is a multiple of the granule, so `bytes` fits exactly when its rounded size does.
+        const _: () = assert!(MAX_BLOCK_BYTES % GRANULE == 0);
+        if bytes.wrapping_sub(1) >= MAX_BLOCK_BYTES {
             return None;
         }
+        let size = (bytes + (GRANULE - 1)) & !(GRANULE - 1);
+        debug_assert_eq!(rounded_size(bytes), Some(size));
+        // Every power of two up to the granule means the granule (the usual request): with the
+        // alignment a constant, the block search and the alignment cut fold away.
+        if alignment.wrapping_sub(1) < GRANULE && alignment & (alignment - 1) == 0 {
+            self.allocate_at_home_aligned(bytes, size, GRANULE, stream)
+        } else {
+            self.allocate_at_home_coarse(bytes, size, alignment, stream)
+        }
+    }
+
+    /// [`allocate_at_home`](Self::allocate_at_home) of an alignment above the granule (or an
+    /// invalid one, then `None`): out of line, so that the granule's path stays short.
+    #[inline(never)]
+    fn allocate_at_home_coarse(
+        &self,
+        bytes: usize,
+        size: usize,
+        alignment: usize,
+        stream: CudaStreamView,
+    ) -> Option<*mut u8> {
         let align = effective_alignment(alignment).ok()?;
-        let size = rounded_size(bytes)?;
+        self.allocate_at_home_aligned(bytes, size, align, stream)
+    }
+
+    /// [`allocate_at_home`](Self::allocate_at_home) of a valid request: `size` is `bytes` rounded
+    /// (see [`rounded_size`]), `align` an effective alignment.
+    #[inline(always)]
+    fn allocate_at_home_aligned(
+        &self,
+        bytes: usize,
+        size: usize,
+        align: usize,
+        stream: CudaStreamView,
+    ) -> Option<*mut u8> {
         let key = stream_key(stream);
         let mut core = self.lock_home(self.shard_map.shard(key), key);
         let set = self.own_set(&mut core, key);
