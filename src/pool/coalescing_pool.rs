@@ -111,7 +111,7 @@ pub struct CoalescingPool {
     last: LastSet,
     /// Private free-list sets of real streams (not FRESH, not published sets).
     stream_count: usize,
-    /// Calls (through `set_of`) since the stream changed.
+    /// Calls (through `set_of`) since the stream changed, up to [`RECENT_CALLS`].
     calls_since_switch: u32,
     /// Blocks in all streams' caches: 0 makes a flush free.
     cached_blocks: usize,
@@ -171,7 +171,11 @@ impl CoalescingPool {
     #[inline]
     pub fn set_and_identity_of(&mut self, key: StreamKey) -> (SetId, u64) {
         if self.last.key == key {
-            self.calls_since_switch = self.calls_since_switch.saturating_add(1);
+            // Only `< RECENT_CALLS` is ever asked, so the count stops there: past it (a stream
+            // alone for a while) the call reads the count and stores nothing.
+            if self.calls_since_switch < RECENT_CALLS {
+                self.calls_since_switch += 1;
+            }
             return (self.last.set, self.last.identity);
         }
         if key != StreamKey::FRESH {
