@@ -347,6 +347,22 @@ impl CoalescingPool {
     /// without paying for the misuse diagnosis. Always inlined, as [`allocate`](Self::allocate).
     #[inline(always)]
     pub fn try_deallocate(&mut self, addr: usize, bytes: usize, set: SetId) -> Option<Result<(), Misuse>> {
+        let shared = self.shared_by_streams();
+        self.try_deallocate_shared(addr, bytes, set, shared)
+    }
+
+    /// [`try_deallocate`](Self::try_deallocate) for a caller that has just asked
+    /// [`shared_by_streams`](Self::shared_by_streams) (`shared`), which a free does not change:
+    /// asked again after the free, it would be read again from memory the free wrote through.
+    #[inline(always)]
+    pub fn try_deallocate_shared(
+        &mut self,
+        addr: usize,
+        bytes: usize,
+        set: SetId,
+        shared: bool,
+    ) -> Option<Result<(), Misuse>> {
+        debug_assert_eq!(shared, self.shared_by_streams());
         let found = self.allocated.find(addr, &self.blocks)?;
         let id = self.allocated.id_at(found);
         let b = self.blocks.get(id);
@@ -358,7 +374,7 @@ impl CoalescingPool {
         let units = self.blocks.get(id).units as usize;
         // Only while one stream has the pool: a shared pool hands its free blocks to other
         // streams, which then want them merged.
-        let alone = !self.shared_by_streams();
+        let alone = !shared;
         let lists = &mut self.sets[set];
         if units < CACHE_CLASSES && lists.cache_len[units] < CACHE_DEPTH && alone {
             let b = self.blocks.get_mut(id);

@@ -420,10 +420,11 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         let key = stream_key(stream);
         let mut core = self.lock_home(self.shard_map.shard(key), key);
         let set = self.set_for_free(&mut core, key);
-        if !matches!(core.try_deallocate(ptr as usize, bytes, set), Some(Ok(()))) {
+        let shared = core.shared_by_streams();
+        if !matches!(core.try_deallocate_shared(ptr as usize, bytes, set, shared), Some(Ok(()))) {
             return false;
         }
-        self.publish_after_free(&mut core, set);
+        self.publish_after_free(&mut core, set, shared);
         true
     }
 
@@ -431,17 +432,22 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// free: another stream then reuses the block at once instead of growing the pool while it
     /// waits for this stream's next call. A shard of one stream (the common case for a thread on
     /// its own stream) makes no CUDA call per free.
+    ///
+    /// `shared` is `core.shared_by_streams()`, asked once for the free and for this (a free does
+    /// not change it; asked again, it is read again from memory the free wrote through).
     #[inline(always)]
-    fn publish_after_free(&self, core: &mut CoalescingPool, set: SetId) {
-        if self.free_publishes(core, set) {
+    fn publish_after_free(&self, core: &mut CoalescingPool, set: SetId, shared: bool) {
+        if self.free_publishes(core, set, shared) {
             self.publish(core, set);
         }
     }
 
-    /// Whether a free into `set` publishes it (see [`publish_after_free`](Self::publish_after_free)).
+    /// Whether a free into `set` publishes it (see [`publish_after_free`](Self::publish_after_free));
+    /// `shared` is `core.shared_by_streams()`.
     #[inline(always)]
-    fn free_publishes(&self, core: &CoalescingPool, set: SetId) -> bool {
-        core.is_wanted(set) || (self.ordered && core.shared_by_streams())
+    fn free_publishes(&self, core: &CoalescingPool, set: SetId, shared: bool) -> bool {
+        debug_assert_eq!(shared, core.shared_by_streams());
+        core.is_wanted(set) || (self.ordered && shared)
     }
 
     /// The rest of a free after [`deallocate_at_home`](Self::deallocate_at_home) returned false:
@@ -457,9 +463,10 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         {
             let mut core = self.shards[home].0.lock();
             let set = self.set_for_free(&mut core, key);
-            if let Some(freed) = core.try_deallocate(ptr as usize, bytes, set) {
+            let shared = core.shared_by_streams();
+            if let Some(freed) = core.try_deallocate_shared(ptr as usize, bytes, set, shared) {
                 if freed.is_ok() {
-                    self.publish_after_free(&mut core, set);
+                    self.publish_after_free(&mut core, set, shared);
                 }
                 return freed.map_err(Error::Misuse);
             }
