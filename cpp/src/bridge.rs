@@ -159,10 +159,13 @@ pub(crate) mod ffi {
         /// Allocates `bytes` on `stream` (a `cudaStream_t` as an integer).
         fn allocate(self: &RustResource, bytes: usize, alignment: usize, stream: usize) -> Outcome;
         /// Allocates like `allocate`, returning just the pointer: 0 means a 0-byte request or a
-        /// failure, told apart by `take_allocate_error`. The hot path of the C++ resources.
-        fn allocate_or_null(self: &RustResource, bytes: usize, alignment: usize, stream: usize) -> usize;
+        /// failure, told apart by `take_allocate_error`. The hot path of the C++ resources: the
+        /// stream comes first, as in the C++ members, so that their arguments pass through in the
+        /// registers they arrived in.
+        fn allocate_or_null(self: &RustResource, stream: usize, bytes: usize, alignment: usize) -> usize;
         /// Frees; a refused free is reported on stderr (naming pointer and size) and changes nothing.
-        fn deallocate(self: &RustResource, ptr: usize, bytes: usize, alignment: usize, stream: usize);
+        /// The stream first, as in `allocate_or_null`.
+        fn deallocate(self: &RustResource, stream: usize, ptr: usize, bytes: usize, alignment: usize);
         /// Like `deallocate`, but hands the refusal back instead of printing it.
         fn try_deallocate(self: &RustResource, ptr: usize, bytes: usize, alignment: usize, stream: usize) -> Outcome;
         /// Why this thread's last `allocate_or_null` returned 0 (`Ok` for a 0-byte request); taken.

@@ -117,7 +117,7 @@ impl RustResource {
     /// The allocation fast path: the pointer, or 0 with the error kept for
     /// [`take_allocate_error`] (an [`Outcome`] by value costs C++ a call back into Rust to drop
     /// its message, on every allocation).
-    pub(crate) fn allocate_or_null(&self, bytes: usize, alignment: usize, stream: usize) -> usize {
+    pub(crate) fn allocate_or_null(&self, stream: usize, bytes: usize, alignment: usize) -> usize {
         match &self.direct {
             Direct::Pool(pool) => {
                 pointer_or_null(|| pool.allocate(bytes, alignment, CudaStreamView::from_handle(stream)))
@@ -147,7 +147,7 @@ impl RustResource {
         })
     }
 
-    pub(crate) fn deallocate(&self, ptr: usize, bytes: usize, alignment: usize, stream: usize) {
+    pub(crate) fn deallocate(&self, stream: usize, ptr: usize, bytes: usize, alignment: usize) {
         let view = CudaStreamView::from_handle(stream);
         match &self.direct {
             Direct::Pool(pool) => self.free_or_report(ptr, bytes, alignment, stream, || {

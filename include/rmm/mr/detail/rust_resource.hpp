@@ -106,7 +106,7 @@ struct moved_from_resource {
   void deallocate(cuda::stream_ref stream, void* ptr, std::size_t bytes, std::size_t alignment) noexcept
   {
     moved_from_handle().deallocate(
-      reinterpret_cast<std::uintptr_t>(ptr), bytes, alignment, stream_handle(stream));
+      stream_handle(stream), reinterpret_cast<std::uintptr_t>(ptr), bytes, alignment);
   }
   void* allocate_sync(std::size_t, std::size_t) { throw_moved_from(); }
   void deallocate_sync(void* ptr, std::size_t bytes, std::size_t alignment) noexcept
@@ -430,7 +430,8 @@ class rust_resource : public rust_resource_tag, public State, private rust_handl
                                std::size_t bytes,
                                std::size_t alignment = rmm::CUDA_ALLOCATION_ALIGNMENT)
   {
-    auto const ptr = this->handle().allocate_or_null(bytes, alignment, stream_handle(stream));
+    // The stream first, as here: the arguments reach Rust in the registers they came in.
+    auto const ptr = this->handle().allocate_or_null(stream_handle(stream), bytes, alignment);
     if (ptr == 0) { null_allocation(bytes); }
     return reinterpret_cast<void*>(ptr);
   }
@@ -445,7 +446,7 @@ class rust_resource : public rust_resource_tag, public State, private rust_handl
                   std::size_t alignment = rmm::CUDA_ALLOCATION_ALIGNMENT) noexcept
   {
     this->handle().deallocate(
-      reinterpret_cast<std::uintptr_t>(ptr), bytes, alignment, stream_handle(stream));
+      stream_handle(stream), reinterpret_cast<std::uintptr_t>(ptr), bytes, alignment);
   }
 
   [[nodiscard]] void* allocate_sync(std::size_t bytes,
