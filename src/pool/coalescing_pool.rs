@@ -329,7 +329,7 @@ impl CoalescingPool {
         b.set_owner(Owner::HandedOut);
         b.set_slack((size - requested) as u32);
         let addr = b.addr;
-        self.allocated.insert(id, &self.blocks);
+        self.allocated.insert_at(id, addr, &self.blocks);
         addr
     }
 
