@@ -115,6 +115,10 @@ pub struct CoalescingPool {
     calls_since_switch: u32,
     /// Blocks in all streams' caches: 0 makes a flush free.
     cached_blocks: usize,
+    /// False while no set has ever been asked to publish (`StreamSet::wanted`): then a call needs
+    /// no look into its set for the flag. Set with the first such request and kept (a pool whose
+    /// streams hand blocks to each other pays one test more, a stream alone saves the look).
+    maybe_wanted: bool,
 }
 
 /// The set of free lists the last call used, and its identity, cached in the pool's header. A key
@@ -418,10 +422,11 @@ impl CoalescingPool {
         true
     }
 
-    /// True when another stream asked for this stream's blocks (checked on every call: one flag).
+    /// True when another stream asked for this stream's blocks (checked on every call: one flag,
+    /// looked up only once any set has been asked).
     #[inline]
     pub fn is_wanted(&self, set: SetId) -> bool {
-        self.sets[set].wanted
+        self.maybe_wanted && self.sets[set].wanted
     }
 
     /// Moves the private free blocks of `set` to its published set: the caller has just captured
@@ -452,7 +457,7 @@ impl CoalescingPool {
     /// True while some stream has been asked to publish and has not yet: free memory that will
     /// soon be usable by others.
     pub fn has_wanted(&self) -> bool {
-        self.sets.iter().any(|s| s.wanted)
+        self.maybe_wanted && self.sets.iter().any(|s| s.wanted)
     }
 
     /// Stops asking `set`'s stream to publish (its capture failed; it will be asked again).
