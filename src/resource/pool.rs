@@ -342,9 +342,10 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         }
         let size = (bytes + (GRANULE - 1)) & !(GRANULE - 1);
         debug_assert_eq!(rounded_size(bytes), Some(size));
-        // Every power of two up to the granule means the granule (the usual request): with the
-        // alignment a constant, the block search and the alignment cut fold away.
-        if alignment.wrapping_sub(1) < GRANULE && alignment & (alignment - 1) == 0 {
+        // Every power of two up to the granule means the granule: with the alignment a constant,
+        // the block search and the alignment cut fold away. The granule itself (RMM's default
+        // alignment, so nearly every request) is tested first, alone.
+        if alignment == GRANULE || (alignment.wrapping_sub(1) < GRANULE && alignment & (alignment - 1) == 0) {
             self.allocate_at_home_aligned(bytes, size, GRANULE, stream)
         } else {
             self.allocate_at_home_coarse(bytes, size, alignment, stream)
