@@ -239,6 +239,32 @@ impl RustResource {
     }
 }
 
+/// [`RustResource::allocate_or_null`] as C++ calls it on every allocation
+/// (`include/rmm/mr/detail/rust_resource.hpp`): a plain C symbol rather than a cxx method, whose
+/// shim adds a frame and an abort guard to each call. No panic gets out (the call catches its own,
+/// and one that did would abort at this `extern "C"` boundary, as at cxx's guard).
+#[no_mangle]
+pub extern "C" fn rmm_rs_allocate_or_null(
+    resource: &RustResource,
+    stream: usize,
+    bytes: usize,
+    alignment: usize,
+) -> usize {
+    resource.allocate_or_null(stream, bytes, alignment)
+}
+
+/// [`RustResource::deallocate`] as C++ calls it on every free, as [`rmm_rs_allocate_or_null`].
+#[no_mangle]
+pub extern "C" fn rmm_rs_deallocate(
+    resource: &RustResource,
+    stream: usize,
+    ptr: usize,
+    bytes: usize,
+    alignment: usize,
+) {
+    resource.deallocate(stream, ptr, bytes, alignment)
+}
+
 /// A query asked of a resource of another kind: the C++ headers only ask a resource of the right
 /// type, so this is a contract broken on the Rust side of a caller.
 #[cold]

@@ -33,6 +33,20 @@
 #include <type_traits>
 #include <utility>
 
+/// The allocation and free fast paths of a Rust resource, plain C symbols of librmm_cpp.a beside
+/// the cxx bridge (cpp/src/bridge/handle.rs), whose per-call shim they skip. The first
+/// returns 0 for a 0-byte request or a failure, told apart by rmm_rs::take_allocate_error();
+/// the second reports a refused free on stderr. Neither throws.
+extern "C" std::uintptr_t rmm_rs_allocate_or_null(rmm_rs::RustResource const& resource,
+                                                  std::size_t stream,
+                                                  std::size_t bytes,
+                                                  std::size_t alignment) noexcept;
+extern "C" void rmm_rs_deallocate(rmm_rs::RustResource const& resource,
+                                  std::size_t stream,
+                                  std::uintptr_t ptr,
+                                  std::size_t bytes,
+                                  std::size_t alignment) noexcept;
+
 namespace rmm::mr::detail {
 
 /// Throws the RMM exception that matches `out.kind`. `out` must be an error.
@@ -105,8 +119,8 @@ struct moved_from_resource {
   void* allocate(cuda::stream_ref, std::size_t, std::size_t) { throw_moved_from(); }
   void deallocate(cuda::stream_ref stream, void* ptr, std::size_t bytes, std::size_t alignment) noexcept
   {
-    moved_from_handle().deallocate(
-      stream_handle(stream), reinterpret_cast<std::uintptr_t>(ptr), bytes, alignment);
+    rmm_rs_deallocate(
+      moved_from_handle(), stream_handle(stream), reinterpret_cast<std::uintptr_t>(ptr), bytes, alignment);
   }
   void* allocate_sync(std::size_t, std::size_t) { throw_moved_from(); }
   void deallocate_sync(void* ptr, std::size_t bytes, std::size_t alignment) noexcept
@@ -431,7 +445,7 @@ class rust_resource : public rust_resource_tag, public State, private rust_handl
                                std::size_t alignment = rmm::CUDA_ALLOCATION_ALIGNMENT)
   {
     // The stream first, as here: the arguments reach Rust in the registers they came in.
-    auto const ptr = this->handle().allocate_or_null(stream_handle(stream), bytes, alignment);
+    auto const ptr = rmm_rs_allocate_or_null(this->handle(), stream_handle(stream), bytes, alignment);
     if (ptr == 0) { null_allocation(bytes); }
     return reinterpret_cast<void*>(ptr);
   }
@@ -445,8 +459,8 @@ class rust_resource : public rust_resource_tag, public State, private rust_handl
                   std::size_t bytes,
                   std::size_t alignment = rmm::CUDA_ALLOCATION_ALIGNMENT) noexcept
   {
-    this->handle().deallocate(
-      stream_handle(stream), reinterpret_cast<std::uintptr_t>(ptr), bytes, alignment);
+    rmm_rs_deallocate(
+      this->handle(), stream_handle(stream), reinterpret_cast<std::uintptr_t>(ptr), bytes, alignment);
   }
 
   [[nodiscard]] void* allocate_sync(std::size_t bytes,
