@@ -15,9 +15,9 @@
 //! | channel | used by | on the C++ side |
 //! | --- | --- | --- |
 //! | an `Outcome` returned (kind, message, pointer) | `allocate`, `try_deallocate`, the queries of one kind (`pool_size`, `statistics_*`, `logging_flush`, ...) | thrown by kind (the `noexcept` queries read 0 or empty counters instead) |
-//! | 0 from `allocate_or_null`, the error kept per thread and read by `take_allocate_error` | the allocation fast path, which returns just the pointer | a 0 with a non-`Ok` error is thrown; 0 with `Ok` was a 0-byte request |
+//! | 0 from `rmm_rs_allocate_or_null`, the error kept per thread and read by `take_allocate_error` | the allocation fast path, which returns just the pointer (a plain C symbol beside the bridge, as is `rmm_rs_deallocate`: see `bridge/handle.rs`) | a 0 with a non-`Ok` error is thrown; 0 with `Ok` was a 0-byte request |
 //! | kept in the handle, read by `status` | every `new_*` constructor and `exchange_rust_per_device_resource`: a handle is always returned | thrown by the C++ constructor or setter |
-//! | a line on stderr naming pointer, size, alignment and stream; the resource is unchanged | `deallocate`, which C++ calls from `noexcept` code | nothing to throw |
+//! | a line on stderr naming pointer, size, alignment and stream; the resource is unchanged | `rmm_rs_deallocate`, which C++ calls from `noexcept` code | nothing to throw |
 //! | a line on stderr | `register_stream`, `retire_stream` (stream constructors and destructors) | nothing to throw |
 //!
 //! A panic inside any of these functions is caught where it starts (`outcome::guard`) and becomes
@@ -158,14 +158,9 @@ pub(crate) mod ffi {
         fn status(self: &RustResource) -> Outcome;
         /// Allocates `bytes` on `stream` (a `cudaStream_t` as an integer).
         fn allocate(self: &RustResource, bytes: usize, alignment: usize, stream: usize) -> Outcome;
-        /// Allocates like `allocate`, returning just the pointer: 0 means a 0-byte request or a
-        /// failure, told apart by `take_allocate_error`. The hot path of the C++ resources.
-        fn allocate_or_null(self: &RustResource, bytes: usize, alignment: usize, stream: usize) -> usize;
-        /// Frees; a refused free is reported on stderr (naming pointer and size) and changes nothing.
-        fn deallocate(self: &RustResource, ptr: usize, bytes: usize, alignment: usize, stream: usize);
-        /// Like `deallocate`, but hands the refusal back instead of printing it.
+        /// Like `rmm_rs_deallocate`, but hands the refusal back instead of printing it.
         fn try_deallocate(self: &RustResource, ptr: usize, bytes: usize, alignment: usize, stream: usize) -> Outcome;
-        /// Why this thread's last `allocate_or_null` returned 0 (`Ok` for a 0-byte request); taken.
+        /// Why this thread's last `rmm_rs_allocate_or_null` returned 0 (`Ok` for a 0-byte request); taken.
         fn take_allocate_error() -> Outcome;
         /// True when memory of one may be freed through the other.
         fn is_equal(self: &RustResource, other: &RustResource) -> bool;

@@ -24,6 +24,9 @@ pub(crate) struct AddressMap {
     /// 64 − log2(capacity): the shift that keeps the hash's top bits.
     shift: u32,
     len: usize,
+    /// The most entries before the table grows (capacity / MAX_LOAD_INVERSE): kept, so that an
+    /// insertion compares with it rather than computing it.
+    max_len: usize,
 }
 
 impl Default for AddressMap {
@@ -39,7 +42,12 @@ pub(crate) struct Slot(usize);
 impl AddressMap {
     fn with_capacity(capacity: usize) -> Self {
         debug_assert!(capacity.is_power_of_two());
-        AddressMap { slots: vec![EMPTY; capacity].into_boxed_slice(), shift: 64 - capacity.trailing_zeros(), len: 0 }
+        AddressMap {
+            slots: vec![EMPTY; capacity].into_boxed_slice(),
+            shift: 64 - capacity.trailing_zeros(),
+            len: 0,
+            max_len: capacity / MAX_LOAD_INVERSE,
+        }
     }
 
     #[inline]
@@ -77,12 +85,20 @@ impl AddressMap {
     /// Adds block `id` (not `NIL`, not present), keyed by its address in `blocks`.
     #[inline]
     pub fn insert(&mut self, id: BlockId, blocks: &BlockTable) {
+        self.insert_at(id, blocks.get(id).addr, blocks);
+    }
+
+    /// [`insert`](Self::insert) for a caller that has `id`'s address (`addr`) at hand: read
+    /// again here, it would be loaded again after the caller's stores to the record.
+    #[inline]
+    pub fn insert_at(&mut self, id: BlockId, addr: usize, blocks: &BlockTable) {
         debug_assert!(id != EMPTY);
-        if (self.len + 1) * MAX_LOAD_INVERSE > self.slots.len() {
+        debug_assert_eq!(addr, blocks.get(id).addr);
+        if self.len >= self.max_len {
             self.grow(blocks);
         }
         let mask = self.mask();
-        let mut i = self.home(blocks.get(id).addr);
+        let mut i = self.home(addr);
         while self.at(i) != EMPTY {
             debug_assert!(self.at(i) != id, "block inserted twice");
             i = (i + 1) & mask;

@@ -111,10 +111,14 @@ pub struct CoalescingPool {
     last: LastSet,
     /// Private free-list sets of real streams (not FRESH, not published sets).
     stream_count: usize,
-    /// Calls (through `set_of`) since the stream changed.
+    /// Calls (through `set_of`) since the stream changed, up to [`RECENT_CALLS`].
     calls_since_switch: u32,
     /// Blocks in all streams' caches: 0 makes a flush free.
     cached_blocks: usize,
+    /// False while no set has ever been asked to publish (`StreamSet::wanted`): then a call needs
+    /// no look into its set for the flag. Set with the first such request and kept (a pool whose
+    /// streams hand blocks to each other pays one test more, a stream alone saves the look).
+    maybe_wanted: bool,
 }
 
 /// The set of free lists the last call used, and its identity, cached in the pool's header. A key
@@ -171,7 +175,11 @@ impl CoalescingPool {
     #[inline]
     pub fn set_and_identity_of(&mut self, key: StreamKey) -> (SetId, u64) {
         if self.last.key == key {
-            self.calls_since_switch = self.calls_since_switch.saturating_add(1);
+            // Only `< RECENT_CALLS` is ever asked, so the count stops there: past it (a stream
+            // alone for a while) the call reads the count and stores nothing.
+            if self.calls_since_switch < RECENT_CALLS {
+                self.calls_since_switch += 1;
+            }
             return (self.last.set, self.last.identity);
         }
         if key != StreamKey::FRESH {
@@ -302,7 +310,10 @@ impl CoalescingPool {
     fn take(&mut self, set: SetId, id: BlockId, requested: usize, size: usize, align: usize) -> usize {
         let mut id = id;
         let addr = self.blocks.get(id).addr;
-        let aligned = (addr + align - 1) & !(align - 1);
+        // Every block starts on a granule (a misaligned chunk is refused), so the granule needs
+        // no cut: with `align` a constant, as on the pool's fast path, the test folds away.
+        debug_assert!(addr % GRANULE == 0);
+        let aligned = if align == GRANULE { addr } else { (addr + align - 1) & !(align - 1) };
         if aligned != addr {
             // The front stays free on this stream; its previous neighbour is not free here (the
             // block was coalesced), so it needs no merge.
@@ -325,7 +336,7 @@ impl CoalescingPool {
         b.set_owner(Owner::HandedOut);
         b.set_slack((size - requested) as u32);
         let addr = b.addr;
-        self.allocated.insert(id, &self.blocks);
+        self.allocated.insert_at(id, addr, &self.blocks);
         addr
     }
 
@@ -343,6 +354,22 @@ impl CoalescingPool {
     /// without paying for the misuse diagnosis. Always inlined, as [`allocate`](Self::allocate).
     #[inline(always)]
     pub fn try_deallocate(&mut self, addr: usize, bytes: usize, set: SetId) -> Option<Result<(), Misuse>> {
+        let shared = self.shared_by_streams();
+        self.try_deallocate_shared(addr, bytes, set, shared)
+    }
+
+    /// [`try_deallocate`](Self::try_deallocate) for a caller that has just asked
+    /// [`shared_by_streams`](Self::shared_by_streams) (`shared`), which a free does not change:
+    /// asked again after the free, it would be read again from memory the free wrote through.
+    #[inline(always)]
+    pub fn try_deallocate_shared(
+        &mut self,
+        addr: usize,
+        bytes: usize,
+        set: SetId,
+        shared: bool,
+    ) -> Option<Result<(), Misuse>> {
+        debug_assert_eq!(shared, self.shared_by_streams());
         let found = self.allocated.find(addr, &self.blocks)?;
         let id = self.allocated.id_at(found);
         let b = self.blocks.get(id);
@@ -354,7 +381,7 @@ impl CoalescingPool {
         let units = self.blocks.get(id).units as usize;
         // Only while one stream has the pool: a shared pool hands its free blocks to other
         // streams, which then want them merged.
-        let alone = !self.shared_by_streams();
+        let alone = !shared;
         let lists = &mut self.sets[set];
         if units < CACHE_CLASSES && lists.cache_len[units] < CACHE_DEPTH && alone {
             let b = self.blocks.get_mut(id);
@@ -395,10 +422,11 @@ impl CoalescingPool {
         true
     }
 
-    /// True when another stream asked for this stream's blocks (checked on every call: one flag).
+    /// True when another stream asked for this stream's blocks (checked on every call: one flag,
+    /// looked up only once any set has been asked).
     #[inline]
     pub fn is_wanted(&self, set: SetId) -> bool {
-        self.sets[set].wanted
+        self.maybe_wanted && self.sets[set].wanted
     }
 
     /// Moves the private free blocks of `set` to its published set: the caller has just captured
@@ -429,7 +457,7 @@ impl CoalescingPool {
     /// True while some stream has been asked to publish and has not yet: free memory that will
     /// soon be usable by others.
     pub fn has_wanted(&self) -> bool {
-        self.sets.iter().any(|s| s.wanted)
+        self.maybe_wanted && self.sets.iter().any(|s| s.wanted)
     }
 
     /// Stops asking `set`'s stream to publish (its capture failed; it will be asked again).

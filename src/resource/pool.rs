@@ -342,11 +342,48 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// from other shards or the upstream.
     #[inline]
     fn allocate_at_home(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Option<*mut u8> {
-        if bytes == 0 {
+        // One comparison rejects both a 0-byte request and one no block can hold: the largest
+        // block is a multiple of the granule, so `bytes` fits exactly when its rounded size does.
+        const _: () = assert!(MAX_BLOCK_BYTES % GRANULE == 0);
+        if bytes.wrapping_sub(1) >= MAX_BLOCK_BYTES {
             return None;
         }
+        let size = (bytes + (GRANULE - 1)) & !(GRANULE - 1);
+        debug_assert_eq!(rounded_size(bytes), Some(size));
+        // Every power of two up to the granule means the granule: with the alignment a constant,
+        // the block search and the alignment cut fold away. The granule itself (RMM's default
+        // alignment, so nearly every request) is tested first, alone.
+        if alignment == GRANULE || (alignment.wrapping_sub(1) < GRANULE && alignment & (alignment - 1) == 0) {
+            self.allocate_at_home_aligned(bytes, size, GRANULE, stream)
+        } else {
+            self.allocate_at_home_coarse(bytes, size, alignment, stream)
+        }
+    }
+
+    /// [`allocate_at_home`](Self::allocate_at_home) of an alignment above the granule (or an
+    /// invalid one, then `None`): out of line, so that the granule's path stays short.
+    #[inline(never)]
+    fn allocate_at_home_coarse(
+        &self,
+        bytes: usize,
+        size: usize,
+        alignment: usize,
+        stream: CudaStreamView,
+    ) -> Option<*mut u8> {
         let align = effective_alignment(alignment).ok()?;
-        let size = rounded_size(bytes)?;
+        self.allocate_at_home_aligned(bytes, size, align, stream)
+    }
+
+    /// [`allocate_at_home`](Self::allocate_at_home) of a valid request: `size` is `bytes` rounded
+    /// (see [`rounded_size`]), `align` an effective alignment.
+    #[inline(always)]
+    fn allocate_at_home_aligned(
+        &self,
+        bytes: usize,
+        size: usize,
+        align: usize,
+        stream: CudaStreamView,
+    ) -> Option<*mut u8> {
         let key = stream_key(stream);
         let mut core = self.lock_home(self.shard_map.shard(key), key);
         let set = self.own_set(&mut core, key);
@@ -392,10 +429,11 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         let key = stream_key(stream);
         let mut core = self.lock_home(self.shard_map.shard(key), key);
         let set = self.set_for_free(&mut core, key);
-        if !matches!(core.try_deallocate(ptr as usize, bytes, set), Some(Ok(()))) {
+        let shared = core.shared_by_streams();
+        if !matches!(core.try_deallocate_shared(ptr as usize, bytes, set, shared), Some(Ok(()))) {
             return false;
         }
-        self.publish_after_free(&mut core, set);
+        self.publish_after_free(&mut core, set, shared);
         true
     }
 
@@ -403,17 +441,22 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// free: another stream then reuses the block at once instead of growing the pool while it
     /// waits for this stream's next call. A shard of one stream (the common case for a thread on
     /// its own stream) makes no CUDA call per free.
+    ///
+    /// `shared` is `core.shared_by_streams()`, asked once for the free and for this (a free does
+    /// not change it; asked again, it is read again from memory the free wrote through).
     #[inline(always)]
-    fn publish_after_free(&self, core: &mut CoalescingPool, set: SetId) {
-        if self.free_publishes(core, set) {
+    fn publish_after_free(&self, core: &mut CoalescingPool, set: SetId, shared: bool) {
+        if self.free_publishes(core, set, shared) {
             self.publish(core, set);
         }
     }
 
-    /// Whether a free into `set` publishes it (see [`publish_after_free`](Self::publish_after_free)).
+    /// Whether a free into `set` publishes it (see [`publish_after_free`](Self::publish_after_free));
+    /// `shared` is `core.shared_by_streams()`.
     #[inline(always)]
-    fn free_publishes(&self, core: &CoalescingPool, set: SetId) -> bool {
-        core.is_wanted(set) || (self.ordered && core.shared_by_streams())
+    fn free_publishes(&self, core: &CoalescingPool, set: SetId, shared: bool) -> bool {
+        debug_assert_eq!(shared, core.shared_by_streams());
+        core.is_wanted(set) || (self.ordered && shared)
     }
 
     /// The rest of a free after [`deallocate_at_home`](Self::deallocate_at_home) returned false:
@@ -429,9 +472,10 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         {
             let mut core = self.shards[home].0.lock();
             let set = self.set_for_free(&mut core, key);
-            if let Some(freed) = core.try_deallocate(ptr as usize, bytes, set) {
+            let shared = core.shared_by_streams();
+            if let Some(freed) = core.try_deallocate_shared(ptr as usize, bytes, set, shared) {
                 if freed.is_ok() {
-                    self.publish_after_free(&mut core, set);
+                    self.publish_after_free(&mut core, set, shared);
                 }
                 return freed.map_err(Error::Misuse);
             }

@@ -117,7 +117,7 @@ impl RustResource {
     /// The allocation fast path: the pointer, or 0 with the error kept for
     /// [`take_allocate_error`] (an [`Outcome`] by value costs C++ a call back into Rust to drop
     /// its message, on every allocation).
-    pub(crate) fn allocate_or_null(&self, bytes: usize, alignment: usize, stream: usize) -> usize {
+    pub(crate) fn allocate_or_null(&self, stream: usize, bytes: usize, alignment: usize) -> usize {
         match &self.direct {
             Direct::Pool(pool) => {
                 pointer_or_null(|| pool.allocate(bytes, alignment, CudaStreamView::from_handle(stream)))
@@ -147,7 +147,7 @@ impl RustResource {
         })
     }
 
-    pub(crate) fn deallocate(&self, ptr: usize, bytes: usize, alignment: usize, stream: usize) {
+    pub(crate) fn deallocate(&self, stream: usize, ptr: usize, bytes: usize, alignment: usize) {
         let view = CudaStreamView::from_handle(stream);
         match &self.direct {
             Direct::Pool(pool) => self.free_or_report(ptr, bytes, alignment, stream, || {
@@ -237,6 +237,32 @@ impl RustResource {
         let r: &dyn MemoryResource = &**self.shared()?;
         (r as &dyn Any).downcast_ref::<T>().ok_or_else(|| wrong_kind(query, kind, self.name))
     }
+}
+
+/// [`RustResource::allocate_or_null`] as C++ calls it on every allocation
+/// (`include/rmm/mr/detail/rust_resource.hpp`): a plain C symbol rather than a cxx method, whose
+/// shim adds a frame and an abort guard to each call. No panic gets out (the call catches its own,
+/// and one that did would abort at this `extern "C"` boundary, as at cxx's guard).
+#[no_mangle]
+pub extern "C" fn rmm_rs_allocate_or_null(
+    resource: &RustResource,
+    stream: usize,
+    bytes: usize,
+    alignment: usize,
+) -> usize {
+    resource.allocate_or_null(stream, bytes, alignment)
+}
+
+/// [`RustResource::deallocate`] as C++ calls it on every free, as [`rmm_rs_allocate_or_null`].
+#[no_mangle]
+pub extern "C" fn rmm_rs_deallocate(
+    resource: &RustResource,
+    stream: usize,
+    ptr: usize,
+    bytes: usize,
+    alignment: usize,
+) {
+    resource.deallocate(stream, ptr, bytes, alignment)
 }
 
 /// A query asked of a resource of another kind: the C++ headers only ask a resource of the right

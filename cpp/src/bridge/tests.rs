@@ -31,19 +31,19 @@ fn host_resource_round_trip_through_the_bridge_functions() {
 fn the_fast_path_keeps_the_error_for_take_allocate_error() {
     let pool = new_pool_memory_resource(&new_host_memory_resource(), 0, 4096, true);
     assert!(take_allocate_error().is_ok(), "nothing failed yet");
-    assert_eq!(pool.allocate_or_null(0, 256, 0), 0);
+    assert_eq!(pool.allocate_or_null(0, 0, 256), 0);
     assert!(take_allocate_error().is_ok(), "a 0-byte request is null without an error");
-    assert_eq!(pool.allocate_or_null(8, 3, 0), 0);
+    assert_eq!(pool.allocate_or_null(0, 8, 3), 0);
     let bad = take_allocate_error();
     assert_eq!(bad.kind, ErrorKind::BadAlloc, "{}", bad.message);
     assert!(take_allocate_error().is_ok(), "an error is reported once");
-    assert_eq!(pool.allocate_or_null(8192, 256, 0), 0);
+    assert_eq!(pool.allocate_or_null(0, 8192, 256), 0);
     let oom = take_allocate_error();
     assert_eq!(oom.kind, ErrorKind::OutOfMemory);
     assert!(oom.message.contains("(failed to allocate 8.000000 KiB)"), "{}", oom.message);
-    let p = pool.allocate_or_null(4096, 256, 0);
+    let p = pool.allocate_or_null(0, 4096, 256);
     assert!(p != 0 && p % 256 == 0);
-    pool.deallocate(p, 4096, 256, 0);
+    pool.deallocate(0, p, 4096, 256);
     assert_eq!(pool_size(&pool).ptr, 4096);
 }
 

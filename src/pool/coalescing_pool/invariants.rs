@@ -8,6 +8,9 @@ impl CoalescingPool {
     /// Checks every invariant listed at the top of this file; for tests. Returns a description of
     /// the first violation.
     pub fn check_invariants(&self) -> Result<(), String> {
+        if !self.maybe_wanted && self.sets.iter().any(|s| s.wanted) {
+            return Err("a set is asked to publish but the pool says none ever was".into());
+        }
         let mut free_total = 0;
         let mut cached = 0;
         for &(addr, size) in &self.chunks {

@@ -56,6 +56,7 @@ impl CoalescingPool {
                 found.get_or_insert(i);
             } else if s.key.is_stream() {
                 s.wanted = true;
+                self.maybe_wanted = true;
             }
         }
         found

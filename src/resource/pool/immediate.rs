@@ -46,9 +46,10 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             return false;
         };
         let (set, identity) = core.set_and_identity_of(key);
-        if identity == IDENTITY_UNKNOWN || self.free_publishes(&core, set) {
+        let shared = core.shared_by_streams();
+        if identity == IDENTITY_UNKNOWN || self.free_publishes(&core, set, shared) {
             return false;
         }
-        matches!(core.try_deallocate(ptr as usize, bytes, set), Some(Ok(())))
+        matches!(core.try_deallocate_shared(ptr as usize, bytes, set, shared), Some(Ok(())))
     }
 }

@@ -33,6 +33,20 @@
 #include <type_traits>
 #include <utility>
 
+/// The allocation and free fast paths of a Rust resource, plain C symbols of librmm_cpp.a beside
+/// the cxx bridge (cpp/src/bridge/handle.rs), whose per-call shim they skip. The first
+/// returns 0 for a 0-byte request or a failure, told apart by rmm_rs::take_allocate_error();
+/// the second reports a refused free on stderr. Neither throws.
+extern "C" std::uintptr_t rmm_rs_allocate_or_null(rmm_rs::RustResource const& resource,
+                                                  std::size_t stream,
+                                                  std::size_t bytes,
+                                                  std::size_t alignment) noexcept;
+extern "C" void rmm_rs_deallocate(rmm_rs::RustResource const& resource,
+                                  std::size_t stream,
+                                  std::uintptr_t ptr,
+                                  std::size_t bytes,
+                                  std::size_t alignment) noexcept;
+
 namespace rmm::mr::detail {
 
 /// Throws the RMM exception that matches `out.kind`. `out` must be an error.
@@ -79,7 +93,9 @@ inline void check(rmm_rs::Outcome const& out)
 /// The Rust handle that stands in for a moved-from resource's: it owns nothing, allocating through
 /// it fails, a free through it is refused and reported on stderr (naming pointer and size), and
 /// its queries (pool size, counters, ...) answer zero. Never destroyed, as the stateless handles.
-[[nodiscard]] inline rmm_rs::RustResource const& moved_from_handle()
+/// Out of line and cold: inlined, its guarded static's initialisation makes every allocate and
+/// deallocate that may reach it save and restore six registers.
+[[nodiscard]] __attribute__((noinline, cold)) inline rmm_rs::RustResource const& moved_from_handle()
 {
   static rust::Box<rmm_rs::RustResource> const* const handle =
     new rust::Box<rmm_rs::RustResource>{rmm_rs::new_moved_from_resource()};  // NOLINT
@@ -103,8 +119,8 @@ struct moved_from_resource {
   void* allocate(cuda::stream_ref, std::size_t, std::size_t) { throw_moved_from(); }
   void deallocate(cuda::stream_ref stream, void* ptr, std::size_t bytes, std::size_t alignment) noexcept
   {
-    moved_from_handle().deallocate(
-      reinterpret_cast<std::uintptr_t>(ptr), bytes, alignment, stream_handle(stream));
+    rmm_rs_deallocate(
+      moved_from_handle(), stream_handle(stream), reinterpret_cast<std::uintptr_t>(ptr), bytes, alignment);
   }
   void* allocate_sync(std::size_t, std::size_t) { throw_moved_from(); }
   void deallocate_sync(void* ptr, std::size_t bytes, std::size_t alignment) noexcept
@@ -428,7 +444,8 @@ class rust_resource : public rust_resource_tag, public State, private rust_handl
                                std::size_t bytes,
                                std::size_t alignment = rmm::CUDA_ALLOCATION_ALIGNMENT)
   {
-    auto const ptr = this->handle().allocate_or_null(bytes, alignment, stream_handle(stream));
+    // The stream first, as here: the arguments reach Rust in the registers they came in.
+    auto const ptr = rmm_rs_allocate_or_null(this->handle(), stream_handle(stream), bytes, alignment);
     if (ptr == 0) { null_allocation(bytes); }
     return reinterpret_cast<void*>(ptr);
   }
@@ -442,8 +459,8 @@ class rust_resource : public rust_resource_tag, public State, private rust_handl
                   std::size_t bytes,
                   std::size_t alignment = rmm::CUDA_ALLOCATION_ALIGNMENT) noexcept
   {
-    this->handle().deallocate(
-      reinterpret_cast<std::uintptr_t>(ptr), bytes, alignment, stream_handle(stream));
+    rmm_rs_deallocate(
+      this->handle(), stream_handle(stream), reinterpret_cast<std::uintptr_t>(ptr), bytes, alignment);
   }
 
   [[nodiscard]] void* allocate_sync(std::size_t bytes,
