@@ -9,7 +9,7 @@ use rmm::adaptor::{
     Counter, CounterFrame, FailureCallbackResourceAdaptor, LimitingResourceAdaptor, LoggingResourceAdaptor,
     StatisticsResourceAdaptor, TrackingResourceAdaptor, LOG_HEADER,
 };
-use rmm::resource::HostMemoryResource;
+use rmm::resource::{HostMemoryResource, PoolMemoryResource};
 use rmm::{CudaStreamView, Error, MemoryResource, Misuse, Result};
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
@@ -1031,4 +1031,57 @@ fn common_behaviour_of_every_adaptor() {
     let limiting = LimitingResourceAdaptor::new(HostMemoryResource::new(), 0);
     assert_eq!(limiting.allocate_sync(0, 256), Ok(std::ptr::null_mut()), "zero bytes fit any limit");
     assert!(limiting.allocate_sync(1, 256).unwrap_err().is_out_of_memory());
+}
+
+/// Nanoseconds per allocate-or-free of `threads` threads together through `r`, each on its own
+/// stream, cycling a window of 64 live blocks of 256 B to 64 KiB.
+fn stack_ns_per_op(r: &dyn MemoryResource, threads: usize) -> f64 {
+    const OPS: usize = 200_000;
+    let start = std::time::Instant::now();
+    std::thread::scope(|scope| {
+        for t in 0..threads {
+            scope.spawn(move || {
+                let s = CudaStreamView::from_handle(0x1000 * (t + 1));
+                let mut rng = Rng::new(t as u64 + 1);
+                let mut live = vec![(std::ptr::null_mut::<u8>(), 0usize); 64];
+                for i in 0..OPS / 2 {
+                    let slot = &mut live[i % 64];
+                    if !slot.0.is_null() {
+                        r.deallocate(slot.0, slot.1, 256, s).unwrap();
+                    }
+                    let bytes = 256 << rng.below(9);
+                    *slot = (r.allocate(bytes, 256, s).unwrap(), bytes);
+                }
+                for (p, bytes) in live {
+                    r.deallocate(p, bytes, 256, s).unwrap();
+                }
+            });
+        }
+    });
+    start.elapsed().as_nanos() as f64 / (threads * OPS) as f64
+}
+
+/// Dask-CUDA's usual stack (statistics over tracking over a pool), each adaptor alone, and the
+/// bare pool, over host memory, at 1, 2, 4 and 8 threads (STACK_THREADS: another list). Each
+/// adaptor keeps its counters or its map under one lock, which every call of every thread takes.
+#[test]
+#[ignore = "a benchmark: cargo test --release --test adaptors -- --ignored --nocapture stack_under_threads"]
+fn stack_under_threads() {
+    let pool = || PoolMemoryResource::new(HostMemoryResource::new(), 1 << 30, None).unwrap();
+    let counts: Vec<usize> = std::env::var("STACK_THREADS").map_or(vec![1, 2, 4, 8], |v| {
+        v.split(',').map(|x| x.trim().parse().expect("STACK_THREADS: numbers")).collect()
+    });
+    for threads in counts {
+        let stack = StatisticsResourceAdaptor::new(TrackingResourceAdaptor::new(pool(), false));
+        let bare = stack_ns_per_op(&pool(), threads);
+        let both = stack_ns_per_op(&stack, threads);
+        let statistics = stack_ns_per_op(&StatisticsResourceAdaptor::new(pool()), threads);
+        let tracking = stack_ns_per_op(&TrackingResourceAdaptor::new(pool(), false), threads);
+        assert_eq!(stack.counters().allocations.value, 0);
+        assert_eq!(stack.upstream().allocation_count(), 0);
+        println!(
+            "{threads:2} threads: pool {bare:6.1}, statistics -> tracking -> pool {both:6.1}, \
+             statistics alone {statistics:6.1}, tracking alone {tracking:6.1} ns/op (aggregate)"
+        );
+    }
 }
