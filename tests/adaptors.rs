@@ -1034,31 +1034,9 @@ fn common_behaviour_of_every_adaptor() {
 }
 
 /// Nanoseconds per allocate-or-free of `threads` threads together through `r`, each on its own
-/// stream, cycling a window of 64 live blocks of 256 B to 64 KiB.
+/// stream.
 fn stack_ns_per_op(r: &dyn MemoryResource, threads: usize) -> f64 {
-    const OPS: usize = 200_000;
-    let start = std::time::Instant::now();
-    std::thread::scope(|scope| {
-        for t in 0..threads {
-            scope.spawn(move || {
-                let s = CudaStreamView::from_handle(0x1000 * (t + 1));
-                let mut rng = Rng::new(t as u64 + 1);
-                let mut live = vec![(std::ptr::null_mut::<u8>(), 0usize); 64];
-                for i in 0..OPS / 2 {
-                    let slot = &mut live[i % 64];
-                    if !slot.0.is_null() {
-                        r.deallocate(slot.0, slot.1, 256, s).unwrap();
-                    }
-                    let bytes = 256 << rng.below(9);
-                    *slot = (r.allocate(bytes, 256, s).unwrap(), bytes);
-                }
-                for (p, bytes) in live {
-                    r.deallocate(p, bytes, 256, s).unwrap();
-                }
-            });
-        }
-    });
-    start.elapsed().as_nanos() as f64 / (threads * OPS) as f64
+    common::threads_bench::ns_per_op(r, threads, 200_000, |t| CudaStreamView::from_handle(0x1000 * (t + 1)))
 }
 
 /// Dask-CUDA's usual stack (statistics over tracking over a pool), each adaptor alone, and the

@@ -194,33 +194,16 @@ fn bad_input_is_refused_and_changes_nothing() {
     assert_eq!(r.state().free_bytes, SIZE);
 }
 
-/// Nanoseconds per allocate-or-free, all threads together (wall time over all operations), each
-/// thread cycling through a window of live blocks of 256 B to 64 KiB on its own stream or on
+/// Nanoseconds per allocate-or-free, all threads together, each thread on its own stream or on
 /// the default stream.
 fn ns_per_op(r: &dyn MemoryResource, threads: usize, own_streams: bool) -> f64 {
-    const OPS: usize = 400_000;
-    let start = std::time::Instant::now();
-    std::thread::scope(|scope| {
-        for t in 0..threads {
-            scope.spawn(move || {
-                let s = if own_streams { stream(t + 1) } else { CudaStreamView::DEFAULT };
-                let mut rng = Rng::new(t as u64 + 1);
-                let mut live = vec![(std::ptr::null_mut::<u8>(), 0usize); 64];
-                for i in 0..OPS / 2 {
-                    let slot = &mut live[i % 64];
-                    if !slot.0.is_null() {
-                        r.deallocate(slot.0, slot.1, 256, s).unwrap();
-                    }
-                    let bytes = 256 << rng.below(9);
-                    *slot = (r.allocate(bytes, 256, s).unwrap(), bytes);
-                }
-                for (p, bytes) in live {
-                    r.deallocate(p, bytes, 256, s).unwrap();
-                }
-            });
+    common::threads_bench::ns_per_op(r, threads, 400_000, |t| {
+        if own_streams {
+            stream(t + 1)
+        } else {
+            CudaStreamView::DEFAULT
         }
-    });
-    start.elapsed().as_nanos() as f64 / (threads * OPS) as f64
+    })
 }
 
 #[test]

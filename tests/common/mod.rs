@@ -4,6 +4,7 @@
 
 pub mod clock_order;
 pub mod recording_order;
+pub mod threads_bench;
 
 use rmm::{CudaStreamView, MemoryResource};
 
