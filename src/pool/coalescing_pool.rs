@@ -28,6 +28,7 @@ use crate::error::{Misuse, PoolState};
 use std::ops::{Index, IndexMut};
 
 mod chunks;
+mod contiguous;
 mod invariants;
 mod retirement;
 mod search;

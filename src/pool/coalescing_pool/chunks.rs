@@ -88,7 +88,7 @@ impl CoalescingPool {
 
     /// Removes `[addr, addr + len)` from the chunk that holds it, leaving the parts before and
     /// after it as chunks of their own.
-    fn cut_chunk(&mut self, addr: usize, len: usize) {
+    pub(super) fn cut_chunk(&mut self, addr: usize, len: usize) {
         let Some(i) = self.chunks.iter().position(|&(a, s)| a <= addr && addr + len <= a + s) else {
             debug_assert!(false, "range {addr:#x}+{len} is in no chunk");
             return;

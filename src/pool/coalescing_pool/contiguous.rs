@@ -1,0 +1,193 @@
+//! Ranges that join the chunks around them. A pool over one reserved range of addresses, whose
+//! memory is mapped and unmapped in place, grows by a range that starts where a chunk ends, and
+//! gives back whole granules of its free blocks without moving any address: then a free tail and
+//! the memory added after it are one block, and a range mapped again joins both of its neighbours.
+
+use super::{CoalescingPool, SetId, GRANULE, GRANULE_SHIFT};
+use crate::pool::block::{Block, BlockId, Owner, MAX_BLOCK_BYTES, NIL};
+use crate::pool::free_list::split;
+
+impl CoalescingPool {
+    /// Adds `[addr, addr + size)` as free memory of `set`, joined to the chunk that ends at `addr`
+    /// and to the one that starts at `addr + size`, where the pool has them: free blocks of `set`
+    /// at the joins merge with it, so one block may span what were separate ranges. Without such
+    /// neighbours it is [`add_chunk`](Self::add_chunk). `addr` and `size` must be multiples of
+    /// 256, the range must overlap no chunk, and the joined chunk must stay within
+    /// [`MAX_BLOCK_BYTES`].
+    pub fn attach(&mut self, addr: usize, size: usize, set: SetId) {
+        debug_assert!(addr % GRANULE == 0 && size % GRANULE == 0 && size > 0);
+        let end = addr + size;
+        let before = self.chunks.iter().position(|&(a, s)| a + s == addr);
+        let after = self.chunks.iter().position(|&(a, _)| a == end);
+        let joined_start = before.map_or(addr, |i| self.chunks[i].0);
+        let joined_end = after.map_or(end, |i| self.chunks[i].0 + self.chunks[i].1);
+        debug_assert!(joined_end - joined_start <= MAX_BLOCK_BYTES, "a chunk past the largest block");
+        let id = self.blocks.insert(Block::new(addr, (size >> GRANULE_SHIFT) as u32, Owner::HandedOut));
+        if before.is_some() {
+            let last = self.block_ending_at(addr);
+            self.blocks.get_mut(last).next_phys = id;
+            self.blocks.get_mut(id).prev_phys = last;
+        }
+        if after.is_some() {
+            let first = self.block_starting_chunk_at(end);
+            self.blocks.get_mut(first).prev_phys = id;
+            self.blocks.get_mut(id).next_phys = first;
+        }
+        // Both neighbours, if free on `set`, merge with the new block.
+        self.release(set, id);
+        self.chunks.retain(|&(a, s)| a + s != addr && a != end);
+        self.chunks.push((joined_start, joined_end - joined_start));
+        self.pool_size += size;
+    }
+
+    /// Takes out of the pool every whole `granule` (a power of two, at least 256 bytes) of the
+    /// free blocks of the sets that `take` accepts, lowest address first, until `max` bytes are
+    /// out; returns the ranges, each a run of whole granules. What is left of each block stays
+    /// free in its set; chunks are cut around the ranges, whose addresses stay reserved for
+    /// [`attach`](Self::attach). Cached blocks go back to their sets first.
+    pub fn detach_free_granules(
+        &mut self,
+        granule: usize,
+        max: usize,
+        take: impl Fn(SetId) -> bool,
+    ) -> Vec<(usize, usize)> {
+        debug_assert!(granule.is_power_of_two() && granule >= GRANULE);
+        self.flush_caches();
+        let mut free: Vec<(usize, BlockId)> = self
+            .blocks
+            .iter_live()
+            .filter(|(_, b)| b.is_free() && take(b.set_id()))
+            .map(|(id, b)| (b.addr, id))
+            .collect();
+        free.sort_unstable();
+        let mut out = Vec::new();
+        let mut left = max & !(granule - 1);
+        for (_, id) in free {
+            let b = *self.blocks.get(id);
+            let start = (b.addr + granule - 1) & !(granule - 1);
+            let end = (b.end() & !(granule - 1)).min(start.saturating_add(left));
+            if end <= start {
+                continue;
+            }
+            let set = b.set_id();
+            self.unlink_free(id);
+            let mut middle = id;
+            if start > b.addr {
+                middle = split(&mut self.blocks, id, start - b.addr);
+                self.link_free(set, id);
+            }
+            if end < b.end() {
+                let back = split(&mut self.blocks, middle, end - start);
+                self.link_free(set, back);
+            }
+            let m = *self.blocks.get(middle);
+            if m.prev_phys != NIL {
+                self.blocks.get_mut(m.prev_phys).next_phys = NIL;
+            }
+            if m.next_phys != NIL {
+                self.blocks.get_mut(m.next_phys).prev_phys = NIL;
+            }
+            self.blocks.remove(middle);
+            self.cut_chunk(start, end - start);
+            out.push((start, end - start));
+            left -= end - start;
+            if left == 0 {
+                break;
+            }
+        }
+        out
+    }
+
+    /// The block whose end is `addr`: the last block of the chunk that ends there (a scan, for
+    /// growth and release, which are rare).
+    fn block_ending_at(&self, addr: usize) -> BlockId {
+        let found = self.blocks.iter_live().find(|(_, b)| b.end() == addr && b.next_phys == NIL);
+        found.map_or_else(|| unreachable!("a chunk ends at {addr:#x} but no block does"), |(id, _)| id)
+    }
+
+    /// The first block of the chunk that starts at `addr`.
+    fn block_starting_chunk_at(&self, addr: usize) -> BlockId {
+        let found = self.blocks.iter_live().find(|(_, b)| b.addr == addr && b.prev_phys == NIL);
+        found.map_or_else(|| unreachable!("a chunk starts at {addr:#x} but no block does"), |(id, _)| id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pool::StreamKey;
+
+    const MIB: usize = 1 << 20;
+
+    fn pool_with(chunks: &[(usize, usize)]) -> (CoalescingPool, SetId) {
+        let mut p = CoalescingPool::new();
+        let fresh = p.set_of(StreamKey::FRESH);
+        for &(a, s) in chunks {
+            p.add_chunk(a, s, fresh);
+        }
+        (p, fresh)
+    }
+
+    #[test]
+    fn a_range_after_a_free_tail_is_one_block_with_it() {
+        let (mut p, fresh) = pool_with(&[(64 * MIB, 4 * MIB)]);
+        p.attach(68 * MIB, 4 * MIB, fresh);
+        p.check_invariants().unwrap();
+        assert_eq!(p.chunks(), &[(64 * MIB, 8 * MIB)]);
+        // 6 MiB fit only across the join.
+        assert_eq!(p.allocate(fresh, 6 * MIB, 6 * MIB, GRANULE), Some(64 * MIB));
+        p.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn a_range_between_two_chunks_joins_both() {
+        let (mut p, fresh) = pool_with(&[(64 * MIB, 2 * MIB), (70 * MIB, 2 * MIB)]);
+        p.attach(66 * MIB, 4 * MIB, fresh);
+        p.check_invariants().unwrap();
+        assert_eq!(p.chunks(), &[(64 * MIB, 8 * MIB)]);
+        assert_eq!(p.allocate(fresh, 8 * MIB, 8 * MIB, GRANULE), Some(64 * MIB));
+        assert_eq!(p.pool_size(), 8 * MIB);
+    }
+
+    #[test]
+    fn a_handed_out_tail_merges_with_the_new_range_once_freed() {
+        let (mut p, fresh) = pool_with(&[(64 * MIB, 4 * MIB)]);
+        let a = p.allocate(fresh, 4 * MIB, 4 * MIB, GRANULE).unwrap();
+        p.attach(68 * MIB, 4 * MIB, fresh);
+        p.check_invariants().unwrap();
+        p.deallocate(a, 4 * MIB, fresh).unwrap();
+        p.check_invariants().unwrap();
+        assert_eq!(p.allocate(fresh, 8 * MIB, 8 * MIB, GRANULE), Some(64 * MIB));
+    }
+
+    #[test]
+    fn whole_granules_of_free_blocks_leave_and_come_back_at_the_same_addresses() {
+        let (mut p, fresh) = pool_with(&[(64 * MIB, 16 * MIB)]);
+        // 1 MiB in use at the start: the first granule (2 MiB) is not whole-free.
+        let a = p.allocate(fresh, MIB, MIB, GRANULE).unwrap();
+        assert_eq!(a, 64 * MIB);
+        let out = p.detach_free_granules(2 * MIB, usize::MAX, |_| true);
+        assert_eq!(out, vec![(66 * MIB, 14 * MIB)]);
+        p.check_invariants().unwrap();
+        assert_eq!(p.pool_size(), 2 * MIB);
+        assert_eq!(p.allocate(fresh, 2 * MIB, 2 * MIB, GRANULE), None, "only 1 MiB is left free");
+        p.attach(66 * MIB, 14 * MIB, fresh);
+        p.deallocate(a, MIB, fresh).unwrap();
+        p.check_invariants().unwrap();
+        assert_eq!(p.chunks(), &[(64 * MIB, 16 * MIB)]);
+        assert_eq!(p.allocate(fresh, 16 * MIB, 16 * MIB, GRANULE), Some(64 * MIB));
+    }
+
+    #[test]
+    fn detach_stops_at_max_and_keeps_the_sets_it_is_told_to() {
+        let (mut p, fresh) = pool_with(&[(64 * MIB, 8 * MIB)]);
+        let s = p.set_of(StreamKey::of_handle(0x5000));
+        let a = p.allocate(fresh, 4 * MIB, 4 * MIB, GRANULE).unwrap();
+        p.deallocate(a, 4 * MIB, s).unwrap();
+        // The stream's free 4 MiB stay; 3 MiB asked of fresh memory gives one whole granule of 2.
+        let out = p.detach_free_granules(2 * MIB, 3 * MIB, |set| set == fresh);
+        assert_eq!(out, vec![(68 * MIB, 2 * MIB)]);
+        p.check_invariants().unwrap();
+        assert_eq!(p.pool_size(), 6 * MIB);
+    }
+}
