@@ -190,4 +190,66 @@ mod tests {
         p.check_invariants().unwrap();
         assert_eq!(p.pool_size(), 6 * MIB);
     }
+
+    /// Random allocations, frees, releases of whole granules and mappings back, against a model
+    /// of which addresses are mapped: no block handed out ever touches an unmapped address, the
+    /// pool's size is what is mapped, and the invariants hold after every step.
+    #[test]
+    fn random_detach_and_attach_keep_every_block_in_mapped_memory() {
+        const BASE: usize = 1 << 40;
+        const SPAN: usize = 64 * MIB;
+        const G: usize = 2 * MIB;
+        for seed in 1..=20 {
+            let mut rng = crate::testing::SplitMix64::new(seed);
+            let (mut p, fresh) = pool_with(&[(BASE, SPAN)]);
+            let mut mapped = vec![true; SPAN / G];
+            let mut live: Vec<(usize, usize)> = Vec::new();
+            let (mut detached, mut attached) = (0, 0);
+            for step in 0..2000 {
+                match rng.below(10) {
+                    0..=4 => {
+                        let size = (1 + rng.below(3 * MIB / GRANULE)) * GRANULE;
+                        if let Some(a) = p.allocate(fresh, size, size, GRANULE) {
+                            for g in (a - BASE) / G..=(a + size - 1 - BASE) / G {
+                                assert!(
+                                    mapped[g],
+                                    "seed {seed} step {step}: block {a:#x}+{size} in unmapped granule {g}"
+                                );
+                            }
+                            live.push((a, size));
+                        }
+                    }
+                    5..=7 if !live.is_empty() => {
+                        let (a, size) = live.swap_remove(rng.below(live.len()));
+                        p.deallocate(a, size, fresh).unwrap();
+                    }
+                    8 => {
+                        for (a, len) in p.detach_free_granules(G, (1 + rng.below(8)) * G, |_| true) {
+                            assert_eq!((a - BASE) % G + len % G, 0);
+                            for g in (a - BASE) / G..(a + len - BASE) / G {
+                                assert!(mapped[g]);
+                                mapped[g] = false;
+                            }
+                            detached += len;
+                        }
+                    }
+                    _ => {
+                        // Map back one run of unmapped granules, as a growth would.
+                        if let Some(first) = mapped.iter().position(|m| !m) {
+                            let n = mapped[first..].iter().take_while(|m| !**m).count().min(1 + rng.below(4));
+                            mapped[first..first + n].iter_mut().for_each(|m| *m = true);
+                            p.attach(BASE + first * G, n * G, fresh);
+                            attached += n * G;
+                        }
+                    }
+                }
+                p.check_invariants().unwrap_or_else(|e| panic!("seed {seed} step {step}: {e}"));
+                assert_eq!(p.pool_size(), mapped.iter().filter(|m| **m).count() * G);
+            }
+            assert!(
+                detached > 0 && attached > 0,
+                "seed {seed}: the run detached {detached} and attached {attached} bytes"
+            );
+        }
+    }
 }
