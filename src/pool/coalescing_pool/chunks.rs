@@ -42,6 +42,12 @@ impl CoalescingPool {
             let rest = split(&mut self.blocks, id, take);
             self.link_free(donor, rest);
         }
+        Some(self.cut_out(id))
+    }
+
+    /// Takes block `id` (in no list) out of the pool altogether: its neighbours stop linking to it,
+    /// its record goes, and its chunk is cut around it. Returns its range.
+    pub(super) fn cut_out(&mut self, id: BlockId) -> (usize, usize) {
         let b = *self.blocks.get(id);
         if b.prev_phys != NIL {
             self.blocks.get_mut(b.prev_phys).next_phys = NIL;
@@ -50,8 +56,8 @@ impl CoalescingPool {
             self.blocks.get_mut(b.next_phys).prev_phys = NIL;
         }
         self.blocks.remove(id);
-        self.cut_chunk(b.addr, take);
-        Some((b.addr, take))
+        self.cut_chunk(b.addr, b.size());
+        (b.addr, b.size())
     }
 
     /// The range of every free block, in any set or cache, in no particular order.

@@ -80,16 +80,7 @@ impl CoalescingPool {
                 let back = split(&mut self.blocks, middle, end - start);
                 self.link_free(set, back);
             }
-            let m = *self.blocks.get(middle);
-            if m.prev_phys != NIL {
-                self.blocks.get_mut(m.prev_phys).next_phys = NIL;
-            }
-            if m.next_phys != NIL {
-                self.blocks.get_mut(m.next_phys).prev_phys = NIL;
-            }
-            self.blocks.remove(middle);
-            self.cut_chunk(start, end - start);
-            out.push((start, end - start));
+            out.push(self.cut_out(middle));
             left -= end - start;
             if left == 0 {
                 break;
