@@ -1,7 +1,8 @@
 //! Drives the pool algorithm (`CoalescingPool`) directly with operations decoded from the fuzzer's
 //! input: chunks added at made-up addresses (no memory behind them: the algorithm only does
 //! address arithmetic), allocations on several streams, frees, every kind of bad free, publishing,
-//! donor lookups and merges. After every operation the pool's own invariant check runs and its
+//! donor lookups and merges, and releases of whole granules of free memory with the ranges mapped
+//! back in place (as a pool over reserved addresses does). After every operation the pool's own invariant check runs and its
 //! figures are compared with a model of the live blocks; every bad free must be refused with the
 //! exact error the model predicts.
 #![no_main]
@@ -67,6 +68,20 @@ enum Op {
         from: u8,
         to: u8,
     },
+    /// Whole granules of `2 MiB << shift % 3` of free blocks taken out, at most `max + 1` of them,
+    /// from one stream's set or (`None`) from every set: a release that unmaps them.
+    DetachGranules {
+        shift: u8,
+        max: u8,
+        stream: Option<u8>,
+    },
+    /// The front `granules + 1` granules (of 256 bytes) of a detached range put back, joined to
+    /// its neighbours: a growth that maps them again.
+    Attach {
+        which: u8,
+        granules: u16,
+        stream: u8,
+    },
 }
 
 /// The streams the operations name: the legacy default stream, fresh memory, two per-thread
@@ -97,6 +112,8 @@ struct Model {
     sets: usize,
     published: BTreeMap<SetId, SetId>,
     used: usize,
+    /// Ranges taken out by `DetachGranules` and not yet attached again.
+    holes: Vec<(usize, usize)>,
 }
 
 impl Model {
@@ -119,6 +136,31 @@ impl Model {
         self.live.insert(addr, (requested, size));
         self.order.push(addr);
         self.used += size;
+    }
+
+    /// Takes `[addr, addr + len)` out of the chunk that holds it.
+    fn cut(&mut self, addr: usize, len: usize) {
+        let i = self.chunks.iter().position(|&(c, n)| c <= addr && addr + len <= c + n).expect("detached from a chunk");
+        let (c, n) = self.chunks.swap_remove(i);
+        if addr > c {
+            self.chunks.push((c, addr - c));
+        }
+        if addr + len < c + n {
+            self.chunks.push((addr + len, c + n - addr - len));
+        }
+    }
+
+    /// Adds `[addr, addr + len)`, joined to the chunks that end at its start and begin at its end.
+    fn join(&mut self, addr: usize, len: usize) {
+        let (mut start, mut end) = (addr, addr + len);
+        if let Some(i) = self.chunks.iter().position(|&(c, n)| c + n == addr) {
+            start = self.chunks.swap_remove(i).0;
+        }
+        if let Some(i) = self.chunks.iter().position(|&(c, _)| c == addr + len) {
+            let (c, n) = self.chunks.swap_remove(i);
+            end = c + n;
+        }
+        self.chunks.push((start, end - start));
     }
 
     /// The error a free of `addr` (not a live block's start) must get.
@@ -250,6 +292,41 @@ fuzz_target!(|ops: Vec<Op>| {
                 pool.merge_into(from, to);
                 assert!(!pool.streams_with_free_memory(to).contains(&from), "merge left blocks behind");
                 assert_eq!(pool.state().free_bytes, free_before);
+            }
+            Op::DetachGranules { shift, max, stream } => {
+                let granule = (2 << 20) << (shift % 3);
+                let only = stream.map(|st| m.set(&mut pool, st));
+                let ranges = pool
+                    .detach_free_granules(granule, (max as usize + 1) * granule, |set| only.is_none_or(|o| o == set));
+                let total: usize = ranges.iter().map(|&(_, len)| len).sum();
+                assert!(total <= (max as usize + 1) * granule);
+                for (addr, len) in ranges {
+                    assert!(
+                        len > 0 && addr % granule == 0 && len % granule == 0,
+                        "{addr:#x}+{len} is not whole granules"
+                    );
+                    if let Some((&q, &(_, qs))) = m.live.range(..addr + len).next_back() {
+                        assert!(q + qs <= addr, "live block {q:#x}+{qs} in detached {addr:#x}+{len}");
+                    }
+                    m.cut(addr, len);
+                    m.holes.push((addr, len));
+                }
+            }
+            Op::Attach { which, granules, stream } => {
+                if m.holes.is_empty() {
+                    continue;
+                }
+                let i = which as usize % m.holes.len();
+                let (addr, len) = m.holes[i];
+                let take = ((granules as usize + 1) * GRANULE).min(len);
+                if take == len {
+                    m.holes.swap_remove(i);
+                } else {
+                    m.holes[i] = (addr + take, len - take);
+                }
+                let set = m.set(&mut pool, stream);
+                pool.attach(addr, take, set);
+                m.join(addr, take);
             }
         }
         check(&pool, &m);
