@@ -2,9 +2,9 @@
 //! input: chunks added at made-up addresses (no memory behind them: the algorithm only does
 //! address arithmetic), allocations on several streams, frees, every kind of bad free, publishing,
 //! donor lookups and merges, and releases of whole granules of free memory with the ranges mapped
-//! back in place (as a pool over reserved addresses does). After every operation the pool's own invariant check runs and its
-//! figures are compared with a model of the live blocks; every bad free must be refused with the
-//! exact error the model predicts.
+//! back in place (as a pool over reserved addresses does). After every operation the pool's own
+//! invariant check runs and its figures are compared with a model of the live blocks; every bad
+//! free must be refused with the exact error the model predicts.
 #![no_main]
 
 use libfuzzer_sys::arbitrary::{self, Arbitrary};
