@@ -354,6 +354,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         // the block search and the alignment cut fold away. The granule itself (RMM's default
         // alignment, so nearly every request) is tested first, alone.
         if alignment == GRANULE || (alignment.wrapping_sub(1) < GRANULE && alignment & (alignment - 1) == 0) {
+            debug_assert_eq!(effective_alignment(alignment).ok(), Some(GRANULE), "the shared rule, restated");
             self.allocate_at_home_aligned(bytes, size, GRANULE, stream)
         } else {
             self.allocate_at_home_coarse(bytes, size, alignment, stream)
