@@ -3,9 +3,9 @@
 
 use crate::adaptor::never_allocated;
 use crate::error::{Error, Result};
+use crate::pool::SpinMutex;
 use crate::resource::MemoryResource;
 use crate::stream::CudaStreamView;
-use parking_lot::Mutex;
 
 /// The current, peak and total value of one quantity.
 ///
@@ -75,8 +75,15 @@ struct Stack {
 #[derive(Debug)]
 pub struct StatisticsResourceAdaptor<U> {
     upstream: U,
-    stack: Mutex<Stack>,
+    stack: CounterLock,
 }
+
+/// The counter stack under its lock, on cache lines of its own: every operation of every thread
+/// takes this lock for a few additions, so it is a spin lock (a parked waiter would cost a system
+/// call on each side) and shares its line with no other data.
+#[repr(align(128))]
+#[derive(Debug)]
+struct CounterLock(SpinMutex<Stack>);
 
 /// Sizes beyond `i64::MAX` cannot be allocated, so saturating here never loses a real count.
 fn signed(bytes: usize) -> i64 {
@@ -87,7 +94,7 @@ impl<U: MemoryResource> StatisticsResourceAdaptor<U> {
     /// Wraps `upstream` with one zeroed counter frame. Memory allocated from `upstream` before is
     /// not counted; do not free it through the adaptor.
     pub fn new(upstream: U) -> Self {
-        StatisticsResourceAdaptor { upstream, stack: Mutex::new(Stack::default()) }
+        StatisticsResourceAdaptor { upstream, stack: CounterLock(SpinMutex::new(Stack::default())) }
     }
 
     /// The upstream resource.
@@ -97,23 +104,23 @@ impl<U: MemoryResource> StatisticsResourceAdaptor<U> {
 
     /// The byte counter of the top frame.
     pub fn bytes_counter(&self) -> Counter {
-        self.stack.lock().top.bytes
+        self.stack.0.lock().top.bytes
     }
 
     /// The allocation-count counter of the top frame.
     pub fn allocations_counter(&self) -> Counter {
-        self.stack.lock().top.allocations
+        self.stack.0.lock().top.allocations
     }
 
     /// Both counters of the top frame, read atomically together.
     pub fn counters(&self) -> CounterFrame {
-        self.stack.lock().top
+        self.stack.0.lock().top
     }
 
     /// Pushes a zeroed frame, which the getters report from now on. Returns the frame that was on
     /// top before the push.
     pub fn push_counters(&self) -> CounterFrame {
-        let mut stack = self.stack.lock();
+        let mut stack = self.stack.0.lock();
         let before = std::mem::take(&mut stack.top);
         stack.below.push(before);
         before
@@ -125,11 +132,29 @@ impl<U: MemoryResource> StatisticsResourceAdaptor<U> {
     /// Errors with [`Error::InvalidArgument`] carrying [`POP_EMPTY_MESSAGE`] when only the first
     /// frame is left.
     pub fn pop_counters(&self) -> Result<CounterFrame> {
-        let mut stack = self.stack.lock();
+        let mut stack = self.stack.0.lock();
         let below = stack.below.pop().ok_or_else(|| Error::InvalidArgument(POP_EMPTY_MESSAGE.into()))?;
         let popped = std::mem::replace(&mut stack.top, below);
         stack.top.merge_inner(&popped);
         Ok(popped)
+    }
+}
+
+impl<U> StatisticsResourceAdaptor<U> {
+    /// Counts an allocation the upstream made, as RMM does: after the upstream's call.
+    #[inline]
+    fn count_allocation(&self, bytes: usize) {
+        let mut stack = self.stack.0.lock();
+        stack.top.bytes.add(signed(bytes));
+        stack.top.allocations.add(1);
+    }
+
+    /// Counts a free the upstream took, as RMM does: after the upstream's call.
+    #[inline]
+    fn count_free(&self, bytes: usize) {
+        let mut stack = self.stack.0.lock();
+        stack.top.bytes.sub(signed(bytes));
+        stack.top.allocations.sub(1);
     }
 }
 
@@ -143,9 +168,7 @@ unsafe impl<U: MemoryResource> MemoryResource for StatisticsResourceAdaptor<U> {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
         // A 0-byte request goes to the upstream and counts as an allocation of 0 bytes, as in RMM.
         let ptr = self.upstream.allocate(bytes, alignment, stream)?;
-        let mut stack = self.stack.lock();
-        stack.top.bytes.add(signed(bytes));
-        stack.top.allocations.add(1);
+        self.count_allocation(bytes);
         Ok(ptr)
     }
 
@@ -157,37 +180,31 @@ unsafe impl<U: MemoryResource> MemoryResource for StatisticsResourceAdaptor<U> {
         // returned) included, as in RMM. Forward first: a free the upstream rejects as misuse
         // must leave the counters exact.
         self.upstream.deallocate(ptr, bytes, alignment, stream)?;
-        let mut stack = self.stack.lock();
-        stack.top.bytes.sub(signed(bytes));
-        stack.top.allocations.sub(1);
+        self.count_free(bytes);
         Ok(())
     }
 
-    /// The upstream's non-waiting allocation, counted as [`allocate`](Self::allocate) counts. The
-    /// counter lock is only tried (a caller that finds it held gets `None`), and it is held across
-    /// the upstream's call, so a refusal leaves every counter as it was.
+    /// The upstream's non-waiting allocation, counted as [`allocate`](Self::allocate) counts.
+    /// The counter lock is taken only after the upstream answered, for a few counter updates, so
+    /// threads do not queue on it for the upstream's work.
     #[inline]
     fn try_allocate_immediately(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Option<*mut u8> {
-        let mut stack = self.stack.try_lock()?;
         let ptr = self.upstream.try_allocate_immediately(bytes, alignment, stream)?;
-        stack.top.bytes.add(signed(bytes));
-        stack.top.allocations.add(1);
+        self.count_allocation(bytes);
         Some(ptr)
     }
 
     /// The upstream's non-waiting free, counted as [`deallocate`](Self::deallocate) counts; false
-    /// (nothing counted, nothing freed) where the counter lock is held or the upstream declines.
+    /// (nothing counted, nothing freed) where the upstream declines.
     #[inline]
     fn try_deallocate_immediately(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> bool {
         if never_allocated(ptr, bytes) {
             return false;
         }
-        let Some(mut stack) = self.stack.try_lock() else { return false };
         if !self.upstream.try_deallocate_immediately(ptr, bytes, alignment, stream) {
             return false;
         }
-        stack.top.bytes.sub(signed(bytes));
-        stack.top.allocations.sub(1);
+        self.count_free(bytes);
         true
     }
 

@@ -5,13 +5,13 @@ use crate::adaptor::never_allocated;
 use crate::error::{Error, Result};
 use crate::resource::MemoryResource;
 use crate::stream::CudaStreamView;
-use parking_lot::Mutex;
+use live_map::{LiveMap, Record};
 use std::backtrace::Backtrace;
-use std::collections::hash_map::Entry;
-use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::sync::Arc;
+
+mod live_map;
 
 /// One outstanding allocation as [`TrackingResourceAdaptor::outstanding_allocations`] reports it.
 #[derive(Debug, Clone)]
@@ -26,20 +26,6 @@ pub struct AllocationRecord {
     pub stack: Option<Arc<Backtrace>>,
 }
 
-#[derive(Debug)]
-struct Record {
-    bytes: usize,
-    alignment: usize,
-    stack: Option<Arc<Backtrace>>,
-}
-
-/// The map and the byte sum change together under one lock, so readers never see them disagree.
-#[derive(Debug, Default)]
-struct State {
-    live: HashMap<usize, Record>,
-    bytes: usize,
-}
-
 /// Tracks every allocation made through it until it is freed.
 ///
 /// A bad free is handled as RMM handles it: a free of a pointer it did not hand out is logged at
@@ -52,14 +38,14 @@ struct State {
 pub struct TrackingResourceAdaptor<U> {
     upstream: U,
     capture_stacks: bool,
-    state: Mutex<State>,
+    live: LiveMap,
 }
 
 impl<U: MemoryResource> TrackingResourceAdaptor<U> {
     /// Wraps `upstream`. With `capture_stacks`, every allocation records a backtrace (expensive:
     /// meant for hunting leaks, not for production).
     pub fn new(upstream: U, capture_stacks: bool) -> Self {
-        TrackingResourceAdaptor { upstream, capture_stacks, state: Mutex::new(State::default()) }
+        TrackingResourceAdaptor { upstream, capture_stacks, live: LiveMap::new() }
     }
 
     /// The upstream resource.
@@ -72,27 +58,27 @@ impl<U: MemoryResource> TrackingResourceAdaptor<U> {
         self.capture_stacks
     }
 
-    /// A snapshot of the outstanding allocations, sorted by address.
+    /// A snapshot of the outstanding allocations, sorted by address. Read shard by shard: while
+    /// other threads allocate and free, it may hold a block freed during the read, or miss one
+    /// allocated during it.
     pub fn outstanding_allocations(&self) -> Vec<AllocationRecord> {
-        let state = self.state.lock();
-        let mut out: Vec<AllocationRecord> = state
-            .live
-            .iter()
-            .map(|(&ptr, e)| AllocationRecord { ptr, bytes: e.bytes, alignment: e.alignment, stack: e.stack.clone() })
-            .collect();
-        drop(state);
+        let mut out = Vec::new();
+        self.live.for_each(|ptr, e| {
+            out.push(AllocationRecord { ptr, bytes: e.bytes, alignment: e.alignment, stack: e.stack.clone() })
+        });
         out.sort_unstable_by_key(|r| r.ptr);
         out
     }
 
     /// Bytes outstanding, counted as requested.
     pub fn allocated_bytes(&self) -> usize {
-        self.state.lock().bytes
+        self.live.bytes()
     }
 
-    /// Number of outstanding allocations.
+    /// Number of outstanding allocations (summed shard by shard, as
+    /// [`outstanding_allocations`](Self::outstanding_allocations) reads them).
     pub fn allocation_count(&self) -> usize {
-        self.state.lock().live.len()
+        self.live.count()
     }
 
     /// A readable report: a summary line, then one line per outstanding allocation (address, size,
@@ -134,20 +120,12 @@ unsafe impl<U: MemoryResource> MemoryResource for TrackingResourceAdaptor<U> {
         // Captured outside the lock: walking the stack is far slower than the insert (symbols are
         // resolved only when a report prints it).
         let stack = self.capture_stacks.then(|| Arc::new(Backtrace::force_capture()));
-        let mut guard = self.state.lock();
-        let state = &mut *guard;
-        match state.live.entry(ptr as usize) {
-            Entry::Occupied(_) => {
-                // The upstream handed out an address that is still live: it is broken, and freeing
-                // the block would free the other allocation's memory, so it is left alone.
-                Err(Error::InvalidArgument(format!("pointer is already tracked: {ptr:p} from the upstream")))
-            }
-            Entry::Vacant(v) => {
-                v.insert(Record { bytes, alignment, stack });
-                state.bytes = state.bytes.saturating_add(bytes);
-                Ok(ptr)
-            }
+        if !self.live.insert(ptr as usize, Record { bytes, alignment, stack }) {
+            // The upstream handed out an address that is still live: it is broken, and freeing
+            // the block would free the other allocation's memory, so it is left alone.
+            return Err(Error::InvalidArgument(format!("pointer is already tracked: {ptr:p} from the upstream")));
         }
+        Ok(ptr)
     }
 
     fn deallocate(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<()> {
@@ -161,29 +139,20 @@ unsafe impl<U: MemoryResource> MemoryResource for TrackingResourceAdaptor<U> {
         let addr = ptr as usize;
         // Take the entry out before forwarding, so a second free of the same pointer racing with
         // this one is not forwarded as this allocation's.
-        let (entry, size, uncounted) = {
-            let mut state = self.state.lock();
-            match state.live.remove(&addr) {
-                Some(e) => {
-                    // Frees of untracked pointers may have taken the sum below this entry's size.
-                    let uncounted = e.bytes.min(state.bytes);
-                    state.bytes -= uncounted;
-                    let size = e.bytes;
-                    (Some(e), size, uncounted)
-                }
-                None => {
-                    // Another adaptor's allocation (a tracking adaptor over another one sees the
-                    // inner one's direct allocations freed through it): RMM logs it and forwards
-                    // it with the size given.
-                    let count = state.live.len();
-                    let uncounted = bytes.min(state.bytes);
-                    state.bytes -= uncounted;
-                    drop(state);
-                    crate::log_error!(
-                        "Deallocating a pointer that was not tracked. Ptr: {ptr:p} [{bytes}B], Current Num. Allocations: {count}"
-                    );
-                    (None, bytes, uncounted)
-                }
+        let (entry, size, deficit_change) = match self.live.remove(addr) {
+            Some((e, cut)) => {
+                let size = e.bytes;
+                (Some(e), size, cut as isize)
+            }
+            None => {
+                // Another adaptor's allocation (a tracking adaptor over another one sees the
+                // inner one's direct allocations freed through it): RMM logs it and forwards
+                // it with the size given.
+                let (taken, count) = self.live.take_untracked(bytes);
+                crate::log_error!(
+                    "Deallocating a pointer that was not tracked. Ptr: {ptr:p} [{bytes}B], Current Num. Allocations: {count}"
+                );
+                (None, bytes, -(taken as isize))
             }
         };
         if size != bytes {
@@ -192,20 +161,17 @@ unsafe impl<U: MemoryResource> MemoryResource for TrackingResourceAdaptor<U> {
         }
         if let Err(e) = self.upstream.deallocate(ptr, size, alignment, stream) {
             // The upstream kept the memory, so everything is as it was before this call.
-            let mut state = self.state.lock();
-            state.bytes += uncounted;
-            if let Some(entry) = entry {
-                state.live.insert(addr, entry);
-            }
+            self.live.restore(addr, entry, deficit_change);
             return Err(e);
         }
         Ok(())
     }
 
     /// The upstream's non-waiting allocation, tracked as [`allocate`](Self::allocate) tracks it.
-    /// `None` where the adaptor captures stacks (a capture takes a process-wide lock) or its
-    /// state's lock is held; the lock is held across the upstream's call, so a refusal changes
-    /// nothing.
+    /// `None` where the adaptor captures stacks (a capture takes a process-wide lock) or the
+    /// upstream declines. The block's shard of the map is then locked to record it: that lock is
+    /// only ever held for a map operation or the upstream's own non-waiting free, so this does
+    /// not wait on anything that waits.
     #[inline]
     fn try_allocate_immediately(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Option<*mut u8> {
         if self.capture_stacks {
@@ -215,23 +181,14 @@ unsafe impl<U: MemoryResource> MemoryResource for TrackingResourceAdaptor<U> {
             // Not tracked, as in `allocate`.
             return self.upstream.try_allocate_immediately(bytes, alignment, stream);
         }
-        let mut guard = self.state.try_lock()?;
         let ptr = self.upstream.try_allocate_immediately(bytes, alignment, stream)?;
-        let state = &mut *guard;
-        match state.live.entry(ptr as usize) {
-            // A broken upstream handed out a live address: left alone, as `allocate` leaves it.
-            Entry::Occupied(_) => None,
-            Entry::Vacant(v) => {
-                v.insert(Record { bytes, alignment, stack: None });
-                state.bytes = state.bytes.saturating_add(bytes);
-                Some(ptr)
-            }
-        }
+        // A broken upstream handed out a live address: left alone, as `allocate` leaves it.
+        self.live.insert(ptr as usize, Record { bytes, alignment, stack: None }).then_some(ptr)
     }
 
     /// The upstream's non-waiting free of a tracked allocation freed with its own size; false
     /// (nothing changed) for anything else, which [`deallocate`](Self::deallocate) logs and
-    /// handles, or where the state's lock is held or the upstream declines.
+    /// handles, or where the block's shard of the map is locked or the upstream declines.
     #[inline]
     fn try_deallocate_immediately(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> bool {
         if never_allocated(ptr, bytes) {
@@ -240,15 +197,18 @@ unsafe impl<U: MemoryResource> MemoryResource for TrackingResourceAdaptor<U> {
         if bytes == 0 {
             return self.upstream.try_deallocate_immediately(ptr, bytes, alignment, stream);
         }
-        let Some(mut state) = self.state.try_lock() else { return false };
-        if state.live.get(&(ptr as usize)).is_none_or(|e| e.bytes != bytes) {
+        let addr = ptr as usize;
+        let Some(mut shard) = self.live.try_lock(addr) else { return false };
+        if shard.live.get(&addr).is_none_or(|e| e.bytes != bytes) {
             return false;
         }
+        // The shard stays locked across the upstream's call, so a refusal changes nothing.
         if !self.upstream.try_deallocate_immediately(ptr, bytes, alignment, stream) {
             return false;
         }
-        state.live.remove(&(ptr as usize));
-        state.bytes = state.bytes.saturating_sub(bytes);
+        shard.remove(addr);
+        drop(shard);
+        self.live.settle_deficit();
         true
     }
 
