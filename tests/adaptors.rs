@@ -937,6 +937,67 @@ fn threads_share_logging_over_tracking_over_statistics() {
     assert_eq!(r.threads.len(), THREADS, "one stable id per thread");
 }
 
+/// Dask-CUDA's stack under threads on its non-waiting paths: while every thread holds its blocks,
+/// the tracking map, its byte count and the statistics agree exactly with what the threads hold.
+#[test]
+fn threads_share_dasks_stack_on_the_non_waiting_paths() {
+    const HELD: usize = 2_000;
+    let s = seed("threads_share_dasks_stack_on_the_non_waiting_paths", 0x7487_0003);
+    let pool = PoolMemoryResource::new(HostMemoryResource::new(), 256 * MIB, None).unwrap();
+    let stack = Arc::new(StatisticsResourceAdaptor::new(TrackingResourceAdaptor::new(pool, false)));
+    let barrier = Arc::new(std::sync::Barrier::new(THREADS + 1));
+    let handles: Vec<_> = (0..THREADS)
+        .map(|i| {
+            let (stack, barrier) = (stack.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                let stream = CudaStreamView::from_handle(0x1000 + i % 3);
+                let mut rng = Rng::new(s.wrapping_add(i as u64));
+                let mut held = Vec::with_capacity(HELD);
+                for round in 0..4 {
+                    while held.len() < HELD {
+                        let bytes = 1 + rng.below(64 * KIB);
+                        let p = stack
+                            .try_allocate_immediately(bytes, 256, stream)
+                            .map_or_else(|| stack.allocate(bytes, 256, stream), Ok)
+                            .unwrap();
+                        held.push((p, bytes));
+                    }
+                    if round == 3 {
+                        barrier.wait(); // everything held: the main thread checks
+                        barrier.wait();
+                    }
+                    // Free a random half, the other half on the next round.
+                    for _ in 0..HELD / 2 {
+                        let (p, bytes) = held.swap_remove(rng.below(held.len()));
+                        if !stack.try_deallocate_immediately(p, bytes, 256, stream) {
+                            stack.deallocate(p, bytes, 256, stream).unwrap();
+                        }
+                    }
+                }
+                for (p, bytes) in held {
+                    stack.deallocate(p, bytes, 256, stream).unwrap();
+                }
+            })
+        })
+        .collect();
+    barrier.wait();
+    let tracking = stack.upstream();
+    let records = tracking.outstanding_allocations();
+    let held: usize = records.iter().map(|r| r.bytes).sum();
+    assert_eq!(records.len(), THREADS * HELD);
+    assert_eq!((tracking.allocation_count(), tracking.allocated_bytes()), (THREADS * HELD, held));
+    let counted = stack.counters();
+    assert_eq!((counted.bytes.value, counted.allocations.value), (held as i64, (THREADS * HELD) as i64));
+    assert!(counted.bytes.peak >= held as i64);
+    barrier.wait();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let counted = stack.counters();
+    assert_eq!((counted.bytes.value, counted.allocations.value), (0, 0));
+    assert_eq!((tracking.allocation_count(), tracking.allocated_bytes()), (0, 0));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Common behaviour of every adaptor
 // ---------------------------------------------------------------------------------------------
@@ -1040,8 +1101,9 @@ fn stack_ns_per_op(r: &dyn MemoryResource, threads: usize) -> f64 {
 }
 
 /// Dask-CUDA's usual stack (statistics over tracking over a pool), each adaptor alone, and the
-/// bare pool, over host memory, at 1, 2, 4 and 8 threads (STACK_THREADS: another list). Each
-/// adaptor keeps its counters or its map under one lock, which every call of every thread takes.
+/// bare pool, over host memory, at 1, 2, 4 and 8 threads (STACK_THREADS: another list). Every
+/// call of every thread takes the statistics' one counter lock and one of the tracking map's
+/// shards.
 #[test]
 #[ignore = "a benchmark: cargo test --release --test adaptors -- --ignored --nocapture stack_under_threads"]
 fn stack_under_threads() {
