@@ -36,6 +36,32 @@ fn a_streams_blocks_in_another_shard_serve_it_without_a_wait() {
 }
 
 /// Writes `tag` into the first and last words of a block.
+/// At the maximum, free memory split between two shards serves one request that needs both
+/// parts, as RMM's free lists serve it once merged: stream `b` took the first MiB of the pool
+/// into its own shard; `a` keeps the next MiB free next to a live block in shard 0. Both parts
+/// are free, touch, and together hold the request; before, each shard kept its part and the
+/// pool reported out-of-memory.
+#[test]
+fn free_memory_split_between_shards_serves_one_request_at_the_maximum() {
+    let pool = PoolMemoryResource::new(HostMemoryResource::new(), 4 * MIB, Some(4 * MIB)).unwrap();
+    let (a, b) = (CudaStreamView::from_handle(0x1000), CudaStreamView::from_handle(0x2000));
+    pool.spread_stream(b);
+    let pb = pool.allocate(MIB, 256, b).unwrap();
+    let pa = pool.allocate(MIB, 256, a).unwrap();
+    let live = pool.allocate(2 * MIB, 256, a).unwrap();
+    assert_eq!((pa as usize - pb as usize, live as usize - pa as usize), (MIB, MIB), "the layout this test needs");
+    pool.deallocate(pb, MIB, 256, b).unwrap();
+    pool.deallocate(pa, MIB, 256, a).unwrap();
+    let joined = pool.allocate(2 * MIB, 256, a).unwrap();
+    assert_eq!(joined, pb);
+    pool.deallocate(joined, 2 * MIB, 256, a).unwrap();
+    pool.deallocate(live, 2 * MIB, 256, a).unwrap();
+    // Everything free again: the whole pool serves one block.
+    let all = pool.allocate(4 * MIB, 256, b).unwrap();
+    pool.deallocate(all, 4 * MIB, 256, b).unwrap();
+    pool.check_invariants().unwrap();
+}
+
 fn stamp(p: *mut u8, bytes: usize, tag: u64) {
     let words = bytes / 8;
     // SAFETY: the block has `bytes >= 8` bytes of host memory, 256-byte aligned, owned by the caller.

@@ -10,7 +10,7 @@
 
 use super::slow_path::Request;
 use super::PoolMemoryResource;
-use crate::pool::{next_retirement_number, StreamKey, MAX_BLOCK_BYTES};
+use crate::pool::{next_retirement_number, StreamKey, GRANULE, MAX_BLOCK_BYTES};
 use crate::resource::MemoryResource;
 
 /// How many times step 7 lets other threads run before out-of-memory is reported.
@@ -88,8 +88,11 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         self.allocate_from_other_shards(home, StreamKey::FRESH, req).allocated()
     }
 
-    /// Takes back every range that is wholly free in any shard, rejoins those that touch (never
-    /// across two upstream allocations: each goes back alone) and allocates from them.
+    /// Takes every fresh free block out of every shard, rejoins those that touch (never across
+    /// two upstream allocations: each goes back alone) and allocates from them. Free memory split
+    /// between shards is one range again, as one free list would hold it: a shard that took part
+    /// of a free range from another cannot otherwise merge it with the rest while either side
+    /// also holds a live block.
     fn allocate_from_rejoined_chunks(&self, home: usize, req: Request) -> Option<usize> {
         if self.shards.len() == 1 {
             return None;
@@ -99,7 +102,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         let mut ranges = Vec::new();
         for core in guards.iter_mut() {
             let fresh = core.set_of(StreamKey::FRESH);
-            ranges.extend(core.detach_whole_free_chunks(fresh));
+            ranges.extend(core.detach_free_granules(GRANULE, usize::MAX, |set| set == fresh));
         }
         ranges.sort_unstable();
         let starts: Vec<usize> = self.upstream_chunks.lock().iter().map(|&(a, _)| a).collect();
