@@ -89,6 +89,80 @@ impl CoalescingPool {
         out
     }
 
+    /// The free blocks of the sets that `take` accepts, as `(addr, size)`, in no order. Cached
+    /// blocks go back to their sets first.
+    pub fn free_blocks(&mut self, take: impl Fn(SetId) -> bool) -> Vec<(usize, usize)> {
+        self.flush_caches();
+        self.blocks
+            .iter_live()
+            .filter(|(_, b)| b.is_free() && take(b.set_id()))
+            .map(|(_, b)| (b.addr, b.size()))
+            .collect()
+    }
+
+    /// Takes out of the pool the parts of the free blocks of the sets that `take` accepts that lie
+    /// in `ranges` (sorted, disjoint, multiples of 256); returns them, lowest first. What is left of
+    /// each block stays free in its set; chunks are cut around what leaves, as by
+    /// [`detach_free_granules`](Self::detach_free_granules). For ranges that span the blocks of
+    /// several pools (the shards of one reservation), each pool gives its part.
+    pub fn detach_free_within(
+        &mut self,
+        ranges: &[(usize, usize)],
+        take: impl Fn(SetId) -> bool,
+    ) -> Vec<(usize, usize)> {
+        self.flush_caches();
+        let mut free: Vec<(usize, BlockId)> = self
+            .blocks
+            .iter_live()
+            .filter(|(_, b)| b.is_free() && take(b.set_id()))
+            .map(|(id, b)| (b.addr, id))
+            .collect();
+        free.sort_unstable();
+        let mut out = Vec::new();
+        for (addr, id) in free {
+            let set = self.blocks.get(id).set_id();
+            let mut rest = id;
+            let first = ranges.partition_point(|&(a, l)| a + l <= addr);
+            for &(a, l) in &ranges[first..] {
+                let b = *self.blocks.get(rest);
+                if a >= b.end() {
+                    break;
+                }
+                let (start, end) = (a.max(b.addr), (a + l).min(b.end()));
+                debug_assert!(start % GRANULE == 0 && end % GRANULE == 0 && start < end);
+                self.unlink_free(rest);
+                let mut middle = rest;
+                if start > b.addr {
+                    middle = split(&mut self.blocks, rest, start - b.addr);
+                    self.link_free(set, rest);
+                }
+                let back = (end < b.end()).then(|| split(&mut self.blocks, middle, end - start));
+                if let Some(back) = back {
+                    self.link_free(set, back);
+                }
+                out.push(self.cut_out(middle));
+                match back {
+                    Some(back) => rest = back,
+                    None => break,
+                }
+            }
+        }
+        out.sort_unstable();
+        out
+    }
+
+    /// The free block that ends the chunk ending at `end`, if the pool has such a chunk and its
+    /// last block is free: its set and size. Where a range is attached at `end`, that block and
+    /// the range become one. Cached blocks go back to their sets first.
+    pub fn free_tail_at(&mut self, end: usize) -> Option<(SetId, usize)> {
+        if !self.chunks.iter().any(|&(a, s)| a + s == end) {
+            return None;
+        }
+        self.flush_caches();
+        let b = *self.blocks.get(self.block_ending_at(end));
+        b.is_free().then(|| (b.set_id(), b.size()))
+    }
+
     /// The block whose end is `addr`: the last block of the chunk that ends there (a scan, for
     /// growth and release, which are rare).
     fn block_ending_at(&self, addr: usize) -> BlockId {
