@@ -256,6 +256,40 @@ mod tests {
         assert_eq!(p.pool_size(), 6 * MIB);
     }
 
+    #[test]
+    fn a_range_free_in_pieces_of_two_pools_leaves_both() {
+        // [64, 68) MiB free in one pool, [68, 72) in another: a granule of 4 MiB at 66..70 spans both.
+        let (mut p, _) = pool_with(&[(64 * MIB, 4 * MIB)]);
+        let (mut q, q_fresh) = pool_with(&[(68 * MIB, 4 * MIB)]);
+        let s = q.set_of(StreamKey::of_handle(0x5000));
+        let range = [(66 * MIB, 4 * MIB)];
+        assert_eq!(p.detach_free_within(&range, |_| true), vec![(66 * MIB, 2 * MIB)]);
+        // Only the sets asked for give their part.
+        assert_eq!(q.detach_free_within(&range, |set| set == s), vec![]);
+        assert_eq!(q.detach_free_within(&range, |set| set == q_fresh), vec![(68 * MIB, 2 * MIB)]);
+        p.check_invariants().unwrap();
+        q.check_invariants().unwrap();
+        assert_eq!((p.pool_size(), q.pool_size()), (2 * MIB, 2 * MIB));
+        let mut free = p.free_blocks(|_| true);
+        free.extend(q.free_blocks(|_| true));
+        free.sort_unstable();
+        assert_eq!(free, vec![(64 * MIB, 2 * MIB), (70 * MIB, 2 * MIB)]);
+    }
+
+    #[test]
+    fn detach_within_cuts_several_ranges_out_of_one_block() {
+        let (mut p, fresh) = pool_with(&[(64 * MIB, 16 * MIB)]);
+        let a = p.allocate(fresh, MIB, MIB, GRANULE).unwrap();
+        let ranges = [(62 * MIB, 4 * MIB), (68 * MIB, 2 * MIB), (72 * MIB, 2 * MIB), (78 * MIB, 4 * MIB)];
+        let out = p.detach_free_within(&ranges, |_| true);
+        // The first range starts in the handed-out block: only its free part leaves.
+        assert_eq!(out, vec![(65 * MIB, MIB), (68 * MIB, 2 * MIB), (72 * MIB, 2 * MIB), (78 * MIB, 2 * MIB)]);
+        p.check_invariants().unwrap();
+        assert_eq!(p.pool_size(), 9 * MIB);
+        p.deallocate(a, MIB, fresh).unwrap();
+        p.check_invariants().unwrap();
+    }
+
     /// Random allocations, frees, releases of whole granules and mappings back, against a model
     /// of which addresses are mapped: no block handed out ever touches an unmapped address, the
     /// pool's size is what is mapped, and the invariants hold after every step.
