@@ -36,6 +36,20 @@ use mapped_range::{MappedRange, SharedSpace};
 /// A stream-ordered pool over one reserved range of virtual addresses (see the module
 /// documentation): per device one large reservation, physical memory created and mapped in
 /// granules at the end of what is in use, released in whole granules with addresses unchanged.
+///
+/// ```no_run
+/// use rmm::resource::VirtualPoolMemoryResource;
+/// use rmm::{CudaStreamView, MemoryResource};
+///
+/// // 64 GiB of addresses; memory is mapped as the pool grows.
+/// let pool = VirtualPoolMemoryResource::new(64 << 30, 0)?;
+/// let s = CudaStreamView::DEFAULT;
+/// let p = pool.allocate(3 << 30, 256, s)?;
+/// pool.deallocate(p, 3 << 30, 256, s)?;
+/// pool.release()?; // the memory goes back to the device; the addresses stay reserved
+/// assert_eq!(pool.allocate(3 << 30, 256, s)?, p); // mapped again, same address
+/// # Ok::<(), rmm::Error>(())
+/// ```
 pub struct VirtualPoolMemoryResource<P: PhysicalMemory + 'static = DevicePhysicalMemory> {
     pool: PoolMemoryResource<MappedRange<P>>,
     space: Arc<SharedSpace<P>>,
