@@ -42,11 +42,16 @@ impl<P: PhysicalMemory> ReservedRange for SharedSpace<P> {
 
 /// The pool's upstream: `allocate` maps whole granules at the end of the range, `deallocate`
 /// unmaps them.
-pub(super) struct MappedRange<P: PhysicalMemory>(Arc<SharedSpace<P>>);
+pub(super) struct MappedRange<P: PhysicalMemory> {
+    space: Arc<SharedSpace<P>>,
+    /// What the physical side says of its memory, asked once.
+    device_memory: bool,
+}
 
 impl<P: PhysicalMemory> MappedRange<P> {
     pub(super) fn new(space: Arc<SharedSpace<P>>) -> Self {
-        MappedRange(space)
+        let device_memory = space.lock().physical().is_device_memory();
+        MappedRange { space, device_memory }
     }
 }
 
@@ -54,7 +59,7 @@ impl<P: PhysicalMemory> MappedRange<P> {
 // accessibility is the physical side's (see `VirtualPoolMemoryResource::with_physical`).
 unsafe impl<P: PhysicalMemory + 'static> MemoryResource for MappedRange<P> {
     fn allocate(&self, bytes: usize, _alignment: usize, _stream: CudaStreamView) -> Result<*mut u8> {
-        let mut space = self.0.lock();
+        let mut space = self.space.lock();
         if bytes % space.granularity() != 0 {
             return Err(Error::InvalidArgument(format!(
                 "{bytes} bytes: a mapped range grows by whole granules of {}",
@@ -67,11 +72,11 @@ unsafe impl<P: PhysicalMemory + 'static> MemoryResource for MappedRange<P> {
     }
 
     fn deallocate(&self, ptr: *mut u8, bytes: usize, _alignment: usize, _stream: CudaStreamView) -> Result<()> {
-        self.0.lock().release(ptr as usize, bytes).map_err(|p| p.error)
+        self.space.lock().release(ptr as usize, bytes).map_err(|p| p.error)
     }
 
     fn is_device_accessible(&self) -> bool {
-        self.0.lock().physical().is_device_memory()
+        self.device_memory
     }
 
     fn is_host_accessible(&self) -> bool {
