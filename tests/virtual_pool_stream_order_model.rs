@@ -125,6 +125,11 @@ fn threads_streams_and_releases_keep_the_stream_order_and_the_mappings() {
     }
     .unwrap();
     let pool = Arc::new(pool);
+    // Every stream has a clock before any work, so that every synchronisation orders it (a
+    // stream with no clock yet would see nothing of one made before its thread starts).
+    for g in 0..STREAMS {
+        model.order.tick(handle(g));
+    }
     let handles: Vec<_> = (0..THREADS)
         .map(|t| {
             let (pool, model, view) = (pool.clone(), model.clone(), view.clone());
@@ -132,7 +137,6 @@ fn threads_streams_and_releases_keep_the_stream_order_and_the_mappings() {
                 let mut rng = Rng::new(base + t as u64);
                 let h = handle(t % STREAMS);
                 let stream = CudaStreamView::from_handle(h);
-                model.order.tick(h);
                 let mut live: Vec<(usize, usize)> = Vec::new();
                 for i in 0..6000 {
                     if live.len() < 48 && (live.is_empty() || rng.below(2) == 0) {
