@@ -77,6 +77,9 @@ pub struct AddressSpace<P: PhysicalMemory> {
     /// Mapped runs, as offsets: start → end, disjoint, never touching (touching runs are one).
     mapped: BTreeMap<usize, usize>,
     mapped_bytes: usize,
+    /// Runs left mapped by a failed map whose undo failed too, as offsets `(start, len)`: mapped
+    /// but never handed out; each later growth or release tries to unmap them again.
+    stranded: Vec<(usize, usize)>,
 }
 
 impl<P: PhysicalMemory> AddressSpace<P> {
@@ -94,7 +97,15 @@ impl<P: PhysicalMemory> AddressSpace<P> {
                 "a reservation of {capacity} bytes at {base:#x} is not made of whole granules of {granule} bytes"
             )));
         }
-        Ok(AddressSpace { phys, base, capacity, granule, mapped: BTreeMap::new(), mapped_bytes: 0 })
+        Ok(AddressSpace {
+            phys,
+            base,
+            capacity,
+            granule,
+            mapped: BTreeMap::new(),
+            mapped_bytes: 0,
+            stranded: Vec::new(),
+        })
     }
 
     /// The physical side.
@@ -117,9 +128,15 @@ impl<P: PhysicalMemory> AddressSpace<P> {
         self.granule
     }
 
-    /// Bytes mapped now.
+    /// Bytes mapped now, [stranded](Self::stranded_bytes) ones included.
     pub fn mapped_bytes(&self) -> usize {
         self.mapped_bytes
+    }
+
+    /// Bytes left mapped by a failed map whose undo failed too: mapped, never handed out, and
+    /// unmapped again by a later growth or release where the physical side lets it.
+    pub fn stranded_bytes(&self) -> usize {
+        self.stranded.iter().map(|&(_, len)| len).sum()
     }
 
     /// The address just past the highest mapped granule (the base while nothing is mapped): where
@@ -156,6 +173,7 @@ impl<P: PhysicalMemory> AddressSpace<P> {
     /// Out of memory, naming the reservation, when neither fits; an error of the physical side
     /// leaves nothing of the attempt mapped (what was mapped is unmapped again).
     pub fn grow(&mut self, needed: usize, tail: Option<(usize, usize)>) -> Result<(usize, usize)> {
+        self.unmap_stranded();
         let n = self.granule_ceil(needed.max(1));
         if let Some(hole) = self.hole_of(n) {
             return self.map_run(hole, n).map(|()| (self.base + hole, n));
@@ -184,6 +202,7 @@ impl<P: PhysicalMemory> AddressSpace<P> {
             ));
             return Err(Partial { done: 0, error });
         }
+        self.unmap_stranded();
         let off = addr - self.base;
         match self.phys.unmap(off, len) {
             Ok(()) => {
@@ -213,7 +232,8 @@ impl<P: PhysicalMemory> AddressSpace<P> {
     }
 
     /// Maps `[off, off + n)`, all or nothing: what a failed map did map is unmapped again. Should
-    /// that undo fail too, those granules stay recorded as mapped (they are), never handed out.
+    /// that undo fail too, those granules stay recorded as mapped (they are) and stranded: never
+    /// handed out, unmapped again later.
     fn map_run(&mut self, off: usize, n: usize) -> Result<()> {
         match self.phys.map(off, n) {
             Ok(()) => {
@@ -228,10 +248,28 @@ impl<P: PhysicalMemory> AddressSpace<P> {
                         Err(p) => {
                             let undone = p.done.min(done) & !(self.granule - 1);
                             self.record_mapped(off + undone, done - undone);
+                            self.stranded.push((off + undone, done - undone));
                         }
                     }
                 }
                 Err(error)
+            }
+        }
+    }
+
+    /// Tries again to unmap the stranded runs; what the physical side unmaps is recorded, the rest
+    /// stays stranded.
+    fn unmap_stranded(&mut self) {
+        for (off, len) in std::mem::take(&mut self.stranded) {
+            let done = match self.phys.unmap(off, len) {
+                Ok(()) => len,
+                Err(p) => p.done.min(len) & !(self.granule - 1),
+            };
+            if done > 0 {
+                self.record_unmapped(off, done);
+            }
+            if done < len {
+                self.stranded.push((off + done, len - done));
             }
         }
     }

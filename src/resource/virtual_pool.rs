@@ -132,7 +132,8 @@ impl<P: PhysicalMemory + 'static> VirtualPoolMemoryResource<P> {
         self.pool.release_above(keep)
     }
 
-    /// Bytes mapped (the pool's size).
+    /// Bytes mapped: the pool's size, and any granules a failed map could not unmap again (see
+    /// [`AddressSpace::stranded_bytes`]).
     pub fn mapped_bytes(&self) -> usize {
         self.space.lock().mapped_bytes()
     }
@@ -176,9 +177,15 @@ impl<P: PhysicalMemory + 'static> VirtualPoolMemoryResource<P> {
     /// and debugging.
     pub fn check_invariants(&self) -> std::result::Result<(), String> {
         self.pool.check_invariants()?;
-        let mapped = self.mapped_bytes();
-        if mapped != self.pool.pool_size() {
-            return Err(format!("{mapped} bytes mapped but the pool holds {}", self.pool.pool_size()));
+        let (mapped, stranded) = {
+            let space = self.space.lock();
+            (space.mapped_bytes(), space.stranded_bytes())
+        };
+        if mapped - stranded != self.pool.pool_size() {
+            return Err(format!(
+                "{mapped} bytes mapped ({stranded} stranded by a failed undo) but the pool holds {}",
+                self.pool.pool_size()
+            ));
         }
         Ok(())
     }

@@ -90,6 +90,13 @@ impl HostMappings {
     pub fn fail_next_unmap_after(&self, granules: usize) {
         self.record().fail_unmap_after = Some(granules);
     }
+
+    /// Takes back the failures asked for and not yet met.
+    pub fn clear_failures(&self) {
+        let mut r = self.record();
+        r.fail_map_after = None;
+        r.fail_unmap_after = None;
+    }
 }
 
 impl PhysicalMemory for HostPhysicalMemory {

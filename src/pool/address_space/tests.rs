@@ -86,6 +86,12 @@ fn a_failed_map_leaves_nothing_mapped() {
     assert!(s.grow(8 * MIB, None).is_err());
     assert_eq!(s.mapped_bytes(), view.mapped_bytes());
     assert_eq!(s.mapped_runs(), vec![(BASE, 4 * MIB), (BASE + 6 * MIB, 4 * MIB)]);
+    assert_eq!(s.stranded_bytes(), 4 * MIB);
+    // The next growth unmaps them first, then fills the hole they leave.
+    assert_eq!(s.grow(2 * MIB, None).unwrap(), (BASE + 4 * MIB, 2 * MIB));
+    assert_eq!(s.stranded_bytes(), 0);
+    assert_eq!(s.mapped_runs(), vec![(BASE, 6 * MIB)]);
+    assert_eq!(view.mapped_bytes(), 6 * MIB);
 }
 
 #[test]

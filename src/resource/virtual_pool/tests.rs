@@ -219,9 +219,10 @@ fn bad_reservations_are_refused() {
     assert!(unsafe { Pool::with_physical(phys, 0, Box::new(HostOrder), 1) }.is_err());
 }
 
-/// Random allocations on a few streams, frees, releases above random sizes: every block handed
-/// out lies in mapped memory (the stand-in's record), overlaps no live block, and stays mapped
-/// until freed; the pool holds exactly what is mapped.
+/// Random allocations on a few streams, frees, releases above random sizes, and maps and unmaps
+/// that fail part-way now and then: every block handed out lies in mapped memory (the stand-in's
+/// record), overlaps no live block, and stays mapped until freed; the pool holds exactly what is
+/// mapped after every step, failed or not.
 #[test]
 fn random_runs_keep_every_live_block_mapped_and_apart() {
     for seed in 1..=12 {
@@ -238,6 +239,9 @@ fn random_runs_keep_every_live_block_mapped_and_apart() {
             match rng.below(12) {
                 0..=5 => {
                     let bytes = rng.log_uniform(1, 6 * MIB);
+                    if rng.below(16) == 0 {
+                        view.fail_next_map_after(rng.below(3));
+                    }
                     let s = streams[rng.below(streams.len())];
                     match p.allocate(bytes, 256, s) {
                         Ok(ptr) => {
@@ -263,7 +267,14 @@ fn random_runs_keep_every_live_block_mapped_and_apart() {
                 }
                 10 => {
                     let keep = rng.below(64 * MIB);
-                    released += p.release_above(keep).unwrap();
+                    // Now and then the physical side fails part-way.
+                    if rng.below(4) == 0 {
+                        view.fail_next_unmap_after(rng.below(3));
+                    }
+                    match p.release_above(keep) {
+                        Ok(n) => released += n,
+                        Err(e) => assert!(e.to_string().contains("told to fail"), "{}: {e}", ctx()),
+                    }
                     for (&a, &(n, _)) in &live {
                         assert!(view.is_mapped(a, n), "{}: live {a:#x}+{n} unmapped by a release", ctx());
                     }
@@ -277,6 +288,7 @@ fn random_runs_keep_every_live_block_mapped_and_apart() {
         for (a, (n, s)) in live {
             p.deallocate(a as *mut u8, n, 256, s).unwrap();
         }
+        view.clear_failures();
         p.release().unwrap();
         assert_eq!(p.mapped_bytes(), 0, "seed {seed}: everything free goes back");
     }
