@@ -164,26 +164,39 @@ impl<P: PhysicalMemory> AddressSpace<P> {
         n.saturating_add(self.granule - 1) & !(self.granule - 1)
     }
 
-    /// Maps at least `needed` bytes in one run and returns it as `(addr, len)`, whole granules:
-    /// - the lowest hole (addresses released earlier) that holds `needed`, else
-    /// - at the end of what is mapped, where `tail = (end, free)` says that the pool has `free`
-    ///   bytes free just below address `end`: when that is still where mapping ends, only what
-    ///   those bytes lack is mapped (at least one granule), and the pool joins the two.
+    /// Maps at least `needed` bytes in one run and returns it as `(addr, len)`, whole granules,
+    /// where `free_around(start, end)` says how many bytes the pool has free, in blocks that would
+    /// join a range mapped at `[start, end)`, just below `start` and from `end` on:
+    /// - the lowest hole (addresses released earlier) where mapping gives a free run of `needed`
+    ///   bytes: its front alone, joined to the free bytes below it (at least one granule), else the
+    ///   whole hole, joined to the free bytes on both sides; else
+    /// - at the end of what is mapped, only what the free bytes below it lack (at least one
+    ///   granule), so that the pool joins the two.
     ///
-    /// Out of memory, naming the reservation, when neither fits; an error of the physical side
+    /// Out of memory, naming the reservation, when nothing fits; an error of the physical side
     /// leaves nothing of the attempt mapped (what was mapped is unmapped again).
-    pub fn grow(&mut self, needed: usize, tail: Option<(usize, usize)>) -> Result<(usize, usize)> {
+    pub fn grow(
+        &mut self,
+        needed: usize,
+        free_around: &mut dyn FnMut(usize, usize) -> (usize, usize),
+    ) -> Result<(usize, usize)> {
         self.unmap_stranded();
-        let n = self.granule_ceil(needed.max(1));
-        if let Some(hole) = self.hole_of(n) {
-            return self.map_run(hole, n).map(|()| (self.base + hole, n));
+        let needed = needed.max(1);
+        for (start, end) in self.holes() {
+            let (below, above) = free_around(self.base + start, self.base + end);
+            let front = self.granule_ceil(needed.saturating_sub(below)).max(self.granule);
+            let len = if front <= end - start {
+                front
+            } else if below + (end - start) + above >= needed {
+                end - start
+            } else {
+                continue;
+            };
+            return self.map_run(start, len).map(|()| (self.base + start, len));
         }
         let end = self.mapped_end() - self.base;
-        let free = match tail {
-            Some((at, free)) if at == self.base + end => free,
-            _ => 0,
-        };
-        let n = self.granule_ceil(needed.saturating_sub(free)).max(self.granule);
+        let (below, _) = free_around(self.base + end, self.base + end);
+        let n = self.granule_ceil(needed.saturating_sub(below)).max(self.granule);
         if n > self.capacity - end {
             return Err(self.exhausted(needed, n));
         }
@@ -219,16 +232,17 @@ impl<P: PhysicalMemory> AddressSpace<P> {
         }
     }
 
-    /// The offset of the lowest hole of at least `n` bytes below the mapped end.
-    fn hole_of(&self, n: usize) -> Option<usize> {
+    /// The holes below the mapped end, as offsets `(start, end)`, lowest first.
+    fn holes(&self) -> Vec<(usize, usize)> {
         let mut at = 0;
+        let mut holes = Vec::new();
         for (&start, &end) in &self.mapped {
-            if start - at >= n {
-                return Some(at);
+            if start > at {
+                holes.push((at, start));
             }
             at = end;
         }
-        None
+        holes
     }
 
     /// Maps `[off, off + n)`, all or nothing: what a failed map did map is unmapped again. Should

@@ -151,15 +151,27 @@ impl CoalescingPool {
         out
     }
 
-    /// The free block that ends the chunk ending at `end`, if the pool has such a chunk and its
-    /// last block is free: its set and size. Where a range is attached at `end`, that block and
+    /// The free block that ends the chunk ending at `addr`, if the pool has such a chunk and its
+    /// last block is free: its set and size. Where a range is attached at `addr`, that block and
     /// the range become one. Cached blocks go back to their sets first.
-    pub fn free_tail_at(&mut self, end: usize) -> Option<(SetId, usize)> {
-        if !self.chunks.iter().any(|&(a, s)| a + s == end) {
+    pub fn free_block_ending_at(&mut self, addr: usize) -> Option<(SetId, usize)> {
+        if !self.chunks.iter().any(|&(a, s)| a + s == addr) {
             return None;
         }
         self.flush_caches();
-        let b = *self.blocks.get(self.block_ending_at(end));
+        let b = *self.blocks.get(self.block_ending_at(addr));
+        b.is_free().then(|| (b.set_id(), b.size()))
+    }
+
+    /// The free block that starts the chunk starting at `addr`, if the pool has such a chunk and
+    /// its first block is free: its set and size. Where a range is attached ending at `addr`, that
+    /// block and the range become one. Cached blocks go back to their sets first.
+    pub fn free_block_starting_at(&mut self, addr: usize) -> Option<(SetId, usize)> {
+        if !self.chunks.iter().any(|&(a, _)| a == addr) {
+            return None;
+        }
+        self.flush_caches();
+        let b = *self.blocks.get(self.block_starting_chunk_at(addr));
         b.is_free().then(|| (b.set_id(), b.size()))
     }
 

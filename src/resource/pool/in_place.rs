@@ -7,17 +7,18 @@
 //! an ordinary upstream:
 //! - every range the pool adopts joins the chunks of the shard that it touches
 //!   ([`CoalescingPool::attach`]), so blocks span what were separate growths;
-//! - growth asks the range for what the request lacks beyond a free tail at the end of what is
-//!   mapped, usable by the stream at once (fresh memory or its own blocks), in whole granules; no
-//!   geometric growth: the range, not the pool, decides where memory goes, and a release gives
-//!   back what is not used;
+//! - growth asks the range for what the request lacks beyond the free blocks, usable by the
+//!   stream at once (fresh memory or its own blocks), that the new range joins: the free tail at
+//!   the end of what is mapped, or the blocks around a hole a release left, which is mapped again
+//!   first where that makes a run that fits; in whole granules, and no geometric growth: a release
+//!   gives back what is not used;
 //! - [`release_above`](PoolMemoryResource::release_above) synchronises the streams (free blocks
 //!   may still be used by work queued on them, as before a hand-over), takes the whole granules
 //!   of the blocks that were free before it started out of the shards and unmaps them.
 
 use super::{Growth, PoolMemoryResource};
 use crate::error::Result;
-use crate::pool::{CoalescingPool, Partial, StreamKey};
+use crate::pool::{CoalescingPool, Partial, SetId, StreamKey};
 use crate::resource::MemoryResource;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -28,12 +29,14 @@ pub(crate) trait ReservedRange: Send + Sync {
     /// Bytes of one granule: every range mapped or unmapped is made of them.
     fn granularity(&self) -> usize;
 
-    /// The address just past the highest mapped granule.
-    fn mapped_end(&self) -> usize;
-
-    /// Maps at least `needed` bytes in one run, where `tail = (end, free)` says the pool has
-    /// `free` bytes free just below `end` (see [`crate::pool::AddressSpace::grow`]).
-    fn grow(&self, needed: usize, tail: Option<(usize, usize)>) -> Result<(usize, usize)>;
+    /// Maps at least `needed` bytes in one run, where `free_around(start, end)` says how many
+    /// bytes the pool has free just below `start` and from `end` on, in blocks that would join a
+    /// range mapped there (see [`crate::pool::AddressSpace::grow`]).
+    fn grow(
+        &self,
+        needed: usize,
+        free_around: &mut dyn FnMut(usize, usize) -> (usize, usize),
+    ) -> Result<(usize, usize)>;
 
     /// Unmaps `[addr, addr + len)`, whole mapped granules; the addresses stay reserved.
     fn unmap(&self, addr: usize, len: usize) -> std::result::Result<(), Partial>;
@@ -55,8 +58,9 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     }
 
     /// Growth of an in-place pool for shard `home` (see the top of this file): maps what `needed`
-    /// lacks beyond a free tail that `key` may use at once, and joins it to that tail (or to the
-    /// chunks around a hole it filled).
+    /// lacks beyond the free blocks that `key` may use at once (fresh memory or its own) which the
+    /// new range joins: a free tail at the end of what is mapped, or the free blocks around a hole
+    /// that a release left.
     pub(super) fn grow_in_place(
         &self,
         range: &dyn ReservedRange,
@@ -67,18 +71,28 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     ) -> Result<Growth> {
         let own = self.own_set(core, key);
         let fresh = core.set_of(StreamKey::FRESH);
-        let end = range.mapped_end();
-        let tail = core.free_tail_at(end).filter(|&(set, _)| set == own || set == fresh);
-        let (addr, len) = match range.grow(needed, tail.map(|(_, free)| (end, free))) {
+        let usable = |block: Option<(SetId, usize)>| block.filter(|&(set, _)| set == own || set == fresh);
+        // Only blocks of one set join: the one below the range where both sides are usable.
+        let joined = |core: &mut CoalescingPool, start: usize, end: usize| {
+            let below = usable(core.free_block_ending_at(start));
+            let above = if end > start { usable(core.free_block_starting_at(end)) } else { None };
+            match (below, above) {
+                (Some((b, _)), Some((a, _))) if a != b => (below, None),
+                _ => (below, above),
+            }
+        };
+        let mut free_around = |start: usize, end: usize| {
+            let (below, above) = joined(core, start, end);
+            (below.map_or(0, |(_, n)| n), above.map_or(0, |(_, n)| n))
+        };
+        let (addr, len) = match range.grow(needed, &mut free_around) {
             Ok(run) => run,
             Err(e) if e.is_out_of_memory() => return Ok(Growth::Refused(e)),
             Err(e) => return Err(e),
         };
-        // New memory is fresh; joined to a tail of the stream's own blocks, it is the stream's.
-        let set = match tail {
-            Some((set, _)) if addr == end => set,
-            _ => own,
-        };
+        // New memory is fresh; joined to blocks of the stream's own, it is the stream's.
+        let (below, above) = joined(core, addr, addr + len);
+        let set = below.or(above).map_or(own, |(set, _)| set);
         self.pool_size.fetch_add(len, Ordering::Relaxed);
         self.upstream_chunks.lock().push((addr, len));
         core.attach(addr, len, set);

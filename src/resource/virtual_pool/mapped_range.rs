@@ -27,12 +27,12 @@ impl<P: PhysicalMemory> ReservedRange for SharedSpace<P> {
         self.lock().granularity()
     }
 
-    fn mapped_end(&self) -> usize {
-        self.lock().mapped_end()
-    }
-
-    fn grow(&self, needed: usize, tail: Option<(usize, usize)>) -> Result<(usize, usize)> {
-        self.lock().grow(needed, tail)
+    fn grow(
+        &self,
+        needed: usize,
+        free_around: &mut dyn FnMut(usize, usize) -> (usize, usize),
+    ) -> Result<(usize, usize)> {
+        self.lock().grow(needed, free_around)
     }
 
     fn unmap(&self, addr: usize, len: usize) -> std::result::Result<(), Partial> {
@@ -66,7 +66,7 @@ unsafe impl<P: PhysicalMemory + 'static> MemoryResource for MappedRange<P> {
                 space.granularity()
             )));
         }
-        let (addr, len) = space.grow(bytes, None)?;
+        let (addr, len) = space.grow(bytes, &mut |_, _| (0, 0))?;
         debug_assert_eq!(len, bytes);
         Ok(addr as *mut u8)
     }

@@ -140,6 +140,24 @@ fn regrowth_maps_the_holes_again_and_the_same_addresses_come_back() {
 }
 
 #[test]
+fn a_hole_is_mapped_again_where_it_and_the_free_block_before_it_fit() {
+    let (p, view) = host_pool(64 * MIB, 0);
+    let a = alloc(&p, MIB);
+    let b = alloc(&p, 9 * MIB);
+    let c = alloc(&p, MIB);
+    assert_eq!((a, b, c), (BASE, BASE + MIB, BASE + 10 * MIB));
+    free(&p, b, 9 * MIB);
+    // [1, 2) MiB stays free and mapped, [2, 10) goes.
+    assert_eq!(p.release().unwrap(), 8 * MIB);
+    assert_eq!(p.mapped_runs(), vec![(BASE, 2 * MIB), (BASE + 10 * MIB, 2 * MIB)]);
+    // 9 MiB: the hole of 8 joined to the free MiB before it, not new memory at the end.
+    assert_eq!(alloc(&p, 9 * MIB), b);
+    assert_eq!(p.mapped_bytes(), 12 * MIB);
+    assert!(view.is_mapped(b, 9 * MIB));
+    p.check_invariants().unwrap();
+}
+
+#[test]
 fn a_pattern_replayed_after_a_full_release_gets_the_same_addresses() {
     let (p, _) = host_pool(256 * MIB, 0);
     let sizes = [3 * MIB, 700_000, 12 * MIB, 256, 5 * MIB + 3, 40 * MIB];
