@@ -75,6 +75,14 @@ enum Op {
         max: u8,
         stream: Option<u8>,
     },
+    /// The free parts of `[BASE + start * 4 KiB, + (len + 1) * 4 KiB)` taken out, from one
+    /// stream's set or (`None`) from every set: one shard's part of a release of whole granules
+    /// that span the free blocks of several shards.
+    DetachWithin {
+        start: u16,
+        len: u16,
+        stream: Option<u8>,
+    },
     /// The front `granules + 1` granules (of 256 bytes) of a detached range put back, joined to
     /// its neighbours: a growth that maps them again.
     Attach {
@@ -310,6 +318,23 @@ fuzz_target!(|ops: Vec<Op>| {
                     }
                     m.cut(addr, len);
                     m.holes.push((addr, len));
+                }
+            }
+            Op::DetachWithin { start, len, stream } => {
+                let (addr, len) = (BASE + ((start as usize) << 12), (len as usize + 1) << 12);
+                let only = stream.map(|st| m.set(&mut pool, st));
+                let take = |set| only.is_none_or(|o| o == set);
+                let pieces = pool.detach_free_within(&[(addr, len)], take);
+                for &(a, l) in &pieces {
+                    assert!(l > 0 && addr <= a && a + l <= addr + len, "{a:#x}+{l} outside {addr:#x}+{len}");
+                    if let Some((&q, &(_, qs))) = m.live.range(..a + l).next_back() {
+                        assert!(q + qs <= a, "live block {q:#x}+{qs} in detached {a:#x}+{l}");
+                    }
+                    m.cut(a, l);
+                    m.holes.push((a, l));
+                }
+                for (a, l) in pool.free_blocks(take) {
+                    assert!(a + l <= addr || addr + len <= a, "free {a:#x}+{l} left in {addr:#x}+{len}");
                 }
             }
             Op::Attach { which, granules, stream } => {

@@ -34,6 +34,7 @@ mod memory;
 mod mempool;
 mod status;
 mod stream;
+mod vmm;
 
 pub(crate) use address_range::mem_allocation_base;
 pub(crate) use advise::{mem_advise_preferred_location, PreferredLocation};
@@ -57,6 +58,11 @@ pub(crate) use mempool::{
 };
 pub(crate) use stream::{
     stream_context, stream_create_with_flags, stream_destroy, stream_id, stream_synchronize, stream_wait_event,
+};
+pub(crate) use vmm::{
+    can_access_peer, mem_address_free, mem_address_reserve, mem_create, mem_export_posix_fd, mem_map,
+    mem_recommended_granularity, mem_release, mem_set_access, mem_unmap, posix_fd_handles_supported, vmm_check,
+    PhysicalHandle,
 };
 
 use context::with_context;

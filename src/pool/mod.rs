@@ -15,6 +15,7 @@
 //! The free lists of one stream set are a TLSF index, drawn at the top of `free_list.rs`.
 
 mod address_map;
+pub mod address_space;
 mod block;
 mod free_list;
 pub use block::MAX_BLOCK_BYTES;
@@ -25,6 +26,7 @@ mod size_class;
 mod spin_lock;
 pub mod stream_order;
 
+pub use address_space::{AddressSpace, HostMappings, HostPhysicalMemory, Partial, PhysicalMemory};
 pub use coalescing_pool::{rounded_size, CoalescingPool, SetId, GRANULE};
 pub(crate) use segment_map::SegmentMap;
 pub(crate) use shard_map::ShardMap;

@@ -52,6 +52,7 @@ pub mod pool;
 pub mod sam_headroom;
 pub mod system;
 pub mod upstream_check;
+pub mod virtual_pool;
 
 pub use arena::ArenaMemoryResource;
 pub use binning::BinningMemoryResource;
@@ -70,6 +71,7 @@ pub use pinned_host::PinnedHostMemoryResource;
 pub use pool::PoolMemoryResource;
 pub use sam_headroom::SamHeadroomMemoryResource;
 pub use system::SystemMemoryResource;
+pub use virtual_pool::VirtualPoolMemoryResource;
 
 /// Alignment every resource guarantees when asked for less (RMM's `CUDA_ALLOCATION_ALIGNMENT`).
 pub const DEFAULT_ALIGNMENT: usize = 256;

@@ -10,12 +10,14 @@ use crate::resource::upstream_check::{allocate_chunk, give_back_chunks};
 use crate::resource::{effective_alignment, MemoryResource};
 use crate::stream::CudaStreamView;
 use crate::PoolState;
+pub(crate) use in_place::ReservedRange;
 use parking_lot::{Mutex, RwLock};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 mod growth;
 mod immediate;
+mod in_place;
 mod slow_path;
 mod stream_identity;
 mod synchronisation;
@@ -111,6 +113,9 @@ pub struct PoolMemoryResource<U: MemoryResource> {
     sync_lock: Mutex<()>,
     /// Keeps the pool among those told of retiring streams (pools that order streams only).
     _tenancy: Option<crate::stream_registry::Tenancy>,
+    /// For a pool over one reserved range mapped in place (see `in_place.rs`): where it grows,
+    /// and what its ranges join.
+    in_place: Option<Arc<dyn ReservedRange>>,
 }
 
 /// What one attempt to grow the pool came to.
@@ -150,6 +155,18 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         maximum_size: Option<usize>,
         order: Box<dyn StreamOrder>,
         shards: usize,
+    ) -> Result<Self> {
+        Self::build(upstream, initial_size, maximum_size, order, shards, None)
+    }
+
+    /// [`with_shards`](Self::with_shards), over a reserved range when `in_place` is given.
+    fn build(
+        upstream: U,
+        initial_size: usize,
+        maximum_size: Option<usize>,
+        order: Box<dyn StreamOrder>,
+        shards: usize,
+        in_place: Option<Arc<dyn ReservedRange>>,
     ) -> Result<Self> {
         if initial_size % GRANULE != 0 {
             return Err(Error::InvalidArgument(format!(
@@ -192,6 +209,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             maximum_size,
             sync_lock: Mutex::new(()),
             _tenancy: tenancy,
+            in_place,
         };
         if initial_size > 0 {
             let ptr = allocate_chunk(&pool.upstream, initial_size, GRANULE, CudaStreamView::DEFAULT)?;
@@ -312,10 +330,14 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     }
 
     /// Makes `[addr, addr + len)` part of `shard` (whose lock the caller holds as `core`), free
-    /// on `owner`'s set.
+    /// on `owner`'s set; over a reserved range, joined to the shard's chunks that it touches.
     fn adopt(&self, shard: usize, core: &mut CoalescingPool, addr: usize, len: usize, owner: StreamKey) {
         let set = core.set_of(owner);
-        core.add_chunk(addr, len, set);
+        if self.in_place.is_some() {
+            core.attach(addr, len, set);
+        } else {
+            core.add_chunk(addr, len, set);
+        }
         self.segments.write().assign(addr, len, shard);
     }
 

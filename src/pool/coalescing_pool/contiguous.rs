@@ -89,6 +89,92 @@ impl CoalescingPool {
         out
     }
 
+    /// The free blocks of the sets that `take` accepts, as `(addr, size)`, in no order. Cached
+    /// blocks go back to their sets first.
+    pub fn free_blocks(&mut self, take: impl Fn(SetId) -> bool) -> Vec<(usize, usize)> {
+        self.flush_caches();
+        self.blocks
+            .iter_live()
+            .filter(|(_, b)| b.is_free() && take(b.set_id()))
+            .map(|(_, b)| (b.addr, b.size()))
+            .collect()
+    }
+
+    /// Takes out of the pool the parts of the free blocks of the sets that `take` accepts that lie
+    /// in `ranges` (sorted, disjoint, multiples of 256); returns them, lowest first. What is left of
+    /// each block stays free in its set; chunks are cut around what leaves, as by
+    /// [`detach_free_granules`](Self::detach_free_granules). For ranges that span the blocks of
+    /// several pools (the shards of one reservation), each pool gives its part.
+    pub fn detach_free_within(
+        &mut self,
+        ranges: &[(usize, usize)],
+        take: impl Fn(SetId) -> bool,
+    ) -> Vec<(usize, usize)> {
+        self.flush_caches();
+        let mut free: Vec<(usize, BlockId)> = self
+            .blocks
+            .iter_live()
+            .filter(|(_, b)| b.is_free() && take(b.set_id()))
+            .map(|(id, b)| (b.addr, id))
+            .collect();
+        free.sort_unstable();
+        let mut out = Vec::new();
+        for (addr, id) in free {
+            let set = self.blocks.get(id).set_id();
+            let mut rest = id;
+            let first = ranges.partition_point(|&(a, l)| a + l <= addr);
+            for &(a, l) in &ranges[first..] {
+                let b = *self.blocks.get(rest);
+                if a >= b.end() {
+                    break;
+                }
+                let (start, end) = (a.max(b.addr), (a + l).min(b.end()));
+                debug_assert!(start % GRANULE == 0 && end % GRANULE == 0 && start < end);
+                self.unlink_free(rest);
+                let mut middle = rest;
+                if start > b.addr {
+                    middle = split(&mut self.blocks, rest, start - b.addr);
+                    self.link_free(set, rest);
+                }
+                let back = (end < b.end()).then(|| split(&mut self.blocks, middle, end - start));
+                if let Some(back) = back {
+                    self.link_free(set, back);
+                }
+                out.push(self.cut_out(middle));
+                match back {
+                    Some(back) => rest = back,
+                    None => break,
+                }
+            }
+        }
+        out.sort_unstable();
+        out
+    }
+
+    /// The free block that ends the chunk ending at `addr`, if the pool has such a chunk and its
+    /// last block is free: its set and size. Where a range is attached at `addr`, that block and
+    /// the range become one. Cached blocks go back to their sets first.
+    pub fn free_block_ending_at(&mut self, addr: usize) -> Option<(SetId, usize)> {
+        if !self.chunks.iter().any(|&(a, s)| a + s == addr) {
+            return None;
+        }
+        self.flush_caches();
+        let b = *self.blocks.get(self.block_ending_at(addr));
+        b.is_free().then(|| (b.set_id(), b.size()))
+    }
+
+    /// The free block that starts the chunk starting at `addr`, if the pool has such a chunk and
+    /// its first block is free: its set and size. Where a range is attached ending at `addr`, that
+    /// block and the range become one. Cached blocks go back to their sets first.
+    pub fn free_block_starting_at(&mut self, addr: usize) -> Option<(SetId, usize)> {
+        if !self.chunks.iter().any(|&(a, _)| a == addr) {
+            return None;
+        }
+        self.flush_caches();
+        let b = *self.blocks.get(self.block_starting_chunk_at(addr));
+        b.is_free().then(|| (b.set_id(), b.size()))
+    }
+
     /// The block whose end is `addr`: the last block of the chunk that ends there (a scan, for
     /// growth and release, which are rare).
     fn block_ending_at(&self, addr: usize) -> BlockId {
@@ -180,6 +266,40 @@ mod tests {
         assert_eq!(out, vec![(68 * MIB, 2 * MIB)]);
         p.check_invariants().unwrap();
         assert_eq!(p.pool_size(), 6 * MIB);
+    }
+
+    #[test]
+    fn a_range_free_in_pieces_of_two_pools_leaves_both() {
+        // [64, 68) MiB free in one pool, [68, 72) in another: a granule of 4 MiB at 66..70 spans both.
+        let (mut p, _) = pool_with(&[(64 * MIB, 4 * MIB)]);
+        let (mut q, q_fresh) = pool_with(&[(68 * MIB, 4 * MIB)]);
+        let s = q.set_of(StreamKey::of_handle(0x5000));
+        let range = [(66 * MIB, 4 * MIB)];
+        assert_eq!(p.detach_free_within(&range, |_| true), vec![(66 * MIB, 2 * MIB)]);
+        // Only the sets asked for give their part.
+        assert_eq!(q.detach_free_within(&range, |set| set == s), vec![]);
+        assert_eq!(q.detach_free_within(&range, |set| set == q_fresh), vec![(68 * MIB, 2 * MIB)]);
+        p.check_invariants().unwrap();
+        q.check_invariants().unwrap();
+        assert_eq!((p.pool_size(), q.pool_size()), (2 * MIB, 2 * MIB));
+        let mut free = p.free_blocks(|_| true);
+        free.extend(q.free_blocks(|_| true));
+        free.sort_unstable();
+        assert_eq!(free, vec![(64 * MIB, 2 * MIB), (70 * MIB, 2 * MIB)]);
+    }
+
+    #[test]
+    fn detach_within_cuts_several_ranges_out_of_one_block() {
+        let (mut p, fresh) = pool_with(&[(64 * MIB, 16 * MIB)]);
+        let a = p.allocate(fresh, MIB, MIB, GRANULE).unwrap();
+        let ranges = [(62 * MIB, 4 * MIB), (68 * MIB, 2 * MIB), (72 * MIB, 2 * MIB), (78 * MIB, 4 * MIB)];
+        let out = p.detach_free_within(&ranges, |_| true);
+        // The first range starts in the handed-out block: only its free part leaves.
+        assert_eq!(out, vec![(65 * MIB, MIB), (68 * MIB, 2 * MIB), (72 * MIB, 2 * MIB), (78 * MIB, 2 * MIB)]);
+        p.check_invariants().unwrap();
+        assert_eq!(p.pool_size(), 9 * MIB);
+        p.deallocate(a, MIB, fresh).unwrap();
+        p.check_invariants().unwrap();
     }
 
     /// Random allocations, frees, releases of whole granules and mappings back, against a model

@@ -40,6 +40,9 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         needed: usize,
         pending: bool,
     ) -> Result<Growth> {
+        if let Some(range) = &self.in_place {
+            return self.grow_in_place(&**range, home, core, key, needed);
+        }
         let room = self.room();
         if needed > room {
             return Ok(Growth::NoRoom);

@@ -208,7 +208,12 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             }
         }
         let set = self.own_set(&mut core, key);
-        let allocated = core.allocate(set, req.bytes, req.size, req.align);
+        let mut allocated = core.allocate(set, req.bytes, req.size, req.align);
+        if allocated.is_none() {
+            // Grown in place after a free tail of fresh memory: the two are one fresh block.
+            let fresh = core.set_of(StreamKey::FRESH);
+            allocated = core.allocate(fresh, req.bytes, req.size, req.align);
+        }
         if allocated.is_some() && self.ordered && core.shared_by_streams() {
             // The rest of the new chunk is of no use to this stream's queued work: while streams
             // take turns, offer it to them at once (as RMM's free lists are), so the next stream
