@@ -11,7 +11,7 @@ use common::{seed, Rng};
 use rmm::resource::{HostMemoryResource, PoolMemoryResource};
 use rmm::{CudaStreamView, MemoryResource};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Barrier, Mutex};
 
 const STREAMS: usize = 3;
 const THREADS: usize = 9;
@@ -74,9 +74,12 @@ fn threads_sharing_streams_keep_the_stream_order() {
                 .unwrap();
         let pool = Arc::new(pool);
         let mailboxes: Arc<Vec<Mailbox>> = Arc::new((0..STREAMS).map(|_| Mutex::default()).collect());
+        // The threads start together: one spawned late on a busy machine could otherwise find the
+        // others done, and no block would ever move between streams.
+        let start = Arc::new(Barrier::new(THREADS));
         let handles: Vec<_> = (0..THREADS)
             .map(|t| {
-                let (pool, model, mailboxes) = (pool.clone(), model.clone(), mailboxes.clone());
+                let (pool, model, mailboxes, start) = (pool.clone(), model.clone(), mailboxes.clone(), start.clone());
                 std::thread::spawn(move || {
                     let mut rng = Rng::new(base + t as u64);
                     let group = t % STREAMS;
@@ -84,6 +87,7 @@ fn threads_sharing_streams_keep_the_stream_order() {
                     let stream = CudaStreamView::from_handle(handle);
                     // The stream has a clock from now on, which synchronisations advance.
                     model.order.tick(handle);
+                    start.wait();
                     let mut live: Vec<(*mut u8, usize)> = Vec::new();
                     let free = |p: *mut u8, bytes: usize| {
                         model.freeing(p, bytes, handle);
