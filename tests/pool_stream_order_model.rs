@@ -131,12 +131,31 @@ fn threads_sharing_streams_keep_the_stream_order() {
                 pool.deallocate(p as *mut u8, bytes, 256, stream).unwrap();
             }
         }
+        let crossings = model.granules.lock().unwrap().crossings;
+        println!("granules handed from one stream to another: {crossings}");
+        // However the threads were scheduled, a new stream now takes the pool up to its maximum,
+        // until no piece fits, which includes memory freed on the other streams, so hand-overs
+        // are checked in every run.
+        let late = 0x9000;
+        let stream = CudaStreamView::from_handle(late);
+        model.order.tick(late);
+        const PIECE: usize = 64 << 10;
+        let mut taken = Vec::new();
+        let fits = |st: rmm::PoolState| st.largest_free_block >= PIECE || max - st.pool_size >= PIECE;
+        while fits(pool.state()) {
+            let p = pool.allocate(PIECE, 256, stream).unwrap();
+            model.allocated(p, PIECE, late);
+            taken.push(p);
+        }
+        for p in taken {
+            model.freeing(p, PIECE, late);
+            pool.deallocate(p, PIECE, 256, stream).unwrap();
+        }
         pool.check_invariants().unwrap();
         let state = pool.state();
         assert_eq!(state.free_bytes, state.pool_size);
     }
     let crossings = model.granules.lock().unwrap().crossings;
-    println!("granules handed from one stream to another: {crossings}");
     assert!(crossings > 0, "blocks moved between streams");
     assert_eq!(upstream.outstanding(), (0, 0));
 }
