@@ -10,7 +10,7 @@ pub const EXIT_BAD_LOG: u8 = 1;
 pub const EXIT_NO_CUDA: u8 = 3;
 
 const USAGE: &str = "\
-rmm_replay [--resource pool|cuda|cuda_async] [--upstream host|host-ordered|cuda] [--initial-pool BYTES]
+rmm_replay [--resource pool|virtual_pool|cuda|cuda_async] [--upstream host|host-ordered|cuda] [--initial-pool BYTES]
                   [--maximum-pool BYTES] [--shards N] [--runs N] [--check] [--map DIR] LOG...
        rmm_replay generate thrust|multi_stream|random OUT [--ops N] [--seed S]";
 
@@ -96,6 +96,10 @@ pub enum Resource {
     /// CudaAsyncMemoryResource (the driver's stream-ordered pool)
     #[value(name = "cuda_async")]
     CudaAsync,
+    /// Our VirtualPoolMemoryResource: a reserved range (--maximum-pool, default 256G) mapped in
+    /// 2 MiB granules; over --upstream host or host-ordered the mappings are only recorded
+    #[value(name = "virtual_pool")]
+    VirtualPool,
 }
 
 /// The pool's upstream.
@@ -116,7 +120,8 @@ impl Cli {
             (Resource::Cuda, _) => Some("--resource cuda"),
             (Resource::CudaAsync, _) => Some("--resource cuda_async"),
             (Resource::Pool, Upstream::Cuda) => Some("--upstream cuda (the pool's upstream)"),
-            (Resource::Pool, Upstream::Host | Upstream::HostOrdered) => None,
+            (Resource::VirtualPool, Upstream::Cuda) => Some("--resource virtual_pool --upstream cuda"),
+            (Resource::Pool | Resource::VirtualPool, Upstream::Host | Upstream::HostOrdered) => None,
         }
     }
 }

@@ -2,7 +2,7 @@
 //! per operation and how much memory the resource took from its upstream.
 //!
 //! ```text
-//! rmm_replay [--resource pool|cuda|cuda_async] [--upstream host|host-ordered|cuda] [--initial-pool BYTES]
+//! rmm_replay [--resource pool|virtual_pool|cuda|cuda_async] [--upstream host|host-ordered|cuda] [--initial-pool BYTES]
 //!            [--maximum-pool BYTES] [--shards N] [--runs N] [--check] [--map DIR] LOG...
 //! rmm_replay generate thrust|multi_stream|random OUT [--ops N] [--seed S]
 //! ```
@@ -36,7 +36,11 @@
 //! Resources: `pool` (our `PoolMemoryResource`) over `--upstream host` (host memory, no GPU; the
 //! resource column says `pool_host`), `--upstream host-ordered` (host memory, but streams handed
 //! blocks over as on a GPU: publish, then wait; `pool_host_ordered`, so the device pool's
-//! fragmentation can be studied without one) or `--upstream cuda` (`pool`); `cuda`; `cuda_async`.
+//! fragmentation can be studied without one) or `--upstream cuda` (`pool`); `virtual_pool` (our
+//! `VirtualPoolMemoryResource`: a reservation of `--maximum-pool` bytes, 256 GiB unless given,
+//! mapped in 2 MiB granules; its peak upstream bytes are the bytes mapped) over the same three
+//! upstreams, on the host a stand-in that only records the mappings (`virtual_pool_host`,
+//! `virtual_pool_host_ordered`; on the GPU `virtual_pool`); `cuda`; `cuda_async`.
 //! `--check` only reads the logs.
 //!
 //! `--map DIR` also writes `DIR/<log name>.svg`, the memory map of each cold replay: address against
@@ -58,8 +62,11 @@ use clap::Parser;
 use cli::{Cli, Command, Resource, Upstream};
 use log::{Kind, Log};
 use rmm::adaptor::StatisticsResourceAdaptor;
+use rmm::pool::HostPhysicalMemory;
 use rmm::pool::{StreamKey, StreamOrder};
-use rmm::resource::{CudaAsyncMemoryResource, CudaMemoryResource, HostMemoryResource, PoolMemoryResource};
+use rmm::resource::{
+    CudaAsyncMemoryResource, CudaMemoryResource, HostMemoryResource, PoolMemoryResource, VirtualPoolMemoryResource,
+};
 use rmm::{CudaStream, CudaStreamView, MemoryResource};
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -68,6 +75,12 @@ use std::time::{Duration, Instant};
 
 const IMPL: &str = "rmm-rs-native";
 const ALIGN: usize = 256;
+/// The virtual pool's reservation unless `--maximum-pool` gives one.
+const VIRTUAL_RESERVE: usize = 256 << 30;
+/// The stand-in's granule: the recommended granularity of the H100 and H200.
+const VIRTUAL_GRANULE: usize = 2 << 20;
+/// Where the stand-in's reservation seems to start.
+const VIRTUAL_HOST_BASE: usize = 0x7f00_0000_0000;
 
 /// Orders streams as a device pool must (publish, then wait), with nothing to wait for: host code
 /// runs in program order. The pool then moves blocks between streams as it would on a GPU.
@@ -93,6 +106,9 @@ fn resource_name(o: &Cli) -> &'static str {
         (Resource::Pool, Upstream::Cuda) => "pool",
         (Resource::Cuda, _) => "cuda",
         (Resource::CudaAsync, _) => "cuda_async",
+        (Resource::VirtualPool, Upstream::Host) => "virtual_pool_host",
+        (Resource::VirtualPool, Upstream::HostOrdered) => "virtual_pool_host_ordered",
+        (Resource::VirtualPool, Upstream::Cuda) => "virtual_pool",
     }
 }
 
@@ -230,6 +246,17 @@ fn replay(o: &Cli, log: &Log) -> Result<Measured, String> {
         (Resource::Pool, Upstream::Cuda) => {
             replay_pool(o, CudaMemoryResource::new(), Box::new(rmm::resource::CudaEventOrder::new()), log, &streams)
         }
+        (Resource::VirtualPool, Upstream::Host) => {
+            replay_virtual_pool_on_host(o, Box::new(rmm::pool::HostOrder), log, &streams)
+        }
+        (Resource::VirtualPool, Upstream::HostOrdered) => {
+            replay_virtual_pool_on_host(o, Box::new(SimulatedDeviceOrder), log, &streams)
+        }
+        (Resource::VirtualPool, Upstream::Cuda) => {
+            let reserve = o.maximum_pool.unwrap_or(VIRTUAL_RESERVE);
+            let mr = VirtualPoolMemoryResource::new(reserve, o.initial_pool).map_err(e)?;
+            measure(&mr, |m| m.mapped_bytes(), log, &streams, o)
+        }
         (Resource::Cuda, _) => {
             let mr = StatisticsResourceAdaptor::new(CudaMemoryResource::new());
             measure(&mr, |m| m.bytes_counter().peak as usize, log, &streams, o)
@@ -260,6 +287,23 @@ fn replay_pool<U: MemoryResource>(
     let mr = PoolMemoryResource::with_shards(upstream, o.initial_pool, o.maximum_pool, order, o.shards)
         .map_err(|e| format!("creating the resource failed: {e}"))?;
     measure(&mr, |p| p.upstream().bytes_counter().peak as usize, log, streams, o)
+}
+
+/// The virtual pool over a stand-in reservation that only records its mappings, at a made-up
+/// address: the replay allocates and frees, and never touches a block.
+fn replay_virtual_pool_on_host(
+    o: &Cli,
+    order: Box<dyn StreamOrder>,
+    log: &Log,
+    streams: &Streams,
+) -> Result<Measured, String> {
+    let reserve = o.maximum_pool.unwrap_or(VIRTUAL_RESERVE).div_ceil(VIRTUAL_GRANULE) * VIRTUAL_GRANULE;
+    let phys = HostPhysicalMemory::new(VIRTUAL_HOST_BASE, reserve, VIRTUAL_GRANULE);
+    // SAFETY: the stand-in's addresses are never read or written: a replay only allocates and
+    // frees blocks, and the resource never touches them either.
+    let mr = unsafe { VirtualPoolMemoryResource::with_physical(phys, o.initial_pool, order, o.shards) }
+        .map_err(|e| format!("creating the resource failed: {e}"))?;
+    measure(&mr, |m| m.mapped_bytes(), log, streams, o)
 }
 
 fn read_log(path: &Path) -> Result<Log, String> {

@@ -173,6 +173,29 @@ fn dask_worker_log_takes_no_more_upstream_memory_than_rmm() {
     }
 }
 
+/// The virtual pool replays every committed log with the device pool's stream ordering, over a
+/// stand-in that records its mappings; it maps at least what is live at the peak and, on the
+/// Dask worker's log, at most 5% more (the classic pool takes 4 GiB there, RMM's as well).
+#[test]
+fn committed_logs_replay_over_the_virtual_pool() {
+    for log in committed_logs() {
+        let name = log.file_stem().unwrap().to_str().unwrap().to_string();
+        let out =
+            run(&["--resource", "virtual_pool", "--upstream", "host-ordered", "--runs", "1", log.to_str().unwrap()]);
+        let stdout = text(&out.stdout);
+        assert!(out.status.success(), "{name}: {}\n{stdout}", text(&out.stderr));
+        assert!(stdout.contains(&format!("rmm-rs-native,virtual_pool_host_ordered,replay,{name},")), "{stdout}");
+        let mapped = value(&stdout, &name, "peak_upstream_bytes");
+        let live = value(&stdout, &name, "peak_live_bytes");
+        println!("{name}: mapped {mapped} bytes at the peak, live {live} ({:.3})", mapped / live);
+        assert!(mapped >= live, "{name}: mapped {mapped} < live {live}");
+        assert_eq!(mapped as usize % (2 << 20), 0, "{name}: whole granules are mapped");
+        if name == "dask_worker" {
+            assert!(mapped <= 1.05 * live, "{name}: mapped {mapped} > 1.05 x live {live}");
+        }
+    }
+}
+
 #[test]
 fn committed_multi_stream_log_has_several_threads_and_streams() {
     let log = logs_dir().join("multi_stream.csv");
@@ -335,7 +358,7 @@ fn usage_errors_exit_2() {
         assert!(out.stdout.is_empty(), "{args:?}");
     }
     let out = run(&[]);
-    assert!(text(&out.stderr).contains("Usage: rmm_replay [--resource pool|cuda|cuda_async]"), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("Usage: rmm_replay [--resource pool|virtual_pool|cuda|cuda_async]"), "{}", text(&out.stderr));
 }
 
 #[test]
