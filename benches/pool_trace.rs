@@ -5,7 +5,10 @@
 //! `cargo bench --bench pool_trace` (add `-- --threads` for the shared-pool thread scaling rows).
 //! Each row: median and minimum of 31 replays after a 300 ms warm-up.
 
-use rmm::resource::{CudaAsyncMemoryResource, CudaMemoryResource, HostMemoryResource, PoolMemoryResource};
+use rmm::pool::{HostOrder, HostPhysicalMemory};
+use rmm::resource::{
+    CudaAsyncMemoryResource, CudaMemoryResource, HostMemoryResource, PoolMemoryResource, VirtualPoolMemoryResource,
+};
 use rmm::testing::SplitMix64;
 use rmm::{CudaStreamView, MemoryResource};
 use std::ffi::c_void;
@@ -156,6 +159,15 @@ fn main() {
     let host_pool = PoolMemoryResource::new(HostMemoryResource::new(), 0, None).expect("host pool");
     row("rmm-rs pool<host memory>", bench_resource(&host_pool, &trace, CudaStreamView::DEFAULT, reps));
     row("glibc malloc/free", bench_malloc(&trace, reps));
+    // The virtual pool's algorithm over a stand-in reservation that only records its mappings.
+    let stand_in = HostPhysicalMemory::new(0x7f00_0000_0000, 64 << 30, 2 << 20);
+    // SAFETY: the stand-in's addresses are never read or written: the trace only allocates and
+    // frees.
+    let virtual_host = unsafe {
+        VirtualPoolMemoryResource::with_physical(stand_in, 0, Box::new(HostOrder), rmm::resource::pool::DEFAULT_SHARDS)
+    }
+    .expect("virtual pool over a stand-in");
+    row("rmm-rs virtual pool<host stand-in>", bench_resource(&virtual_host, &trace, CudaStreamView::DEFAULT, reps));
 
     if rmm::cuda_available() {
         let s = rmm::CudaStream::new().expect("stream");
@@ -163,6 +175,8 @@ fn main() {
         let pool = PoolMemoryResource::new(cuda.clone(), 1 << 30, None).expect("device pool");
         row("rmm-rs pool<cuda> (stream)", bench_resource(&pool, &trace, s.view(), reps));
         row("rmm-rs pool<cuda> (default stream)", bench_resource(&pool, &trace, CudaStreamView::DEFAULT, reps));
+        let virtual_pool = VirtualPoolMemoryResource::new(64 << 30, 1 << 30).expect("virtual pool");
+        row("rmm-rs virtual pool (stream)", bench_resource(&virtual_pool, &trace, s.view(), reps));
         // A stream this crate did not create: its identity is checked on every allocation.
         let mut raw: cudarc::driver::sys::CUstream = std::ptr::null_mut();
         // SAFETY: a context is current (the pool made one); raw is a valid out pointer.
