@@ -191,3 +191,50 @@ fn memory_is_exported_as_a_file_descriptor_where_supported() {
     }
     p.deallocate(b, MIB, 256, CudaStreamView::DEFAULT).unwrap();
 }
+
+/// The measurement of giving memory back and taking it again: 50 blocks of 1 GiB mapped,
+/// freed, released (unmapped) and allocated again, with the time of each step and every address
+/// checked unchanged. Needs 50 GiB free on the device; a measurement, so run by hand:
+/// `cargo test --release --test gpu_virtual_pool -- --ignored --nocapture release_and_regrow`.
+#[test]
+#[ignore = "a measurement needing 50 GiB of device memory; see the doc comment"]
+fn release_and_regrow_50_gib() {
+    const GIB: usize = 1 << 30;
+    const BLOCKS: usize = 50;
+    if !gpu() {
+        return;
+    }
+    let Some(p) = pool(64 * GIB, 0, &VirtualMemoryOptions::default()) else { return };
+    let s = CudaStreamView::DEFAULT;
+    let timed = |what: &str, f: &mut dyn FnMut()| {
+        let t0 = std::time::Instant::now();
+        f();
+        s.synchronize().unwrap();
+        println!("{what}: {:.3} s", t0.elapsed().as_secs_f64());
+    };
+    let mut first = Vec::new();
+    timed("map 50 GiB (50 allocations of 1 GiB)", &mut || {
+        first = (0..BLOCKS).map(|_| p.allocate(GIB, 256, s).unwrap()).collect();
+    });
+    assert_eq!(p.mapped_bytes(), BLOCKS * GIB);
+    timed("free them", &mut || {
+        for &b in &first {
+            p.deallocate(b, GIB, 256, s).unwrap();
+        }
+    });
+    let mut released = 0;
+    timed("release (unmap 50 GiB)", &mut || released = p.release().unwrap());
+    assert_eq!((released, p.mapped_bytes()), (BLOCKS * GIB, 0));
+    let mut again = Vec::new();
+    timed("regrow (50 allocations of 1 GiB, mapped again)", &mut || {
+        again = (0..BLOCKS).map(|_| p.allocate(GIB, 256, s).unwrap()).collect();
+    });
+    assert_eq!(again, first, "the same addresses");
+    fill_async(again[BLOCKS - 1], GIB, 0x5a, s);
+    s.synchronize().unwrap();
+    assert!(read(again[BLOCKS - 1], 4096).iter().all(|&b| b == 0x5a));
+    for b in again {
+        p.deallocate(b, GIB, 256, s).unwrap();
+    }
+    println!("addresses unchanged: {BLOCKS} blocks of 1 GiB at {:#x}..", first[0] as usize);
+}
