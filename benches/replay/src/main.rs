@@ -31,7 +31,9 @@
 //!   replay (pool: a `StatisticsResourceAdaptor` around the upstream; `cuda`: the bytes allocated;
 //!   `cuda_async`: the driver pool's reserved-memory high-water mark);
 //! - `peak_live_bytes`: the most requested bytes live at once, computed from the log;
-//! - `fragmentation`: peak_upstream_bytes / peak_live_bytes.
+//! - `fragmentation`: peak_upstream_bytes / peak_live_bytes;
+//! - `largest_free_block_bytes` (pools only): the pool's largest free block after the cold replay,
+//!   every block freed: how much of what it holds one request can get without growing.
 //!
 //! Resources: `pool` (our `PoolMemoryResource`) over `--upstream host` (host memory, no GPU; the
 //! resource column says `pool_host`), `--upstream host-ordered` (host memory, but streams handed
@@ -155,6 +157,9 @@ struct Measured {
     cold: Duration,
     warm: Vec<Duration>,
     peak_upstream: usize,
+    /// The pool's largest free block once the cold replay and its final frees are done, when the
+    /// resource is a pool.
+    largest_free: Option<usize>,
     /// What each allocation of the cold replay returned, in order (only for `--map`).
     addresses: Vec<usize>,
 }
@@ -211,11 +216,12 @@ fn replay_once<R: MemoryResource>(
     Ok(elapsed)
 }
 
-/// The cold replay (its addresses recorded for `--map`), the peak upstream bytes after it, then
-/// `--runs` warm replays.
+/// The cold replay (its addresses recorded for `--map`), the peak upstream bytes and the largest
+/// free block after it, then `--runs` warm replays.
 fn measure<R: MemoryResource>(
     mr: &R,
     peak_upstream: impl Fn(&R) -> usize,
+    largest_free: impl Fn(&R) -> Option<usize>,
     log: &Log,
     streams: &Streams,
     o: &Cli,
@@ -225,11 +231,12 @@ fn measure<R: MemoryResource>(
     let record = o.map.is_some().then_some(&mut addresses);
     let cold = replay_once(mr, log, streams, &mut table, record)?;
     let peak_upstream = peak_upstream(mr);
+    let largest_free = largest_free(mr);
     let mut warm = Vec::with_capacity(o.runs);
     for _ in 0..o.runs {
         warm.push(replay_once(mr, log, streams, &mut table, None)?);
     }
-    Ok(Measured { cold, warm, peak_upstream, addresses })
+    Ok(Measured { cold, warm, peak_upstream, largest_free, addresses })
 }
 
 fn replay(o: &Cli, log: &Log) -> Result<Measured, String> {
@@ -255,17 +262,18 @@ fn replay(o: &Cli, log: &Log) -> Result<Measured, String> {
         (Resource::VirtualPool, Upstream::Cuda) => {
             let reserve = o.maximum_pool.unwrap_or(VIRTUAL_RESERVE);
             let mr = VirtualPoolMemoryResource::new(reserve, o.initial_pool).map_err(e)?;
-            measure(&mr, |m| m.mapped_bytes(), log, &streams, o)
+            measure(&mr, |m| m.mapped_bytes(), |m| Some(m.state().largest_free_block), log, &streams, o)
         }
         (Resource::Cuda, _) => {
             let mr = StatisticsResourceAdaptor::new(CudaMemoryResource::new());
-            measure(&mr, |m| m.bytes_counter().peak as usize, log, &streams, o)
+            measure(&mr, |m| m.bytes_counter().peak as usize, |_| None, log, &streams, o)
         }
         (Resource::CudaAsync, _) => {
             let mr = StatisticsResourceAdaptor::new(CudaAsyncMemoryResource::new(None, None).map_err(e)?);
             measure(
                 &mr,
                 |m| m.upstream().reserved_memory_high().ok().unwrap_or(m.bytes_counter().peak as usize),
+                |_| None,
                 log,
                 &streams,
                 o,
@@ -286,7 +294,14 @@ fn replay_pool<U: MemoryResource>(
     let upstream = StatisticsResourceAdaptor::new(upstream);
     let mr = PoolMemoryResource::with_shards(upstream, o.initial_pool, o.maximum_pool, order, o.shards)
         .map_err(|e| format!("creating the resource failed: {e}"))?;
-    measure(&mr, |p| p.upstream().bytes_counter().peak as usize, log, streams, o)
+    measure(
+        &mr,
+        |p| p.upstream().bytes_counter().peak as usize,
+        |p| Some(p.state().largest_free_block),
+        log,
+        streams,
+        o,
+    )
 }
 
 /// The virtual pool over a stand-in reservation that only records its mappings, at a made-up
@@ -303,7 +318,7 @@ fn replay_virtual_pool_on_host(
     // frees blocks, and the resource never touches them either.
     let mr = unsafe { VirtualPoolMemoryResource::with_physical(phys, o.initial_pool, order, o.shards) }
         .map_err(|e| format!("creating the resource failed: {e}"))?;
-    measure(&mr, |m| m.mapped_bytes(), log, streams, o)
+    measure(&mr, |m| m.mapped_bytes(), |m| Some(m.state().largest_free_block), log, streams, o)
 }
 
 fn read_log(path: &Path) -> Result<Log, String> {
@@ -399,6 +414,9 @@ fn run(o: &Cli) -> ExitCode {
         row(format!("{warm:.1}"), "ns_per_op");
         row(format!("{cold:.1}"), "cold_ns_per_op");
         row(m.peak_upstream.to_string(), "peak_upstream_bytes");
+        if let Some(largest) = m.largest_free {
+            row(largest.to_string(), "largest_free_block_bytes");
+        }
         row(log.peak_live_bytes.to_string(), "peak_live_bytes");
         row(format!("{fragmentation:.3}"), "fragmentation");
         println!(

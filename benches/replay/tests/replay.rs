@@ -358,7 +358,11 @@ fn usage_errors_exit_2() {
         assert!(out.stdout.is_empty(), "{args:?}");
     }
     let out = run(&[]);
-    assert!(text(&out.stderr).contains("Usage: rmm_replay [--resource pool|virtual_pool|cuda|cuda_async]"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("Usage: rmm_replay [--resource pool|virtual_pool|cuda|cuda_async]"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]
