@@ -190,6 +190,8 @@ fn committed_logs_replay_over_the_virtual_pool() {
         println!("{name}: mapped {mapped} bytes at the peak, live {live} ({:.3})", mapped / live);
         assert!(mapped >= live, "{name}: mapped {mapped} < live {live}");
         assert_eq!(mapped as usize % (2 << 20), 0, "{name}: whole granules are mapped");
+        let largest = value(&stdout, &name, "largest_free_block_bytes");
+        assert!(largest > 0.0 && largest <= mapped, "{name}: largest free block {largest} of {mapped} mapped");
         if name == "dask_worker" {
             assert!(mapped <= 1.05 * live, "{name}: mapped {mapped} > 1.05 x live {live}");
         }
