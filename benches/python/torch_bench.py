@@ -6,6 +6,8 @@
 
 Modes (PyTorch sets its allocator once per process, so each mode runs in a child process):
   native    PyTorch's caching allocator; rows labelled "torch-native".
+  native_expandable  the same with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (segments that
+            grow by mapping pages into a reserved range); rows labelled "torch-expandable".
   rmm_pool  rmm.mr.PoolMemoryResource(StatisticsResourceAdaptor(CudaMemoryResource()),
             initial_pool_size=--initial-pool-size) set current, then
             torch.cuda.memory.change_current_allocator(rmm_torch_allocator); rows labelled by
@@ -36,6 +38,8 @@ import time
 import bench_common as bc
 
 MODES = ("native", "rmm_pool")
+# Modes run only when asked for (--modes).
+EXTRA_MODES = ("native_expandable",)
 
 
 def setup(mode, args):
@@ -48,8 +52,9 @@ def setup(mode, args):
         return "torch-cpu", None, None
     if not torch.cuda.is_available():
         raise RuntimeError("no CUDA device visible to PyTorch")
-    if mode == "native":
-        return "torch-native", torch.cuda.max_memory_reserved, None
+    if mode in ("native", "native_expandable"):
+        label = "torch-native" if mode == "native" else "torch-expandable"
+        return label, torch.cuda.max_memory_reserved, None
     import rmm
     from rmm.allocators.torch import rmm_torch_allocator
 
@@ -125,7 +130,8 @@ def run_mode(mode, args):
     try:
         impl, peak, pool = setup(mode, args)
     except Exception as e:  # no GPU, no torch, an rmm without the allocator
-        bc.fail("torch-native" if mode == "native" else bc.impl_name(args), "setup", f"mode={mode}", e)
+        label = {"native": "torch-native", "native_expandable": "torch-expandable"}.get(mode, bc.impl_name(args))
+        bc.fail(label, "setup", f"mode={mode}", e)
         return 1
     status, param = 0, f"steps={args.steps}"
     try:
@@ -148,9 +154,10 @@ def run_mode(mode, args):
 
 def main():
     p = bc.parser(__doc__.split("\n")[0])
-    p.add_argument("--mode", choices=MODES + ("all",), default="all",
+    p.add_argument("--mode", choices=MODES + EXTRA_MODES + ("all",), default="all",
                    help="one mode in this process, or all (default): each in a child process")
-    p.add_argument("--modes", default=",".join(MODES), help="the modes 'all' runs (comma separated)")
+    p.add_argument("--modes", default=",".join(MODES),
+                   help="the modes 'all' runs (comma separated; also: " + ", ".join(EXTRA_MODES) + ")")
     p.add_argument("--steps", type=int, default=300, help="training steps (default 300)")
     p.add_argument("--train-budget", type=float, default=300.0,
                    help="seconds after which training stops early, with a comment (default 300)")
@@ -174,12 +181,16 @@ def main():
     bc.header(args)
     status = 0
     for mode in [m for m in args.modes.split(",") if m]:
-        if mode not in MODES:
-            sys.exit(f"unknown mode {mode!r} (known: {', '.join(MODES)})")
+        if mode not in MODES + EXTRA_MODES:
+            sys.exit(f"unknown mode {mode!r} (known: {', '.join(MODES + EXTRA_MODES)})")
         # The child inherits every option but --mode/--modes and prints rows only.
         child = [a for a in sys.argv[1:]]
         cmd = [sys.executable, os.path.abspath(__file__), *child, "--mode", mode, "--no-header"]
-        status |= subprocess.call(cmd)
+        env = dict(os.environ)
+        env.pop("PYTORCH_CUDA_ALLOC_CONF", None)
+        if mode == "native_expandable":
+            env["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
+        status |= subprocess.call(cmd, env=env)
     return status
 
 
