@@ -4,30 +4,14 @@
 
 mod common;
 
+use common::device_bytes::{fill_async, read};
 use common::{gpu, run_trace, seed, Model, Rng, Trace};
-use cudarc::driver::sys;
 use rmm::adaptor::StatisticsResourceAdaptor;
 use rmm::resource::{CudaMemoryResource, PoolMemoryResource};
 use rmm::{CudaStream, CudaStreamView, Error, MemoryResource};
 use std::sync::{Arc, Mutex};
 
 const MIB: usize = 1 << 20;
-
-fn cu(status: sys::CUresult, call: &str) {
-    assert_eq!(status, sys::CUresult::CUDA_SUCCESS, "{call} failed");
-}
-
-fn fill_async(ptr: *mut u8, bytes: usize, value: u8, s: CudaStreamView) {
-    // SAFETY: ptr..ptr+bytes is a live device allocation; the stream is valid.
-    cu(unsafe { sys::cuMemsetD8Async(ptr as u64, value, bytes, s.as_raw()) }, "cuMemsetD8Async");
-}
-
-fn read(ptr: *mut u8, bytes: usize) -> Vec<u8> {
-    let mut out = vec![0u8; bytes];
-    // SAFETY: a synchronous copy from a live device allocation into a host buffer of that size.
-    cu(unsafe { sys::cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), ptr as u64, bytes) }, "cuMemcpyDtoH");
-    out
-}
 
 fn pattern_of(ptr: *mut u8) -> u8 {
     ((ptr as usize >> 8) as u8) | 1

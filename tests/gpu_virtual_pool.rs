@@ -6,6 +6,7 @@
 
 mod common;
 
+use common::device_bytes::{cu, fill_async, read};
 use common::gpu;
 use cudarc::driver::sys;
 use rmm::resource::virtual_pool::VirtualMemoryOptions;
@@ -13,22 +14,6 @@ use rmm::resource::VirtualPoolMemoryResource;
 use rmm::{CudaStream, CudaStreamView, DeviceId, Error, MemoryResource};
 
 const MIB: usize = 1 << 20;
-
-fn cu(status: sys::CUresult, call: &str) {
-    assert_eq!(status, sys::CUresult::CUDA_SUCCESS, "{call} failed");
-}
-
-fn fill_async(ptr: *mut u8, bytes: usize, value: u8, s: CudaStreamView) {
-    // SAFETY: ptr..ptr+bytes is a live block of the pool, mapped; the stream is valid.
-    cu(unsafe { sys::cuMemsetD8Async(ptr as u64, value, bytes, s.as_raw()) }, "cuMemsetD8Async");
-}
-
-fn read(ptr: *mut u8, bytes: usize) -> Vec<u8> {
-    let mut out = vec![0u8; bytes];
-    // SAFETY: a synchronous copy from a live, mapped block into a host buffer of that size.
-    cu(unsafe { sys::cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), ptr as u64, bytes) }, "cuMemcpyDtoH");
-    out
-}
 
 /// A pool over a reservation of `reserve` bytes, or `None` (printed) where the device lacks
 /// virtual memory management.

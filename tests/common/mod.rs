@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod clock_order;
+pub mod device_bytes;
 pub mod recording_order;
 pub mod threads_bench;
 

@@ -52,14 +52,7 @@ impl CoalescingPool {
         take: impl Fn(SetId) -> bool,
     ) -> Vec<(usize, usize)> {
         debug_assert!(granule.is_power_of_two() && granule >= GRANULE);
-        self.flush_caches();
-        let mut free: Vec<(usize, BlockId)> = self
-            .blocks
-            .iter_live()
-            .filter(|(_, b)| b.is_free() && take(b.set_id()))
-            .map(|(id, b)| (b.addr, id))
-            .collect();
-        free.sort_unstable();
+        let free = self.free_blocks_by_address(take);
         let mut out = Vec::new();
         let mut left = max & !(granule - 1);
         for (_, id) in free {
@@ -89,6 +82,20 @@ impl CoalescingPool {
         out
     }
 
+    /// The free blocks of the sets that `take` accepts, as `(addr, id)`, lowest address first.
+    /// Cached blocks go back to their sets first.
+    fn free_blocks_by_address(&mut self, take: impl Fn(SetId) -> bool) -> Vec<(usize, BlockId)> {
+        self.flush_caches();
+        let mut free: Vec<(usize, BlockId)> = self
+            .blocks
+            .iter_live()
+            .filter(|(_, b)| b.is_free() && take(b.set_id()))
+            .map(|(id, b)| (b.addr, id))
+            .collect();
+        free.sort_unstable();
+        free
+    }
+
     /// The free blocks of the sets that `take` accepts, as `(addr, size)`, in no order. Cached
     /// blocks go back to their sets first.
     pub fn free_blocks(&mut self, take: impl Fn(SetId) -> bool) -> Vec<(usize, usize)> {
@@ -110,14 +117,7 @@ impl CoalescingPool {
         ranges: &[(usize, usize)],
         take: impl Fn(SetId) -> bool,
     ) -> Vec<(usize, usize)> {
-        self.flush_caches();
-        let mut free: Vec<(usize, BlockId)> = self
-            .blocks
-            .iter_live()
-            .filter(|(_, b)| b.is_free() && take(b.set_id()))
-            .map(|(id, b)| (b.addr, id))
-            .collect();
-        free.sort_unstable();
+        let free = self.free_blocks_by_address(take);
         let mut out = Vec::new();
         for (addr, id) in free {
             let set = self.blocks.get(id).set_id();
