@@ -47,7 +47,7 @@ def test_signature():
     assert {k: v.default for k, v in params.items()} == {
         "maximum_pool_size": None,
         "initial_pool_size": None,
-        "peer_devices": [],
+        "peer_devices": None,
         "device": None,
         "granularity": None,
         "export_posix_fd": False,

@@ -43,7 +43,7 @@ impl VirtualPoolMemoryResource {
         maximum_pool_size = None,
         initial_pool_size = None,
         *,
-        peer_devices = Vec::new(),
+        peer_devices = None,
         device = None,
         granularity = None,
         export_posix_fd = false,
@@ -53,7 +53,7 @@ impl VirtualPoolMemoryResource {
         py: Python<'_>,
         maximum_pool_size: Option<&Bound<'_, PyAny>>,
         initial_pool_size: Option<&Bound<'_, PyAny>>,
-        peer_devices: Vec<Bound<'_, PyAny>>,
+        peer_devices: Option<Vec<Bound<'_, PyAny>>>,
         device: Option<&Bound<'_, PyAny>>,
         granularity: Option<&Bound<'_, PyAny>>,
         export_posix_fd: bool,
@@ -67,7 +67,7 @@ impl VirtualPoolMemoryResource {
         }
         let options = VirtualMemoryOptions {
             device: device.filter(|d| !d.is_none()).map(c_int_arg).transpose()?.map(DeviceId),
-            peers: peer_devices.iter().map(|p| c_int_arg(p).map(DeviceId)).collect::<PyResult<_>>()?,
+            peers: peer_devices.unwrap_or_default().iter().map(|p| c_int_arg(p).map(DeviceId)).collect::<PyResult<_>>()?,
             granule,
             export_posix_fd,
         };
