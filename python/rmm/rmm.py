@@ -4,7 +4,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rmm import mr
-from rmm.pylibrmm.memory_resource._memory_resource import _check_allocator_options, _initialize
+from rmm.pylibrmm.memory_resource._memory_resource import _initialize
 
 
 class RMMError(Exception):
@@ -43,7 +43,10 @@ def reinitialize(
     raised before any hook runs).
 
     Memory from the previous resources must not be used afterwards."""
-    _check_allocator_options(pool_allocator, managed_memory, virtual_pool_allocator)
+    # Imported here: the module keeps exactly RMM's module-level names.
+    from rmm.pylibrmm.memory_resource._options import refuse_conflicting_allocators
+
+    refuse_conflicting_allocators(pool_allocator, managed_memory, virtual_pool_allocator)
     for func, args, kwargs in reversed(_reinitialize_hooks):
         func(*args, **kwargs)
     _initialize(

@@ -73,3 +73,39 @@ pub(crate) fn virtual_pool_export_posix_fd(r: &RustResource, addr: usize) -> Out
         Ok(fd as usize)
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::ffi::ErrorKind;
+    use super::super::plain::new_host_memory_resource;
+    use super::*;
+
+    #[test]
+    fn queries_of_another_kind_are_logic_errors_naming_both() {
+        let host = new_host_memory_resource();
+        for out in [
+            virtual_pool_mapped_bytes(&host),
+            virtual_pool_reserved_bytes(&host),
+            virtual_pool_granularity(&host),
+            virtual_pool_size(&host),
+            virtual_pool_release_above(&host, 0),
+            virtual_pool_export_posix_fd(&host, 0),
+        ] {
+            assert_eq!(out.kind, ErrorKind::Logic, "{}", out.message);
+            assert!(out.message.contains(KIND), "{}", out.message);
+        }
+    }
+
+    #[test]
+    fn construction_fails_into_the_handle_or_makes_a_pool() {
+        let made = new_virtual_pool_memory_resource(1 << 30, 0, 0, false, &[], 0, false);
+        let status = made.status();
+        match status.kind {
+            // A machine with a VMM device: the pool reserved and mapped nothing yet.
+            ErrorKind::Ok => assert_eq!(virtual_pool_mapped_bytes(&made).ptr, 0),
+            // No driver or no device (cuda_error), or a device without VMM (logic_error).
+            ErrorKind::Cuda | ErrorKind::Logic => assert!(!status.message.is_empty()),
+            other => panic!("{other:?}: {}", status.message),
+        }
+    }
+}

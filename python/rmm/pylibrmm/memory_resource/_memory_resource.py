@@ -50,21 +50,6 @@ def _append_id(filename, id):
     return f"{name}.dev{id}{ext}"
 
 
-def _check_allocator_options(pool_allocator, managed_memory, virtual_pool_allocator):
-    """Refuses combinations of ``rmm.reinitialize``'s options that make no resource, before any
-    hook runs or any device is touched (``ValueError``)."""
-    if pool_allocator and virtual_pool_allocator:
-        raise ValueError(
-            "pool_allocator and virtual_pool_allocator are mutually exclusive: "
-            "pass one of them (virtual_pool_allocator is a pool of its own)"
-        )
-    if managed_memory and virtual_pool_allocator:
-        raise ValueError(
-            "virtual_pool_allocator maps device memory and cannot use managed_memory: "
-            "pass one of them (pool_allocator=True pools managed memory)"
-        )
-
-
 def _initialize(
     pool_allocator=False,
     managed_memory=False,
@@ -78,7 +63,10 @@ def _initialize(
 ):
     """Replaces every device's resource with one built from these options (what
     ``rmm.reinitialize`` does after running its hooks)."""
-    _check_allocator_options(pool_allocator, managed_memory, virtual_pool_allocator)
+    # Imported here: the module keeps exactly RMM's module-level names.
+    from rmm.pylibrmm.memory_resource._options import refuse_conflicting_allocators
+
+    refuse_conflicting_allocators(pool_allocator, managed_memory, virtual_pool_allocator)
     upstream = ManagedMemoryResource if managed_memory else CudaMemoryResource
     if virtual_pool_allocator:
         initial = None if initial_pool_size is None else _native.parse_bytes(initial_pool_size)
