@@ -249,4 +249,4 @@ def test_the_torch_allocator_runs_over_it(vmm):
     assert out["virtual"] == "VirtualPoolMemoryResource"
     assert out["last"] < out["first"]
     assert out["mapped"] >= 256 << 20
-    assert out["released"] >= 256 << 20
+    assert out["released"] >= 128 << 20  # whole granules of the freed block and the free tail

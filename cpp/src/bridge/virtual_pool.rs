@@ -2,9 +2,9 @@
 
 use super::ffi::Outcome;
 use super::handle::{query_outcome, RustResource};
-use rmm::DeviceId;
 use rmm::resource::virtual_pool::VirtualMemoryOptions;
 use rmm::resource::{SharedResource, VirtualPoolMemoryResource};
+use rmm::DeviceId;
 use std::sync::Arc;
 
 /// RMM's class name, which a query asked of another kind of resource names.

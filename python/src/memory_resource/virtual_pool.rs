@@ -67,7 +67,11 @@ impl VirtualPoolMemoryResource {
         }
         let options = VirtualMemoryOptions {
             device: device.filter(|d| !d.is_none()).map(c_int_arg).transpose()?.map(DeviceId),
-            peers: peer_devices.unwrap_or_default().iter().map(|p| c_int_arg(p).map(DeviceId)).collect::<PyResult<_>>()?,
+            peers: peer_devices
+                .unwrap_or_default()
+                .iter()
+                .map(|p| c_int_arg(p).map(DeviceId))
+                .collect::<PyResult<_>>()?,
             granule,
             export_posix_fd,
         };
@@ -95,7 +99,8 @@ impl VirtualPoolMemoryResource {
             })
             .py()?;
         let pool = Arc::new(pool);
-        Ok(PyClassInitializer::from(DeviceMemoryResource::new(pool.clone())).add_subclass(VirtualPoolMemoryResource { pool }))
+        Ok(PyClassInitializer::from(DeviceMemoryResource::new(pool.clone()))
+            .add_subclass(VirtualPoolMemoryResource { pool }))
     }
 
     /// Unmaps the physical memory of every whole free granule, after synchronising every stream;
