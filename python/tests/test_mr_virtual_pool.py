@@ -250,3 +250,18 @@ def test_the_torch_allocator_runs_over_it(vmm):
     assert out["last"] < out["first"]
     assert out["mapped"] >= 256 << 20
     assert out["released"] >= 128 << 20  # whole granules of the freed block and the free tail
+
+
+def test_a_device_given_is_used_and_the_current_device_kept(vmm):
+    before = rmm._cuda.gpu.getDevice()
+    pool = mr.VirtualPoolMemoryResource(GiB, "2MiB", device=before)
+    assert rmm._cuda.gpu.getDevice() == before
+    assert pool.mapped_bytes() >= 2 * MiB
+
+
+def test_a_peer_device_is_given_access(vmm):
+    if rmm._cuda.gpu.getDeviceCount() < 2:
+        pytest.skip("fewer than two CUDA devices")
+    pool = mr.VirtualPoolMemoryResource(GiB, device=0, peer_devices=[1])
+    ptr = pool.allocate(MiB)
+    pool.deallocate(ptr, MiB)

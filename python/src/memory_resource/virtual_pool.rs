@@ -77,17 +77,14 @@ impl VirtualPoolMemoryResource {
         };
         let pool = py
             .detach(|| {
+                // The whole pool is made with its device current, as a pool made after
+                // `setDevice` would be.
+                let _on = options.device.map(rmm::DeviceGuard::new).transpose()?;
                 // The device's memory when no maximum is given: addresses cost nothing, and no more
                 // can be mapped on the device alone.
                 let maximum = match maximum {
                     Some(m) => m,
-                    None => match options.device {
-                        Some(d) => {
-                            let _on = rmm::DeviceGuard::new(d)?;
-                            rmm::available_device_memory()?.1
-                        }
-                        None => rmm::available_device_memory()?.1,
-                    },
+                    None => rmm::available_device_memory()?.1,
                 };
                 if initial.is_some_and(|i| i > maximum) {
                     return Err(rmm::Error::InvalidArgument(format!(
