@@ -42,6 +42,7 @@ mod pool;
 mod statistics;
 mod system;
 mod tracking;
+mod virtual_pool;
 // A C++ resource as a Rust upstream; the per-device table, streams, logger and capabilities.
 mod capabilities;
 mod cpp_upstream;
@@ -71,6 +72,7 @@ use statistics::*;
 use streams::{register_stream, retire_stream};
 use system::*;
 use tracking::*;
+use virtual_pool::*;
 
 #[cxx::bridge(namespace = "rmm_rs")]
 pub(crate) mod ffi {
@@ -301,6 +303,34 @@ pub(crate) mod ffi {
         fn new_callback_memory_resource(callbacks: UniquePtr<CppAllocationCallbacks>) -> Box<RustResource>;
         /// Prefetches managed memory to `device` on `stream`; other memory is left alone.
         fn prefetch_memory(ptr: usize, bytes: usize, device: i32, stream: usize) -> Outcome;
+    }
+
+    // virtual_pool_memory_resource (bridge/virtual_pool.rs): the queries answer as those above.
+    extern "Rust" {
+        /// A pool over `maximum_size` bytes of reserved addresses, `initial_size` mapped at once, on
+        /// `device` (the current one without `has_device`), `peers` given access, in granules of
+        /// `granule` bytes (0: the device's), exportable as POSIX file descriptors if asked.
+        fn new_virtual_pool_memory_resource(
+            maximum_size: usize,
+            initial_size: usize,
+            device: i32,
+            has_device: bool,
+            peers: &[i32],
+            granule: usize,
+            export_posix_fd: bool,
+        ) -> Box<RustResource>;
+        /// Unmaps whole free granules until at most `keep` bytes stay mapped; the bytes unmapped.
+        fn virtual_pool_release_above(r: &RustResource, keep: usize) -> Outcome;
+        /// Bytes mapped into the reservation.
+        fn virtual_pool_mapped_bytes(r: &RustResource) -> Outcome;
+        /// Bytes of the reservation.
+        fn virtual_pool_reserved_bytes(r: &RustResource) -> Outcome;
+        /// Bytes of one granule.
+        fn virtual_pool_granularity(r: &RustResource) -> Outcome;
+        /// Bytes the pool holds (handed out and free).
+        fn virtual_pool_size(r: &RustResource) -> Outcome;
+        /// A POSIX file descriptor for the mapped granule at `addr` (the caller closes it).
+        fn virtual_pool_export_posix_fd(r: &RustResource, addr: usize) -> Outcome;
     }
 
     // Tracking adaptor's map, logging adaptor to C++ sinks.

@@ -26,6 +26,8 @@ def reinitialize(
     devices: int | list[int] = 0,
     logging: bool = False,
     log_file_name: str | None = None,
+    *,
+    virtual_pool_allocator: bool = False,
 ) -> None:
     """Runs the reinitialize hooks (last registered first), then gives each of ``devices`` a new
     resource: ``cudaMalloc`` memory, or managed memory with ``managed_memory``, under a pool of
@@ -33,7 +35,18 @@ def reinitialize(
     ``pool_allocator``, under a ``LoggingResourceAdaptor`` writing to ``log_file_name`` (or
     ``RMM_LOG_FILE``; ``.dev<id>`` is added before the extension) with ``logging``.
 
+    ``virtual_pool_allocator=True`` (an rmm-rs addition, keyword only) gives each device a
+    ``rmm.mr.VirtualPoolMemoryResource`` instead: ``maximum_pool_size`` bytes of addresses
+    reserved (default the device's memory), ``initial_pool_size`` of them mapped at once (default
+    none), memory mapped as the pool grows and given back by its ``release()``. It is a pool of its
+    own, so it cannot be combined with ``pool_allocator`` or ``managed_memory`` (``ValueError``,
+    raised before any hook runs).
+
     Memory from the previous resources must not be used afterwards."""
+    # Imported here: the module keeps exactly RMM's module-level names.
+    from rmm.pylibrmm.memory_resource._options import refuse_conflicting_allocators
+
+    refuse_conflicting_allocators(pool_allocator, managed_memory, virtual_pool_allocator)
     for func, args, kwargs in reversed(_reinitialize_hooks):
         func(*args, **kwargs)
     _initialize(
@@ -44,6 +57,7 @@ def reinitialize(
         devices=devices,
         logging=logging,
         log_file_name=log_file_name,
+        virtual_pool_allocator=virtual_pool_allocator,
     )
 
 

@@ -30,6 +30,7 @@ def test_reinitialize_signature():
         "devices": 0,
         "logging": False,
         "log_file_name": None,
+        "virtual_pool_allocator": False,
     }
 
 

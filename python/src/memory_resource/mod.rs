@@ -20,6 +20,7 @@ mod logging;
 mod per_device;
 mod resources;
 mod suballocators;
+mod virtual_pool;
 
 pub use per_device::{current_resource_object, resource_object};
 pub use resources::*;
@@ -169,5 +170,6 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     callbacks::register(m)?;
     logging::register(m)?;
     per_device::register(m)?;
+    virtual_pool::register(m)?;
     Ok(())
 }

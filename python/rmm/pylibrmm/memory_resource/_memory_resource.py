@@ -32,6 +32,7 @@ from rmm._native import (
     SystemMemoryResource,
     TrackingResourceAdaptor,
     UpstreamResourceAdaptor,
+    VirtualPoolMemoryResource,
     available_device_memory,
     get_current_device_resource,
     get_per_device_resource,
@@ -57,11 +58,24 @@ def _initialize(
     devices=0,
     logging=False,
     log_file_name=None,
+    *,
+    virtual_pool_allocator=False,
 ):
     """Replaces every device's resource with one built from these options (what
     ``rmm.reinitialize`` does after running its hooks)."""
+    # Imported here: the module keeps exactly RMM's module-level names.
+    from rmm.pylibrmm.memory_resource._options import refuse_conflicting_allocators
+
+    refuse_conflicting_allocators(pool_allocator, managed_memory, virtual_pool_allocator)
     upstream = ManagedMemoryResource if managed_memory else CudaMemoryResource
-    if pool_allocator:
+    if virtual_pool_allocator:
+        initial = None if initial_pool_size is None else _native.parse_bytes(initial_pool_size)
+        maximum = None if maximum_pool_size is None else _native.parse_bytes(maximum_pool_size)
+
+        def make():
+            return VirtualPoolMemoryResource(maximum_pool_size=maximum, initial_pool_size=initial)
+
+    elif pool_allocator:
         initial = None if initial_pool_size is None else _native.parse_bytes(initial_pool_size)
         maximum = None if maximum_pool_size is None else _native.parse_bytes(maximum_pool_size)
 
