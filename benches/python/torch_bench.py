@@ -8,6 +8,10 @@ Modes (PyTorch sets its allocator once per process, so each mode runs in a child
   native    PyTorch's caching allocator; rows labelled "torch-native".
   native_expandable  the same with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (segments that
             grow by mapping pages into a reserved range); rows labelled "torch-expandable".
+  rmm_virtual_pool  rmm.mr.VirtualPoolMemoryResource() (rmm-rs only: a reserved range of the
+            device's memory size, mapped in granules as it grows) set current, then the same
+            allocator hook; rows labelled --impl-name plus "-virtual". Its peak is the bytes mapped
+            (nothing is released during the run, so that is the high-water).
   rmm_pool  rmm.mr.PoolMemoryResource(StatisticsResourceAdaptor(CudaMemoryResource()),
             initial_pool_size=--initial-pool-size) set current, then
             torch.cuda.memory.change_current_allocator(rmm_torch_allocator); rows labelled by
@@ -39,7 +43,7 @@ import bench_common as bc
 
 MODES = ("native", "rmm_pool")
 # Modes run only when asked for (--modes).
-EXTRA_MODES = ("native_expandable",)
+EXTRA_MODES = ("native_expandable", "rmm_virtual_pool")
 
 
 def setup(mode, args):
@@ -60,6 +64,11 @@ def setup(mode, args):
 
     if rmm_torch_allocator is None:
         raise RuntimeError("rmm.allocators.torch.rmm_torch_allocator is None")
+    if mode == "rmm_virtual_pool":
+        vpool = rmm.mr.VirtualPoolMemoryResource()
+        rmm.mr.set_current_device_resource(vpool)
+        torch.cuda.memory.change_current_allocator(rmm_torch_allocator)
+        return bc.impl_name(args) + "-virtual", vpool.mapped_bytes, vpool
     stats = rmm.mr.StatisticsResourceAdaptor(rmm.mr.CudaMemoryResource())
     pool = rmm.mr.PoolMemoryResource(stats, initial_pool_size=args.initial_pool_size,
                                      maximum_pool_size=args.maximum_pool_size)
