@@ -22,6 +22,10 @@ const ENTRIES: usize = 1024;
 const EMPTY: usize = 0;
 /// Marks, in `shard_of`, a stream whose threads may have shards of their own.
 const PER_THREAD: usize = 1 << (usize::BITS - 1);
+/// Marks, in `shard_of` and in what [`ShardMap::shard`] returns, a stream being captured into a
+/// CUDA graph: the shard number is then past every shard, so the pool's bounds check on the shard
+/// (which it makes anyway) is also its capture check.
+pub const CAPTURING: usize = 1 << (usize::BITS - 2);
 
 /// Maps stream keys to shard numbers in `0..shards`.
 pub struct ShardMap {
@@ -78,10 +82,51 @@ impl ShardMap {
     }
 
     /// The calling thread's own shard for `key`, else the stream's `shard`. The flag is masked:
-    /// a thread's tag that happened to equal a flagged stream's tag must still name a shard.
+    /// a thread's tag that happened to equal a flagged stream's tag must still name a shard. A
+    /// capturing stream stays marked for every thread.
     #[inline(never)]
     fn thread_shard(&self, key: StreamKey, shard: usize) -> usize {
-        self.lookup(Self::thread_tag(key)).map_or(shard, |s| s & !PER_THREAD)
+        if shard & CAPTURING != 0 {
+            return shard;
+        }
+        self.lookup(Self::thread_tag(key)).map_or(shard, |s| s & !(PER_THREAD | CAPTURING))
+    }
+
+    /// Marks `key` as capturing: from now on [`shard`](Self::shard) returns its shard with
+    /// [`CAPTURING`] set, for every thread, until [`end_capture`](Self::end_capture). False when
+    /// the table is half full and `key` has no entry yet (then it cannot be marked).
+    #[cold]
+    pub fn capture(&self, key: StreamKey) -> bool {
+        let tag = key.packed().wrapping_add(1);
+        if tag == EMPTY {
+            return false;
+        }
+        let mut used = self.used.lock();
+        let i = match self.probe(tag) {
+            Ok(i) => i,
+            Err(i) => {
+                if *used >= ENTRIES / 2 {
+                    return false;
+                }
+                // An entry that keeps the stream where it was (shard 0).
+                self.shard_of[i].store(0, Ordering::Relaxed);
+                self.keys[i].store(tag, Ordering::Release);
+                *used += 1;
+                i
+            }
+        };
+        self.shard_of[i].fetch_or(CAPTURING, Ordering::Release);
+        self.any_spread.store(true, Ordering::Release);
+        true
+    }
+
+    /// Clears the mark of [`capture`](Self::capture): `key` goes back to the shard it had.
+    #[cold]
+    pub fn end_capture(&self, key: StreamKey) {
+        let _used = self.used.lock();
+        if let Ok(i) = self.probe(key.packed().wrapping_add(1)) {
+            self.shard_of[i].fetch_and(!CAPTURING, Ordering::Release);
+        }
     }
 
     /// The shard entered under `tag`, with its flag.
@@ -216,6 +261,24 @@ mod tests {
         let other = StreamKey(0x9000);
         m.spread_thread(other);
         assert_eq!(m.shard(other), 5);
+    }
+
+    #[test]
+    fn a_capturing_stream_is_marked_past_every_shard_until_its_capture_ends() {
+        let m = ShardMap::new(4);
+        let (a, b, c) = (StreamKey(0x1000), StreamKey(0x2000), StreamKey(0x3000));
+        m.spread(b);
+        assert!(m.capture(a) && m.capture(b));
+        assert_eq!((m.shard(a), m.shard(b), m.shard(c)), (CAPTURING, CAPTURING | 1, 0));
+        // Spreading while capturing keeps the mark; so does a thread spread for the stream.
+        m.spread(a);
+        m.spread_thread(b);
+        assert!(m.shard(a) & CAPTURING != 0 && m.shard(b) & CAPTURING != 0);
+        m.end_capture(a);
+        m.end_capture(b);
+        m.end_capture(c);
+        assert_eq!((m.shard(a), m.shard(c)), (0, 0));
+        assert!(m.shard(b) < 4);
     }
 
     #[test]

@@ -15,9 +15,11 @@ use parking_lot::{Mutex, RwLock};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+mod capture;
 mod growth;
 mod immediate;
 mod in_place;
+mod invariants;
 mod slow_path;
 mod stream_identity;
 mod synchronisation;
@@ -116,6 +118,8 @@ pub struct PoolMemoryResource<U: MemoryResource> {
     /// For a pool over one reserved range mapped in place (see `in_place.rs`): where it grows,
     /// and what its ranges join.
     in_place: Option<Arc<dyn ReservedRange>>,
+    /// The private memory of CUDA graph captures (see `capture.rs`).
+    captures: Mutex<capture::Captures>,
 }
 
 /// What one attempt to grow the pool came to.
@@ -210,6 +214,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             sync_lock: Mutex::new(()),
             _tenancy: tenancy,
             in_place,
+            captures: Mutex::new(capture::Captures::default()),
         };
         if initial_size > 0 {
             let ptr = allocate_chunk(&pool.upstream, initial_size, GRANULE, CudaStreamView::DEFAULT)?;
@@ -260,38 +265,6 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         self.maximum_size
     }
 
-    /// Checks the pool's internal invariants; for tests and debugging.
-    pub fn check_invariants(&self) -> std::result::Result<(), String> {
-        // One lock at a time (shard locks are taken before the segment map's elsewhere).
-        let mut tiled = Vec::with_capacity(self.shards.len());
-        for (i, shard) in self.shards.iter().enumerate() {
-            let core = shard.0.lock();
-            core.check_invariants().map_err(|e| format!("shard {i}: {e}"))?;
-            tiled.push(core.pool_size());
-        }
-        let segments = self.segments.read();
-        for (i, &bytes) in tiled.iter().enumerate() {
-            if segments.bytes_of(i) != bytes {
-                return Err(format!(
-                    "shard {i} tiles {bytes} bytes but owns {} in the segment map",
-                    segments.bytes_of(i)
-                ));
-            }
-        }
-        let total: usize = tiled.iter().sum();
-        let chunks = self.upstream_chunks.lock();
-        let upstream: usize = chunks.iter().map(|&(_, s)| s).sum();
-        // A chunk's bytes past its last 256-byte multiple are never handed out.
-        let usable: usize = chunks.iter().map(|&(_, s)| s & !(GRANULE - 1)).sum();
-        if total != usable || upstream != self.pool_size() {
-            return Err(format!(
-                "shards tile {total} bytes, upstream chunks hold {upstream}, pool size says {}",
-                self.pool_size()
-            ));
-        }
-        Ok(())
-    }
-
     /// Moves `stream` to a shard of its own now, rather than at its first call that finds another
     /// thread in the shared shard. For a stream that one thread will use heavily while others use
     /// the pool too; without effect on a pool of one shard and on a stream moved before.
@@ -302,15 +275,18 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// Locks the home shard of `key`; a stream that finds the shared shard 0 busy gets a shard of
     /// its own from its next call on, and a thread that finds its stream's shard busy (another
     /// thread of the stream, or another stream dealt the same shard) one of its own for the stream.
+    /// `None` for a stream marked as capturing, whose shard number lies past every shard: the
+    /// bounds check that indexing makes anyway is the capture check (see `capture.rs`).
     #[inline(always)]
     fn lock_home(
         &self,
         home: usize,
         key: StreamKey,
-    ) -> parking_lot::lock_api::MutexGuard<'_, crate::pool::RawSpinLock, CoalescingPool> {
-        match self.shards[home].0.try_lock() {
-            Some(guard) => guard,
-            None => self.lock_contended(home, key),
+    ) -> Option<parking_lot::lock_api::MutexGuard<'_, crate::pool::RawSpinLock, CoalescingPool>> {
+        let shard = self.shards.get(home)?;
+        match shard.0.try_lock() {
+            Some(guard) => Some(guard),
+            None => Some(self.lock_contended(home, key)),
         }
     }
 
@@ -408,7 +384,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         stream: CudaStreamView,
     ) -> Option<*mut u8> {
         let key = stream_key(stream);
-        let mut core = self.lock_home(self.shard_map.shard(key), key);
+        let mut core = self.lock_home(self.shard_map.shard(key), key)?;
         let set = self.own_set(&mut core, key);
         if core.is_wanted(set) {
             self.publish(&mut core, set);
@@ -440,6 +416,12 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             });
         };
         let key = stream_key(stream);
+        let home = self.shard_map.shard(key);
+        if self.is_capture_home(home) || self.found_capturing(key).is_some() {
+            if let Some(a) = self.allocate_captured(key, bytes, size, align)? {
+                return Ok(a);
+            }
+        }
         self.allocate_slow(self.shard_map.shard(key), key, stream, bytes, size, align)
     }
 
@@ -450,7 +432,9 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     #[inline]
     fn deallocate_at_home(&self, ptr: *mut u8, bytes: usize, stream: CudaStreamView) -> bool {
         let key = stream_key(stream);
-        let mut core = self.lock_home(self.shard_map.shard(key), key);
+        let Some(mut core) = self.lock_home(self.shard_map.shard(key), key) else {
+            return false;
+        };
         let set = self.set_for_free(&mut core, key);
         let shared = core.shared_by_streams();
         if !matches!(core.try_deallocate_shared(ptr as usize, bytes, set, shared), Some(Ok(()))) {
@@ -491,7 +475,13 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             return Ok(());
         }
         let key = stream_key(stream);
-        let home = self.shard_map.shard(key);
+        let mut home = self.shard_map.shard(key);
+        if self.is_capture_home(home) {
+            if self.deallocate_captured(ptr as usize, bytes, key)? {
+                return Ok(());
+            }
+            home = self.shard_map.shard(key);
+        }
         {
             let mut core = self.shards[home].0.lock();
             let set = self.set_for_free(&mut core, key);
@@ -516,6 +506,13 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         let Some(shard) = owner else {
             return Err(Error::Misuse(crate::error::Misuse::UnknownPointer { ptr }));
         };
+        // A capturing stream not announced records nothing: its free goes to its capture.
+        if self.found_capturing(key).is_some() && self.deallocate_captured(ptr, bytes, key)? {
+            return Ok(());
+        }
+        if self.is_capture_home(shard) {
+            return self.deallocate_capture_block(ptr, bytes);
+        }
         let mut core = self.shards[shard].0.lock();
         let set = self.set_for_free(&mut core, key);
         core.deallocate(ptr, bytes, set).map_err(Error::Misuse)?;
@@ -569,7 +566,8 @@ impl<U: MemoryResource> Drop for PoolMemoryResource<U> {
     fn drop(&mut self) {
         // Work still queued may use blocks freed on its stream; the upstream must not get them
         // back before it finishes.
-        let chunks = std::mem::take(self.upstream_chunks.get_mut());
+        let mut chunks = std::mem::take(self.upstream_chunks.get_mut());
+        chunks.extend(self.captures.get_mut().take_chunks());
         give_back_chunks(&self.upstream, &*self.order, GRANULE, || chunks);
     }
 }

@@ -60,7 +60,8 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
                 want = want.min(room).max(needed);
                 continue;
             }
-            match allocate_chunk(&self.upstream, want, GRANULE, stream) {
+            // Relaxed: an upstream allocation must not invalidate a capture on another stream.
+            match super::capture::relaxed(&*self.order, || allocate_chunk(&self.upstream, want, GRANULE, stream)) {
                 Ok(ptr) => {
                     self.upstream_chunks.lock().push((ptr as usize, want));
                     self.adopt(home, core, ptr as usize, want & !(GRANULE - 1), key);
@@ -106,7 +107,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     }
 
     /// Adds `bytes` to the pool size unless they pass the room left (see [`room`](Self::room)).
-    fn reserve(&self, bytes: usize) -> bool {
+    pub(super) fn reserve(&self, bytes: usize) -> bool {
         let max = self.maximum_size;
         self.pool_size
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| match max {

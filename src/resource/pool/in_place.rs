@@ -85,7 +85,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             let (below, above) = joined(core, start, end);
             (below.map_or(0, |(_, n)| n), above.map_or(0, |(_, n)| n))
         };
-        let (addr, len) = match range.grow(needed, &mut free_around) {
+        let (addr, len) = match super::capture::relaxed(&*self.order, || range.grow(needed, &mut free_around)) {
             Ok(run) => run,
             Err(e) if e.is_out_of_memory() => return Ok(Growth::Refused(e)),
             Err(e) => return Err(e),

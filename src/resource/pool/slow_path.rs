@@ -171,7 +171,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// The pool's out-of-memory error, in RMM's words: the upstream's refusal of the last size
     /// tried where there was one, else the room left below the maximum.
     #[cold]
-    fn refusal(&self, bytes: usize, size: usize, refused: Option<Error>) -> Error {
+    pub(super) fn refusal(&self, bytes: usize, size: usize, refused: Option<Error>) -> Error {
         let cause = match refused {
             Some(e @ Error::OutOfMemory { .. }) => format!("std::bad_alloc: out_of_memory: {e}"),
             Some(e) => e.to_string(),
