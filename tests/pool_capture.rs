@@ -211,6 +211,27 @@ fn blocks_crossing_the_capture_boundary_stay_with_the_capture_until_the_release(
 }
 
 #[test]
+fn eager_streams_synchronise_nothing_while_a_capture_is_in_progress() {
+    let (p, order, _up) = pool(0, None);
+    begin(&p, &order, A, 1);
+    let x = alloc(&p, 2 * MIB, A);
+    free(&p, x, 2 * MIB, A);
+    end(&p, &order, A);
+    p.release_capture(1).unwrap();
+    // The released memory waits for a synchronisation, which a capture on A forbids: B grows.
+    begin(&p, &order, A, 2);
+    let size = p.pool_size();
+    let y = alloc(&p, 2 * MIB, B);
+    assert_ne!(y, x);
+    assert!(p.pool_size() > size);
+    assert!(order.illegal().is_empty(), "{:?}", order.illegal());
+    free(&p, y, 2 * MIB, B);
+    end(&p, &order, A);
+    p.release_capture(2).unwrap();
+    p.check_invariants().unwrap();
+}
+
+#[test]
 fn errors_leave_the_pool_and_the_capture_mode_consistent() {
     let (p, order, up) = pool(0, Some(8 * MIB));
     // Not capturing.

@@ -93,6 +93,10 @@ struct Shard(SpinMutex<CoalescingPool>);
 /// without a wait once its own shard runs short. A shard short of memory takes a range of another shard's free memory before it grows
 /// the pool: memory is reused before the upstream is asked for more, as in RMM's pool.
 ///
+/// While a stream is captured into a CUDA graph, its allocations come from memory private to the
+/// capture, kept until the program releases it: see [`begin_capture`](Self::begin_capture),
+/// [`end_capture`](Self::end_capture) and [`release_capture`](Self::release_capture).
+///
 /// Streams may be destroyed while the pool holds blocks freed on them: the pool only ever records
 /// on a stream during a call that names it, and a stream that gets a destroyed stream's handle
 /// never takes that stream's blocks without waiting for its work (see

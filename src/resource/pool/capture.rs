@@ -58,6 +58,17 @@ impl Captures {
         self.pools.iter_mut().flat_map(|p| std::mem::take(&mut p.chunks)).collect()
     }
 
+    /// The index of capture `id`'s memory, made empty if it has none yet.
+    fn pool_index(&mut self, id: u64) -> usize {
+        match self.pools.iter().position(|p| p.id == id) {
+            Some(i) => i,
+            None => {
+                self.pools.push(CapturePool::new(id));
+                self.pools.len() - 1
+            }
+        }
+    }
+
     /// Checks each capture's own invariants.
     pub(super) fn check_invariants(&self) -> std::result::Result<(), String> {
         for p in &self.pools {
@@ -203,6 +214,12 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         captures.pools.iter().find(|p| p.id == id).map_or(0, |p| p.chunks.iter().map(|&(_, s)| s).sum())
     }
 
+    /// Whether some stream is marked as capturing: the pool then synchronises nothing.
+    #[cold]
+    pub(super) fn capture_in_progress(&self) -> bool {
+        !self.captures.lock().streams.is_empty()
+    }
+
     /// Marks `key` as capturing into `id`.
     fn mark_capturing(&self, key: StreamKey, id: u64) -> Result<()> {
         let mut captures = self.captures.lock();
@@ -211,6 +228,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         }
         captures.streams.retain(|&(k, _)| k != key);
         captures.streams.push((key, id));
+        captures.pool_index(id);
         Ok(())
     }
 
@@ -247,13 +265,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             return Ok(None);
         };
         let mut captures = self.captures.lock();
-        let i = match captures.pools.iter().position(|p| p.id == id) {
-            Some(i) => i,
-            None => {
-                captures.pools.push(CapturePool::new(id));
-                captures.pools.len() - 1
-            }
-        };
+        let i = captures.pool_index(id);
         let pool = &mut captures.pools[i];
         if let Some(a) = pool.core.allocate(pool.set, bytes, size, align) {
             return Ok(Some(a as *mut u8));
@@ -283,13 +295,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             Some(_) => {
                 // A block of the shared memory: the graph may use it at each replay.
                 let mut captures = self.captures.lock();
-                let i = match captures.pools.iter().position(|p| p.id == id) {
-                    Some(i) => i,
-                    None => {
-                        captures.pools.push(CapturePool::new(id));
-                        captures.pools.len() - 1
-                    }
-                };
+                let i = captures.pool_index(id);
                 let pool = &mut captures.pools[i];
                 if pool.adopted.iter().any(|&(p, _)| p == ptr) {
                     return Err(Error::Misuse(crate::error::Misuse::DoubleFree { ptr }));

@@ -36,13 +36,15 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     }
 
     /// Synchronises every stream; the blocks free when it starts become fresh memory once it
-    /// succeeds (see the top of this file). The caller holds `sync_lock`. Whether it succeeded.
+    /// succeeds (see the top of this file). Fails without a call while a stream is marked as
+    /// capturing. The caller holds `sync_lock`. Whether it succeeded.
     pub(super) fn synchronise_sealed(&self) -> bool {
         let sealed = StreamKey::sealed(next_retirement_number());
         for shard in self.shards.iter() {
             shard.0.lock().seal(sealed);
         }
-        let synced = self.order.synchronize_all().is_ok();
+        // A synchronisation of everything is illegal while a stream captures: count it as failed.
+        let synced = !self.capture_in_progress() && self.order.synchronize_all().is_ok();
         for shard in self.shards.iter() {
             shard.0.lock().unseal(sealed, synced);
         }
