@@ -29,7 +29,7 @@ pub mod stream_order;
 pub use address_space::{AddressSpace, HostMappings, HostPhysicalMemory, Partial, PhysicalMemory};
 pub use coalescing_pool::{rounded_size, CoalescingPool, SetId, GRANULE};
 pub(crate) use segment_map::SegmentMap;
-pub(crate) use shard_map::{ShardMap, CAPTURING};
+pub(crate) use shard_map::ShardMap;
 pub(crate) use spin_lock::{RawSpinLock, SpinMutex};
 pub use stream_order::{
     current_thread_number, next_retirement_number, HostOrder, StreamKey, StreamKind, StreamOrder, CAPTURE_MODE_RELAXED,

@@ -22,10 +22,6 @@ const ENTRIES: usize = 1024;
 const EMPTY: usize = 0;
 /// Marks, in `shard_of`, a stream whose threads may have shards of their own.
 const PER_THREAD: usize = 1 << (usize::BITS - 1);
-/// Marks, in `shard_of` and in what [`ShardMap::shard`] returns, a stream being captured into a
-/// CUDA graph: the shard number is then past every shard, so the pool's bounds check on the shard
-/// (which it makes anyway) is also its capture check.
-pub const CAPTURING: usize = 1 << (usize::BITS - 2);
 
 /// Maps stream keys to shard numbers in `0..shards`.
 pub struct ShardMap {
@@ -38,6 +34,8 @@ pub struct ShardMap {
     any_spread: AtomicBool,
     /// Entries in use; changed only under the lock.
     used: Mutex<usize>,
+    /// The tag and former shard of each stream marked as capturing (see [`ShardMap::capture`]).
+    captured: Mutex<Vec<(usize, usize)>>,
 }
 
 impl ShardMap {
@@ -49,6 +47,7 @@ impl ShardMap {
             shard_of: (0..ENTRIES).map(|_| AtomicUsize::new(0)).collect(),
             any_spread: AtomicBool::new(false),
             used: Mutex::new(0),
+            captured: Mutex::new(Vec::new()),
         }
     }
 
@@ -83,18 +82,23 @@ impl ShardMap {
 
     /// The calling thread's own shard for `key`, else the stream's `shard`. The flag is masked:
     /// a thread's tag that happened to equal a flagged stream's tag must still name a shard. A
-    /// capturing stream stays marked for every thread.
+    /// capturing stream has no flag: it goes to the capture shard from every thread.
     #[inline(never)]
     fn thread_shard(&self, key: StreamKey, shard: usize) -> usize {
-        if shard & CAPTURING != 0 {
-            return shard;
-        }
-        self.lookup(Self::thread_tag(key)).map_or(shard, |s| s & !(PER_THREAD | CAPTURING))
+        self.lookup(Self::thread_tag(key)).map_or(shard, |s| s & !PER_THREAD)
     }
 
-    /// Marks `key` as capturing: from now on [`shard`](Self::shard) returns its shard with
-    /// [`CAPTURING`] set, for every thread, until [`end_capture`](Self::end_capture). False when
-    /// the table is half full and `key` has no entry yet (then it cannot be marked).
+    /// The shard number of streams marked as capturing: one past the last shard. A pool keeps an
+    /// empty shard there, which serves no call, so its fast paths send a capturing stream's calls
+    /// to their cold paths without a test of their own.
+    pub fn capture_shard(&self) -> usize {
+        self.shards
+    }
+
+    /// Marks `key` as capturing: from now on [`shard`](Self::shard) returns
+    /// [`capture_shard`](Self::capture_shard) for it, from every thread, until
+    /// [`end_capture`](Self::end_capture). False when the table is half full and `key` has no
+    /// entry yet (then it cannot be marked).
     #[cold]
     pub fn capture(&self, key: StreamKey) -> bool {
         let tag = key.packed().wrapping_add(1);
@@ -102,6 +106,10 @@ impl ShardMap {
             return false;
         }
         let mut used = self.used.lock();
+        let mut captured = self.captured.lock();
+        if captured.iter().any(|&(t, _)| t == tag) {
+            return true;
+        }
         let i = match self.probe(tag) {
             Ok(i) => i,
             Err(i) => {
@@ -115,7 +123,8 @@ impl ShardMap {
                 i
             }
         };
-        self.shard_of[i].fetch_or(CAPTURING, Ordering::Release);
+        captured.push((tag, self.shard_of[i].load(Ordering::Relaxed)));
+        self.shard_of[i].store(self.shards, Ordering::Release);
         self.any_spread.store(true, Ordering::Release);
         true
     }
@@ -123,9 +132,15 @@ impl ShardMap {
     /// Clears the mark of [`capture`](Self::capture): `key` goes back to the shard it had.
     #[cold]
     pub fn end_capture(&self, key: StreamKey) {
+        let tag = key.packed().wrapping_add(1);
         let _used = self.used.lock();
-        if let Ok(i) = self.probe(key.packed().wrapping_add(1)) {
-            self.shard_of[i].fetch_and(!CAPTURING, Ordering::Release);
+        let mut captured = self.captured.lock();
+        let Some(at) = captured.iter().position(|&(t, _)| t == tag) else {
+            return;
+        };
+        let (_, former) = captured.swap_remove(at);
+        if let Ok(i) = self.probe(tag) {
+            self.shard_of[i].store(former, Ordering::Release);
         }
     }
 
@@ -177,6 +192,10 @@ impl ShardMap {
             self.enter(&mut used, tag);
             return;
         };
+        if self.shard_of[stream_entry].load(Ordering::Relaxed) == self.shards {
+            // Capturing: every thread of the stream stays on the capture shard.
+            return;
+        }
         if self.enter(&mut used, Self::thread_tag(key)) {
             // Set after the thread's entry, so a reader that sees the flag finds it.
             self.shard_of[stream_entry].fetch_or(PER_THREAD, Ordering::Release);
@@ -268,17 +287,16 @@ mod tests {
         let m = ShardMap::new(4);
         let (a, b, c) = (StreamKey(0x1000), StreamKey(0x2000), StreamKey(0x3000));
         m.spread(b);
-        assert!(m.capture(a) && m.capture(b));
-        assert_eq!((m.shard(a), m.shard(b), m.shard(c)), (CAPTURING, CAPTURING | 1, 0));
+        assert!(m.capture(a) && m.capture(b) && m.capture(b));
+        assert_eq!((m.shard(a), m.shard(b), m.shard(c)), (4, 4, 0));
         // Spreading while capturing keeps the mark; so does a thread spread for the stream.
         m.spread(a);
         m.spread_thread(b);
-        assert!(m.shard(a) & CAPTURING != 0 && m.shard(b) & CAPTURING != 0);
+        assert_eq!((m.shard(a), m.shard(b)), (4, 4));
         m.end_capture(a);
         m.end_capture(b);
         m.end_capture(c);
-        assert_eq!((m.shard(a), m.shard(c)), (0, 0));
-        assert!(m.shard(b) < 4);
+        assert_eq!((m.shard(a), m.shard(b), m.shard(c)), (0, 1, 0));
     }
 
     #[test]

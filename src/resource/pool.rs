@@ -203,7 +203,8 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         }
         let ordered = order.is_needed();
         let order: Arc<dyn StreamOrder> = Arc::from(order);
-        let shard_list: Arc<[Shard]> = (0..shards).map(|_| Shard(SpinMutex::new(CoalescingPool::new()))).collect();
+        // One more, empty shard: where streams marked as capturing are sent (see `capture.rs`).
+        let shard_list: Arc<[Shard]> = (0..=shards).map(|_| Shard(SpinMutex::new(CoalescingPool::new()))).collect();
         let tenancy = ordered.then(|| stream_identity::announce_retiring_streams(&shard_list, &order));
         let pool = PoolMemoryResource {
             shards: shard_list,
@@ -248,7 +249,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
 
     /// Number of shards.
     pub fn shards(&self) -> usize {
-        self.shards.len()
+        self.shards.len() - 1
     }
 
     /// Pool size, free bytes and largest free block. A chunk's bytes past its last 256-byte
@@ -256,7 +257,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     pub fn state(&self) -> PoolState {
         let tails: usize = self.upstream_chunks.lock().iter().map(|&(_, size)| size & (GRANULE - 1)).sum();
         let mut state = PoolState { pool_size: self.pool_size(), free_bytes: tails, largest_free_block: 0 };
-        for shard in self.shards.iter() {
+        for shard in self.real_shards() {
             let s = shard.0.lock().state();
             state.free_bytes += s.free_bytes;
             state.largest_free_block = state.largest_free_block.max(s.largest_free_block);
@@ -269,6 +270,11 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         self.maximum_size
     }
 
+    /// The shards that hold memory: all but the empty capture shard at the end.
+    fn real_shards(&self) -> &[Shard] {
+        &self.shards[..self.shards.len() - 1]
+    }
+
     /// Moves `stream` to a shard of its own now, rather than at its first call that finds another
     /// thread in the shared shard. For a stream that one thread will use heavily while others use
     /// the pool too; without effect on a pool of one shard and on a stream moved before.
@@ -279,18 +285,16 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// Locks the home shard of `key`; a stream that finds the shared shard 0 busy gets a shard of
     /// its own from its next call on, and a thread that finds its stream's shard busy (another
     /// thread of the stream, or another stream dealt the same shard) one of its own for the stream.
-    /// `None` for a stream marked as capturing, whose shard number lies past every shard: the
-    /// bounds check that indexing makes anyway is the capture check (see `capture.rs`).
+    /// A stream marked as capturing gets the empty capture shard (see `capture.rs`).
     #[inline(always)]
     fn lock_home(
         &self,
         home: usize,
         key: StreamKey,
-    ) -> Option<parking_lot::lock_api::MutexGuard<'_, crate::pool::RawSpinLock, CoalescingPool>> {
-        let shard = self.shards.get(home)?;
-        match shard.0.try_lock() {
-            Some(guard) => Some(guard),
-            None => Some(self.lock_contended(home, key)),
+    ) -> parking_lot::lock_api::MutexGuard<'_, crate::pool::RawSpinLock, CoalescingPool> {
+        match self.shards[home].0.try_lock() {
+            Some(guard) => guard,
+            None => self.lock_contended(home, key),
         }
     }
 
@@ -388,7 +392,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         stream: CudaStreamView,
     ) -> Option<*mut u8> {
         let key = stream_key(stream);
-        let mut core = self.lock_home(self.shard_map.shard(key), key)?;
+        let mut core = self.lock_home(self.shard_map.shard(key), key);
         let set = self.own_set(&mut core, key);
         if core.is_wanted(set) {
             self.publish(&mut core, set);
@@ -436,9 +440,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     #[inline]
     fn deallocate_at_home(&self, ptr: *mut u8, bytes: usize, stream: CudaStreamView) -> bool {
         let key = stream_key(stream);
-        let Some(mut core) = self.lock_home(self.shard_map.shard(key), key) else {
-            return false;
-        };
+        let mut core = self.lock_home(self.shard_map.shard(key), key);
         let set = self.set_for_free(&mut core, key);
         let shared = core.shared_by_streams();
         if !matches!(core.try_deallocate_shared(ptr as usize, bytes, set, shared), Some(Ok(()))) {

@@ -16,25 +16,29 @@
 //!   does not invalidate any capture.
 //!
 //! How a capturing stream is found without a cost on the fast paths: [`begin_capture`] marks the
-//! stream in the shard map, whose lookup every allocation and free makes anyway; a marked stream's
-//! shard number lies past every shard, so the bounds check of the shard (also made anyway) sends
-//! its calls here, on the cold path. The cold paths of eager calls also ask the stream order
-//! whether the stream captures (before they would wait, synchronise or grow), and mark a stream
-//! found capturing, so that a capture the program did not announce is served here from its next
-//! call on. The warm fast path of a stream whose capture was not announced is not checked: the
-//! program announces captures as it does to PyTorch's allocator.
+//! stream in the shard map, whose lookup every allocation and free makes anyway, with the number
+//! of the pool's capture shard, an extra shard that never holds memory. Its fast paths then find
+//! nothing there and go to their cold paths, which send the call here: the instructions of the
+//! eager fast paths are those of a pool without capture support. Once any stream was marked, every
+//! lookup probes the shard map's table (as once any stream was spread to a shard of its own). The
+//! cold paths of eager calls also ask the stream order whether the stream captures (before they
+//! would wait, synchronise, record on another shard's free or grow), and mark a stream found
+//! capturing, so that a capture the program did not announce is served here from its next call
+//! that misses the fast path. A warm fast path of a stream whose capture was not announced is not
+//! checked: the program announces captures, as it does to PyTorch's allocator.
 //!
 //! [`begin_capture`]: PoolMemoryResource::begin_capture
 
 use super::PoolMemoryResource;
 use crate::error::{Error, Result};
-use crate::pool::{
-    next_retirement_number, CoalescingPool, SetId, StreamKey, StreamOrder, CAPTURING, GRANULE, MAX_BLOCK_BYTES,
-};
+use crate::pool::{next_retirement_number, CoalescingPool, SetId, StreamKey, StreamOrder, GRANULE, MAX_BLOCK_BYTES};
 use crate::resource::upstream_check::allocate_chunk;
 use crate::resource::MemoryResource;
 use crate::stream::CudaStreamView;
 use std::sync::atomic::Ordering;
+
+/// The owner of a capture's chunk in the segment map: past every shard, the capture shard included.
+const CAPTURE_CHUNK_OWNER: usize = usize::MAX >> 1;
 
 /// The smallest chunk a capture's private memory grows by.
 const CAPTURE_CHUNK: usize = 2 << 20;
@@ -190,7 +194,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         }
         let mut misuse = None;
         for &(ptr, bytes) in &pool.adopted {
-            let Some(shard) = self.segments.read().owner(ptr).filter(|&s| s < self.shards.len()) else {
+            let Some(shard) = self.segments.read().owner(ptr).filter(|&s| !self.is_capture_home(s)) else {
                 misuse.get_or_insert(Error::Misuse(crate::error::Misuse::UnknownPointer { ptr }));
                 continue;
             };
@@ -244,10 +248,11 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         Some(id)
     }
 
-    /// Whether `home`, a shard number from the shard map, marks a capturing stream.
+    /// Whether `home`, a shard number from the shard map or the segment map, is the capture
+    /// shard or the mark of a capture's chunk.
     #[inline(always)]
     pub(super) fn is_capture_home(&self, home: usize) -> bool {
-        home >= self.shards.len()
+        home >= self.shard_map.capture_shard()
     }
 
     /// An allocation on the marked stream `key`; `Ok(None)` when the stream no longer captures (its
@@ -274,7 +279,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         let (addr, len) = self.grow_capture(needed)?;
         pool.chunks.push((addr, len));
         pool.core.add_chunk(addr, len & !(GRANULE - 1), pool.set);
-        self.segments.write().assign(addr, len & !(GRANULE - 1), CAPTURING);
+        self.segments.write().assign(addr, len & !(GRANULE - 1), CAPTURE_CHUNK_OWNER);
         let a = pool.core.allocate(pool.set, bytes, size, align);
         debug_assert!(a.is_some(), "a chunk of {len} bytes holds {needed}");
         Ok(a.map(|a| a as *mut u8))

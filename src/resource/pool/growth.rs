@@ -133,7 +133,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         }
         // Chunks whose every block is free, whatever stream it was freed on.
         let mut pieces = Vec::new();
-        for shard in self.shards.iter() {
+        for shard in self.real_shards() {
             pieces.extend(shard.0.lock().free_ranges());
         }
         pieces.sort_unstable();
@@ -146,7 +146,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             return;
         }
         // Lock every shard in index order (no other lock is held), so no two threads deadlock.
-        let mut guards: Vec<_> = self.shards.iter().map(|s| s.0.lock()).collect();
+        let mut guards: Vec<_> = self.real_shards().iter().map(|s| s.0.lock()).collect();
         let mut free: Vec<(usize, usize, usize)> = Vec::new();
         for (i, core) in guards.iter_mut().enumerate() {
             let fresh = core.set_of(StreamKey::FRESH);

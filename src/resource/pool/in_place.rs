@@ -121,7 +121,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         // Lock every shard in index order (no other lock is held), so no two threads deadlock: a
         // granule may be free in pieces of several shards (ranges move between shards at any
         // 256-byte boundary), and it goes only once every piece is out.
-        let mut guards: Vec<_> = self.shards.iter().map(|s| s.0.lock()).collect();
+        let mut guards: Vec<_> = self.real_shards().iter().map(|s| s.0.lock()).collect();
         let fresh: Vec<_> = guards.iter_mut().map(|core| core.set_of(StreamKey::FRESH)).collect();
         // Unordered (host) memory needs no synchronisation: every free block may go.
         let ordered = self.ordered;

@@ -226,7 +226,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// Takes a range of free memory that `key` may use from some other shard, adopts it in `home`
     /// and allocates from it. Never holds two shard locks at once.
     pub(super) fn allocate_from_other_shards(&self, home: usize, key: StreamKey, req: Request) -> FromOtherShards {
-        let n = self.shards.len();
+        let n = self.real_shards().len();
         let mut asked = false;
         if n == 1 {
             return FromOtherShards::Nothing;

@@ -96,11 +96,11 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// of a free range from another cannot otherwise merge it with the rest while either side
     /// also holds a live block.
     fn allocate_from_rejoined_chunks(&self, home: usize, req: Request) -> Option<usize> {
-        if self.shards.len() == 1 {
+        if self.real_shards().len() == 1 {
             return None;
         }
         // Lock every shard in index order (no other lock is held), so no two threads deadlock.
-        let mut guards: Vec<_> = self.shards.iter().map(|s| s.0.lock()).collect();
+        let mut guards: Vec<_> = self.real_shards().iter().map(|s| s.0.lock()).collect();
         let mut ranges = Vec::new();
         for core in guards.iter_mut() {
             let fresh = core.set_of(StreamKey::FRESH);
