@@ -340,3 +340,63 @@ fn the_virtual_pool_keeps_capture_memory_private_too() {
     p.release_capture(11).unwrap();
     p.check_invariants().unwrap();
 }
+
+#[test]
+fn captures_on_threads_never_share_memory_with_eager_threads() {
+    let (p, order, up) = pool(32 * MIB, None);
+    let p = Arc::new(p);
+    let threads: Vec<_> = (0..4usize)
+        .map(|t| {
+            let (p, order) = (p.clone(), order.clone());
+            std::thread::spawn(move || {
+                let stream = 0x10_000 * (t + 1);
+                let capturing = t % 2 == 0;
+                if capturing {
+                    begin(&p, &order, stream, 100 + t as u64);
+                }
+                let mut rng = common::Rng::new(t as u64);
+                let mut live: Vec<(usize, usize)> = Vec::new();
+                let mut seen = Vec::new();
+                for _ in 0..2000 {
+                    if live.len() < 20 && rng.next_u64() % 3 != 0 {
+                        let bytes = 256 + (rng.next_u64() as usize % (512 << 10));
+                        let a = alloc(&*p, bytes, stream);
+                        live.push((a, bytes));
+                        seen.push((a, bytes));
+                    } else if !live.is_empty() {
+                        let (a, bytes) = live.swap_remove(rng.next_u64() as usize % live.len());
+                        free(&*p, a, bytes, stream);
+                    }
+                }
+                for (a, bytes) in live {
+                    free(&*p, a, bytes, stream);
+                }
+                if capturing {
+                    end(&p, &order, stream);
+                }
+                (capturing, seen)
+            })
+        })
+        .collect();
+    let results: Vec<(bool, Vec<(usize, usize)>)> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    let captured: Vec<(usize, usize)> = results.iter().filter(|r| r.0).flat_map(|r| r.1.clone()).collect();
+    let eager: Vec<(usize, usize)> = results.iter().filter(|r| !r.0).flat_map(|r| r.1.clone()).collect();
+    for &(c, cn) in &captured {
+        for &(e, en) in &eager {
+            assert!(c + cn <= e || e + en <= c, "capture block {c:#x} overlaps eager block {e:#x}");
+        }
+    }
+    // Two captures never share a block either.
+    let of = |t: usize| results[t].1.clone();
+    for &(a, an) in &of(0) {
+        for &(b, bn) in &of(2) {
+            assert!(a + an <= b || b + bn <= a);
+        }
+    }
+    assert!(order.illegal().is_empty(), "{:?}", order.illegal());
+    assert_eq!(up.breaking_calls.load(Ordering::SeqCst), 0);
+    p.check_invariants().unwrap();
+    p.release_capture(100).unwrap();
+    p.release_capture(102).unwrap();
+    p.check_invariants().unwrap();
+}
