@@ -110,13 +110,14 @@ impl CapturePool {
 }
 
 /// The calling thread's capture mode, relaxed for as long as this lives.
-struct RelaxedCapture<'a> {
+pub(super) struct RelaxedCapture<'a> {
     order: &'a dyn StreamOrder,
     previous: u32,
 }
 
 impl<'a> RelaxedCapture<'a> {
-    fn new(order: &'a dyn StreamOrder) -> Result<Self> {
+    /// Relaxes the calling thread's capture mode until the value is dropped.
+    pub(super) fn new(order: &'a dyn StreamOrder) -> Result<Self> {
         Ok(RelaxedCapture { order, previous: order.relax_capture_mode()? })
     }
 }

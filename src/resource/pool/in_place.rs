@@ -140,6 +140,8 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             pieces.extend(taken.into_iter().map(|(a, l)| (a, l, i)));
         }
         let mut released = 0;
+        // Relaxed where it can be: an unmap must not invalidate a capture on any stream.
+        let _relaxed = super::capture::RelaxedCapture::new(&*self.order).ok();
         for &(addr, len) in &targets {
             let (done, error) = match range.unmap(addr, len) {
                 Ok(()) => (len, None),
