@@ -264,10 +264,16 @@ fn errors_leave_the_pool_and_the_capture_mode_consistent() {
     // Past the maximum: out of memory, nothing taken.
     assert!(p.allocate(16 * MIB, 256, s(A)).unwrap_err().is_out_of_memory());
     assert_eq!(p.pool_size(), size);
+    // An eager stream still grows where the mode cannot be relaxed (no capture is at stake).
+    order.0.lock().unwrap().refuse_relax = true;
+    let e = alloc(&p, 4 * MIB, B);
+    assert!(p.pool_size() > size);
+    free(&p, e, 4 * MIB, B);
+    order.0.lock().unwrap().refuse_relax = false;
     // A pointer the pool never handed out.
     assert!(matches!(p.deallocate(0x10 as *mut u8, 256, 256, s(A)), Err(Error::Misuse(Misuse::UnknownPointer { .. }))));
-    let y = alloc(&p, 4 * MIB, A);
-    free(&p, y, 4 * MIB, A);
+    let y = alloc(&p, 2 * MIB, A);
+    free(&p, y, 2 * MIB, A);
     end(&p, &order, A);
     p.check_invariants().unwrap();
     p.release_capture(1).unwrap();

@@ -128,9 +128,17 @@ impl Drop for RelaxedCapture<'_> {
     }
 }
 
-/// Calls `f` with the calling thread's capture mode relaxed, restored after on every path.
+/// Calls `f` with the calling thread's capture mode relaxed, restored after on every path; an
+/// error, without the call, where the mode cannot be relaxed (for a call on a capturing stream).
 pub(super) fn relaxed<T>(order: &dyn StreamOrder, f: impl FnOnce() -> Result<T>) -> Result<T> {
     let _relaxed = RelaxedCapture::new(order)?;
+    f()
+}
+
+/// Calls `f` with the calling thread's capture mode relaxed where it can be (for an eager call:
+/// where the driver cannot relax the mode, as without a GPU, there is no capture to keep valid).
+pub(super) fn relaxed_if_possible<T>(order: &dyn StreamOrder, f: impl FnOnce() -> T) -> T {
+    let _relaxed = RelaxedCapture::new(order).ok();
     f()
 }
 

@@ -61,7 +61,9 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
                 continue;
             }
             // Relaxed: an upstream allocation must not invalidate a capture on another stream.
-            match super::capture::relaxed(&*self.order, || allocate_chunk(&self.upstream, want, GRANULE, stream)) {
+            match super::capture::relaxed_if_possible(&*self.order, || {
+                allocate_chunk(&self.upstream, want, GRANULE, stream)
+            }) {
                 Ok(ptr) => {
                     self.upstream_chunks.lock().push((ptr as usize, want));
                     self.adopt(home, core, ptr as usize, want & !(GRANULE - 1), key);

@@ -85,11 +85,12 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             let (below, above) = joined(core, start, end);
             (below.map_or(0, |(_, n)| n), above.map_or(0, |(_, n)| n))
         };
-        let (addr, len) = match super::capture::relaxed(&*self.order, || range.grow(needed, &mut free_around)) {
-            Ok(run) => run,
-            Err(e) if e.is_out_of_memory() => return Ok(Growth::Refused(e)),
-            Err(e) => return Err(e),
-        };
+        let (addr, len) =
+            match super::capture::relaxed_if_possible(&*self.order, || range.grow(needed, &mut free_around)) {
+                Ok(run) => run,
+                Err(e) if e.is_out_of_memory() => return Ok(Growth::Refused(e)),
+                Err(e) => return Err(e),
+            };
         // New memory is fresh; joined to blocks of the stream's own, it is the stream's.
         let (below, above) = joined(core, addr, addr + len);
         let set = below.or(above).map_or(own, |(set, _)| set);
