@@ -57,7 +57,8 @@ pub(crate) use mempool::{
     mem_pool_set_reuse_allow_opportunistic,
 };
 pub(crate) use stream::{
-    stream_context, stream_create_with_flags, stream_destroy, stream_id, stream_synchronize, stream_wait_event,
+    exchange_capture_mode, stream_capture_id, stream_context, stream_create_with_flags, stream_destroy, stream_id,
+    stream_synchronize, stream_wait_event, CAPTURE_MODE_RELAXED,
 };
 pub(crate) use vmm::{
     can_access_peer, mem_address_free, mem_address_reserve, mem_create, mem_export_posix_fd, mem_map,

@@ -63,3 +63,41 @@ pub(crate) fn stream_context(handle: StreamHandle) -> Result<ContextHandle> {
     check(unsafe { sys::cuStreamGetCtx(handle.raw(), &mut ctx) }, "cuStreamGetCtx")?;
     ContextHandle::from_raw(ctx).ok_or_else(|| super::context::no_context("cuStreamGetCtx"))
 }
+
+/// The capture `handle` is being captured into (`cuStreamGetCaptureInfo`, legal during capture):
+/// its unique id while the capture is active, `None` when the stream is not capturing. An
+/// invalidated capture counts as capturing (work enqueued on it is still illegal until it ends).
+/// The stream need not be of the current context; the per-thread and legacy default streams are
+/// those of the calling thread.
+pub(crate) fn stream_capture_id(handle: StreamHandle) -> Result<Option<u64>> {
+    let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    let mut id: sys::cuuint64_t = 0;
+    let none = std::ptr::null_mut();
+    // SAFETY: the caller names a live stream (or a default one); status and id are valid out
+    // pointers, and the graph, dependency and edge outputs are optional (null: not asked for).
+    let result = with_context(|| unsafe {
+        sys::cuStreamGetCaptureInfo_v3(handle.raw(), &mut status, &mut id, none, none.cast(), none.cast(), none.cast())
+    })?;
+    check(result, "cuStreamGetCaptureInfo_v3")?;
+    Ok((status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE).then_some(id))
+}
+
+/// The calling thread's capture interaction mode as `cuThreadExchangeStreamCaptureMode` numbers it
+/// (0 global, 1 thread-local, 2 relaxed).
+pub(crate) const CAPTURE_MODE_RELAXED: u32 = 2;
+
+/// Sets the calling thread's capture interaction mode to `mode` and returns the one it had
+/// (`cuThreadExchangeStreamCaptureMode`); a mode above 2 is refused.
+pub(crate) fn exchange_capture_mode(mode: u32) -> Result<u32> {
+    use sys::CUstreamCaptureMode_enum as M;
+    let mut m = match mode {
+        0 => M::CU_STREAM_CAPTURE_MODE_GLOBAL,
+        1 => M::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+        2 => M::CU_STREAM_CAPTURE_MODE_RELAXED,
+        _ => return Err(crate::error::Error::InvalidArgument(format!("{mode} is no stream capture mode"))),
+    };
+    ensure_driver()?;
+    // SAFETY: the driver is initialised; m is a valid in/out pointer.
+    check(unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut m) }, "cuThreadExchangeStreamCaptureMode")?;
+    Ok(m as u32)
+}

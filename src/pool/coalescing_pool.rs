@@ -195,7 +195,8 @@ impl CoalescingPool {
         let set = match self.private_set(key) {
             Some(i) => i,
             None => {
-                if key != StreamKey::FRESH {
+                // Only real streams count: not fresh memory, nor a retired key given memory directly.
+                if key.is_stream() {
                     self.stream_count += 1;
                 }
                 self.new_set(key, None)

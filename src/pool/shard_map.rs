@@ -34,6 +34,8 @@ pub struct ShardMap {
     any_spread: AtomicBool,
     /// Entries in use; changed only under the lock.
     used: Mutex<usize>,
+    /// The tag and former shard of each stream marked as capturing (see [`ShardMap::capture`]).
+    captured: Mutex<Vec<(usize, usize)>>,
 }
 
 impl ShardMap {
@@ -45,6 +47,7 @@ impl ShardMap {
             shard_of: (0..ENTRIES).map(|_| AtomicUsize::new(0)).collect(),
             any_spread: AtomicBool::new(false),
             used: Mutex::new(0),
+            captured: Mutex::new(Vec::new()),
         }
     }
 
@@ -78,10 +81,67 @@ impl ShardMap {
     }
 
     /// The calling thread's own shard for `key`, else the stream's `shard`. The flag is masked:
-    /// a thread's tag that happened to equal a flagged stream's tag must still name a shard.
+    /// a thread's tag that happened to equal a flagged stream's tag must still name a shard. A
+    /// capturing stream has no flag: it goes to the capture shard from every thread.
     #[inline(never)]
     fn thread_shard(&self, key: StreamKey, shard: usize) -> usize {
         self.lookup(Self::thread_tag(key)).map_or(shard, |s| s & !PER_THREAD)
+    }
+
+    /// The shard number of streams marked as capturing: one past the last shard. A pool keeps an
+    /// empty shard there, which serves no call, so its fast paths send a capturing stream's calls
+    /// to their cold paths without a test of their own.
+    pub fn capture_shard(&self) -> usize {
+        self.shards
+    }
+
+    /// Marks `key` as capturing: from now on [`shard`](Self::shard) returns
+    /// [`capture_shard`](Self::capture_shard) for it, from every thread, until
+    /// [`end_capture`](Self::end_capture). False when the table is half full and `key` has no
+    /// entry yet (then it cannot be marked).
+    #[cold]
+    pub fn capture(&self, key: StreamKey) -> bool {
+        let tag = key.packed().wrapping_add(1);
+        if tag == EMPTY {
+            return false;
+        }
+        let mut used = self.used.lock();
+        let mut captured = self.captured.lock();
+        if captured.iter().any(|&(t, _)| t == tag) {
+            return true;
+        }
+        let i = match self.probe(tag) {
+            Ok(i) => i,
+            Err(i) => {
+                if *used >= ENTRIES / 2 {
+                    return false;
+                }
+                // An entry that keeps the stream where it was (shard 0).
+                self.shard_of[i].store(0, Ordering::Relaxed);
+                self.keys[i].store(tag, Ordering::Release);
+                *used += 1;
+                i
+            }
+        };
+        captured.push((tag, self.shard_of[i].load(Ordering::Relaxed)));
+        self.shard_of[i].store(self.shards, Ordering::Release);
+        self.any_spread.store(true, Ordering::Release);
+        true
+    }
+
+    /// Clears the mark of [`capture`](Self::capture): `key` goes back to the shard it had.
+    #[cold]
+    pub fn end_capture(&self, key: StreamKey) {
+        let tag = key.packed().wrapping_add(1);
+        let _used = self.used.lock();
+        let mut captured = self.captured.lock();
+        let Some(at) = captured.iter().position(|&(t, _)| t == tag) else {
+            return;
+        };
+        let (_, former) = captured.swap_remove(at);
+        if let Ok(i) = self.probe(tag) {
+            self.shard_of[i].store(former, Ordering::Release);
+        }
     }
 
     /// The shard entered under `tag`, with its flag.
@@ -132,6 +192,10 @@ impl ShardMap {
             self.enter(&mut used, tag);
             return;
         };
+        if self.shard_of[stream_entry].load(Ordering::Relaxed) == self.shards {
+            // Capturing: every thread of the stream stays on the capture shard.
+            return;
+        }
         if self.enter(&mut used, Self::thread_tag(key)) {
             // Set after the thread's entry, so a reader that sees the flag finds it.
             self.shard_of[stream_entry].fetch_or(PER_THREAD, Ordering::Release);
@@ -216,6 +280,23 @@ mod tests {
         let other = StreamKey(0x9000);
         m.spread_thread(other);
         assert_eq!(m.shard(other), 5);
+    }
+
+    #[test]
+    fn a_capturing_stream_is_marked_past_every_shard_until_its_capture_ends() {
+        let m = ShardMap::new(4);
+        let (a, b, c) = (StreamKey(0x1000), StreamKey(0x2000), StreamKey(0x3000));
+        m.spread(b);
+        assert!(m.capture(a) && m.capture(b) && m.capture(b));
+        assert_eq!((m.shard(a), m.shard(b), m.shard(c)), (4, 4, 0));
+        // Spreading while capturing keeps the mark; so does a thread spread for the stream.
+        m.spread(a);
+        m.spread_thread(b);
+        assert_eq!((m.shard(a), m.shard(b)), (4, 4));
+        m.end_capture(a);
+        m.end_capture(b);
+        m.end_capture(c);
+        assert_eq!((m.shard(a), m.shard(b), m.shard(c)), (0, 1, 0));
     }
 
     #[test]

@@ -23,6 +23,10 @@ pub const IDENTITY_TRUSTED: u64 = 0;
 /// The identity of a set of free lists before the first call on its stream established it.
 pub const IDENTITY_UNKNOWN: u64 = u64::MAX;
 
+/// The relaxed stream capture mode, as [`StreamOrder::relax_capture_mode`] numbers modes (0
+/// global, 1 thread-local, 2 relaxed, as the driver does).
+pub const CAPTURE_MODE_RELAXED: u32 = 2;
+
 /// A number unique to each retirement, for [`StreamKey::retired_after_capture`] and
 /// [`StreamKey::retired_after_sync`].
 pub fn next_retirement_number() -> usize {
@@ -82,6 +86,24 @@ pub trait StreamOrder: Send + Sync {
     fn retire(&self, _owner: StreamKey, _retired: StreamKey) -> Result<()> {
         Err(crate::error::Error::InvalidArgument("this stream order cannot capture a retiring stream".into()))
     }
+
+    /// The CUDA graph capture `key`'s stream is being captured into now: its capture id (unique in
+    /// the process), or `None` when the stream is not capturing. Legal during a capture (no event,
+    /// no synchronisation). Called only from a call on `key`, on the pool's cold paths.
+    fn capture_of(&self, _key: StreamKey) -> Result<Option<u64>> {
+        Ok(None)
+    }
+
+    /// Sets the calling thread's stream capture mode to relaxed, so that an upstream allocation
+    /// made now does not invalidate a capture in progress on any stream, and returns the mode it
+    /// had, for [`restore_capture_mode`](Self::restore_capture_mode).
+    fn relax_capture_mode(&self) -> Result<u32> {
+        Ok(CAPTURE_MODE_RELAXED)
+    }
+
+    /// Gives the calling thread back the capture mode `previous` that
+    /// [`relax_capture_mode`](Self::relax_capture_mode) returned.
+    fn restore_capture_mode(&self, _previous: u32) {}
 
     /// Drops the captures of retired keys for which `still_needed` is false (their blocks were all
     /// taken).

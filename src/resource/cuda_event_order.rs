@@ -1,7 +1,10 @@
 //! [`StreamOrder`] for device memory: one CUDA event per stream, recorded when the pool publishes
 //! that stream's free blocks.
 
-use crate::driver::{current_context_kept, stream_id, synchronize_context, ContextHandle, StreamHandle};
+use crate::driver::{
+    current_context_kept, exchange_capture_mode, stream_capture_id, stream_id, synchronize_context, ContextHandle,
+    StreamHandle, CAPTURE_MODE_RELAXED,
+};
 use crate::error::{Error, Result};
 use crate::event::CudaEvent;
 use crate::pool::{next_retirement_number, HostOrder, StreamKey, StreamOrder, IDENTITY_TRUSTED, IDENTITY_UNKNOWN};
@@ -128,6 +131,21 @@ impl StreamOrder for CudaEventOrder {
         event.record(view_of(owner))?;
         events.insert(retired, Capture { event, identity: IDENTITY_TRUSTED });
         Ok(())
+    }
+
+    fn capture_of(&self, key: StreamKey) -> Result<Option<u64>> {
+        if key.is_retired() {
+            return Ok(None);
+        }
+        stream_capture_id(StreamHandle::new(view_of(key).handle()))
+    }
+
+    fn relax_capture_mode(&self) -> Result<u32> {
+        exchange_capture_mode(CAPTURE_MODE_RELAXED)
+    }
+
+    fn restore_capture_mode(&self, previous: u32) {
+        let _ = exchange_capture_mode(previous);
     }
 
     fn forget_retired(&self, still_needed: &dyn Fn(StreamKey) -> bool) {

@@ -15,9 +15,11 @@ use parking_lot::{Mutex, RwLock};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+mod capture;
 mod growth;
 mod immediate;
 mod in_place;
+mod invariants;
 mod slow_path;
 mod stream_identity;
 mod synchronisation;
@@ -91,6 +93,10 @@ struct Shard(SpinMutex<CoalescingPool>);
 /// without a wait once its own shard runs short. A shard short of memory takes a range of another shard's free memory before it grows
 /// the pool: memory is reused before the upstream is asked for more, as in RMM's pool.
 ///
+/// While a stream is captured into a CUDA graph, its allocations come from memory private to the
+/// capture, kept until the program releases it: see [`begin_capture`](Self::begin_capture),
+/// [`end_capture`](Self::end_capture) and [`release_capture`](Self::release_capture).
+///
 /// Streams may be destroyed while the pool holds blocks freed on them: the pool only ever records
 /// on a stream during a call that names it, and a stream that gets a destroyed stream's handle
 /// never takes that stream's blocks without waiting for its work (see
@@ -116,6 +122,8 @@ pub struct PoolMemoryResource<U: MemoryResource> {
     /// For a pool over one reserved range mapped in place (see `in_place.rs`): where it grows,
     /// and what its ranges join.
     in_place: Option<Arc<dyn ReservedRange>>,
+    /// The private memory of CUDA graph captures (see `capture.rs`).
+    captures: Mutex<capture::Captures>,
 }
 
 /// What one attempt to grow the pool came to.
@@ -195,7 +203,8 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         }
         let ordered = order.is_needed();
         let order: Arc<dyn StreamOrder> = Arc::from(order);
-        let shard_list: Arc<[Shard]> = (0..shards).map(|_| Shard(SpinMutex::new(CoalescingPool::new()))).collect();
+        // One more, empty shard: where streams marked as capturing are sent (see `capture.rs`).
+        let shard_list: Arc<[Shard]> = (0..=shards).map(|_| Shard(SpinMutex::new(CoalescingPool::new()))).collect();
         let tenancy = ordered.then(|| stream_identity::announce_retiring_streams(&shard_list, &order));
         let pool = PoolMemoryResource {
             shards: shard_list,
@@ -210,6 +219,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             sync_lock: Mutex::new(()),
             _tenancy: tenancy,
             in_place,
+            captures: Mutex::new(capture::Captures::default()),
         };
         if initial_size > 0 {
             let ptr = allocate_chunk(&pool.upstream, initial_size, GRANULE, CudaStreamView::DEFAULT)?;
@@ -239,7 +249,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
 
     /// Number of shards.
     pub fn shards(&self) -> usize {
-        self.shards.len()
+        self.shards.len() - 1
     }
 
     /// Pool size, free bytes and largest free block. A chunk's bytes past its last 256-byte
@@ -247,7 +257,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     pub fn state(&self) -> PoolState {
         let tails: usize = self.upstream_chunks.lock().iter().map(|&(_, size)| size & (GRANULE - 1)).sum();
         let mut state = PoolState { pool_size: self.pool_size(), free_bytes: tails, largest_free_block: 0 };
-        for shard in self.shards.iter() {
+        for shard in self.real_shards() {
             let s = shard.0.lock().state();
             state.free_bytes += s.free_bytes;
             state.largest_free_block = state.largest_free_block.max(s.largest_free_block);
@@ -260,36 +270,9 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         self.maximum_size
     }
 
-    /// Checks the pool's internal invariants; for tests and debugging.
-    pub fn check_invariants(&self) -> std::result::Result<(), String> {
-        // One lock at a time (shard locks are taken before the segment map's elsewhere).
-        let mut tiled = Vec::with_capacity(self.shards.len());
-        for (i, shard) in self.shards.iter().enumerate() {
-            let core = shard.0.lock();
-            core.check_invariants().map_err(|e| format!("shard {i}: {e}"))?;
-            tiled.push(core.pool_size());
-        }
-        let segments = self.segments.read();
-        for (i, &bytes) in tiled.iter().enumerate() {
-            if segments.bytes_of(i) != bytes {
-                return Err(format!(
-                    "shard {i} tiles {bytes} bytes but owns {} in the segment map",
-                    segments.bytes_of(i)
-                ));
-            }
-        }
-        let total: usize = tiled.iter().sum();
-        let chunks = self.upstream_chunks.lock();
-        let upstream: usize = chunks.iter().map(|&(_, s)| s).sum();
-        // A chunk's bytes past its last 256-byte multiple are never handed out.
-        let usable: usize = chunks.iter().map(|&(_, s)| s & !(GRANULE - 1)).sum();
-        if total != usable || upstream != self.pool_size() {
-            return Err(format!(
-                "shards tile {total} bytes, upstream chunks hold {upstream}, pool size says {}",
-                self.pool_size()
-            ));
-        }
-        Ok(())
+    /// The shards that hold memory: all but the empty capture shard at the end.
+    fn real_shards(&self) -> &[Shard] {
+        &self.shards[..self.shards.len() - 1]
     }
 
     /// Moves `stream` to a shard of its own now, rather than at its first call that finds another
@@ -302,6 +285,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// Locks the home shard of `key`; a stream that finds the shared shard 0 busy gets a shard of
     /// its own from its next call on, and a thread that finds its stream's shard busy (another
     /// thread of the stream, or another stream dealt the same shard) one of its own for the stream.
+    /// A stream marked as capturing gets the empty capture shard (see `capture.rs`).
     #[inline(always)]
     fn lock_home(
         &self,
@@ -440,6 +424,12 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             });
         };
         let key = stream_key(stream);
+        let home = self.shard_map.shard(key);
+        if self.is_capture_home(home) || self.found_capturing(key).is_some() {
+            if let Some(a) = self.allocate_captured(key, bytes, size, align)? {
+                return Ok(a);
+            }
+        }
         self.allocate_slow(self.shard_map.shard(key), key, stream, bytes, size, align)
     }
 
@@ -491,7 +481,13 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             return Ok(());
         }
         let key = stream_key(stream);
-        let home = self.shard_map.shard(key);
+        let mut home = self.shard_map.shard(key);
+        if self.is_capture_home(home) {
+            if self.deallocate_captured(ptr as usize, bytes, key)? {
+                return Ok(());
+            }
+            home = self.shard_map.shard(key);
+        }
         {
             let mut core = self.shards[home].0.lock();
             let set = self.set_for_free(&mut core, key);
@@ -516,6 +512,13 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         let Some(shard) = owner else {
             return Err(Error::Misuse(crate::error::Misuse::UnknownPointer { ptr }));
         };
+        // A capturing stream not announced records nothing: its free goes to its capture.
+        if self.found_capturing(key).is_some() && self.deallocate_captured(ptr, bytes, key)? {
+            return Ok(());
+        }
+        if self.is_capture_home(shard) {
+            return self.deallocate_capture_block(ptr, bytes);
+        }
         let mut core = self.shards[shard].0.lock();
         let set = self.set_for_free(&mut core, key);
         core.deallocate(ptr, bytes, set).map_err(Error::Misuse)?;
@@ -569,7 +572,8 @@ impl<U: MemoryResource> Drop for PoolMemoryResource<U> {
     fn drop(&mut self) {
         // Work still queued may use blocks freed on its stream; the upstream must not get them
         // back before it finishes.
-        let chunks = std::mem::take(self.upstream_chunks.get_mut());
+        let mut chunks = std::mem::take(self.upstream_chunks.get_mut());
+        chunks.extend(self.captures.get_mut().take_chunks());
         give_back_chunks(&self.upstream, &*self.order, GRANULE, || chunks);
     }
 }

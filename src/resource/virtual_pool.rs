@@ -173,6 +173,29 @@ impl<P: PhysicalMemory + 'static> VirtualPoolMemoryResource<P> {
         self.pool.pool_size()
     }
 
+    /// Marks `stream`, being captured into a CUDA graph, as the pool does (see
+    /// [`PoolMemoryResource::begin_capture`]): its allocations come from memory private to the
+    /// capture, mapped in relaxed capture mode. Returns the capture's id.
+    pub fn begin_capture(&self, stream: CudaStreamView) -> Result<u64> {
+        self.pool.begin_capture(stream)
+    }
+
+    /// The capture on `stream` ended (see [`PoolMemoryResource::end_capture`]).
+    pub fn end_capture(&self, stream: CudaStreamView) {
+        self.pool.end_capture(stream)
+    }
+
+    /// Gives capture `id`'s private memory back to the pool once its graphs and their executable
+    /// graphs are destroyed (see [`PoolMemoryResource::release_capture`]).
+    pub fn release_capture(&self, id: u64) -> Result<()> {
+        self.pool.release_capture(id)
+    }
+
+    /// Ids of the captures whose private memory the pool keeps.
+    pub fn captures(&self) -> Vec<u64> {
+        self.pool.captures()
+    }
+
     /// Checks the pool's internal invariants and that it holds exactly what is mapped; for tests
     /// and debugging.
     pub fn check_invariants(&self) -> std::result::Result<(), String> {

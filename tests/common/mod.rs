@@ -2,6 +2,7 @@
 //! checks every step against the model.
 #![allow(dead_code)]
 
+pub mod capture_order;
 pub mod clock_order;
 pub mod device_bytes;
 pub mod recording_order;

@@ -60,7 +60,10 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
                 want = want.min(room).max(needed);
                 continue;
             }
-            match allocate_chunk(&self.upstream, want, GRANULE, stream) {
+            // Relaxed: an upstream allocation must not invalidate a capture on another stream.
+            match super::capture::relaxed_if_possible(&*self.order, || {
+                allocate_chunk(&self.upstream, want, GRANULE, stream)
+            }) {
                 Ok(ptr) => {
                     self.upstream_chunks.lock().push((ptr as usize, want));
                     self.adopt(home, core, ptr as usize, want & !(GRANULE - 1), key);
@@ -106,7 +109,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     }
 
     /// Adds `bytes` to the pool size unless they pass the room left (see [`room`](Self::room)).
-    fn reserve(&self, bytes: usize) -> bool {
+    pub(super) fn reserve(&self, bytes: usize) -> bool {
         let max = self.maximum_size;
         self.pool_size
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| match max {
@@ -132,7 +135,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         }
         // Chunks whose every block is free, whatever stream it was freed on.
         let mut pieces = Vec::new();
-        for shard in self.shards.iter() {
+        for shard in self.real_shards() {
             pieces.extend(shard.0.lock().free_ranges());
         }
         pieces.sort_unstable();
@@ -145,7 +148,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             return;
         }
         // Lock every shard in index order (no other lock is held), so no two threads deadlock.
-        let mut guards: Vec<_> = self.shards.iter().map(|s| s.0.lock()).collect();
+        let mut guards: Vec<_> = self.real_shards().iter().map(|s| s.0.lock()).collect();
         let mut free: Vec<(usize, usize, usize)> = Vec::new();
         for (i, core) in guards.iter_mut().enumerate() {
             let fresh = core.set_of(StreamKey::FRESH);

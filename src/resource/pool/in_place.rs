@@ -85,11 +85,12 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             let (below, above) = joined(core, start, end);
             (below.map_or(0, |(_, n)| n), above.map_or(0, |(_, n)| n))
         };
-        let (addr, len) = match range.grow(needed, &mut free_around) {
-            Ok(run) => run,
-            Err(e) if e.is_out_of_memory() => return Ok(Growth::Refused(e)),
-            Err(e) => return Err(e),
-        };
+        let (addr, len) =
+            match super::capture::relaxed_if_possible(&*self.order, || range.grow(needed, &mut free_around)) {
+                Ok(run) => run,
+                Err(e) if e.is_out_of_memory() => return Ok(Growth::Refused(e)),
+                Err(e) => return Err(e),
+            };
         // New memory is fresh; joined to blocks of the stream's own, it is the stream's.
         let (below, above) = joined(core, addr, addr + len);
         let set = below.or(above).map_or(own, |(set, _)| set);
@@ -121,7 +122,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         // Lock every shard in index order (no other lock is held), so no two threads deadlock: a
         // granule may be free in pieces of several shards (ranges move between shards at any
         // 256-byte boundary), and it goes only once every piece is out.
-        let mut guards: Vec<_> = self.shards.iter().map(|s| s.0.lock()).collect();
+        let mut guards: Vec<_> = self.real_shards().iter().map(|s| s.0.lock()).collect();
         let fresh: Vec<_> = guards.iter_mut().map(|core| core.set_of(StreamKey::FRESH)).collect();
         // Unordered (host) memory needs no synchronisation: every free block may go.
         let ordered = self.ordered;
@@ -140,6 +141,8 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             pieces.extend(taken.into_iter().map(|(a, l)| (a, l, i)));
         }
         let mut released = 0;
+        // Relaxed where it can be: an unmap must not invalidate a capture on any stream.
+        let _relaxed = super::capture::RelaxedCapture::new(&*self.order).ok();
         for &(addr, len) in &targets {
             let (done, error) = match range.unmap(addr, len) {
                 Ok(()) => (len, None),

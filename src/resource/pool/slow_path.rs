@@ -171,7 +171,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// The pool's out-of-memory error, in RMM's words: the upstream's refusal of the last size
     /// tried where there was one, else the room left below the maximum.
     #[cold]
-    fn refusal(&self, bytes: usize, size: usize, refused: Option<Error>) -> Error {
+    pub(super) fn refusal(&self, bytes: usize, size: usize, refused: Option<Error>) -> Error {
         let cause = match refused {
             Some(e @ Error::OutOfMemory { .. }) => format!("std::bad_alloc: out_of_memory: {e}"),
             Some(e) => e.to_string(),
@@ -226,7 +226,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// Takes a range of free memory that `key` may use from some other shard, adopts it in `home`
     /// and allocates from it. Never holds two shard locks at once.
     pub(super) fn allocate_from_other_shards(&self, home: usize, key: StreamKey, req: Request) -> FromOtherShards {
-        let n = self.shards.len();
+        let n = self.real_shards().len();
         let mut asked = false;
         if n == 1 {
             return FromOtherShards::Nothing;

@@ -36,13 +36,15 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     }
 
     /// Synchronises every stream; the blocks free when it starts become fresh memory once it
-    /// succeeds (see the top of this file). The caller holds `sync_lock`. Whether it succeeded.
+    /// succeeds (see the top of this file). Fails without a call while a stream is marked as
+    /// capturing. The caller holds `sync_lock`. Whether it succeeded.
     pub(super) fn synchronise_sealed(&self) -> bool {
         let sealed = StreamKey::sealed(next_retirement_number());
         for shard in self.shards.iter() {
             shard.0.lock().seal(sealed);
         }
-        let synced = self.order.synchronize_all().is_ok();
+        // A synchronisation of everything is illegal while a stream captures: count it as failed.
+        let synced = !self.capture_in_progress() && self.order.synchronize_all().is_ok();
         for shard in self.shards.iter() {
             shard.0.lock().unseal(sealed, synced);
         }
@@ -94,11 +96,11 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// of a free range from another cannot otherwise merge it with the rest while either side
     /// also holds a live block.
     fn allocate_from_rejoined_chunks(&self, home: usize, req: Request) -> Option<usize> {
-        if self.shards.len() == 1 {
+        if self.real_shards().len() == 1 {
             return None;
         }
         // Lock every shard in index order (no other lock is held), so no two threads deadlock.
-        let mut guards: Vec<_> = self.shards.iter().map(|s| s.0.lock()).collect();
+        let mut guards: Vec<_> = self.real_shards().iter().map(|s| s.0.lock()).collect();
         let mut ranges = Vec::new();
         for core in guards.iter_mut() {
             let fresh = core.set_of(StreamKey::FRESH);

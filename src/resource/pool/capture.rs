@@ -1,0 +1,374 @@
+//! Allocation on a stream being captured into a CUDA graph: memory private to each capture.
+//!
+//! A captured graph replays the addresses it was captured with, at any time after the capture, on
+//! any stream, as often as the program launches it. So, as PyTorch does with a private pool per
+//! graph, blocks allocated during capture `N` come from chunks kept for `N` alone:
+//!
+//! - a block freed during capture `N` (or freed by eager work after it) goes back to `N`'s chunks
+//!   and serves only `N`'s later allocations; no other stream, no eager work and no other capture
+//!   ever gets it until the program calls [`PoolMemoryResource::release_capture`];
+//! - a block the pool handed out before the capture and freed during it is kept out of use until
+//!   the release too: replays free it again and again (the graph may still use it), so it never
+//!   goes back to a free list while the graph may run;
+//! - nothing the pool does for a capturing stream records, waits for or queries an event, or
+//!   synchronises a stream or the device; new chunks are taken from the upstream with the calling
+//!   thread's capture mode relaxed (and restored after, on every path), so that the upstream call
+//!   does not invalidate any capture.
+//!
+//! How a capturing stream is found without a cost on the fast paths: [`begin_capture`] marks the
+//! stream in the shard map, whose lookup every allocation and free makes anyway, with the number
+//! of the pool's capture shard, an extra shard that never holds memory. Its fast paths then find
+//! nothing there and go to their cold paths, which send the call here: the instructions of the
+//! eager fast paths are those of a pool without capture support. Once any stream was marked, every
+//! lookup probes the shard map's table (as once any stream was spread to a shard of its own). The
+//! cold paths of eager calls also ask the stream order whether the stream captures (before they
+//! would wait, synchronise, record on another shard's free or grow), and mark a stream found
+//! capturing, so that a capture the program did not announce is served here from its next call
+//! that misses the fast path. A warm fast path of a stream whose capture was not announced is not
+//! checked: the program announces captures, as it does to PyTorch's allocator.
+//!
+//! [`begin_capture`]: PoolMemoryResource::begin_capture
+
+use super::PoolMemoryResource;
+use crate::error::{Error, Result};
+use crate::pool::{next_retirement_number, CoalescingPool, SetId, StreamKey, StreamOrder, GRANULE, MAX_BLOCK_BYTES};
+use crate::resource::upstream_check::allocate_chunk;
+use crate::resource::MemoryResource;
+use crate::stream::CudaStreamView;
+use std::sync::atomic::Ordering;
+
+/// The owner of a capture's chunk in the segment map: past every shard, the capture shard included.
+const CAPTURE_CHUNK_OWNER: usize = usize::MAX >> 1;
+
+/// The smallest chunk a capture's private memory grows by.
+const CAPTURE_CHUNK: usize = 2 << 20;
+
+/// The private memory of every capture the pool has served and not yet released.
+#[derive(Default)]
+pub(super) struct Captures {
+    pools: Vec<CapturePool>,
+    /// Streams marked as capturing in the shard map, with the capture they were marked for.
+    streams: Vec<(StreamKey, u64)>,
+}
+
+impl Captures {
+    /// Bytes taken from the upstream for private memory of captures.
+    pub(super) fn bytes(&self) -> usize {
+        self.pools.iter().flat_map(|p| &p.chunks).map(|&(_, size)| size).sum()
+    }
+
+    /// Every chunk taken for captures (start, bytes asked), for the pool's drop.
+    pub(super) fn take_chunks(&mut self) -> Vec<(usize, usize)> {
+        self.pools.iter_mut().flat_map(|p| std::mem::take(&mut p.chunks)).collect()
+    }
+
+    /// The index of capture `id`'s memory, made empty if it has none yet.
+    fn pool_index(&mut self, id: u64) -> usize {
+        match self.pools.iter().position(|p| p.id == id) {
+            Some(i) => i,
+            None => {
+                self.pools.push(CapturePool::new(id));
+                self.pools.len() - 1
+            }
+        }
+    }
+
+    /// Checks each capture's own invariants.
+    pub(super) fn check_invariants(&self) -> std::result::Result<(), String> {
+        for p in &self.pools {
+            p.core.check_invariants().map_err(|e| format!("capture {}: {e}", p.id))?;
+            let tiled: usize = p.chunks.iter().map(|&(_, s)| s).sum();
+            if p.core.pool_size() != tiled {
+                return Err(format!("capture {} tiles {} bytes of {tiled}", p.id, p.core.pool_size()));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The memory of one capture.
+struct CapturePool {
+    id: u64,
+    core: CoalescingPool,
+    set: SetId,
+    /// Chunks taken from the upstream for this capture (start, bytes).
+    chunks: Vec<(usize, usize)>,
+    /// Blocks of the shards freed during the capture (start, bytes): kept until the release.
+    adopted: Vec<(usize, usize)>,
+}
+
+impl CapturePool {
+    fn new(id: u64) -> Self {
+        let mut core = CoalescingPool::new();
+        let set = core.set_of(StreamKey::FRESH);
+        CapturePool { id, core, set, chunks: Vec::new(), adopted: Vec::new() }
+    }
+
+    fn holds(&self, ptr: usize) -> bool {
+        self.chunks.iter().any(|&(a, s)| ptr >= a && ptr < a + s)
+    }
+}
+
+/// The calling thread's capture mode, relaxed for as long as this lives.
+pub(super) struct RelaxedCapture<'a> {
+    order: &'a dyn StreamOrder,
+    previous: u32,
+}
+
+impl<'a> RelaxedCapture<'a> {
+    /// Relaxes the calling thread's capture mode until the value is dropped.
+    pub(super) fn new(order: &'a dyn StreamOrder) -> Result<Self> {
+        Ok(RelaxedCapture { order, previous: order.relax_capture_mode()? })
+    }
+}
+
+impl Drop for RelaxedCapture<'_> {
+    fn drop(&mut self) {
+        self.order.restore_capture_mode(self.previous);
+    }
+}
+
+/// Calls `f` with the calling thread's capture mode relaxed, restored after on every path; an
+/// error, without the call, where the mode cannot be relaxed (for a call on a capturing stream).
+pub(super) fn relaxed<T>(order: &dyn StreamOrder, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    let _relaxed = RelaxedCapture::new(order)?;
+    f()
+}
+
+/// Calls `f` with the calling thread's capture mode relaxed where it can be (for an eager call:
+/// where the driver cannot relax the mode, as without a GPU, there is no capture to keep valid).
+pub(super) fn relaxed_if_possible<T>(order: &dyn StreamOrder, f: impl FnOnce() -> T) -> T {
+    let _relaxed = RelaxedCapture::new(order).ok();
+    f()
+}
+
+impl<U: MemoryResource> PoolMemoryResource<U> {
+    /// Announces that `stream` is being captured into a CUDA graph (call it after the capture
+    /// began, from any thread, once per stream of the capture that allocates or frees): from
+    /// now on the stream's allocations come from memory private to that capture (see the module
+    /// documentation of the pool's capture support). Returns the capture's id, the key of
+    /// [`release_capture`](Self::release_capture). An error when the stream is not capturing, or
+    /// when the pool cannot mark one more stream.
+    pub fn begin_capture(&self, stream: CudaStreamView) -> Result<u64> {
+        let key = super::stream_key(stream);
+        let Some(id) = self.order.capture_of(key)? else {
+            return Err(Error::InvalidArgument(format!("stream {:#x} is not being captured", stream.handle())));
+        };
+        self.mark_capturing(key, id)?;
+        Ok(id)
+    }
+
+    /// Announces that the capture on `stream` ended (call it after the capture ended): the
+    /// stream's calls go back to the shared memory. The capture's private memory is kept until
+    /// [`release_capture`](Self::release_capture). Without effect on a stream not marked.
+    pub fn end_capture(&self, stream: CudaStreamView) {
+        let key = super::stream_key(stream);
+        let mut captures = self.captures.lock();
+        captures.streams.retain(|&(k, _)| k != key);
+        self.shard_map.end_capture(key);
+    }
+
+    /// Gives the private memory of capture `id` back to the pool, once every graph captured with
+    /// it and every executable graph made from those is destroyed. Its free blocks, and the blocks
+    /// allocated before the capture and freed during it, then serve any stream after the next
+    /// synchronisation of everything (which the pool makes before it would grow). An error, with
+    /// nothing changed, while a stream is still marked as capturing into `id` or while blocks the
+    /// capture allocated are still live; an unknown `id` is an error too. A block freed during the
+    /// capture that the pool had not handed out is reported as a misuse after the rest is done.
+    pub fn release_capture(&self, id: u64) -> Result<()> {
+        let mut captures = self.captures.lock();
+        if captures.streams.iter().any(|&(_, c)| c == id) {
+            return Err(Error::InvalidArgument(format!("capture {id} is still marked on a stream: end it first")));
+        }
+        let Some(i) = captures.pools.iter().position(|p| p.id == id) else {
+            return Err(Error::InvalidArgument(format!("no private memory of capture {id}")));
+        };
+        let live = captures.pools[i].core.allocated_count();
+        if live > 0 {
+            return Err(Error::InvalidArgument(format!(
+                "capture {id} still has {live} live blocks: free them before the release"
+            )));
+        }
+        let pool = captures.pools.swap_remove(i);
+        drop(captures);
+        // No capture covers this memory's work: it waits for a synchronisation of everything.
+        let retired = StreamKey::retired_after_sync(next_retirement_number());
+        {
+            let mut core = self.shards[0].0.lock();
+            let mut chunks = self.upstream_chunks.lock();
+            for &(addr, len) in &pool.chunks {
+                chunks.push((addr, len));
+                self.adopt(0, &mut core, addr, len & !(GRANULE - 1), retired);
+            }
+        }
+        let mut misuse = None;
+        for &(ptr, bytes) in &pool.adopted {
+            let Some(shard) = self.segments.read().owner(ptr).filter(|&s| !self.is_capture_home(s)) else {
+                misuse.get_or_insert(Error::Misuse(crate::error::Misuse::UnknownPointer { ptr }));
+                continue;
+            };
+            let mut core = self.shards[shard].0.lock();
+            let set = core.set_of(retired);
+            if let Err(e) = core.deallocate(ptr, bytes, set) {
+                misuse.get_or_insert(Error::Misuse(e));
+            }
+        }
+        misuse.map_or(Ok(()), Err)
+    }
+
+    /// Ids of the captures whose private memory the pool keeps.
+    pub fn captures(&self) -> Vec<u64> {
+        self.captures.lock().pools.iter().map(|p| p.id).collect()
+    }
+
+    /// Bytes of private memory the pool keeps for capture `id` (0 for an unknown one).
+    pub fn capture_pool_size(&self, id: u64) -> usize {
+        let captures = self.captures.lock();
+        captures.pools.iter().find(|p| p.id == id).map_or(0, |p| p.chunks.iter().map(|&(_, s)| s).sum())
+    }
+
+    /// Whether some stream is marked as capturing: the pool then synchronises nothing.
+    #[cold]
+    pub(super) fn capture_in_progress(&self) -> bool {
+        !self.captures.lock().streams.is_empty()
+    }
+
+    /// Marks `key` as capturing into `id`.
+    fn mark_capturing(&self, key: StreamKey, id: u64) -> Result<()> {
+        let mut captures = self.captures.lock();
+        if !self.shard_map.capture(key) {
+            return Err(Error::InvalidArgument("the pool cannot mark one more capturing stream".into()));
+        }
+        captures.streams.retain(|&(k, _)| k != key);
+        captures.streams.push((key, id));
+        captures.pool_index(id);
+        Ok(())
+    }
+
+    /// For a cold path of an eager call on `key`: the capture the stream turns out to be in, marked
+    /// from now on; `None` for a stream not capturing (or where the order cannot tell).
+    #[cold]
+    pub(super) fn found_capturing(&self, key: StreamKey) -> Option<u64> {
+        if !self.ordered {
+            return None;
+        }
+        let id = self.order.capture_of(key).ok()??;
+        self.mark_capturing(key, id).ok()?;
+        Some(id)
+    }
+
+    /// Whether `home`, a shard number from the shard map or the segment map, is the capture
+    /// shard or the mark of a capture's chunk.
+    #[inline(always)]
+    pub(super) fn is_capture_home(&self, home: usize) -> bool {
+        home >= self.shard_map.capture_shard()
+    }
+
+    /// An allocation on the marked stream `key`; `Ok(None)` when the stream no longer captures (its
+    /// mark is then cleared, and the caller goes the usual way).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn allocate_captured(
+        &self,
+        key: StreamKey,
+        bytes: usize,
+        size: usize,
+        align: usize,
+    ) -> Result<Option<*mut u8>> {
+        let Some(id) = self.capture_or_unmark(key)? else {
+            return Ok(None);
+        };
+        let mut captures = self.captures.lock();
+        let i = captures.pool_index(id);
+        let pool = &mut captures.pools[i];
+        if let Some(a) = pool.core.allocate(pool.set, bytes, size, align) {
+            return Ok(Some(a as *mut u8));
+        }
+        let needed = size + (align - GRANULE);
+        let (addr, len) = self.grow_capture(needed)?;
+        pool.chunks.push((addr, len));
+        pool.core.add_chunk(addr, len & !(GRANULE - 1), pool.set);
+        self.segments.write().assign(addr, len & !(GRANULE - 1), CAPTURE_CHUNK_OWNER);
+        let a = pool.core.allocate(pool.set, bytes, size, align);
+        debug_assert!(a.is_some(), "a chunk of {len} bytes holds {needed}");
+        Ok(a.map(|a| a as *mut u8))
+    }
+
+    /// A free on the marked stream `key`; `Ok(false)` when the stream no longer captures (its mark
+    /// is then cleared, and the caller goes the usual way).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn deallocate_captured(&self, ptr: usize, bytes: usize, key: StreamKey) -> Result<bool> {
+        let Some(id) = self.capture_or_unmark(key)? else {
+            return Ok(false);
+        };
+        let owner = self.segments.read().owner(ptr);
+        match owner {
+            None => Err(Error::Misuse(crate::error::Misuse::UnknownPointer { ptr })),
+            Some(shard) if self.is_capture_home(shard) => self.deallocate_capture_block(ptr, bytes).map(|()| true),
+            Some(_) => {
+                // A block of the shared memory: the graph may use it at each replay.
+                let mut captures = self.captures.lock();
+                let i = captures.pool_index(id);
+                let pool = &mut captures.pools[i];
+                if pool.adopted.iter().any(|&(p, _)| p == ptr) {
+                    return Err(Error::Misuse(crate::error::Misuse::DoubleFree { ptr }));
+                }
+                pool.adopted.push((ptr, bytes));
+                Ok(true)
+            }
+        }
+    }
+
+    /// Frees a block of some capture's private memory back into it, whichever stream frees it.
+    #[cold]
+    pub(super) fn deallocate_capture_block(&self, ptr: usize, bytes: usize) -> Result<()> {
+        let mut captures = self.captures.lock();
+        let Some(pool) = captures.pools.iter_mut().find(|p| p.holds(ptr)) else {
+            return Err(Error::Misuse(crate::error::Misuse::UnknownPointer { ptr }));
+        };
+        let set = pool.set;
+        pool.core.deallocate(ptr, bytes, set).map_err(Error::Misuse)
+    }
+
+    /// The capture the marked stream `key` is in; unmarks it where it no longer captures.
+    fn capture_or_unmark(&self, key: StreamKey) -> Result<Option<u64>> {
+        let id = self.order.capture_of(key)?;
+        if id.is_none() {
+            let mut captures = self.captures.lock();
+            captures.streams.retain(|&(k, _)| k != key);
+            self.shard_map.end_capture(key);
+        }
+        Ok(id)
+    }
+
+    /// A chunk of at least `needed` bytes for a capture's private memory (start, bytes), taken with
+    /// the thread's capture mode relaxed; counted in the pool size, within its maximum.
+    fn grow_capture(&self, needed: usize) -> Result<(usize, usize)> {
+        if let Some(range) = &self.in_place {
+            let g = range.granularity();
+            let want = needed.max(CAPTURE_CHUNK).div_ceil(g) * g;
+            let (addr, len) = relaxed(&*self.order, || range.grow(want, &mut |_, _| (0, 0)))?;
+            self.pool_size.fetch_add(len, Ordering::Relaxed);
+            return Ok((addr, len));
+        }
+        let room = self.room();
+        if needed > room {
+            return Err(self.refusal(needed, needed, None));
+        }
+        let want = needed.max(CAPTURE_CHUNK).min(room).min(MAX_BLOCK_BYTES);
+        if !self.reserve(want) {
+            return Err(self.refusal(needed, needed, None));
+        }
+        // The per-thread default stream: an upstream that orders its memory on a stream must not
+        // be asked on the capturing one (that would capture the allocation) nor on the legacy one
+        // (which waits for every blocking stream, the capturing one included).
+        match relaxed(&*self.order, || allocate_chunk(&self.upstream, want, GRANULE, CudaStreamView::PER_THREAD)) {
+            Ok(ptr) => Ok((ptr as usize, want)),
+            Err(e) => {
+                self.pool_size.fetch_sub(want, Ordering::Relaxed);
+                Err(e)
+            }
+        }
+    }
+}
