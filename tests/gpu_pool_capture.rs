@@ -43,35 +43,28 @@ trait CapturePool: MemoryResource {
     fn check(&self);
 }
 
-impl CapturePool for PoolMemoryResource<Arc<CudaMemoryResource>> {
-    fn begin(&self, s: CudaStreamView) -> u64 {
-        self.begin_capture(s).unwrap()
-    }
-    fn end(&self, s: CudaStreamView) {
-        self.end_capture(s)
-    }
-    fn release(&self, id: u64) {
-        self.release_capture(id).unwrap()
-    }
-    fn check(&self) {
-        self.check_invariants().unwrap()
-    }
+/// Both pools have the same capture methods, inherent to each.
+macro_rules! capture_pool {
+    ($t:ty) => {
+        impl CapturePool for $t {
+            fn begin(&self, s: CudaStreamView) -> u64 {
+                self.begin_capture(s).unwrap()
+            }
+            fn end(&self, s: CudaStreamView) {
+                self.end_capture(s)
+            }
+            fn release(&self, id: u64) {
+                self.release_capture(id).unwrap()
+            }
+            fn check(&self) {
+                self.check_invariants().unwrap()
+            }
+        }
+    };
 }
 
-impl CapturePool for VirtualPoolMemoryResource {
-    fn begin(&self, s: CudaStreamView) -> u64 {
-        self.begin_capture(s).unwrap()
-    }
-    fn end(&self, s: CudaStreamView) {
-        self.end_capture(s)
-    }
-    fn release(&self, id: u64) {
-        self.release_capture(id).unwrap()
-    }
-    fn check(&self) {
-        self.check_invariants().unwrap()
-    }
-}
+capture_pool!(PoolMemoryResource<Arc<CudaMemoryResource>>);
+capture_pool!(VirtualPoolMemoryResource);
 
 /// Captures on a stream of its own, in `mode`: allocate `a`, set it, allocate `b`, copy `a` into
 /// it and `b` into `out`, free both, allocate `c` (the capture's own memory again), set it, copy
