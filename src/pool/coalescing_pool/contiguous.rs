@@ -62,24 +62,32 @@ impl CoalescingPool {
             if end <= start {
                 continue;
             }
-            let set = b.set_id();
-            self.unlink_free(id);
-            let mut middle = id;
-            if start > b.addr {
-                middle = split(&mut self.blocks, id, start - b.addr);
-                self.link_free(set, id);
-            }
-            if end < b.end() {
-                let back = split(&mut self.blocks, middle, end - start);
-                self.link_free(set, back);
-            }
-            out.push(self.cut_out(middle));
+            out.push(self.cut_free_range(id, start, end).0);
             left -= end - start;
             if left == 0 {
                 break;
             }
         }
         out
+    }
+
+    /// Takes `[start, end)` (multiples of 256 within it) out of the free block `id` and out of the
+    /// pool: what is left before and after stays free in the block's set. Returns the range taken
+    /// and the free block left after it, if any.
+    fn cut_free_range(&mut self, id: BlockId, start: usize, end: usize) -> ((usize, usize), Option<BlockId>) {
+        let b = *self.blocks.get(id);
+        let set = b.set_id();
+        self.unlink_free(id);
+        let mut middle = id;
+        if start > b.addr {
+            middle = split(&mut self.blocks, id, start - b.addr);
+            self.link_free(set, id);
+        }
+        let back = (end < b.end()).then(|| split(&mut self.blocks, middle, end - start));
+        if let Some(back) = back {
+            self.link_free(set, back);
+        }
+        (self.cut_out(middle), back)
     }
 
     /// The free blocks of the sets that `take` accepts, as `(addr, id)`, lowest address first.
@@ -96,15 +104,11 @@ impl CoalescingPool {
         free
     }
 
-    /// The free blocks of the sets that `take` accepts, as `(addr, size)`, in no order. Cached
-    /// blocks go back to their sets first.
+    /// The free blocks of the sets that `take` accepts, as `(addr, size)`, lowest address first.
+    /// Cached blocks go back to their sets first.
     pub fn free_blocks(&mut self, take: impl Fn(SetId) -> bool) -> Vec<(usize, usize)> {
-        self.flush_caches();
-        self.blocks
-            .iter_live()
-            .filter(|(_, b)| b.is_free() && take(b.set_id()))
-            .map(|(_, b)| (b.addr, b.size()))
-            .collect()
+        let free = self.free_blocks_by_address(take);
+        free.into_iter().map(|(addr, id)| (addr, self.blocks.get(id).size())).collect()
     }
 
     /// Takes out of the pool the parts of the free blocks of the sets that `take` accepts that lie
@@ -120,7 +124,6 @@ impl CoalescingPool {
         let free = self.free_blocks_by_address(take);
         let mut out = Vec::new();
         for (addr, id) in free {
-            let set = self.blocks.get(id).set_id();
             let mut rest = id;
             let first = ranges.partition_point(|&(a, l)| a + l <= addr);
             for &(a, l) in &ranges[first..] {
@@ -130,17 +133,8 @@ impl CoalescingPool {
                 }
                 let (start, end) = (a.max(b.addr), (a + l).min(b.end()));
                 debug_assert!(start % GRANULE == 0 && end % GRANULE == 0 && start < end);
-                self.unlink_free(rest);
-                let mut middle = rest;
-                if start > b.addr {
-                    middle = split(&mut self.blocks, rest, start - b.addr);
-                    self.link_free(set, rest);
-                }
-                let back = (end < b.end()).then(|| split(&mut self.blocks, middle, end - start));
-                if let Some(back) = back {
-                    self.link_free(set, back);
-                }
-                out.push(self.cut_out(middle));
+                let (range, back) = self.cut_free_range(rest, start, end);
+                out.push(range);
                 match back {
                     Some(back) => rest = back,
                     None => break,
