@@ -164,6 +164,12 @@ impl<P: PhysicalMemory> AddressSpace<P> {
         n.saturating_add(self.granule - 1) & !(self.granule - 1)
     }
 
+    /// What a [`Partial`] operation over `len` bytes that reports `done` took effect on: whole
+    /// granules, never more than `len`.
+    fn whole_done(&self, done: usize, len: usize) -> usize {
+        done.min(len) & !(self.granule - 1)
+    }
+
     /// Maps at least `needed` bytes in one run and returns it as `(addr, len)`, whole granules,
     /// where `free_around(start, end)` says how many bytes the pool has free, in blocks that would
     /// join a range mapped at `[start, end)`, just below `start` and from `end` on:
@@ -223,7 +229,7 @@ impl<P: PhysicalMemory> AddressSpace<P> {
                 Ok(())
             }
             Err(p) => {
-                let done = p.done.min(len) & !(self.granule - 1);
+                let done = self.whole_done(p.done, len);
                 if done > 0 {
                     self.record_unmapped(off, done);
                 }
@@ -255,12 +261,12 @@ impl<P: PhysicalMemory> AddressSpace<P> {
                 Ok(())
             }
             Err(Partial { done, error }) => {
-                let done = done.min(n) & !(self.granule - 1);
+                let done = self.whole_done(done, n);
                 if done > 0 {
                     match self.phys.unmap(off, done) {
                         Ok(()) => {}
                         Err(p) => {
-                            let undone = p.done.min(done) & !(self.granule - 1);
+                            let undone = self.whole_done(p.done, done);
                             self.record_mapped(off + undone, done - undone);
                             self.stranded.push((off + undone, done - undone));
                         }
@@ -277,7 +283,7 @@ impl<P: PhysicalMemory> AddressSpace<P> {
         for (off, len) in std::mem::take(&mut self.stranded) {
             let done = match self.phys.unmap(off, len) {
                 Ok(()) => len,
-                Err(p) => p.done.min(len) & !(self.granule - 1),
+                Err(p) => self.whole_done(p.done, len),
             };
             if done > 0 {
                 self.record_unmapped(off, done);

@@ -54,7 +54,7 @@ pub(super) struct Captures {
 impl Captures {
     /// Bytes taken from the upstream for private memory of captures.
     pub(super) fn bytes(&self) -> usize {
-        self.pools.iter().flat_map(|p| &p.chunks).map(|&(_, size)| size).sum()
+        self.pools.iter().map(CapturePool::bytes).sum()
     }
 
     /// Every chunk taken for captures (start, bytes asked), for the pool's drop.
@@ -77,7 +77,7 @@ impl Captures {
     pub(super) fn check_invariants(&self) -> std::result::Result<(), String> {
         for p in &self.pools {
             p.core.check_invariants().map_err(|e| format!("capture {}: {e}", p.id))?;
-            let tiled: usize = p.chunks.iter().map(|&(_, s)| s).sum();
+            let tiled = p.bytes();
             if p.core.pool_size() != tiled {
                 return Err(format!("capture {} tiles {} bytes of {tiled}", p.id, p.core.pool_size()));
             }
@@ -102,6 +102,11 @@ impl CapturePool {
         let mut core = CoalescingPool::new();
         let set = core.set_of(StreamKey::FRESH);
         CapturePool { id, core, set, chunks: Vec::new(), adopted: Vec::new() }
+    }
+
+    /// Bytes taken from the upstream for this capture.
+    fn bytes(&self) -> usize {
+        self.chunks.iter().map(|&(_, size)| size).sum()
     }
 
     fn holds(&self, ptr: usize) -> bool {
@@ -162,7 +167,11 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// stream's calls go back to the shared memory. The capture's private memory is kept until
     /// [`release_capture`](Self::release_capture). Without effect on a stream not marked.
     pub fn end_capture(&self, stream: CudaStreamView) {
-        let key = super::stream_key(stream);
+        self.unmark(super::stream_key(stream));
+    }
+
+    /// Clears the capture mark of `key`, in the pool's list and in the shard map.
+    fn unmark(&self, key: StreamKey) {
         let mut captures = self.captures.lock();
         captures.streams.retain(|&(k, _)| k != key);
         self.shard_map.end_capture(key);
@@ -224,7 +233,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// Bytes of private memory the pool keeps for capture `id` (0 for an unknown one).
     pub fn capture_pool_size(&self, id: u64) -> usize {
         let captures = self.captures.lock();
-        captures.pools.iter().find(|p| p.id == id).map_or(0, |p| p.chunks.iter().map(|&(_, s)| s).sum())
+        captures.pools.iter().find(|p| p.id == id).map_or(0, CapturePool::bytes)
     }
 
     /// Whether some stream is marked as capturing: the pool then synchronises nothing.
@@ -335,9 +344,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     fn capture_or_unmark(&self, key: StreamKey) -> Result<Option<u64>> {
         let id = self.order.capture_of(key)?;
         if id.is_none() {
-            let mut captures = self.captures.lock();
-            captures.streams.retain(|&(k, _)| k != key);
-            self.shard_map.end_capture(key);
+            self.unmark(key);
         }
         Ok(id)
     }
