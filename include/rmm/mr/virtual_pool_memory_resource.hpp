@@ -21,7 +21,7 @@
 namespace rmm::mr {
 
 /**
- * @brief A pool of device memory that never fragments its address space and gives memory back
+ * @brief A pool of device memory that grows in one reserved address range and gives memory back
  * without moving an address.
  *
  * One range of `maximum_pool_size` bytes of device addresses is reserved at construction

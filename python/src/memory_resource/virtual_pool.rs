@@ -29,8 +29,9 @@ fn checked_sizes(maximum: Option<usize>, initial: Option<usize>) -> PyResult<()>
 }
 
 /// A pool of device memory over one reserved range of addresses (``cuMemAddressReserve``), backed
-/// by physical memory created and mapped in granules as it grows. It never fragments its address
-/// space, and ``release()`` gives memory back to the device with every address unchanged.
+/// by physical memory created and mapped in granules as it grows, right after its free tail, so
+/// the two are one block. ``release()`` gives memory back to the device with every address
+/// unchanged.
 #[pyclass(module = "rmm.pylibrmm.memory_resource._memory_resource", extends = DeviceMemoryResource, subclass, frozen)]
 pub struct VirtualPoolMemoryResource {
     pool: Arc<Rust>,
