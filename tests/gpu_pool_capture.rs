@@ -28,6 +28,11 @@ fn copy(dst: usize, src: usize, bytes: usize, s: CudaStreamView) {
     cu(unsafe { sys::cuMemcpyDtoDAsync_v2(dst as u64, src as u64, bytes, s.as_raw()) }, "cuMemcpyDtoDAsync");
 }
 
+/// Whether `p..p+len` and `q..q+n` overlap.
+fn in_range(p: usize, len: usize, q: usize, n: usize) -> bool {
+    p < q + n && q < p + len
+}
+
 fn read(ptr: usize, bytes: usize) -> Vec<u8> {
     let mut out = vec![0u8; bytes];
     // SAFETY: a synchronous copy from a live device allocation into a host buffer of that size.
@@ -85,6 +90,12 @@ fn replay_capture(pool: &dyn CapturePool, mode: sys::CUstreamCaptureMode) {
     let id = pool.begin(cs.view());
     let a = pool.allocate(n, 256, cs.view()).unwrap() as usize;
     memset(a, n, 0x5a, cs.view());
+    // Eager work on another stream of this thread while the capture runs: in every mode the
+    // pool's calls for it must leave the capture valid.
+    let during = pool.allocate(MIB, 256, eager[0].view()).unwrap() as usize;
+    assert!(!in_range(during, MIB, a, n), "an eager block overlaps the capture's block");
+    memset(during, MIB, 1, eager[0].view());
+    pool.deallocate(during as *mut u8, MIB, 256, eager[0].view()).unwrap();
     let b = pool.allocate(n, 256, cs.view()).unwrap() as usize;
     copy(b, a, n, cs.view());
     copy(out, b, n, cs.view());
@@ -102,7 +113,7 @@ fn replay_capture(pool: &dyn CapturePool, mode: sys::CUstreamCaptureMode) {
     // SAFETY: a graph just captured; exec is a valid out pointer.
     cu(unsafe { sys::cuGraphInstantiateWithFlags(&mut exec, graph, 0) }, "cuGraphInstantiate");
     let captured = [a, b, c];
-    let in_capture = |p: usize| captured.iter().any(|&x| p < x + n && x < p + n);
+    let in_capture = |p: usize| captured.iter().any(|&x| in_range(p, n, x, n));
 
     for i in 0..REPLAYS {
         memset(out, n, 0, launch.view());

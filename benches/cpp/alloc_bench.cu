@@ -80,6 +80,9 @@
 #include <rmm/mr/pool_memory_resource.hpp>
 #include <rmm/mr/statistics_resource_adaptor.hpp>
 #include <rmm/mr/tracking_resource_adaptor.hpp>
+#if __has_include(<rmm/mr/virtual_pool_memory_resource.hpp>)
+#include <rmm/mr/virtual_pool_memory_resource.hpp>
+#endif
 #include <rmm/resource_ref.hpp>
 
 #include <cuda/memory_resource>
@@ -1013,8 +1016,8 @@ void print_usage()
     "alloc_bench [--baselines] [--budget-s S] [--only w1,w2] [--resources r1,r2]\n"
     "            [--patterns own,shared,ptds] [--threads 1,2,4,8,16] [--quick]\n"
     "  workloads: random_allocations fixed_trace threads multi_stream thrust\n"
-    "  resources: pool arena fixed_size binning stats_tracking_pool cuda_async cuda; with --baselines\n"
-    "             also cudaMallocAsync cudaMalloc thrust_default preallocated\n"
+    "  resources: pool arena fixed_size binning stats_tracking_pool virtual_pool (rmm-rs only)\n"
+    "             cuda_async cuda; with --baselines also cudaMallocAsync cudaMalloc thrust_default preallocated\n"
     "  patterns (threads): own (a stream per thread), shared (one stream for all threads),\n"
     "             ptds (the per-thread default stream)\n"
     "  threads:   thread counts of the threads workload, 1..64");
@@ -1162,6 +1165,12 @@ int main(int argc, char** argv)
       rmm::mr::pool_memory_resource pool{rmm::mr::cuda_memory_resource{}, rmm::percent_of_free_device_memory(50)};
       return rmm::mr::statistics_resource_adaptor{rmm::mr::tracking_resource_adaptor{pool}};
     });
+#if __has_include(<rmm/mr/virtual_pool_memory_resource.hpp>)
+    // rmm-rs only: the virtual-memory pool, the same size as `pool`, all of it mapped on demand.
+    with_resource(impl, "virtual_pool", in, [] {
+      return rmm::mr::virtual_pool_memory_resource{rmm::percent_of_free_device_memory(50)};
+    });
+#endif
     with_resource(impl, "cuda_async", in, [] { return rmm::mr::cuda_async_memory_resource{}; });
     with_resource(impl, "cuda", in, [] { return rmm::mr::cuda_memory_resource{}; });
 

@@ -29,7 +29,11 @@ Workloads:
   peak_reserved  bytes the allocator held from the device at its highest, over the whole process:
               native: torch.cuda.max_memory_reserved(); rmm_pool: the StatisticsResourceAdaptor's
               peak_bytes under the pool, i.e. the pool's size high-water (what the pool took from
-              cudaMalloc, including the initial pool). pool_size_end is pool.pool_size() at the end.
+              cudaMalloc, including the initial pool); rmm_virtual_pool: the bytes mapped at the end
+              (it unmaps only when asked). pool_size_end is pool.pool_size() at the end.
+  peak_live_bytes  (with --live) bytes allocated and not yet freed at the highest: native:
+              torch.cuda.max_memory_allocated() (PyTorch's rounded block sizes); the rmm modes: a
+              StatisticsResourceAdaptor over the pool (the requested sizes), which --live adds.
 """
 
 import os
@@ -47,34 +51,39 @@ EXTRA_MODES = ("native_expandable", "rmm_virtual_pool")
 
 
 def setup(mode, args):
-    """Installs the allocator for ``mode``; returns (impl label, function giving the peak, pool)."""
+    """Installs the allocator for ``mode``; returns (impl label, function giving the peak, pool,
+    the statistics adaptor on top of the pool that counts the live bytes)."""
     import torch
 
     if args.device == "cpu":  # the script's own check, without a GPU: nothing to compare
         if mode != "native":
             raise RuntimeError("--device cpu runs the native mode only")
-        return "torch-cpu", None, None
+        return "torch-cpu", None, None, None
     if not torch.cuda.is_available():
         raise RuntimeError("no CUDA device visible to PyTorch")
     if mode in ("native", "native_expandable"):
         label = "torch-native" if mode == "native" else "torch-expandable"
-        return label, torch.cuda.max_memory_reserved, None
+        return label, torch.cuda.max_memory_reserved, None, None
     import rmm
     from rmm.allocators.torch import rmm_torch_allocator
 
     if rmm_torch_allocator is None:
         raise RuntimeError("rmm.allocators.torch.rmm_torch_allocator is None")
     if mode == "rmm_virtual_pool":
+        # The virtual pool never unmaps on its own (only release() does): what it maps at the end
+        # is what it mapped at its highest.
         vpool = rmm.mr.VirtualPoolMemoryResource()
-        rmm.mr.set_current_device_resource(vpool)
+        top = rmm.mr.StatisticsResourceAdaptor(vpool) if args.live else None
+        rmm.mr.set_current_device_resource(top or vpool)
         torch.cuda.memory.change_current_allocator(rmm_torch_allocator)
-        return bc.impl_name(args) + "-virtual", vpool.mapped_bytes, vpool
+        return bc.impl_name(args) + "-virtual", vpool.mapped_bytes, vpool, top
     stats = rmm.mr.StatisticsResourceAdaptor(rmm.mr.CudaMemoryResource())
     pool = rmm.mr.PoolMemoryResource(stats, initial_pool_size=args.initial_pool_size,
                                      maximum_pool_size=args.maximum_pool_size)
-    rmm.mr.set_current_device_resource(pool)
+    top = rmm.mr.StatisticsResourceAdaptor(pool) if args.live else None
+    rmm.mr.set_current_device_resource(top or pool)
     torch.cuda.memory.change_current_allocator(rmm_torch_allocator)
-    return bc.impl_name(args), lambda: stats.allocation_counts.peak_bytes, pool
+    return bc.impl_name(args), lambda: stats.allocation_counts.peak_bytes, pool, top
 
 
 def sync(args):
@@ -137,7 +146,7 @@ def train(impl, args):
 
 def run_mode(mode, args):
     try:
-        impl, peak, pool = setup(mode, args)
+        impl, peak, pool, top = setup(mode, args)
     except Exception as e:  # no GPU, no torch, an rmm without the allocator
         label = {"native": "torch-native", "native_expandable": "torch-expandable"}.get(mode, bc.impl_name(args))
         bc.fail(label, "setup", f"mode={mode}", e)
@@ -156,6 +165,12 @@ def run_mode(mode, args):
     # Over the whole process (the empty loop's allocations are far below the training's).
     if peak is not None:
         bc.row(impl, "train_step", param, int(peak()), "peak_reserved_bytes")
+    if top is not None:
+        bc.row(impl, "train_step", param, int(top.allocation_counts.peak_bytes), "peak_live_bytes")
+    elif peak is not None and args.live:
+        import torch
+
+        bc.row(impl, "train_step", param, int(torch.cuda.max_memory_allocated()), "peak_live_bytes")
     if pool is not None:
         bc.row(impl, "train_step", param, int(pool.pool_size()), "pool_size_end_bytes")
     return status
@@ -171,6 +186,9 @@ def main():
     p.add_argument("--train-budget", type=float, default=300.0,
                    help="seconds after which training stops early, with a comment (default 300)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--live", action="store_true",
+                   help="also report peak_live_bytes (the rmm modes then count through a "
+                        "StatisticsResourceAdaptor over the pool)")
     p.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
                    help="cpu: the native mode on the CPU, a check of the script without a GPU")
     p.add_argument("--max-shape", type=int, default=None,

@@ -124,6 +124,9 @@ pub struct PoolMemoryResource<U: MemoryResource> {
     in_place: Option<Arc<dyn ReservedRange>>,
     /// The private memory of CUDA graph captures (see `capture.rs`).
     captures: Mutex<capture::Captures>,
+    /// How many streams are marked as capturing: read without the lock by the stream identity
+    /// checks, which must not ask the driver about a capturing stream.
+    marked_streams: AtomicUsize,
 }
 
 /// What one attempt to grow the pool came to.
@@ -220,6 +223,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             _tenancy: tenancy,
             in_place,
             captures: Mutex::new(capture::Captures::default()),
+            marked_streams: AtomicUsize::new(0),
         };
         if initial_size > 0 {
             let ptr = allocate_chunk(&pool.upstream, initial_size, GRANULE, CudaStreamView::DEFAULT)?;

@@ -100,6 +100,19 @@ impl StreamOrder for CaptureOrder {
         }
         Ok(())
     }
+    /// As the driver's `cuStreamGetId`: refused on a capturing stream, and an unsafe call for a
+    /// thread not relaxed while a capture is in progress (unless relaxing is refused, as where
+    /// there is no driver and so no capture to keep valid). Streams are never replaced here, so each
+    /// key's answer is the same, and never trusted.
+    fn identity(&self, key: StreamKey, _known: u64) -> u64 {
+        let mut s = self.0.lock().unwrap();
+        if s.capturing.contains_key(&key.0) {
+            s.illegal.push(format!("identity of capturing stream {:#x}", key.0));
+        } else if !s.capturing.is_empty() && !s.refuse_relax && Self::thread_mode() != CAPTURE_MODE_RELAXED {
+            s.illegal.push(format!("identity of {:#x} during a capture, mode not relaxed", key.0));
+        }
+        key.0 as u64 | 1 << 63
+    }
     fn capture_of(&self, key: StreamKey) -> Result<Option<u64>> {
         let mut s = self.0.lock().unwrap();
         s.capture_queries += 1;

@@ -174,6 +174,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     fn unmark(&self, key: StreamKey) {
         let mut captures = self.captures.lock();
         captures.streams.retain(|&(k, _)| k != key);
+        self.marked_streams.store(captures.streams.len(), Ordering::Release);
         self.shard_map.end_capture(key);
     }
 
@@ -250,6 +251,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         }
         captures.streams.retain(|&(k, _)| k != key);
         captures.streams.push((key, id));
+        self.marked_streams.store(captures.streams.len(), Ordering::Release);
         captures.pool_index(id);
         Ok(())
     }

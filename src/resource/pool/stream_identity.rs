@@ -21,6 +21,7 @@ use crate::pool::{
 };
 use crate::resource::MemoryResource;
 use crate::stream_registry::{add_tenant, StreamTenant, Tenancy};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
 impl<U: MemoryResource> PoolMemoryResource<U> {
@@ -43,9 +44,34 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         }
         // The old stream's sets are retired: a new set for the stream the handle names now.
         let set = core.set_of(key);
-        let identity = self.order.identity(key, IDENTITY_UNKNOWN);
+        let identity = self.stream_identity(key, IDENTITY_UNKNOWN);
         core.set_identity(set, identity);
         set
+    }
+
+    /// The stream order's identity of `key`'s stream (see [`StreamOrder::identity`]), asked only
+    /// where the driver allows it. The driver refuses `cuStreamGetId` on a capturing stream (and
+    /// the refusal invalidates the capture), so the pool first asks whether `key` captures where
+    /// it may: while some stream is marked as capturing, and on a stream's first use of a set
+    /// (which is how a capture not announced is found on a stream new to the pool; a warm stream's
+    /// capture must be announced). A capturing stream is alive and named by its handle, so its
+    /// sets keep the identity they have; a set new to it gets one that no other call gets, so
+    /// that nothing is ever taken on trust from it. Other streams are asked with the thread's
+    /// capture mode relaxed while a capture is marked, which a global-mode capture needs.
+    #[cold]
+    #[inline(never)]
+    fn stream_identity(&self, key: StreamKey, known: u64) -> u64 {
+        let marked = self.marked_streams.load(Ordering::Acquire) != 0;
+        if !marked && (known != IDENTITY_UNKNOWN || !self.ordered) {
+            return self.order.identity(key, known);
+        }
+        if let Ok(Some(_)) = self.order.capture_of(key) {
+            return if known == IDENTITY_UNKNOWN { next_retirement_number() as u64 | 1 << 62 } else { known };
+        }
+        if !marked {
+            return self.order.identity(key, known);
+        }
+        super::capture::relaxed_if_possible(&*self.order, || self.order.identity(key, known))
     }
 
     /// The set of `key`'s own free lists for a free on `key`. Frees do not check the identity of
@@ -63,7 +89,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     #[cold]
     #[inline(never)]
     fn learn_identity(&self, core: &mut CoalescingPool, set: SetId) {
-        let identity = self.order.identity(core.key_of(set), IDENTITY_UNKNOWN);
+        let identity = self.stream_identity(core.key_of(set), IDENTITY_UNKNOWN);
         core.set_identity(set, identity);
     }
 
@@ -81,7 +107,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     fn check_identity(&self, core: &mut CoalescingPool, set: SetId) -> bool {
         let key = core.key_of(set);
         let known = core.identity(set);
-        let now = self.order.identity(key, known);
+        let now = self.stream_identity(key, known);
         if known == IDENTITY_UNKNOWN || known == now {
             core.set_identity(set, now);
             return true;
