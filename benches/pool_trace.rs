@@ -224,8 +224,19 @@ fn main() {
                 for n in [1, 2, 4, 8, 16] {
                     let s = stat((0..5).map(|_| bench_threads(&pool, n, 200_000, one)).collect());
                     row(&format!("rmm-rs pool<cuda>, {n} threads, {what}"), s);
+                    let s = stat((0..5).map(|_| bench_threads(&virtual_pool, n, 200_000, one)).collect());
+                    row(&format!("rmm-rs virtual pool, {n} threads, {what}"), s);
                 }
             }
+            // Mapped on demand from nothing, as a program that does not size its pool has it.
+            let grown = VirtualPoolMemoryResource::new(64 << 30, 0).expect("virtual pool");
+            for (one, what) in [(false, "own streams"), (true, "one stream")] {
+                for n in [1, 8, 16] {
+                    let s = stat((0..5).map(|_| bench_threads(&grown, n, 200_000, one)).collect());
+                    row(&format!("rmm-rs virtual pool from 0, {n} threads, {what}"), s);
+                }
+            }
+            println!("virtual pool from 0: {} bytes mapped", grown.mapped_bytes());
         }
     } else {
         println!("skipped: no CUDA device (CUDA rows not run)");

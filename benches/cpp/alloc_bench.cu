@@ -1166,9 +1166,10 @@ int main(int argc, char** argv)
       return rmm::mr::statistics_resource_adaptor{rmm::mr::tracking_resource_adaptor{pool}};
     });
 #if __has_include(<rmm/mr/virtual_pool_memory_resource.hpp>)
-    // rmm-rs only: the virtual-memory pool, the same size as `pool`, all of it mapped on demand.
+    // rmm-rs only: the virtual-memory pool made like `pool` (that much mapped at once).
     with_resource(impl, "virtual_pool", in, [] {
-      return rmm::mr::virtual_pool_memory_resource{rmm::percent_of_free_device_memory(50)};
+      auto const size = rmm::percent_of_free_device_memory(50);
+      return rmm::mr::virtual_pool_memory_resource{size, size};
     });
 #endif
     with_resource(impl, "cuda_async", in, [] { return rmm::mr::cuda_async_memory_resource{}; });
