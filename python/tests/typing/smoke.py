@@ -8,18 +8,25 @@ On a machine with a GPU it also runs (``python smoke.py``; ``test_typing_smoke.p
 pytest); without one, the type check is the whole test.
 """
 
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
-from typing_extensions import assert_type
+
+if sys.version_info >= (3, 11):
+    from typing import assert_type
+else:  # typing_extensions comes with mypy
+    from typing_extensions import assert_type
 
 import rmm
 import rmm.statistics
 from rmm.allocators.cupy import rmm_cupy_allocator
-from rmm.allocators.torch import rmm_torch_allocator
 from rmm.pylibrmm.stream import DEFAULT_STREAM, CudaStreamFlags, Stream
+
+if TYPE_CHECKING:  # importing it imports PyTorch, which a run of this script leaves alone
+    from rmm.allocators.torch import rmm_torch_allocator
 
 
 def resources() -> rmm.mr.DeviceMemoryResource:
@@ -110,8 +117,9 @@ def main() -> None:
     assert_type(rmm.mr.get_per_device_resource(0), rmm.mr.DeviceMemoryResource)
     allocator: Callable[[int], object] = rmm_cupy_allocator  # cupy.cuda.set_allocator(...)
     del allocator
-    if rmm_torch_allocator is not None:  # PyTorch with a GPU is installed
-        print("torch.cuda.memory.change_current_allocator(rmm_torch_allocator) would install it")
+    if TYPE_CHECKING and rmm_torch_allocator is not None:  # PyTorch sees a GPU
+        torch_allocator: object = rmm_torch_allocator  # torch.cuda.memory.change_current_allocator
+        del torch_allocator
     rmm.set_logging_level(rmm.level_enum.warn)
     assert_type(rmm.get_logging_level(), rmm.level_enum)
     rmm.reinitialize()
