@@ -17,6 +17,9 @@
 #                            # (.venv-py) made with maturin, numpy and pytest from PyPI if missing
 #   make python-test         # ... installed into VENV_PY, and pytest from python/tests (make test
 #                            # runs it; GPU tests print their skip reason)
+#   make python-typecheck    # the .pyi stubs against the extension (mypy.stubtest) and mypy --strict
+#                            # on python/tests/typing/smoke.py, against that wheel (python-test runs it)
+#   make wheels CUDA_MAJOR=13   # the wheel a user installs, rmm-rs-cu13 (or -cu12), into DIST_DIR (dist/)
 #   make -j2                 # staticlib (cargo build --release -p rmm-cpp), examples, tests -> build/cpp/bin
 #   make run                 # ... and run them all (without a GPU they print "skipped: ...")
 #   make std-check           # every public header in one TU, -std=c++17 and -std=c++20, and
@@ -58,7 +61,7 @@ CCCL_INCLUDE     ?= $(CUDA_HOME)/include/cccl
 rmm_nvcc_ok       = $(shell $(NVCC) --version 2>/dev/null | grep -q 'release 13\.' && echo yes)
 rmm_cccl_version  = $(shell sed -n 's/^.*define CCCL_VERSION \([0-9]*\).*/\1/p' '$(CCCL_INCLUDE)/cuda/std/__cccl/version.h' 2>/dev/null)
 rmm_cccl_ok       = $(if $(rmm_cccl_version),$(shell [ $(rmm_cccl_version) -ge 3005000 ] && echo yes))
-ifneq ($(filter-out clean fuzz test-scale staticlib python python-venv python-test,$(or $(MAKECMDGOALS),all)),)
+ifneq ($(filter-out clean fuzz test-scale staticlib python python-venv python-test wheels python-typecheck python-typecheck-installed,$(or $(MAKECMDGOALS),all)),)
 ifneq ($(rmm_nvcc_ok)$(rmm_cccl_ok),yesyes)
 $(info rmm-rs: $(if $(rmm_no_venv),no CUDA_HOME given and no toolchain in .venv-cuda yet,not found: $(strip $(if $(rmm_nvcc_ok),,nvcc 13.x at $(NVCC);) $(if $(rmm_cccl_ok),,CCCL >= 3.5 at $(CCCL_INCLUDE)))))
 $(info rmm-rs: installing the pinned toolchain: bash .ci/install-toolchain.sh)
@@ -315,3 +318,41 @@ python: python-venv
 python-test: python
 	$(VENV_PY)/bin/pip install -q --disable-pip-version-check --no-deps --force-reinstall $(WHEEL_DIR)/rmm_rs-*.whl
 	cd $(REPO)/python/tests && $(VENV_PY)/bin/python -m pytest -q -rs
+	+$(MAKE) --no-print-directory python-typecheck-installed
+
+# The type information (the .pyi stubs beside the modules, and py.typed), checked against the
+# wheel installed in VENV_PY: mypy.stubtest imports each stubbed module (no GPU needed) and compares
+# the stubs with what the extension has (python/tests/typing/stubtest_allowlist.txt: the meant
+# differences); mypy --strict checks python/tests/typing/smoke.py, the API used as a user would.
+MYPY_VERSION ?= 2.4.1
+MYPY_CACHE   ?= $(REPO)/build/mypy-cache
+# Every module with a stub (python/rmm/**/*.pyi).
+STUBBED      := $(sort $(subst /,.,$(patsubst $(REPO)/python/%.pyi,%,$(shell find $(REPO)/python/rmm -name '*.pyi'))))
+.PHONY: python-typecheck python-typecheck-installed wheels
+python-typecheck: python
+	$(VENV_PY)/bin/pip install -q --disable-pip-version-check --no-deps --force-reinstall $(WHEEL_DIR)/rmm_rs-*.whl
+	+$(MAKE) --no-print-directory python-typecheck-installed
+python-typecheck-installed: $(VENV_PY)/bin/mypy
+	cd $(REPO)/python/tests/typing && $(VENV_PY)/bin/python -m mypy.stubtest --mypy-config-file mypy.ini \
+	  --allowlist stubtest_allowlist.txt $(STUBBED)
+	cd $(REPO)/python/tests/typing && $(VENV_PY)/bin/python -m mypy --strict --config-file mypy.ini \
+	  --cache-dir $(MYPY_CACHE) smoke.py
+$(VENV_PY)/bin/mypy: | $(VENV_PY)/bin/maturin
+	$(VENV_PY)/bin/pip install -q --disable-pip-version-check 'mypy==$(MYPY_VERSION)'
+
+# The wheel a user installs, one per CUDA major: distribution rmm-rs-cu13 or rmm-rs-cu12, import
+# name rmm, with the stubs and py.typed; maturin builds it (release) as rmm-rs and
+# python/tools/name_wheel.py renames it into DIST_DIR. WHEEL_CUDA_MAJOR follows CUDA_MAJOR
+# (default 13); for 12 the Python crate is built with WHEEL_CUDA12_FEATURES. One abi3 wheel serves
+# CPython 3.10 and newer; its manylinux tag is the glibc its symbols need.
+DIST_DIR              ?= $(REPO)/dist
+WHEEL_CUDA_MAJOR      ?= $(or $(CUDA_MAJOR),13)
+WHEEL_CUDA12_FEATURES ?= cuda-12
+wheel_stage            = $(REPO)/build/wheel-cu$(WHEEL_CUDA_MAJOR)
+wheels: python-venv
+	@case '$(WHEEL_CUDA_MAJOR)' in 12|13) ;; *) echo "wheels: CUDA_MAJOR must be 12 or 13, not '$(WHEEL_CUDA_MAJOR)'" >&2; exit 1;; esac
+	rm -rf $(wheel_stage) && mkdir -p $(wheel_stage) $(DIST_DIR)
+	cd $(REPO)/python && $(VENV_PY)/bin/maturin build --release --interpreter $(VENV_PY)/bin/python \
+	  $(if $(filter 12,$(WHEEL_CUDA_MAJOR)),--features $(WHEEL_CUDA12_FEATURES)) -o $(wheel_stage)
+	rm -f $(DIST_DIR)/rmm_rs_cu$(WHEEL_CUDA_MAJOR)-*.whl
+	$(VENV_PY)/bin/python $(REPO)/python/tools/name_wheel.py $(wheel_stage)/rmm_rs-*.whl rmm-rs-cu$(WHEEL_CUDA_MAJOR) $(DIST_DIR)

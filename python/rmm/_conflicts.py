@@ -18,7 +18,8 @@ import warnings
 # RMM's Python package, and its C++ library as a wheel.
 PYTHON_DISTRIBUTIONS = ("rmm-cu13", "rmm-cu12")
 LIBRARY_DISTRIBUTIONS = ("librmm-cu13", "librmm-cu12")
-OURS = "rmm-rs"
+# This package's distributions: the wheels per CUDA major, and the build from the repository.
+OUR_DISTRIBUTIONS = ("rmm-rs-cu13", "rmm-rs-cu12", "rmm-rs")
 
 
 class RMMDistributionWarning(UserWarning):
@@ -44,24 +45,31 @@ def _shares_our_folder(dist, package_dir):
     return False
 
 
+def _ours():
+    """The name of the distribution of this package that is installed (rmm-rs when none is)."""
+    return next((name for name in OUR_DISTRIBUTIONS if _find(name) is not None), OUR_DISTRIBUTIONS[-1])
+
+
 def check(package_dir):
     """Raises ImportError or warns (see the module's text) for RMM's distributions."""
+    ours = None
     for name in PYTHON_DISTRIBUTIONS:
         dist = _find(name)
         if dist is None:
             continue
         version = dist.version
+        ours = ours or _ours()
         if _shares_our_folder(dist, package_dir):
             raise ImportError(
-                f"{name} {version} (RMM's own Python package) and {OURS} are both installed in "
+                f"{name} {version} (RMM's own Python package) and {ours} are both installed in "
                 f"{os.path.dirname(os.path.realpath(package_dir))}: both provide the package "
                 f"'rmm', so that folder now mixes files of the two and is neither. Keep one: "
-                f"'pip uninstall -y {name} {OURS}', then install again the one you want: "
-                f"rmm-rs from its repository ('pip install <clone>/python') or 'pip install {name}'."
+                f"'pip uninstall -y {name} {ours}', then install again the one you want: "
+                f"rmm-rs (its wheel, or 'pip install <clone>/python') or 'pip install {name}'."
             )
         warnings.warn(
             f"{name} {version} (RMM's own Python package) is also installed, in another "
-            f"directory of sys.path; 'import rmm' gives {OURS} (found first). Uninstall one of "
+            f"directory of sys.path; 'import rmm' gives {ours} (found first). Uninstall one of "
             f"them ('pip uninstall {name}') to make the choice explicit.",
             RMMDistributionWarning,
             stacklevel=3,
@@ -69,10 +77,11 @@ def check(package_dir):
     for name in LIBRARY_DISTRIBUTIONS:
         dist = _find(name)
         if dist is not None:
+            ours = ours or _ours()
             warnings.warn(
-                f"{name} {dist.version} (RMM's C++ library) is installed beside {OURS}. Libraries "
+                f"{name} {dist.version} (RMM's C++ library) is installed beside {ours}. Libraries "
                 f"linked to it (cuDF, for one) allocate through RMM's own resources, not through "
-                f"rmm.mr's current resource, and cannot use {OURS} yet.",
+                f"rmm.mr's current resource, and cannot use {ours} yet.",
                 RMMDistributionWarning,
                 stacklevel=3,
             )

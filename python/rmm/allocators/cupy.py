@@ -10,7 +10,7 @@ is not installed).
 from typing import Any
 
 from rmm import pylibrmm
-from rmm._native import rmm_cupy_allocator
+from rmm._native import rmm_cupy_allocator as rmm_cupy_allocator
 from rmm.pylibrmm.stream import Stream
 
 try:

@@ -1,0 +1,5 @@
+# Type stubs of rmm.pylibrmm.helper.
+
+import re
+
+pattern: re.Pattern[str]
