@@ -5,9 +5,11 @@
 //!
 //! The driver is asked with `cuPointerGetAttributes`, which answers "unknown" for an address it
 //! does not know instead of failing, so the check makes no failing driver call. An address the
-//! driver does not know is looked up in the process's own mappings (`/proc/self/maps`), which
-//! also tell readable from writable memory and from the inaccessible address ranges the driver
-//! reserves for itself (where freed device memory was, for instance).
+//! driver does not know is host memory to the driver: its first and last bytes are read with
+//! `process_vm_readv`, which fails for memory that is not there or not readable (such as the
+//! inaccessible address ranges the driver reserves for itself, where freed device memory was)
+//! instead of faulting, and `mincore` finds unmapped pages between them; a copy's host
+//! destination is also looked up in the process's mappings (`/proc/self/maps`) to be writable.
 
 use crate::driver::{self, DevicePtr};
 use crate::error::{Error, Result};
@@ -48,7 +50,7 @@ const CU_MEMORYTYPE_HOST: u32 = 1;
 pub fn memory_kind(addr: usize) -> Result<MemoryKind> {
     Ok(match driver_kind(addr)? {
         Some(kind) => kind,
-        None if host_access(addr, 1, b'-') => MemoryKind::PageableHost,
+        None if host_readable(addr, 1) => MemoryKind::PageableHost,
         None => MemoryKind::Unmapped,
     })
 }
@@ -91,13 +93,66 @@ pub fn check(addr: usize, bytes: usize, access: Access) -> Result<()> {
             "host memory the driver does not know (pageable or unmapped), which the device cannot address",
         ));
     }
-    let permission = if access == Access::CopyFrom { b'r' } else { b'w' };
-    if host_access(addr, bytes, permission) {
-        Ok(())
-    } else if permission == b'w' && host_access(addr, bytes, b'r') {
-        Err(bad("host memory that is not writable"))
-    } else {
-        Err(bad("neither device, managed nor accessible host memory of this process (unmapped)"))
+    if !host_readable(addr, bytes) {
+        return Err(bad("neither device, managed nor readable host memory of this process (unmapped)"));
+    }
+    if access != Access::CopyFrom && !host_access(addr, bytes, b'w') {
+        return Err(bad("host memory that is not writable"));
+    }
+    Ok(())
+}
+
+/// Whether the `bytes` bytes at `addr` are readable host memory: the first and the last byte are
+/// read from this process with `process_vm_readv`, which reports an unreadable byte by a short
+/// count or EFAULT instead of a fault (where that call is not allowed, by a seccomp filter or an
+/// old kernel, the mappings tell), and `mincore` finds any unmapped page between them. (A page
+/// between them that is mapped but not readable, which takes two mappings of different kinds side
+/// by side inside one buffer, is not looked for: reading every page costs about as much as the
+/// copy.)
+fn host_readable(addr: usize, bytes: usize) -> bool {
+    let Some(last) = bytes.checked_sub(1).and_then(|n| addr.checked_add(n)) else { return false };
+    let mut probe = [0u8; 2];
+    let remote = [
+        libc::iovec { iov_base: addr as *mut libc::c_void, iov_len: 1 },
+        libc::iovec { iov_base: last as *mut libc::c_void, iov_len: 1 },
+    ];
+    let local = libc::iovec { iov_base: probe.as_mut_ptr().cast(), iov_len: 2 };
+    // SAFETY: `local` names the 2 writable bytes of `probe`; the remote addresses are only read by
+    // the kernel, which reports the ones it cannot read instead of faulting.
+    let got = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, remote.as_ptr(), 2, 0) };
+    if got < 0 {
+        return match std::io::Error::last_os_error().raw_os_error() {
+            Some(libc::EFAULT) => false,
+            _ => host_access(addr, bytes, b'r'),
+        };
+    }
+    got == 2 && all_pages_mapped(addr, bytes)
+}
+
+/// Whether every page of the `bytes` bytes at `addr` is mapped (`mincore`, which fails with
+/// ENOMEM for a range with an unmapped page; one byte of answer per page, 4096 pages a call).
+fn all_pages_mapped(addr: usize, bytes: usize) -> bool {
+    let page = page_size();
+    let Some(end) = addr.checked_add(bytes) else { return false };
+    let mut residency = [0u8; 4096];
+    let mut at = addr & !(page - 1);
+    while at < end {
+        let len = (end - at).min(residency.len() * page);
+        // SAFETY: `at` is page-aligned and `residency` has room for one byte per page of `len`
+        // bytes; mincore only reads the process's page tables.
+        if unsafe { libc::mincore(at as *mut libc::c_void, len, residency.as_mut_ptr()) } != 0 {
+            return false;
+        }
+        at += len;
+    }
+    true
+}
+
+fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    match unsafe { libc::sysconf(libc::_SC_PAGESIZE) } {
+        n if n > 0 && (n as usize).is_power_of_two() => n as usize,
+        _ => 4096,
     }
 }
 
@@ -143,6 +198,10 @@ mod tests {
         assert!(host_access(v.as_ptr() as usize, v.len(), b'w'));
         assert!(!host_access(8, 16, b'-'));
         assert!(!host_access(usize::MAX - 10, 5, b'-'));
+        assert!(host_readable(v.as_ptr() as usize, v.len()));
+        assert!(host_readable(v.as_ptr() as usize + 5, 1));
+        assert!(!host_readable(8, 16));
+        assert!(!host_readable(usize::MAX - 10, 5));
         // Code is readable, not writable.
         let code = check_refuses_null_unmapped_and_overflowing_ranges as fn() as usize;
         assert!(host_access(code, 1, b'r') && !host_access(code, 1, b'w'));

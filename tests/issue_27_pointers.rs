@@ -48,7 +48,7 @@ fn checked_copies_refuse_bad_pointers_and_copy_good_ones() {
     let message = check(8, 16, Access::CopyFrom).unwrap_err().to_string();
     assert_eq!(
         message,
-        "bad pointer 0x8 (16 bytes): neither device, managed nor accessible host memory of this process (unmapped)"
+        "bad pointer 0x8 (16 bytes): neither device, managed nor readable host memory of this process (unmapped)"
     );
     if common::gpu() {
         // SAFETY: both are live host buffers of 256 bytes; the stream is waited for before either dies.
