@@ -112,7 +112,7 @@ def test_torch_out_of_memory_is_torch_cuda_out_of_memory_error(gpu, kind, patter
     assert result["max_allocated"] >= 8 << 20
 
 
-def test_cupy_out_of_memory_is_cupy_out_of_memory_error(gpu, host_mr):
+def test_cupy_out_of_memory_is_cupy_out_of_memory_error(gpu):
     cupy = pytest.importorskip("cupy")
     from rmm.allocators.cupy import rmm_cupy_allocator
 
