@@ -8,7 +8,10 @@ mod common;
 
 use rmm::copy::copy_async_checked;
 use rmm::pointer::{check, memory_kind, Access, MemoryKind};
-use rmm::resource::{CudaMemoryResource, ManagedMemoryResource, PinnedHostMemoryResource};
+use rmm::resource::{
+    CudaAsyncMemoryResource, CudaMemoryResource, ManagedMemoryResource, PinnedHostMemoryResource, PoolMemoryResource,
+    VirtualPoolMemoryResource,
+};
 use rmm::{CudaStreamView, Error, MemoryResource};
 
 const S: CudaStreamView = CudaStreamView::DEFAULT;
@@ -96,4 +99,32 @@ fn gpu_device_access_refuses_pageable_memory_and_ranges_that_run_off() {
     cuda.deallocate(p, 1 << 21, 256, S).unwrap();
     // Freed device memory: the driver no longer knows it, and the process cannot read it.
     assert!(is_bad_pointer(&check(p as usize, 16, Access::CopyFrom)));
+}
+
+#[test]
+fn gpu_blocks_of_every_device_pool_are_device_memory() {
+    // What Python's DeviceBuffer(ptr=) gets from the usual resources must pass: a stream-ordered
+    // driver pool, a pool's block inside a chunk, and a virtual pool's mapped memory (a block may
+    // span two mappings: both ends are device memory).
+    if !common::gpu() {
+        return;
+    }
+    let asynchronous = CudaAsyncMemoryResource::new(None, None).unwrap();
+    let pool = PoolMemoryResource::new(CudaMemoryResource::new(), 8 << 20, None).unwrap();
+    let mut resources: Vec<Box<dyn MemoryResource>> = vec![Box::new(asynchronous), Box::new(pool)];
+    match VirtualPoolMemoryResource::new(64 << 20, 4 << 20) {
+        Ok(virtual_pool) => resources.push(Box::new(virtual_pool)),
+        Err(e) => println!("no virtual pool here: {e}"),
+    }
+    for mr in &resources {
+        let blocks: Vec<*mut u8> = (0..4).map(|_| mr.allocate(3 << 20, 256, S).unwrap()).collect();
+        for &p in &blocks {
+            assert_eq!(memory_kind(p as usize).unwrap(), MemoryKind::Device);
+            assert_eq!(check(p as usize, 3 << 20, Access::CopyFrom), Ok(()));
+            assert_eq!(check(p as usize, 3 << 20, Access::Device), Ok(()));
+        }
+        for p in blocks {
+            mr.deallocate(p, 3 << 20, 256, S).unwrap();
+        }
+    }
 }
