@@ -4,6 +4,7 @@
 
 use crate::driver::{self, DevicePtr};
 use crate::error::Result;
+use crate::pointer::{check, Access};
 use crate::stream::CudaStreamView;
 
 /// Enqueues a copy of `bytes` bytes from `src` to `dst` on `stream` (`cuMemcpyAsync`). A copy from
@@ -20,6 +21,23 @@ pub unsafe fn copy_async(dst: *mut u8, src: *const u8, bytes: usize, stream: Cud
     // SAFETY: the ranges are readable and writable for `bytes` bytes until the copy has run and do
     // not overlap (this function's contract); a view names a live stream.
     unsafe { driver::memcpy_async(DevicePtr::from_ptr(dst), DevicePtr::from_ptr(src), bytes, stream.stream_handle()) }
+}
+
+/// As [`copy_async`], for addresses a caller handed over: first refuses, with
+/// [`crate::Error::BadPointer`], a source or destination range that no copy can use (null,
+/// unmapped, a host destination that is not writable, a range that runs off its memory; see
+/// [`crate::pointer::check`]), where the driver would read or write it on the CPU and kill the
+/// process. Asks the driver up to four questions first: for code that copies from raw addresses it
+/// did not allocate.
+///
+/// # Safety
+/// As [`copy_async`]: the check finds memory that is not there, not memory that is another
+/// owner's or freed before the copy has run.
+pub unsafe fn copy_async_checked(dst: *mut u8, src: *const u8, bytes: usize, stream: CudaStreamView) -> Result<()> {
+    check(src as usize, bytes, Access::CopyFrom)?;
+    check(dst as usize, bytes, Access::CopyTo)?;
+    // SAFETY: the caller's contract.
+    unsafe { copy_async(dst, src, bytes, stream) }
 }
 
 /// Enqueues setting `bytes` bytes at `dst` to `value` on `stream` (`cuMemsetD8Async`).

@@ -109,6 +109,16 @@ pub enum Error {
     /// not aligned as asked); the message says how. Nothing was handed out and what the upstream
     /// returned was given back. RMM has no such check; the C++ face throws `rmm::logic_error`.
     BadUpstream(String),
+    /// An address a caller handed over is not memory the operation can use (see
+    /// [`crate::pointer::check`]).
+    BadPointer {
+        /// The address.
+        ptr: usize,
+        /// Bytes from it the operation needed.
+        bytes: usize,
+        /// What the memory is instead.
+        what: &'static str,
+    },
     /// A file (for example a log) could not be opened or written.
     Io {
         /// The file.
@@ -188,6 +198,7 @@ impl fmt::Display for Error {
             Error::NoDriver(msg) => write!(f, "no CUDA driver: {msg}"),
             Error::Misuse(m) => write!(f, "misuse: {m}"),
             Error::BadUpstream(msg) => write!(f, "bad upstream: {msg}"),
+            Error::BadPointer { ptr, bytes, what } => write!(f, "bad pointer {ptr:#x} ({bytes} bytes): {what}"),
             Error::Io { path, message } => write!(f, "cannot write {path}: {message}"),
         }
     }

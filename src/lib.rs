@@ -68,6 +68,7 @@ pub mod event;
 pub mod fixed_size;
 pub mod logger;
 pub mod per_device_resource;
+pub mod pointer;
 pub mod pool;
 pub mod prefetch;
 pub mod process_exit;

@@ -249,6 +249,29 @@ fn statistics_push_pop_semantics() {
 }
 
 #[test]
+fn statistics_stack_bytes_and_reset_peaks() {
+    let stats = StatisticsResourceAdaptor::new(HostMemoryResource::new());
+    let a = stats.allocate_sync(1000, 256).unwrap();
+    stats.deallocate_sync(a, 1000, 256).unwrap();
+    let a = stats.allocate_sync(400, 256).unwrap();
+    assert_eq!(stats.stack_bytes(), c(400, 1000, 1400));
+    stats.reset_peaks();
+    assert_eq!(stats.stack_bytes(), c(400, 400, 1400));
+    assert_eq!(stats.allocations_counter(), c(1, 1, 2));
+    stats.push_counters();
+    let b = stats.allocate_sync(300, 256).unwrap();
+    stats.deallocate_sync(b, 300, 256).unwrap();
+    // The whole stack: 400 outstanding, peak 400 + 300 since the push, as if nothing was pushed.
+    assert_eq!(stats.stack_bytes(), c(400, 700, 1700));
+    stats.reset_peaks();
+    assert_eq!(stats.stack_bytes(), c(400, 400, 1700));
+    stats.pop_counters().unwrap();
+    stats.deallocate_sync(a, 400, 256).unwrap();
+    // The reset in the pushed frame reset the peak the outer frame inherits on pop.
+    assert_eq!(stats.stack_bytes(), c(0, 400, 1700));
+}
+
+#[test]
 fn statistics_pop_without_push_is_invalid_argument() {
     let stats = StatisticsResourceAdaptor::new(HostMemoryResource::new());
     assert_eq!(stats.pop_counters(), Err(Error::InvalidArgument("cannot pop the last counter pair".into())));

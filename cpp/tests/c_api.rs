@@ -535,3 +535,26 @@ fn the_c_api_event_log_refuses_a_link() {
     assert_eq!(unsafe { rmmWriteLog(fresh.as_ptr()) }, RmmError::SUCCESS);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn bad_pointers_to_realloc_and_offset_are_refused() {
+    // The C API copies only from blocks it handed out (rmmRealloc): any other address, mapped or
+    // not, is refused before anything reads it.
+    let _g = lock();
+    if !common::gpu() {
+        return;
+    }
+    init(RmmAllocationMode::POOL_ALLOCATION, 4 << 20);
+    let mut local = 0u64;
+    for bad in [8usize, 0x1000, (&mut local as *mut u64) as usize, usize::MAX - 15] {
+        let mut p = bad as *mut c_void;
+        assert_eq!(unsafe { rmmRealloc(&mut p, 64, S0, HERE, line!()) }, RmmError::INVALID_ARGUMENT, "{bad:#x}");
+        assert_eq!(p as usize, bad, "the caller's pointer is left as it was");
+        let mut offset: std::ffi::c_long = 0;
+        assert_eq!(unsafe { rmmGetAllocationOffset(&mut offset, bad as *mut c_void, S0) }, RmmError::INVALID_ARGUMENT);
+        assert_eq!(free(bad as *mut c_void, S0), RmmError::INVALID_ARGUMENT);
+    }
+    let q = alloc(4096, S0);
+    assert_eq!(free(q, S0), RmmError::SUCCESS);
+    assert_eq!(rmmFinalize(), RmmError::SUCCESS);
+}

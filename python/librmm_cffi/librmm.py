@@ -272,11 +272,15 @@ def _allocate_array(cuda, shape, strides, dtype, nbytes, stream, make):
 def device_array_from_ptr(ptr, nelem, dtype=np.float64, finalizer=None):
     """A one-dimensional Numba device array of ``nelem`` elements of ``dtype`` over memory at
     ``ptr`` that this module does not own (``finalizer``, if given, runs when the array dies).
-    ``np.datetime64`` means ``datetime64[ms]``."""
+    ``np.datetime64`` means ``datetime64[ms]``. Raises ValueError for memory the device cannot
+    address (device, managed and page-locked host memory pass)."""
     dtype = np.dtype("datetime64[ms]") if dtype is np.datetime64 else np.dtype(dtype)
     (nelem,), strides, dtype, nbytes = _layout.layout(nelem, dtype)
     if nbytes and not int(ptr):
         raise ValueError(f"a null pointer cannot hold {nelem} elements")
+    # Memory the device cannot address (unmapped, pageable host memory) is refused here, not met
+    # by a kernel.
+    _native._check_device_pointer(int(ptr), nbytes)
     cuda = _numba_cuda()
     return _array(cuda, int(ptr), nbytes, (nelem,), strides, dtype, finalizer)
 

@@ -22,6 +22,15 @@ pub fn driver_present() -> bool {
     *PRESENT.get_or_init(rmm::cuda_available)
 }
 
+/// Refuses, as a `ValueError`, a caller's address from which (`to` false) or to which no copy of
+/// `bytes` bytes can be made: null, unmapped, not readable (not writable), or a range that runs
+/// off into nothing ([`rmm::pointer::check`]). Memory of any kind the driver's copy accepts
+/// passes: device, managed, page-locked and pageable host memory.
+pub fn check_user_pointer(addr: usize, bytes: usize, to: bool) -> PyResult<()> {
+    let access = if to { rmm::pointer::Access::CopyTo } else { rmm::pointer::Access::CopyFrom };
+    rmm::pointer::check(addr, bytes, access).py()
+}
+
 /// Copies `n` bytes from `src` to `dst`: on the CPU when `host_to_host` or without a driver, else
 /// enqueued on `stream`. Returns whether a copy was enqueued on the stream.
 ///
@@ -78,6 +87,7 @@ pub fn copy_ptr_to_host(py: Python<'_>, db: usize, hb: &Bound<'_, PyAny>, stream
     let view = stream.resolve(py)?.get().view();
     let host = HostBuffer::get(hb, true, "hb")?;
     let (dst, n) = (host.addr(), host.len());
+    check_user_pointer(db, n, false)?;
     py.detach(|| {
         // SAFETY: `host` holds the destination until it is dropped, after this closure, which
         // waits for the copy; the caller vouches for `db`.
@@ -96,6 +106,7 @@ pub fn copy_host_to_ptr(py: Python<'_>, hb: &Bound<'_, PyAny>, db: usize, stream
     let view = stream.resolve(py)?.get().view();
     let host = HostBuffer::get(hb, false, "hb")?;
     let (src, n) = (host.addr(), host.len());
+    check_user_pointer(db, n, true)?;
     py.detach(|| {
         // SAFETY: `host` holds the source until it is dropped, after this closure, which waits
         // for the copy (a pinned source is read until the copy has run); the caller vouches for
@@ -120,11 +131,22 @@ pub fn copy_device_to_ptr(
     stream: StreamArg<'_>,
 ) -> PyResult<()> {
     let view = stream.resolve(py)?.get().view();
+    check_user_pointer(d_src, count, false)?;
+    check_user_pointer(d_dst, count, true)?;
     // SAFETY: the caller vouches for both device ranges, as with cudaMemcpyAsync.
     py.detach(|| unsafe { copy_bytes(d_dst, d_src, count, view, false) }).map(|_| ()).map_err(to_py)
 }
 
+/// Raises ValueError unless the device can address the `nbytes` bytes at `ptr` (device, managed
+/// or page-locked host memory; without a driver, writable host memory): for `librmm_cffi`'s
+/// arrays over a caller's address.
+#[pyfunction]
+fn _check_device_pointer(ptr: usize, nbytes: usize) -> PyResult<()> {
+    rmm::pointer::check(ptr, nbytes, rmm::pointer::Access::Device).py()
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(_check_device_pointer, m)?)?;
     m.add_function(wrap_pyfunction!(copy_ptr_to_host, m)?)?;
     m.add_function(wrap_pyfunction!(copy_host_to_ptr, m)?)?;
     m.add_function(wrap_pyfunction!(copy_device_to_ptr, m)?)?;

@@ -5,12 +5,12 @@
 
 use crate::device_buffer::DeviceBuffer;
 use crate::stream::{default_stream_object, Stream};
-use pyo3::exceptions::PyModuleNotFoundError;
+use pyo3::exceptions::{PyMemoryError, PyModuleNotFoundError};
 use pyo3::ffi::c_str;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyCapsule, PyCapsuleMethods, PyDict};
+use pyo3::types::{PyCapsule, PyCapsuleMethods, PyDict, PyTuple};
 use std::ffi::{c_void, CStr};
 
 /// CuPy's C function `cupy_backends.cuda.stream.get_stream_ptr(device_id)`: the handle of the
@@ -121,10 +121,30 @@ pub fn rmm_cupy_allocator(py: Python<'_>, nbytes: usize) -> PyResult<Py<PyAny>> 
     cupy_not_set_aside(py)?;
     let cupy = cupy_names(py)?;
     let (device, stream) = device_and_stream(py, cupy)?;
-    let (owner, ptr) = DeviceBuffer::for_device(py, nbytes, stream, device)?;
+    let (owner, ptr) =
+        DeviceBuffer::for_device(py, nbytes, stream, device).map_err(|e| cupy_out_of_memory(py, e, nbytes))?;
     // The device is known, so CuPy need not ask the driver which device owns the pointer.
     let memory = cupy.unowned_memory.call1(py, (ptr, nbytes, owner, device))?;
     cupy.memory_pointer.call1(py, (memory, 0))
+}
+
+/// CuPy's `cupy.cuda.memory.OutOfMemoryError` for the resource's `MemoryError`, as CuPy's own
+/// pool raises on out-of-memory: made with the request's size (and -1, an unknown total
+/// allocated), with the resource's message as its message (its `args`) and the `MemoryError` as
+/// its cause. Another error, or a CuPy without that type, leaves the error as it is.
+#[cold]
+fn cupy_out_of_memory(py: Python<'_>, err: PyErr, nbytes: usize) -> PyErr {
+    if !err.is_instance_of::<PyMemoryError>(py) {
+        return err;
+    }
+    let made = || -> PyResult<PyErr> {
+        let exc = py.import("cupy.cuda.memory")?.getattr("OutOfMemoryError")?.call1((nbytes, -1i64))?;
+        exc.setattr("args", PyTuple::new(py, [err.value(py).str()?])?)?;
+        let oom = PyErr::from_value(exc);
+        oom.set_cause(py, Some(err.clone_ref(py)));
+        Ok(oom)
+    };
+    made().unwrap_or(err)
 }
 
 /// The namespace of `rmm.allocators.cupy`, looked up once.

@@ -13,7 +13,7 @@
 //! device the caller has current; a copy (`copy()`) is made on the same device. A free that a pool
 //! serves at once (no CUDA call) switches nothing.
 
-use crate::copy::{copy_bytes, sync_if_default, wait_before_release};
+use crate::copy::{check_user_pointer, copy_bytes, sync_if_default, wait_before_release};
 use crate::error::{to_py, IntoPy};
 use crate::helper::CSize;
 use crate::host_buffer::HostBuffer;
@@ -235,6 +235,9 @@ impl DeviceBuffer {
         mr: Option<Bound<'_, DeviceMemoryResource>>,
     ) -> PyResult<Self> {
         let (CSize(ptr), CSize(size)) = (ptr, size);
+        if ptr != 0 {
+            check_user_pointer(ptr, size, false)?;
+        }
         let stream = stream.resolve(py)?;
         Self::create(py, Some((ptr, false)), size, stream, mr)
     }
@@ -463,6 +466,7 @@ impl DeviceBuffer {
             shape.get_item(0)?.extract::<usize>()?.checked_mul(itemsize).ok_or_else(|| {
                 pyo3::exceptions::PyOverflowError::new_err("the array's size in bytes overflows size_t")
             })?;
+        check_user_pointer(src, n, false)?;
         py.detach(|| -> PyResult<()> {
             let _on_device = self.on_device().map_err(to_py)?;
             let st = self.state.lock();

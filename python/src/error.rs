@@ -29,11 +29,29 @@ pub fn to_py(err: rmm::Error) -> PyErr {
             let (code, text) = crate::gpu::status(E::NoDriver(String::new()));
             crate::gpu::raise_status(py, code, format!("{text} ({msg})"))
         }),
-        E::BadAlignment { .. } | E::InvalidArgument(_) | E::SizeOverflow { .. } => PyValueError::new_err(msg),
+        E::BadAlignment { .. } | E::InvalidArgument(_) | E::SizeOverflow { .. } | E::BadPointer { .. } => {
+            PyValueError::new_err(msg)
+        }
         E::Io { .. } => PyOSError::new_err(msg),
         // An upstream (a Python callback, say) that returned null or misaligned memory.
         E::BadUpstream(_) => PyRuntimeError::new_err(msg),
         _ => PyRuntimeError::new_err(msg),
+    }
+}
+
+/// The whole text of `err` for an exception of another library (PyTorch's out-of-memory error):
+/// its message and, for a pool's refusal in RMM's words, the pool's size, free bytes and largest
+/// free block too.
+pub fn full_message(err: &rmm::Error) -> String {
+    match err {
+        rmm::Error::OutOfMemory { verbatim: true, pool: Some(p), reason, .. } => format!(
+            "{}; pool size {}, free {}, largest free block {}",
+            reason.trim_end(),
+            p.pool_size,
+            p.free_bytes,
+            p.largest_free_block
+        ),
+        _ => err.to_string().trim_end().to_string(),
     }
 }
 

@@ -35,27 +35,36 @@ fn shard(ptr: usize) -> &'static OwnerShard {
 }
 
 extern "C-unwind" {
-    /// Throws `std::bad_alloc` (cpp/torch_hook.cpp).
-    fn rmm_rs_throw_bad_alloc() -> !;
+    /// Throws the C++ exception PyTorch reports for a failed allocation, with the `len` bytes of
+    /// `message` (cpp/torch_hook.cpp): `c10::OutOfMemoryError` (`torch.OutOfMemoryError` in Python)
+    /// when `out_of_memory`, else `c10::Error` (`RuntimeError`); a `std::bad_alloc` carrying the
+    /// message where PyTorch's error types are not found.
+    fn rmm_rs_throw_allocation_error(message: *const u8, len: usize, out_of_memory: bool) -> !;
 }
 
-/// The allocate hook PyTorch calls: as [`rmm_rs_torch_allocate_or_null`], but a failure throws
-/// `std::bad_alloc` to PyTorch's C++ caller (PyTorch does not test the result for null).
+/// The allocate hook PyTorch calls: as [`rmm_rs_torch_allocate_or_null`], but a failure throws a
+/// C++ exception to PyTorch's C++ caller (PyTorch does not test the result for null), which
+/// PyTorch raises in Python as `torch.OutOfMemoryError` for an out-of-memory error, with the
+/// error's whole message.
 #[no_mangle]
 pub extern "C-unwind" fn rmm_rs_torch_allocate(size: usize, device: i32, stream: *mut c_void) -> *mut c_void {
-    let p = rmm_rs_torch_allocate_or_null(size, device, stream);
-    if p.is_null() && size != 0 {
-        // SAFETY: the C++ function only throws; the exception unwinds through this frame alone
-        // (declared "C-unwind", nothing left to drop) to PyTorch's C++ code that called the hook.
-        unsafe { rmm_rs_throw_bad_alloc() }
+    match allocate(size, device, stream) {
+        Ok(p) => p,
+        // An empty request needs no memory: null, as for a success.
+        Err(_) if size == 0 => std::ptr::null_mut(),
+        Err(failure) => throw_failure(size, device, failure),
     }
-    p
 }
 
 /// Allocates `size` bytes on `stream` from device `device`'s current resource, with that device
 /// current. Returns NULL on any failure and never unwinds (callable from Python's ctypes).
 #[no_mangle]
 pub extern "C" fn rmm_rs_torch_allocate_or_null(size: usize, device: i32, stream: *mut c_void) -> *mut c_void {
+    allocate(size, device, stream).unwrap_or(std::ptr::null_mut())
+}
+
+/// The allocation both hooks make; the error is None for a panic, which is caught here.
+fn allocate(size: usize, device: i32, stream: *mut c_void) -> Result<*mut c_void, Option<rmm::Error>> {
     let stream = CudaStreamView::from_handle(stream as usize);
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         device::with_device(DeviceId(device), || {
@@ -69,9 +78,24 @@ pub extern "C" fn rmm_rs_torch_allocate_or_null(size: usize, device: i32, stream
         })
     }));
     match outcome {
-        Ok(Ok(ptr)) => ptr.cast(),
-        _ => std::ptr::null_mut(),
+        Ok(Ok(ptr)) => Ok(ptr.cast()),
+        Ok(Err(e)) => Err(Some(e)),
+        Err(_) => Err(None),
     }
+}
+
+/// Leaves the allocate hook with the C++ exception for `failure`.
+#[cold]
+#[inline(never)]
+fn throw_failure(size: usize, device: i32, failure: Option<rmm::Error>) -> ! {
+    let (message, out_of_memory) = match failure {
+        Some(e) => (crate::error::full_message(&e), e.is_out_of_memory()),
+        None => (format!("allocating {size} bytes on device {device} panicked"), false),
+    };
+    // SAFETY: the pointer and length describe `message`, which the C++ function copies before it
+    // throws; the exception unwinds through this frame and the hook's (declared "C-unwind", which
+    // drop `message`) to PyTorch's C++ code that called the hook.
+    unsafe { rmm_rs_throw_allocation_error(message.as_ptr(), message.len(), out_of_memory) }
 }
 
 /// Frees `ptr` (of `size` bytes, allocated by [`rmm_rs_torch_allocate_or_null`] for `device`) on

@@ -141,6 +141,31 @@ impl<U: MemoryResource> StatisticsResourceAdaptor<U> {
 }
 
 impl<U> StatisticsResourceAdaptor<U> {
+    /// The bytes of the whole stack as one counter, as if no frame had been pushed: the value
+    /// outstanding through the adaptor (every frame's value added), the peak reached since the top
+    /// frame was pushed or its peaks reset (the frames below do not change meanwhile), and the
+    /// total ever allocated.
+    pub fn stack_bytes(&self) -> Counter {
+        let stack = self.stack.0.lock();
+        let (value, total) = stack
+            .below
+            .iter()
+            .fold((0i64, 0i64), |(v, t), f| (v.saturating_add(f.bytes.value), t.saturating_add(f.bytes.total)));
+        Counter {
+            value: value.saturating_add(stack.top.bytes.value),
+            peak: value.saturating_add(stack.top.bytes.peak),
+            total: total.saturating_add(stack.top.bytes.total),
+        }
+    }
+
+    /// Sets the peaks of the top frame to its current values (as `torch.cuda.reset_peak_memory_stats`
+    /// does for PyTorch's counters); the frames below keep theirs.
+    pub fn reset_peaks(&self) {
+        let mut stack = self.stack.0.lock();
+        stack.top.bytes.peak = stack.top.bytes.value;
+        stack.top.allocations.peak = stack.top.allocations.value;
+    }
+
     /// Counts an allocation the upstream made, as RMM does: after the upstream's call.
     #[inline]
     fn count_allocation(&self, bytes: usize) {

@@ -106,6 +106,32 @@ pub(crate) fn pointer_is_managed(ptr: DevicePtr) -> Result<bool> {
     Ok(managed != 0)
 }
 
+/// What the driver knows of an address: its `CU_POINTER_ATTRIBUTE_MEMORY_TYPE` (0 for memory it
+/// does not know, such as pageable host memory or no memory at all; `CU_MEMORYTYPE_HOST` for
+/// page-locked host memory; `CU_MEMORYTYPE_DEVICE` for device memory) and whether it is managed.
+/// As [`pointer_is_managed`], asked with `cuPointerGetAttributes`, which answers 0 for an unknown
+/// address instead of failing. None without a driver (every address is then host memory).
+pub(crate) fn pointer_memory_type(ptr: DevicePtr) -> Result<Option<(u32, bool)>> {
+    if super::ensure_driver().is_err() {
+        return Ok(None);
+    }
+    ensure_context()?;
+    let (mut memory_type, mut managed): (u32, u32) = (0, 0);
+    let mut attributes = [
+        sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+        sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_IS_MANAGED,
+    ];
+    let mut data: [*mut std::ffi::c_void; 2] =
+        [(&mut memory_type as *mut u32).cast(), (&mut managed as *mut u32).cast()];
+    // SAFETY: a context is current; two attributes and two out pointers to u32 (the attributes'
+    // documented types: a CUmemorytype and a boolean as unsigned int) are passed.
+    check(
+        unsafe { sys::cuPointerGetAttributes(2, attributes.as_mut_ptr(), data.as_mut_ptr(), ptr.raw()) },
+        "cuPointerGetAttributes",
+    )?;
+    Ok(Some((memory_type, managed != 0)))
+}
+
 /// Migrates `bytes` of managed memory at `ptr` to `device`, in stream order on `stream`
 /// (`cuMemPrefetchAsync_v2`); a negative device (`cudaCpuDeviceId`, -1) means host memory. Only for
 /// managed memory: callers check with [`pointer_is_managed`]. Migration moves pages, not data: it

@@ -9,9 +9,10 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from cuda.bindings.driver import CUdeviceptr, cuIpcGetMemHandle
+from cuda.bindings.driver import CUdeviceptr, CUresult, cuIpcGetMemHandle
 from numba import cuda
 from numba.cuda import HostOnlyCUDAMemoryManager, IpcHandle, MemoryPointer
+from numba.cuda.cudadrv.driver import CudaAPIError
 
 from rmm import pylibrmm
 
@@ -42,8 +43,16 @@ class RMMNumbaManager(HostOnlyCUDAMemoryManager):
         pass
 
     def memalloc(self, size: int) -> MemoryPointer:
-        """Allocate an on-device array from the current RMM resource."""
-        buf = pylibrmm.DeviceBuffer(size=size)
+        """Allocate an on-device array from the current RMM resource.
+
+        Out of memory, raises what Numba's own memory manager raises then: a ``CudaAPIError``
+        with the code ``CUDA_ERROR_OUT_OF_MEMORY`` and the resource's message, caused by the
+        resource's ``MemoryError``.
+        """
+        try:
+            buf = pylibrmm.DeviceBuffer(size=size)
+        except MemoryError as e:
+            raise CudaAPIError(CUresult.CUDA_ERROR_OUT_OF_MEMORY, str(e)) from e
         key = int(buf.ptr)
         # The parent's `allocations` (cleared on context reset) keeps the memory alive until
         # the MemoryPointer's finalizer drops it.

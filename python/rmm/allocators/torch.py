@@ -6,6 +6,33 @@ of the extension ``rmm._native``; install it before PyTorch's first CUDA allocat
     torch.cuda.memory.change_current_allocator(rmm_torch_allocator)
 
 It is None when PyTorch is missing or sees no CUDA device.
+
+Out of memory, PyTorch raises ``torch.cuda.OutOfMemoryError`` (``torch.OutOfMemoryError``) with
+the resource's whole message: the request and the limit (a ``LimitingResourceAdaptor``) or the
+pool's size, free bytes and largest free block (a pool). Another failure is a ``RuntimeError``
+with the resource's message. (The hook throws PyTorch's own C++ error types, found in PyTorch's
+loaded libraries; where they are not found, every failure is a ``RuntimeError`` with the message.)
+
+PyTorch keeps no memory statistics for a pluggable allocator (``torch.cuda.memory_allocated``
+and its kin raise), so this module computes them from the device's current RMM resource, under
+the same names:
+
+- ``memory_allocated(device=None)``: bytes allocated and not yet freed, counted by the first
+  ``StatisticsResourceAdaptor`` in the resource chain (the resource itself or an upstream);
+  ``max_memory_allocated(device=None)``: their peak since the adaptor was made (or its counters
+  pushed) or ``reset_peak_memory_stats`` was called.
+- ``memory_reserved(device=None)``: bytes the device's memory holds for the resource: for a pool
+  (``PoolMemoryResource``, a virtual pool) the first in the chain, its size (its chunks, handed
+  out or free, as PyTorch's reserved memory is its cached segments); without a pool, the
+  allocated bytes. ``max_memory_reserved(device=None)``: the largest reserved amount seen by these
+  functions since the last reset (a pool does not shrink while it lives, so for a pool this is
+  its size).
+- ``reset_peak_memory_stats(device=None)``: sets both peaks to the current amounts.
+
+Each takes a device index or a ``torch.device`` (None: the current device) and raises
+``ValueError`` when the device's resource has no ``StatisticsResourceAdaptor`` in its chain: wrap
+the resource in one to count, e.g.
+``rmm.mr.set_current_device_resource(rmm.mr.StatisticsResourceAdaptor(pool))``.
 """
 
 rmm_torch_allocator = None
@@ -28,3 +55,86 @@ else:
         )
         del _native_module
     del is_available
+
+# The largest reserved amount seen per device since the last reset.
+_max_reserved: dict[int, int] = {}
+
+
+def _device_index(device) -> int:
+    if device is None:
+        from rmm._cuda.gpu import getDevice
+
+        return getDevice()
+    index = getattr(device, "index", device)  # a torch.device
+    if index is None:
+        from rmm._cuda.gpu import getDevice
+
+        return getDevice()
+    return int(index)
+
+
+def _chain(device: int):
+    from rmm.mr import get_per_device_resource
+
+    mr = get_per_device_resource(device)
+    while mr is not None:
+        yield mr
+        mr = getattr(mr, "upstream_mr", None)
+
+
+def _statistics(device: int):
+    from rmm.mr import StatisticsResourceAdaptor
+
+    for mr in _chain(device):
+        if isinstance(mr, StatisticsResourceAdaptor):
+            return mr
+    raise ValueError(
+        f"the current RMM resource of device {device} counts no statistics: wrap it in a "
+        "rmm.mr.StatisticsResourceAdaptor (e.g. rmm.mr.set_current_device_resource("
+        "rmm.mr.StatisticsResourceAdaptor(pool)))"
+    )
+
+
+def _reserved(device: int) -> int:
+    stats = _statistics(device)
+    for mr in _chain(device):
+        pool_size = getattr(mr, "pool_size", None)
+        if callable(pool_size):
+            reserved = int(pool_size())
+            break
+    else:
+        reserved = max(stats._stack_bytes()[0], 0)
+    _max_reserved[device] = max(_max_reserved.get(device, 0), reserved)
+    return reserved
+
+
+def memory_allocated(device=None) -> int:
+    """Bytes allocated from the device's current RMM resource and not yet freed."""
+    return max(_statistics(_device_index(device))._stack_bytes()[0], 0)
+
+
+def max_memory_allocated(device=None) -> int:
+    """The peak of ``memory_allocated`` since the last ``reset_peak_memory_stats``."""
+    return max(_statistics(_device_index(device))._stack_bytes()[1], 0)
+
+
+def memory_reserved(device=None) -> int:
+    """Bytes of device memory the current RMM resource holds: a pool's size, else the allocated
+    bytes."""
+    return _reserved(_device_index(device))
+
+
+def max_memory_reserved(device=None) -> int:
+    """The largest ``memory_reserved`` seen since the last ``reset_peak_memory_stats``."""
+    index = _device_index(device)
+    _reserved(index)
+    return _max_reserved[index]
+
+
+def reset_peak_memory_stats(device=None) -> None:
+    """Sets the peaks of ``max_memory_allocated`` and ``max_memory_reserved`` to the current
+    amounts."""
+    index = _device_index(device)
+    _statistics(index)._reset_peaks()
+    _max_reserved.pop(index, None)
+    _reserved(index)

@@ -58,6 +58,18 @@ impl StatisticsResourceAdaptor {
             self.adaptor.pop_counters().map_err(|_| PyIndexError::new_err("cannot pop the last counter pair"))?;
         statistics(py, frame)
     }
+
+    /// The bytes outstanding through the adaptor over all frames, and their peak since the top
+    /// frame was pushed or its peaks reset (for `rmm.allocators.torch`'s statistics).
+    fn _stack_bytes(&self) -> (i64, i64) {
+        let c = self.adaptor.stack_bytes();
+        (c.value, c.peak)
+    }
+
+    /// Sets the top frame's peaks to its current values.
+    fn _reset_peaks(&self) {
+        self.adaptor.reset_peaks()
+    }
 }
 
 /// Refuses allocations that would take the bytes outstanding past a limit (RMM's
