@@ -205,8 +205,16 @@ pub(crate) fn _torch_pending_graph_captures() -> Vec<u64> {
     STATE.lock().pending.iter().map(|m| m.capture).collect()
 }
 
+/// The graph pools PyTorch is allocating to now, and each pool's captures begun less its
+/// releases ((device, first, second), count), for tests.
+#[pyfunction]
+pub(crate) fn _torch_graph_pools() -> (usize, Vec<(PoolKey, usize)>) {
+    (ACTIVE.load(Ordering::Relaxed), STATE.lock().uses.clone())
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_torch_graph_hooks, m)?)?;
+    m.add_function(wrap_pyfunction!(_torch_graph_pools, m)?)?;
     m.add_function(wrap_pyfunction!(_torch_release_graph_memory, m)?)?;
     m.add_function(wrap_pyfunction!(_torch_pending_graph_captures, m)?)?;
     Ok(())

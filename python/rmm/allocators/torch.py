@@ -42,6 +42,7 @@ def _install_graph_hooks(allocator):
     hooks.set_end_allocate_to_pool_fn(end)
     hooks.set_release_pool(release)
 
+
 try:
     from torch.cuda.memory import CUDAPluggableAllocator
 except ImportError:
