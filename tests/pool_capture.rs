@@ -343,7 +343,10 @@ fn the_virtual_pool_keeps_capture_memory_private_too() {
     order.set_capturing(A, None);
     p.end_capture(s(A));
     assert!(order.illegal().is_empty(), "{:?}", order.illegal());
+    assert_eq!(p.captures(), vec![11]);
+    assert!(p.capture_pool_size(11) >= MIB, "the capture keeps its memory until the release");
     p.release_capture(11).unwrap();
+    assert_eq!(p.capture_pool_size(11), 0);
     p.check_invariants().unwrap();
 }
 

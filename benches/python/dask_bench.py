@@ -13,6 +13,13 @@ its peak. Rows
 wall_s_max), then per worker and for all workers together ``pool_size_end_bytes`` and
 ``peak_bytes`` (the most bytes allocated at once, from a StatisticsResourceAdaptor).
 
+With --virtual-pool each worker's pool is replaced, before the first run, by a
+``VirtualPoolMemoryResource`` (``rmm.reinitialize(virtual_pool_allocator=True)`` on the worker's
+device, mapping --pool-size at once, under the tracking adaptor Dask-CUDA puts there): the rows
+then also give, per worker and for all workers, ``mapped_end_bytes`` (physical memory mapped at the
+end: its peak, as nothing is released during the runs), ``reserved_bytes`` (addresses reserved)
+and ``mapped_over_peak_live`` (mapped at the end over the most bytes allocated at once).
+
 With --log DIR each worker also writes every allocation and free, on top of its stack, to
 DIR/worker-<i>.csv (RMM's log format), which ``rmm_replay`` replays against any pool on the host.
 """
@@ -40,6 +47,12 @@ def main():
         "kind (compute, transfer) and task name, as comment lines",
     )
     p.add_argument("--log", metavar="DIR", help="write each worker's allocation log to DIR/worker-<i>.csv")
+    p.add_argument(
+        "--virtual-pool",
+        action="store_true",
+        help="run the workers over rmm.mr.VirtualPoolMemoryResource (rmm-rs) instead of the pool, and "
+        "report the memory it mapped against the peak of live bytes",
+    )
     args = p.parse_args()
     bc.header(args)
     impl = bc.impl_name(args)
@@ -60,6 +73,9 @@ def main():
     with LocalCUDACluster(**example.cluster_options(args.pool_size)) as cluster, Client(cluster) as client:
         workers = len(cluster.worker_spec)
         client.wait_for_workers(workers)
+        if args.virtual_pool:
+            client.run(use_virtual_pool, args.pool_size)
+            param = f"{param} virtual_pool"
         client.run(example.add_statistics)
         if args.log:
             add_logs(client, pathlib.Path(args.log).resolve())
@@ -95,7 +111,46 @@ def main():
         for who, chosen in [(f"worker={i}", [r]) for i, r in enumerate(reports)] + [("all workers", reports)]:
             for key, unit in (("pool_size", "pool_size_end_bytes"), ("peak_bytes", "peak_bytes")):
                 bc.row(impl, "dask_example", f"{param} {who}", float(sum(r[key] or 0 for r in chosen)), unit)
+        if args.virtual_pool:
+            report_virtual_pools(client, impl, param, reports)
     return 0
+
+
+def use_virtual_pool(pool_size, dask_worker=None):
+    """Replaces this worker's resource stack by a virtual pool on its device mapping ``pool_size``
+    at once, under a TrackingResourceAdaptor as Dask-CUDA's ``rmm_track_allocations`` makes."""
+    import rmm
+    from dask.utils import parse_bytes
+
+    device = rmm._cuda.gpu.getDevice()
+    rmm.reinitialize(virtual_pool_allocator=True, initial_pool_size=parse_bytes(pool_size), devices=device)
+    rmm.mr.set_current_device_resource(rmm.mr.TrackingResourceAdaptor(rmm.mr.get_current_device_resource()))
+
+
+def virtual_pool_report(dask_worker=None):
+    """Bytes mapped and reserved by this worker's virtual pool (None where there is none)."""
+    import rmm
+
+    mr = rmm.mr.get_current_device_resource()
+    while not isinstance(mr, rmm.mr.VirtualPoolMemoryResource):
+        if not hasattr(mr, "upstream_mr"):
+            return {"mapped": None, "reserved": None}
+        mr = mr.upstream_mr
+    return {"mapped": mr.mapped_bytes(), "reserved": mr.reserved_bytes()}
+
+
+def report_virtual_pools(client, impl, param, reports):
+    """Rows of each worker's and all workers' mapped and reserved bytes, and mapped over peak."""
+    pools = [r for _, r in sorted(client.run(virtual_pool_report).items())]
+    groups = [(f"worker={i}", [i]) for i in range(len(pools))] + [("all workers", list(range(len(pools))))]
+    for who, chosen in groups:
+        mapped = float(sum(pools[i]["mapped"] or 0 for i in chosen))
+        peak = float(sum(reports[i]["peak_bytes"] or 0 for i in chosen))
+        bc.row(impl, "dask_example", f"{param} {who}", mapped, "mapped_end_bytes")
+        reserved = float(sum(pools[i]["reserved"] or 0 for i in chosen))
+        bc.row(impl, "dask_example", f"{param} {who}", reserved, "reserved_bytes")
+        if peak > 0:
+            bc.row(impl, "dask_example", f"{param} {who}", mapped / peak, "mapped_over_peak_live")
 
 
 def add_logs(client, folder):

@@ -33,6 +33,7 @@ mod outcome;
 mod adaptors;
 mod arena;
 mod binning;
+mod capture;
 mod cuda_async;
 mod fixed_size;
 mod limiting;
@@ -58,6 +59,7 @@ use adaptors::*;
 use arena::new_arena_memory_resource;
 use binning::*;
 use capabilities::runtime_capability;
+use capture::*;
 use cuda_async::*;
 use fixed_size::*;
 use handle::take_allocate_error;
@@ -331,6 +333,23 @@ pub(crate) mod ffi {
         fn virtual_pool_size(r: &RustResource) -> Outcome;
         /// A POSIX file descriptor for the mapped granule at `addr` (the caller closes it).
         fn virtual_pool_export_posix_fd(r: &RustResource, addr: usize) -> Outcome;
+    }
+
+    // Allocation during stream capture, for both pools (bridge/capture.rs): not in RMM 26.10.
+    // Each answers as the queries above (a `Logic` error for another kind of resource).
+    extern "Rust" {
+        /// Marks `stream`, being captured, as allocating from memory private to its capture;
+        /// the capture's id (a `Logic` error for a stream not capturing).
+        fn capture_begin(r: &RustResource, stream: usize) -> Outcome;
+        /// The capture on `stream` ended; a stream never marked is left alone.
+        fn capture_end(r: &RustResource, stream: usize) -> Outcome;
+        /// Gives capture `id`'s private memory back to the pool (a `Logic` error while it is
+        /// marked on a stream or holds live blocks, or for an unknown id).
+        fn capture_release(r: &RustResource, id: u64) -> Outcome;
+        /// The ids of the captures whose private memory the pool keeps, into `out`.
+        fn capture_ids(r: &RustResource, out: &mut Vec<u64>) -> Outcome;
+        /// Bytes of private memory kept for capture `id` (0 for an unknown one).
+        fn capture_pool_bytes(r: &RustResource, id: u64) -> Outcome;
     }
 
     // Tracking adaptor's map, logging adaptor to C++ sinks.

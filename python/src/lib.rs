@@ -21,6 +21,7 @@ mod resource_cache;
 mod stream;
 mod stream_pool;
 mod torch_allocator;
+mod torch_capture;
 
 /// The module `rmm._native`.
 #[pymodule]
@@ -36,5 +37,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     device_buffer::register(m)?;
     stream_pool::register(m)?;
     legacy::register(m)?;
+    torch_capture::register(m)?;
     Ok(())
 }

@@ -69,6 +69,9 @@ fn allocate(size: usize, device: i32, stream: *mut c_void) -> Result<*mut c_void
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         device::with_device(DeviceId(device), || {
             with_resource(device, |mr| {
+                if crate::torch_capture::graph_pools_active() {
+                    crate::torch_capture::mark_if_captured(mr, device, stream)?;
+                }
                 let ptr = mr.allocate(size, DEFAULT_ALIGNMENT, stream)?;
                 if !ptr.is_null() {
                     shard(ptr as usize).lock().insert(ptr as usize, mr.clone());

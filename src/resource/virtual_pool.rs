@@ -196,6 +196,11 @@ impl<P: PhysicalMemory + 'static> VirtualPoolMemoryResource<P> {
         self.pool.captures()
     }
 
+    /// Bytes of private memory the pool keeps for capture `id` (0 for an unknown one).
+    pub fn capture_pool_size(&self, id: u64) -> usize {
+        self.pool.capture_pool_size(id)
+    }
+
     /// Checks the pool's internal invariants and that it holds exactly what is mapped; for tests
     /// and debugging.
     pub fn check_invariants(&self) -> std::result::Result<(), String> {

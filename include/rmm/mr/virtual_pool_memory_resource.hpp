@@ -7,10 +7,12 @@
 
 #include <rmm/cuda_device.hpp>
 #include <rmm/error.hpp>
+#include <rmm/mr/detail/capture_members.hpp>
 #include <rmm/mr/detail/rust_resource.hpp>
 #include <rmm/resource_ref.hpp>
 
 #include <cuda/memory_resource>
+#include <cuda/stream_ref>
 
 #include <cstddef>
 #include <cstdint>
@@ -147,6 +149,66 @@ class virtual_pool_memory_resource final
     return static_cast<int>(detail::query(
       rmm_rs::virtual_pool_export_posix_fd(this->live_handle(), reinterpret_cast<std::uintptr_t>(ptr))));
   }
+
+  /**
+   * @name Allocation during CUDA stream capture (an addition of rmm-rs, not in RMM 26.10)
+   *
+   * While a stream is captured into a CUDA graph, the graph keeps the addresses it was captured
+   * with and uses them at every replay. After begin_capture(stream), the stream's allocations
+   * come from memory private to that capture, which no other stream, no eager work and no other
+   * capture gets until release_capture(); nothing the pool does for the stream is illegal during
+   * capture (no event, no synchronisation; new memory is taken with the thread's capture mode
+   * relaxed). Blocks handed out before the capture and freed during it are kept out of use until
+   * the release as well.
+   *
+   * @code
+   * cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
+   * auto id = pool.begin_capture(s);
+   * void* p = pool.allocate(s, bytes);  // ... kernels on s ...
+   * pool.deallocate(s, p, bytes);
+   * cudaStreamEndCapture(s, &graph);
+   * pool.end_capture(s);
+   * // instantiate, replay ...; once every graph and executable graph of it is destroyed:
+   * pool.release_capture(id);
+   * @endcode
+   * @{
+   */
+
+  /**
+   * @brief Announces that `stream`, whose capture has begun, allocates from memory private to
+   * its capture (call it once per stream of the capture that allocates or frees).
+   * @return the capture's id (CUDA's unique id of the capture), the key of release_capture()
+   * @throws rmm::logic_error if the stream is not being captured
+   * @throws rmm::cuda_error if there is no CUDA driver or the driver call fails
+   */
+  [[nodiscard]] std::uint64_t begin_capture(cuda::stream_ref stream)
+  {
+    return detail::capture_begin(this->live_handle(), stream);
+  }
+
+  /// @brief The capture on `stream` ended: its calls go back to the shared memory (the capture's
+  /// private memory is kept until release_capture()). A stream never marked is left alone.
+  void end_capture(cuda::stream_ref stream) { detail::capture_end(this->live_handle(), stream); }
+
+  /**
+   * @brief Gives capture `id`'s private memory back to the pool, once every graph captured with
+   * it and every executable graph made from those is destroyed; work queued before is waited for
+   * before the memory serves another stream.
+   * @throws rmm::logic_error, with nothing changed, for an unknown id, while a stream is still
+   * marked for the capture (end_capture() first) or while blocks it allocated are live
+   */
+  void release_capture(std::uint64_t id) { detail::capture_release(this->live_handle(), id); }
+
+  /// @brief The ids of the captures whose private memory the pool keeps.
+  [[nodiscard]] std::vector<std::uint64_t> captures() const { return detail::capture_ids(this->live_handle()); }
+
+  /// @brief Bytes of private memory the pool keeps for capture `id` (0 for an unknown one).
+  [[nodiscard]] std::size_t capture_pool_size(std::uint64_t id) const
+  {
+    return detail::capture_pool_bytes(this->live_handle(), id);
+  }
+
+  /** @} */
 
  private:
   static options with_peers(std::vector<cuda_device_id> const& peers)

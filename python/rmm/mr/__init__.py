@@ -1,6 +1,7 @@
 """Memory resources and the per-device current resource (RMM's ``rmm.mr``)."""
 
 from rmm.mr import experimental
+from rmm.mr._capture import capture_allocations
 from rmm.pylibrmm.memory_resource import (
     ArenaMemoryResource,
     BinningMemoryResource,
@@ -57,6 +58,7 @@ __all__ = [
     "UpstreamResourceAdaptor",
     "VirtualPoolMemoryResource",
     "available_device_memory",
+    "capture_allocations",
     "disable_logging",
     "enable_logging",
     "experimental",

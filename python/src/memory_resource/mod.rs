@@ -15,6 +15,7 @@ use rmm::{SharedResource, DEFAULT_ALIGNMENT};
 
 mod adaptors;
 mod callbacks;
+pub(crate) mod capture;
 mod driver_resources;
 mod logging;
 mod per_device;

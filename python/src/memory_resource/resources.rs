@@ -1,8 +1,10 @@
 //! The resource classes that allocate from the driver or carve up an upstream's memory.
 
+use super::capture::CapturePool;
 use super::{upstream_arg, DeviceMemoryResource, UpstreamResourceAdaptor};
 use crate::error::IntoPy;
 use crate::helper::optional_size_arg;
+use crate::stream::StreamArg;
 use pyo3::prelude::*;
 use rmm::resource as r;
 use rmm::SharedResource;
@@ -80,6 +82,44 @@ impl PoolMemoryResource {
     /// Bytes the pool holds from its upstream.
     fn pool_size(&self) -> usize {
         self.pool.pool_size()
+    }
+
+    /// Announces that ``stream`` (a ``Stream``), whose CUDA graph capture has begun, allocates
+    /// from memory private to its capture from now on (an addition of rmm-rs, not in RMM 26.10).
+    /// Returns the capture's id, the key of ``release_capture``. ``ValueError`` when the stream
+    /// is not being captured. See ``rmm.mr.capture_allocations`` for the usual way to call it.
+    fn begin_capture(&self, py: Python<'_>, stream: StreamArg<'_>) -> PyResult<u64> {
+        let stream = stream.resolve(py)?.get().view();
+        let pool = CapturePool::Pool(&self.pool);
+        py.detach(|| pool.begin(stream)).py()
+    }
+
+    /// The capture on ``stream`` ended: its allocations come from the shared memory again. The
+    /// capture's private memory is kept until ``release_capture``. A stream never marked is left
+    /// alone.
+    fn end_capture(&self, py: Python<'_>, stream: StreamArg<'_>) -> PyResult<()> {
+        let stream = stream.resolve(py)?.get().view();
+        CapturePool::Pool(&self.pool).end(stream);
+        Ok(())
+    }
+
+    /// Gives capture ``capture_id``'s private memory back to the pool; call it once every graph
+    /// captured with it (and every executable graph made from those) is destroyed. ``ValueError``,
+    /// with nothing changed, for an unknown id, while a stream is still marked for the capture,
+    /// or while blocks it allocated are live.
+    fn release_capture(&self, py: Python<'_>, capture_id: u64) -> PyResult<()> {
+        let pool = CapturePool::Pool(&self.pool);
+        py.detach(|| pool.release(capture_id)).py()
+    }
+
+    /// The ids of the captures whose private memory the pool keeps.
+    fn captures(&self) -> Vec<u64> {
+        CapturePool::Pool(&self.pool).captures()
+    }
+
+    /// Bytes of private memory the pool keeps for capture ``capture_id`` (0 for an unknown one).
+    fn capture_pool_size(&self, capture_id: u64) -> usize {
+        CapturePool::Pool(&self.pool).pool_size(capture_id)
     }
 }
 

@@ -1,9 +1,11 @@
 //! `VirtualPoolMemoryResource`: the pool over one reserved range of device addresses, backed by
 //! physical memory mapped in granules on demand (not in RMM 26.10: an addition of rmm-rs).
 
+use super::capture::CapturePool;
 use super::DeviceMemoryResource;
 use crate::error::IntoPy;
 use crate::helper::{c_int_arg, optional_size_arg, CSize};
+use crate::stream::StreamArg;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use rmm::resource::virtual_pool::VirtualMemoryOptions;
@@ -139,6 +141,44 @@ impl VirtualPoolMemoryResource {
     /// unless the pool was made with ``export_posix_fd=True`` on a device that supports it.
     fn export_posix_fd(&self, ptr: CSize) -> PyResult<i32> {
         self.pool.with_device_memory(|m| m.export_posix_fd(ptr.0)).py()
+    }
+
+    /// Announces that ``stream`` (a ``Stream``), whose CUDA graph capture has begun, allocates
+    /// from memory private to its capture from now on (an addition of rmm-rs, not in RMM 26.10).
+    /// Returns the capture's id, the key of ``release_capture``. ``ValueError`` when the stream
+    /// is not being captured. See ``rmm.mr.capture_allocations`` for the usual way to call it.
+    fn begin_capture(&self, py: Python<'_>, stream: StreamArg<'_>) -> PyResult<u64> {
+        let stream = stream.resolve(py)?.get().view();
+        let pool = CapturePool::Virtual(&self.pool);
+        py.detach(|| pool.begin(stream)).py()
+    }
+
+    /// The capture on ``stream`` ended: its allocations come from the shared memory again. The
+    /// capture's private memory is kept until ``release_capture``. A stream never marked is left
+    /// alone.
+    fn end_capture(&self, py: Python<'_>, stream: StreamArg<'_>) -> PyResult<()> {
+        let stream = stream.resolve(py)?.get().view();
+        CapturePool::Virtual(&self.pool).end(stream);
+        Ok(())
+    }
+
+    /// Gives capture ``capture_id``'s private memory back to the pool; call it once every graph
+    /// captured with it (and every executable graph made from those) is destroyed. ``ValueError``,
+    /// with nothing changed, for an unknown id, while a stream is still marked for the capture,
+    /// or while blocks it allocated are live.
+    fn release_capture(&self, py: Python<'_>, capture_id: u64) -> PyResult<()> {
+        let pool = CapturePool::Virtual(&self.pool);
+        py.detach(|| pool.release(capture_id)).py()
+    }
+
+    /// The ids of the captures whose private memory the pool keeps.
+    fn captures(&self) -> Vec<u64> {
+        CapturePool::Virtual(&self.pool).captures()
+    }
+
+    /// Bytes of private memory the pool keeps for capture ``capture_id`` (0 for an unknown one).
+    fn capture_pool_size(&self, capture_id: u64) -> usize {
+        CapturePool::Virtual(&self.pool).pool_size(capture_id)
     }
 }
 
