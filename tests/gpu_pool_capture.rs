@@ -149,6 +149,11 @@ fn replay_capture(pool: &dyn CapturePool, mode: sys::CUstreamCaptureMode) {
     pool.check();
 }
 
+/// One capture at a time in this process: a capture in global mode is invalidated by a call that
+/// is unsafe during capture from any thread (a synchronisation, a cuMemAlloc), which the other
+/// test, run by the harness on another thread, makes between its captures.
+static ONE_CAPTURE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 const MODES: [sys::CUstreamCaptureMode; 3] = [
     sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL,
     sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
@@ -160,6 +165,7 @@ fn pool_capture_replayed_1000_times_in_every_mode() {
     if !gpu() {
         return;
     }
+    let _alone = ONE_CAPTURE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     for mode in MODES {
         let pool = PoolMemoryResource::new(Arc::new(CudaMemoryResource::new()), 16 * MIB, None).unwrap();
         replay_capture(&pool, mode);
@@ -171,6 +177,7 @@ fn virtual_pool_capture_replayed_1000_times_in_every_mode() {
     if !gpu() {
         return;
     }
+    let _alone = ONE_CAPTURE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     for mode in MODES {
         let pool = match VirtualPoolMemoryResource::new(1 << 30, 16 * MIB) {
             Ok(p) => p,

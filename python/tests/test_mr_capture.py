@@ -217,11 +217,20 @@ for i in range(100):
 del g
 pending_after_del = list(_torch_pending_graph_captures())
 del static_y
+# cuBLAS keeps a workspace per stream, allocated on the capturing stream during the capture: the
+# capture's memory is in use until PyTorch drops it (as with PyTorch's own graph pools).
+torch._C._cuda_clearCublasWorkspaces()
 released = release_graph_memory()
+left = sorted(set(pool.captures()) - before)
+why = []
+for c in left:
+    try:
+        pool.release_capture(c)
+    except ValueError as e:
+        why.append(str(e))
 print(json.dumps({
     "captures": len(new), "private_bytes": private_bytes, "worst": worst,
-    "pending_after_del": pending_after_del, "released": released,
-    "left": sorted(set(pool.captures()) - before),
+    "pending_after_del": pending_after_del, "released": released, "left": left, "why": why,
 }))
 """
 

@@ -40,7 +40,7 @@ def resources() -> rmm.mr.DeviceMemoryResource:
     limiting = rmm.mr.LimitingResourceAdaptor(tracking, allocation_limit=1 << 29)
     assert_type(limiting.get_allocation_limit(), int)
     binning = rmm.mr.BinningMemoryResource(limiting, min_size_exponent=10, max_size_exponent=20)
-    binning.add_bin(1 << 22, rmm.mr.FixedSizeMemoryResource(pool, block_size=1 << 22))
+    binning.add_bin(1 << 22, rmm.mr.FixedSizeMemoryResource(pool, block_size=1 << 22, blocks_to_preallocate=4))
     assert_type(binning.bin_mrs, list[rmm.mr.DeviceMemoryResource])
 
     def on_failure(nbytes: int) -> bool:
