@@ -73,6 +73,18 @@ impl Captures {
         }
     }
 
+    /// Each capture's id, the chunks it took from the upstream, and the blocks of its memory
+    /// (those of shard blocks freed during the capture included), for the pool's segments.
+    pub(super) fn walk(&self) -> Vec<(u64, Vec<(usize, usize)>, Vec<crate::pool::BlockView>)> {
+        self.pools
+            .iter()
+            .map(|p| {
+                let blocks = p.core.walk_chunks().into_iter().flat_map(|(_, _, blocks)| blocks).collect();
+                (p.id, p.chunks.clone(), blocks)
+            })
+            .collect()
+    }
+
     /// Checks each capture's own invariants.
     pub(super) fn check_invariants(&self) -> std::result::Result<(), String> {
         for p in &self.pools {
