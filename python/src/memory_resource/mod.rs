@@ -16,6 +16,7 @@ use rmm::{SharedResource, DEFAULT_ALIGNMENT};
 mod adaptors;
 mod callbacks;
 mod driver_resources;
+mod history;
 mod logging;
 mod per_device;
 mod resources;
@@ -171,5 +172,6 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     logging::register(m)?;
     per_device::register(m)?;
     virtual_pool::register(m)?;
+    history::register(m)?;
     Ok(())
 }
