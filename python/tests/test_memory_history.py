@@ -224,6 +224,10 @@ for step in range(20):
 torch.cuda.synchronize()
 
 snap = rmm.memory._snapshot()
+# The pool's own numbers, read at the same moment (nothing allocates in between).
+stats_bytes = stats.allocation_counts.current_bytes
+stats_count = stats.allocation_counts.current_count
+pool_size = pool.pool_size()
 path = os.path.join(out_dir, "train.pickle")
 rmm.memory._dump_snapshot(path)
 loaded = pickle.load(open(path, "rb"))
@@ -255,9 +259,7 @@ print(json.dumps({
     "active_requested": sum(b["requested_size"] for b in active),
     "segment_total": sum(s["total_size"] for s in snap["segments"]),
     "segment_allocated": sum(s["allocated_size"] for s in snap["segments"]),
-    "stats_bytes": stats.allocation_counts.current_bytes,
-    "stats_count": stats.allocation_counts.current_count,
-    "pool_size": pool.pool_size(),
+    "stats_bytes": stats_bytes, "stats_count": stats_count, "pool_size": pool_size,
     "events": len(trace), "actions": sorted({e["action"] for e in trace}),
     "segsum_lines": len(summary.splitlines()), "trace_lines": len(listing.splitlines()),
     "oom": oom, "oom_files": sorted(os.path.basename(p) for p in glob.glob(oom_dir + "/*")),

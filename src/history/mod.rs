@@ -14,6 +14,7 @@
 //! pytorch.org/memory_viz read. [`memory_map_svg`] draws the segments as a picture, which the
 //! adaptor writes beside the snapshot when an allocation runs out of memory, if asked.
 
+mod clock;
 mod event;
 mod memory_map;
 pub mod pickle;

@@ -1,11 +1,13 @@
 //! The recorder: a ring of the last `max_entries` events, off until enabled.
 //!
 //! Off, recording is one relaxed atomic load by the caller ([`Recorder::is_enabled`]). On, an
-//! event takes the time and a spin lock for a push into a ring allocated up front: no system
-//! call, no allocation (until the ring first fills, for rings above 65536 entries), and stacks
-//! only when asked. Events are stored in the order the lock is taken, with times taken under the
-//! lock, so the trace's order and its times agree across threads.
+//! event takes a spin lock and the time (the time-stamp counter, see `clock.rs`) for a push into
+//! a ring allocated up front: no system call, no allocation (until the ring first fills, for
+//! rings above 65536 entries), and stacks only when asked. Events are stored in the order the
+//! lock is taken, each no earlier than the one before it, so the trace's order and its times
+//! agree across threads.
 
+use super::clock::Clock;
 use super::event::{Action, Event, Frame, Frames};
 use crate::error::{Error, Result};
 use crate::pool::SpinMutex;
@@ -13,7 +15,6 @@ use parking_lot::RwLock;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 /// The number of events kept when none is given: PyTorch keeps every event by default
 /// (`max_entries=sys.maxsize`); a million events (about 64 MB) bound a long run.
@@ -47,6 +48,8 @@ struct Ring {
     events: VecDeque<Event>,
     max_entries: usize,
     dropped: u64,
+    /// The time of the last event pushed: the next is no earlier.
+    last: u64,
 }
 
 /// Keeps the last events of one device's allocations (see the [module](crate::history)).
@@ -54,8 +57,7 @@ pub struct Recorder {
     enabled: AtomicBool,
     stacks: AtomicBool,
     device: i32,
-    start: Instant,
-    start_unix_us: u64,
+    clock: Clock,
     ring: SpinMutex<Ring>,
     stack_source: RwLock<Option<StackSource>>,
 }
@@ -73,14 +75,17 @@ impl std::fmt::Debug for Recorder {
 impl Recorder {
     /// A recorder for the events of `device`, off, with room for [`DEFAULT_MAX_ENTRIES`].
     pub fn new(device: i32) -> Self {
-        let start_unix_us = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64);
         Recorder {
             enabled: AtomicBool::new(false),
             stacks: AtomicBool::new(false),
             device,
-            start: Instant::now(),
-            start_unix_us,
-            ring: SpinMutex::new(Ring { events: VecDeque::new(), max_entries: DEFAULT_MAX_ENTRIES, dropped: 0 }),
+            clock: Clock::new(),
+            ring: SpinMutex::new(Ring {
+                events: VecDeque::new(),
+                max_entries: DEFAULT_MAX_ENTRIES,
+                dropped: 0,
+                last: 0,
+            }),
             stack_source: RwLock::new(None),
         }
     }
@@ -168,14 +173,18 @@ impl Recorder {
         self.len() == 0
     }
 
-    /// A copy of the events kept, oldest first.
+    /// A copy of the events kept, oldest first, their times in nanoseconds since the recorder
+    /// was made.
     pub fn events(&self) -> Vec<Event> {
-        self.ring.lock().events.iter().cloned().collect()
+        let to_ns = self.clock.to_ns();
+        let ring = self.ring.lock();
+        ring.events.iter().map(|e| Event { time_ns: to_ns(e.time_ns), ..e.clone() }).collect()
     }
 
-    /// The wall-clock time of `event` in microseconds since the Unix epoch (PyTorch's `time_us`).
+    /// The wall-clock time of `event` (from [`events`](Self::events)) in microseconds since the
+    /// Unix epoch (PyTorch's `time_us`).
     pub fn unix_time_us(&self, event: &Event) -> u64 {
-        self.start_unix_us + event.time_ns / 1000
+        self.clock.start_unix_us() + event.time_ns / 1000
     }
 
     /// Records `action` if recording is on (see [`is_enabled`](Self::is_enabled)).
@@ -192,7 +201,9 @@ impl Recorder {
     pub fn push(&self, action: Action, addr: usize, size: usize, stream: usize) {
         let frames = if self.records_stacks() { self.stack() } else { None };
         let mut ring = self.ring.lock();
-        let time_ns = self.start.elapsed().as_nanos() as u64;
+        // The raw reading until `events` converts it; never before the previous event's.
+        let time_ns = self.clock.now().max(ring.last);
+        ring.last = time_ns;
         if ring.events.len() >= ring.max_entries {
             ring.events.pop_front();
             ring.dropped += 1;
