@@ -121,6 +121,35 @@ fn threads_record_every_event_once_and_in_a_consistent_order() {
     }
     assert!(live.is_empty());
     assert!(events.windows(2).all(|w| w[0].time_ns <= w[1].time_ns));
+    // Streams spread over shards, which took ranges of each other's memory: the segments are
+    // still the upstream's chunks, tiled, all free.
+    let segments = mr.memory_segments().unwrap();
+    let state = mr.upstream().state();
+    assert_eq!(segments.iter().map(|s| s.total_size).sum::<usize>(), state.pool_size);
+    for s in &segments {
+        assert_eq!(s.blocks.iter().map(|b| b.size).sum::<usize>(), s.total_size);
+        assert!(s.blocks.iter().all(|b| b.state == BlockState::Free));
+    }
+}
+
+#[test]
+fn a_virtual_pool_is_one_expandable_segment() {
+    use rmm::pool::{HostOrder, HostPhysicalMemory};
+    use rmm::resource::VirtualPoolMemoryResource;
+    // A stand-in reservation that only records its mappings: the test never touches the memory.
+    let stand_in = HostPhysicalMemory::new(0x7f00_0000_0000, 1 << 30, 2 * MIB);
+    // SAFETY: the addresses are never read or written; the test only allocates and frees.
+    let pool = unsafe { VirtualPoolMemoryResource::with_physical(stand_in, 0, Box::new(HostOrder), 1) }.unwrap();
+    let mr = HistoryResourceAdaptor::new(pool);
+    let a = mr.allocate(3 * MIB, 256, S).unwrap();
+    let b = mr.allocate(5 * MIB, 256, S).unwrap();
+    let segments = mr.memory_segments().unwrap();
+    assert_eq!(segments.len(), 1, "{segments:?}");
+    assert!(segments[0].expandable);
+    assert_eq!(segments[0].total_size, mr.upstream().pool_size());
+    assert_eq!(segments[0].requested_size(), 8 * MIB);
+    mr.deallocate(a, 3 * MIB, 256, S).unwrap();
+    mr.deallocate(b, 5 * MIB, 256, S).unwrap();
 }
 
 #[test]
@@ -267,4 +296,40 @@ fn a_resource_without_segments_snapshots_its_trace_only() {
     let text = format!("{v:?}");
     assert!(text.contains("segments") && text.contains("device_traces"));
     assert!(host.memory_segments().is_none());
+}
+
+#[test]
+fn gpu_pool_snapshot_matches_the_pool() {
+    if !rmm::cuda_available() {
+        println!("skipped: no CUDA device");
+        return;
+    }
+    use rmm::resource::CudaMemoryResource;
+    let pool = PoolMemoryResource::new(CudaMemoryResource::new(), 32 * MIB, None).unwrap();
+    let mr = HistoryResourceAdaptor::new(pool);
+    mr.recorder().enable(on(1000)).unwrap();
+    let stream = rmm::CudaStream::new().unwrap();
+    let mut live: Vec<(*mut u8, usize)> =
+        (1..50).map(|i| (mr.allocate(i * 4099, 256, stream.view()).unwrap(), i * 4099)).collect();
+    live.push((mr.allocate(64 * MIB, 256, stream.view()).unwrap(), 64 * MIB));
+    for &(p, n) in live.iter().step_by(3) {
+        mr.deallocate(p, n, 256, stream.view()).unwrap();
+    }
+    let segments = mr.memory_segments().unwrap();
+    let state = mr.upstream().state();
+    assert_eq!(segments.iter().map(|s| s.total_size).sum::<usize>(), state.pool_size);
+    let free: usize =
+        segments.iter().flat_map(|s| &s.blocks).filter(|b| b.state == BlockState::Free).map(|b| b.size).sum();
+    assert_eq!(free, state.free_bytes);
+    let kept: Vec<_> = live.iter().enumerate().filter(|(i, _)| i % 3 != 0).map(|(_, &l)| l).collect();
+    assert_eq!(segments.iter().map(|s| s.requested_size()).sum::<usize>(), kept.iter().map(|&(_, n)| n).sum::<usize>());
+    let events = mr.recorder().events();
+    assert_eq!(events.len(), live.len() + live.len().div_ceil(3));
+    assert!(events
+        .iter()
+        .all(|e| e.device == rmm::DeviceId::current().unwrap().0 && e.stream == stream.view().handle()));
+    for (p, n) in kept {
+        mr.deallocate(p, n, 256, stream.view()).unwrap();
+    }
+    stream.synchronize().unwrap();
 }

@@ -14,8 +14,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 /// The Python stack of the calling thread, innermost frame first (empty where no Python code
-/// is running on it). Takes the GIL: only called while stacks are recorded.
+/// is running on it). Takes the GIL: only called while stacks are recorded, from the thread that
+/// allocates or frees (PyTorch's backward pass allocates on its own threads, which hold no GIL
+/// and have no Python frames).
 fn python_stack() -> Vec<Frame> {
+    // SAFETY: Py_IsInitialized may be called at any time, with or without the GIL.
+    if unsafe { pyo3::ffi::Py_IsInitialized() } == 0 {
+        return Vec::new(); // an event from a thread after the interpreter went away
+    }
     Python::attach(|py| {
         let mut frames = Vec::new();
         let Ok(mut frame) = py.import("sys").and_then(|sys| sys.call_method1("_getframe", (0,))) else {

@@ -43,6 +43,10 @@ const CAPTURE_CHUNK_OWNER: usize = usize::MAX >> 1;
 /// The smallest chunk a capture's private memory grows by.
 const CAPTURE_CHUNK: usize = 2 << 20;
 
+/// One capture's memory for the pool's segments: its id, the chunks it took from the upstream,
+/// the blocks of its memory.
+pub(super) type CaptureWalk = (u64, Vec<(usize, usize)>, Vec<crate::pool::BlockView>);
+
 /// The private memory of every capture the pool has served and not yet released.
 #[derive(Default)]
 pub(super) struct Captures {
@@ -75,7 +79,7 @@ impl Captures {
 
     /// Each capture's id, the chunks it took from the upstream, and the blocks of its memory
     /// (those of shard blocks freed during the capture included), for the pool's segments.
-    pub(super) fn walk(&self) -> Vec<(u64, Vec<(usize, usize)>, Vec<crate::pool::BlockView>)> {
+    pub(super) fn walk(&self) -> Vec<CaptureWalk> {
         self.pools
             .iter()
             .map(|p| {
