@@ -312,8 +312,8 @@ pub(crate) mod ffi {
     extern "Rust" {
         fn new_history_adaptor(upstream: &RustResource) -> Box<RustResource>;
         /// Starts (`enabled`) or stops recording, keeping at most `max_entries` events (0 is an
-        /// invalid argument); `clear` forgets those recorded.
-        fn history_record(r: &RustResource, enabled: bool, max_entries: usize, clear: bool) -> Outcome;
+        /// invalid argument); `clear` forgets those recorded; `stacks` records native stacks.
+        fn history_record(r: &RustResource, enabled: bool, max_entries: usize, clear: bool, stacks: bool) -> Outcome;
         /// 1 while recording, else 0.
         fn history_is_recording(r: &RustResource) -> Outcome;
         /// The number of events kept.

@@ -1,7 +1,8 @@
 //! Allocation history and snapshots in the format of PyTorch's memory viewer.
 //!
 //! A [`Recorder`] keeps the last `max_entries` allocate and free events (address, size, stream,
-//! device, time, and optionally the caller's stack from a [`StackSource`]) in a ring.
+//! device, time, and optionally the caller's stack from a [`StackSource`]: the Python face's
+//! reads the interpreter's frames, [`native_stack`] the native call stack) in a ring.
 //! [`HistoryResourceAdaptor`](crate::adaptor::HistoryResourceAdaptor) feeds it; recording is off
 //! until [`Recorder::enable`], and costs nothing where no such adaptor is in the stack (the pools
 //! themselves record nothing).
@@ -17,11 +18,13 @@
 mod clock;
 mod event;
 mod memory_map;
+mod native_stack;
 pub mod pickle;
 mod recorder;
 mod snapshot;
 
 pub use event::{Action, Event, Frame, Frames};
 pub use memory_map::memory_map_svg;
+pub use native_stack::native_stack;
 pub use recorder::{RecordOptions, Recorder, StackSource, DEFAULT_MAX_ENTRIES};
 pub use snapshot::{snapshot, snapshot_pickle, write_oom_dump, write_snapshot};

@@ -59,6 +59,18 @@ TEST(HistoryAdaptor, SnapshotIsAPickleAndDumps)
   std::filesystem::remove_all(dir);
 }
 
+TEST(HistoryAdaptor, NativeStacksNameTheCaller)
+{
+  rmm::mr::history_resource_adaptor mr{host_pool()};
+  mr.record_history(true, 16, false, true);
+  void* p = mr.allocate_sync(4096, 256);
+  auto const bytes = mr.snapshot();
+  std::string const text(bytes.begin(), bytes.end());
+  // This test's body, as the symbol table names it (mangled), is among the frames.
+  EXPECT_NE(text.find("NativeStacksNameTheCaller"), std::string::npos);
+  mr.deallocate_sync(p, 4096, 256);
+}
+
 TEST(HistoryAdaptor, OutOfMemoryNamesTheDumpedFiles)
 {
   rmm::mr::history_resource_adaptor mr{

@@ -13,21 +13,32 @@ const KIND: &str = "history_resource_adaptor";
 
 type History = HistoryResourceAdaptor<SharedResource>;
 
-/// A history adaptor over `upstream`, not recording yet.
+/// A history adaptor over `upstream`, not recording yet; its stacks are native call stacks.
 pub(crate) fn new_history_adaptor(upstream: &RustResource) -> Box<RustResource> {
-    RustResource::make(KIND, || Ok(Arc::new(History::new(upstream.shared()?.clone())) as SharedResource))
+    RustResource::make(KIND, || {
+        let adaptor = History::new(upstream.shared()?.clone());
+        adaptor.recorder().set_stack_source(Some(Arc::new(rmm::history::native_stack)));
+        Ok(Arc::new(adaptor) as SharedResource)
+    })
 }
 
 fn history<'a>(r: &'a RustResource, query: &str) -> rmm::Result<&'a History> {
     r.kind::<History>(query, KIND)
 }
 
-/// Starts (`enabled`) or stops recording; `max_entries` 0 is an invalid argument.
-pub(crate) fn history_record(r: &RustResource, enabled: bool, max_entries: usize, clear: bool) -> Outcome {
+/// Starts (`enabled`) or stops recording, with native stacks if `stacks`; `max_entries` 0 is an
+/// invalid argument.
+pub(crate) fn history_record(
+    r: &RustResource,
+    enabled: bool,
+    max_entries: usize,
+    clear: bool,
+    stacks: bool,
+) -> Outcome {
     query_outcome("record_history", || {
         let recorder = history(r, "record_history")?.recorder();
         if enabled {
-            recorder.enable(RecordOptions { max_entries, stacks: false, clear })?;
+            recorder.enable(RecordOptions { max_entries, stacks, clear })?;
         } else {
             recorder.disable();
             if clear {
