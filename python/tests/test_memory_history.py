@@ -286,7 +286,8 @@ def test_torch_training_snapshot_renders_and_matches_the_pool(gpu, tmp_path):
     )
     assert r["trace_html"] > 10_000 and r["segment_html"] > 10_000
     assert r["segsum_lines"] > 3 and r["trace_lines"] > 3
-    assert r["active_blocks"] == r["stats_count"] > 0
+    # A 0-byte request counts as an allocation in the statistics but takes no block.
+    assert 0 < r["active_blocks"] <= r["stats_count"]
     assert r["active_requested"] == r["stats_bytes"]
     assert r["segment_total"] == r["pool_size"]
     assert r["segment_allocated"] >= r["active_requested"]
