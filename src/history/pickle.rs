@@ -5,6 +5,8 @@
 //! a `MARK`, their items and one `APPENDS`/`SETITEMS`; integers take the shortest of `BININT1`,
 //! `BININT` and `LONG1` (little-endian two's complement), so 48-bit device addresses stay exact.
 
+use std::borrow::Cow;
+
 /// A value to pickle.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
@@ -16,8 +18,8 @@ pub enum Value {
     Int(i128),
     /// A float.
     Float(f64),
-    /// A `str`.
-    Str(String),
+    /// A `str` (a dictionary key or a constant is borrowed, not copied).
+    Str(Cow<'static, str>),
     /// A `list`.
     List(Vec<Value>),
     /// A `tuple`.
@@ -28,7 +30,7 @@ pub enum Value {
 
 impl Value {
     /// A `str`.
-    pub fn str(s: impl Into<String>) -> Value {
+    pub fn str(s: impl Into<Cow<'static, str>>) -> Value {
         Value::Str(s.into())
     }
 
@@ -38,7 +40,7 @@ impl Value {
     }
 
     /// A dictionary with string keys.
-    pub fn dict<'a>(entries: impl IntoIterator<Item = (&'a str, Value)>) -> Value {
+    pub fn dict(entries: impl IntoIterator<Item = (&'static str, Value)>) -> Value {
         Value::Dict(entries.into_iter().map(|(k, v)| (Value::str(k), v)).collect())
     }
 }
