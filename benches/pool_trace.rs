@@ -5,6 +5,8 @@
 //! `cargo bench --bench pool_trace` (add `-- --threads` for the shared-pool thread scaling rows).
 //! Each row: median and minimum of 31 replays after a 300 ms warm-up.
 
+use rmm::adaptor::HistoryResourceAdaptor;
+use rmm::history::RecordOptions;
 use rmm::pool::{HostOrder, HostPhysicalMemory};
 use rmm::resource::{
     CudaAsyncMemoryResource, CudaMemoryResource, HostMemoryResource, PoolMemoryResource, VirtualPoolMemoryResource,
@@ -159,6 +161,15 @@ fn main() {
     let host_pool = PoolMemoryResource::new(HostMemoryResource::new(), 0, None).expect("host pool");
     row("rmm-rs pool<host memory>", bench_resource(&host_pool, &trace, CudaStreamView::DEFAULT, reps));
     row("glibc malloc/free", bench_malloc(&trace, reps));
+    // The allocation-history adaptor over the same pool: off (one relaxed load per call), then
+    // on without stacks (every operation is one event; the ring of 65536 wraps).
+    let history =
+        HistoryResourceAdaptor::new(PoolMemoryResource::new(HostMemoryResource::new(), 0, None).expect("pool"));
+    row("rmm-rs history<pool<host>>, recording off", bench_resource(&history, &trace, CudaStreamView::DEFAULT, reps));
+    let options = RecordOptions { max_entries: 1 << 16, ..RecordOptions::default() };
+    history.recorder().enable(options).expect("enable recording");
+    row("rmm-rs history<pool<host>>, recording on", bench_resource(&history, &trace, CudaStreamView::DEFAULT, reps));
+    history.recorder().disable();
     // The virtual pool's algorithm over a stand-in reservation that only records its mappings.
     let stand_in = HostPhysicalMemory::new(0x7f00_0000_0000, 64 << 30, 2 << 20);
     // SAFETY: the stand-in's addresses are never read or written: the trace only allocates and

@@ -66,6 +66,7 @@ mod driver;
 pub mod error;
 pub mod event;
 pub mod fixed_size;
+pub mod history;
 pub mod logger;
 pub mod per_device_resource;
 pub mod pointer;

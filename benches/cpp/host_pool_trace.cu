@@ -7,13 +7,20 @@
 //
 //   nvcc -O2 -std=c++17 -I$CUDA_HOME/include/cccl -Iinclude -Itarget/cxxbridge \
 //     benches/cpp/host_pool_trace.cu -o host_pool_trace target/release/librmm_cpp.a -lpthread -ldl -L$CUDA_HOME/lib
-//   valgrind --tool=cachegrind --cache-sim=no ./host_pool_trace [pool|arena] [long]
+//   valgrind --tool=cachegrind --cache-sim=no ./host_pool_trace [pool|arena|history|history-on|statistics] [long]
+//
+// `history` is the pool under a history_resource_adaptor that does not record (the cost of the
+// adaptor while recording is off), `history-on` the same recording every operation (a ring of
+// 65536 events, no stacks); `statistics` the pool under a statistics_resource_adaptor, the cost
+// of any adaptor between the bridge and the pool, for comparison.
 //
 // 5 replays (10^6 operations); a second argument: 20. Instructions per operation: the total of a
 // run less that of `./host_pool_trace <resource> 0` (construction and teardown only, no replay),
 // divided by the operations printed.
 #include <rmm/mr/arena_memory_resource.hpp>
+#include <rmm/mr/history_resource_adaptor.hpp>
 #include <rmm/mr/pool_memory_resource.hpp>
+#include <rmm/mr/statistics_resource_adaptor.hpp>
 #include <rmm/resource_ref.hpp>
 #include <cuda/memory_resource>
 #include <cstdint>
@@ -62,9 +69,13 @@ static long replay(rmm::device_async_resource_ref mr, int runs) {
 }
 
 int main(int argc, char** argv) {
-  bool const arena = argc > 1 && std::strcmp(argv[1], "arena") == 0;
-  if (argc > 1 && !arena && std::strcmp(argv[1], "pool") != 0) {
-    std::fprintf(stderr, "usage: %s [pool|arena] [long|0]\n", argv[0]);
+  char const* const what = argc > 1 ? argv[1] : "pool";
+  bool const arena      = std::strcmp(what, "arena") == 0;
+  bool const history    = std::strcmp(what, "history") == 0;
+  bool const history_on = std::strcmp(what, "history-on") == 0;
+  bool const stats      = std::strcmp(what, "statistics") == 0;
+  if (!arena && !history && !history_on && !stats && std::strcmp(what, "pool") != 0) {
+    std::fprintf(stderr, "usage: %s [pool|arena|history|history-on|statistics] [long|0]\n", argv[0]);
     return 2;
   }
   int const runs = argc > 2 ? (std::strcmp(argv[2], "0") == 0 ? 0 : 20) : 5;
@@ -72,9 +83,16 @@ int main(int argc, char** argv) {
   if (arena) {
     rmm::mr::arena_memory_resource mr{host_up{}, std::size_t{256} << 20};
     ops = replay(mr, runs);
+  } else if (history || history_on) {
+    rmm::mr::history_resource_adaptor mr{rmm::mr::pool_memory_resource{host_up{}, std::size_t{256} << 20}};
+    if (history_on) { mr.record_history(true, std::size_t{1} << 16); }
+    ops = replay(mr, runs);
+  } else if (stats) {
+    rmm::mr::statistics_resource_adaptor mr{rmm::mr::pool_memory_resource{host_up{}, std::size_t{256} << 20}};
+    ops = replay(mr, runs);
   } else {
     rmm::mr::pool_memory_resource mr{host_up{}, std::size_t{256} << 20};
     ops = replay(mr, runs);
   }
-  std::printf("%s ops %ld\n", arena ? "arena" : "pool", ops);
+  std::printf("%s ops %ld\n", what, ops);
 }

@@ -17,6 +17,16 @@ Modes (PyTorch sets its allocator once per process, so each mode runs in a child
             torch.cuda.memory.change_current_allocator(rmm_torch_allocator); rows labelled by
             --impl-name (rmm-rs or rmm-26.10, whichever ``rmm`` PYTHONPATH finds).
 
+Allocation history (--history, comma separated; each value runs every mode once more):
+  off       nothing recorded (the default).
+  on        history recorded without stacks: rmm.memory._record_memory_history(context=None) over
+            rmm's modes, torch.cuda.memory._record_memory_history(context=None) over the native
+            ones; rows labelled with "+history".
+  stacks    the same with each event's Python stack (context="all", stacks="python"); rows
+            labelled with "+history-stacks".
+  At the end of each recorded run the snapshot is taken once, its time and size in rows
+  snapshot_ms and snapshot_bytes.
+
 Workloads:
   empty_loop  ``torch.empty((100, 4), device="cuda")`` created and dropped in a loop: microseconds
               per iteration, median (and fastest, slowest) of --runs timed runs.
@@ -86,6 +96,43 @@ def setup(mode, args):
     return bc.impl_name(args), lambda: stats.allocation_counts.peak_bytes, pool, top
 
 
+HISTORY = ("off", "on", "stacks")
+
+
+def start_history(mode, impl, args):
+    """Starts recording for --history (one value in a child); returns the label to use."""
+    if args.history == "off":
+        return impl
+    context = None if args.history == "on" else "all"
+    if mode in ("native", "native_expandable"):
+        import torch
+
+        torch.cuda.memory._record_memory_history(context=context, stacks="python", max_entries=args.history_entries)
+    else:
+        import rmm.memory
+
+        rmm.memory._record_memory_history(context=context, stacks="python", max_entries=args.history_entries)
+    return impl + ("+history" if args.history == "on" else "+history-stacks")
+
+
+def snapshot_rows(mode, impl, param, args):
+    """The time and size of one snapshot of a recorded run."""
+    import pickle
+
+    t0 = time.perf_counter()
+    if mode in ("native", "native_expandable"):
+        import torch
+
+        snap = torch.cuda.memory._snapshot()
+    else:
+        import rmm.memory
+
+        snap = rmm.memory._snapshot()
+    ms = (time.perf_counter() - t0) * 1e3
+    bc.row(impl, "train_step", param, ms, "snapshot_ms")
+    bc.row(impl, "train_step", param, len(pickle.dumps(snap)), "snapshot_bytes")
+
+
 def sync(args):
     """Waits for the device's queued work (nothing to wait for on the CPU)."""
     import torch
@@ -153,6 +200,11 @@ def run_mode(mode, args):
         return 1
     status, param = 0, f"steps={args.steps}"
     try:
+        impl = start_history(mode, impl, args)
+    except Exception as e:
+        bc.fail(impl, "setup", f"mode={mode} history={args.history}", e)
+        return 1
+    try:
         empty_loop(impl, args, args.budget)
     except Exception as e:
         bc.fail(impl, "empty_loop", f"mode={mode}", e)
@@ -173,6 +225,12 @@ def run_mode(mode, args):
         bc.row(impl, "train_step", param, int(torch.cuda.max_memory_allocated()), "peak_live_bytes")
     if pool is not None:
         bc.row(impl, "train_step", param, int(pool.pool_size()), "pool_size_end_bytes")
+    if args.history != "off":
+        try:
+            snapshot_rows(mode, impl, param, args)
+        except Exception as e:
+            bc.fail(impl, "snapshot", f"mode={mode}", e)
+            status = 1
     return status
 
 
@@ -197,12 +255,24 @@ def main():
                    help="rmm_pool's initial_pool_size (bytes or '1GiB'; default 0: the peak is what "
                         "the pool grew to)")
     p.add_argument("--maximum-pool-size", default=None, help="rmm_pool's maximum_pool_size")
+    p.add_argument("--history", default="off",
+                   help="allocation history: off, on, stacks, or several comma separated (each runs "
+                        "every mode; default off)")
+    p.add_argument("--history-entries", type=int, default=100_000,
+                   help="max_entries of the recorded history (default 100000)")
     args = p.parse_args()
+    histories = [h for h in args.history.split(",") if h]
+    for h in histories:
+        if h not in HISTORY:
+            sys.exit(f"unknown --history value {h!r} (known: {', '.join(HISTORY)})")
     if args.initial_pool_size.isdigit():
         args.initial_pool_size = int(args.initial_pool_size)
     if args.maximum_pool_size and args.maximum_pool_size.isdigit():
         args.maximum_pool_size = int(args.maximum_pool_size)
     if args.mode != "all":
+        if len(histories) != 1:
+            sys.exit("--mode runs one --history value")
+        args.history = histories[0]
         bc.header(args)
         return run_mode(args.mode, args)
     bc.header(args)
@@ -210,14 +280,16 @@ def main():
     for mode in [m for m in args.modes.split(",") if m]:
         if mode not in MODES + EXTRA_MODES:
             sys.exit(f"unknown mode {mode!r} (known: {', '.join(MODES + EXTRA_MODES)})")
-        # The child inherits every option but --mode/--modes and prints rows only.
-        child = [a for a in sys.argv[1:]]
-        cmd = [sys.executable, os.path.abspath(__file__), *child, "--mode", mode, "--no-header"]
-        env = dict(os.environ)
-        env.pop("PYTORCH_CUDA_ALLOC_CONF", None)
-        if mode == "native_expandable":
-            env["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
-        status |= subprocess.call(cmd, env=env)
+        for history in histories:
+            # The child inherits every option but --mode/--modes/--history and prints rows only.
+            child = [a for a in sys.argv[1:]]
+            cmd = [sys.executable, os.path.abspath(__file__), *child, "--mode", mode, "--no-header",
+                   "--history", history]
+            env = dict(os.environ)
+            env.pop("PYTORCH_CUDA_ALLOC_CONF", None)
+            if mode == "native_expandable":
+                env["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
+            status |= subprocess.call(cmd, env=env)
     return status
 
 

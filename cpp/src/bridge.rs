@@ -36,6 +36,7 @@ mod binning;
 mod capture;
 mod cuda_async;
 mod fixed_size;
+mod history;
 mod limiting;
 mod logging;
 mod plain;
@@ -63,6 +64,7 @@ use capture::*;
 use cuda_async::*;
 use fixed_size::*;
 use handle::take_allocate_error;
+use history::*;
 use limiting::*;
 use logger::*;
 use logging::*;
@@ -305,6 +307,25 @@ pub(crate) mod ffi {
         fn new_callback_memory_resource(callbacks: UniquePtr<CppAllocationCallbacks>) -> Box<RustResource>;
         /// Prefetches managed memory to `device` on `stream`; other memory is left alone.
         fn prefetch_memory(ptr: usize, bytes: usize, device: i32, stream: usize) -> Outcome;
+    }
+
+    // history_resource_adaptor (bridge/history.rs, an rmm-rs addition): the queries answer as
+    // those above.
+    extern "Rust" {
+        fn new_history_adaptor(upstream: &RustResource) -> Box<RustResource>;
+        /// Starts (`enabled`) or stops recording, keeping at most `max_entries` events (0 is an
+        /// invalid argument); `clear` forgets those recorded; `stacks` records native stacks.
+        fn history_record(r: &RustResource, enabled: bool, max_entries: usize, clear: bool, stacks: bool) -> Outcome;
+        /// 1 while recording, else 0.
+        fn history_is_recording(r: &RustResource) -> Outcome;
+        /// The number of events kept.
+        fn history_length(r: &RustResource) -> Outcome;
+        /// Writes the snapshot's pickle to `path`.
+        fn history_dump_snapshot(r: &RustResource, path: &str) -> Outcome;
+        /// The snapshot's pickle into `out`.
+        fn history_snapshot(r: &RustResource, out: &mut Vec<u8>) -> Outcome;
+        /// Writes the snapshot and memory map into `dir` on out-of-memory (`""`: no more).
+        fn history_dump_on_oom(r: &RustResource, dir: &str) -> Outcome;
     }
 
     // virtual_pool_memory_resource (bridge/virtual_pool.rs): the queries answer as those above.

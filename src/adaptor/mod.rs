@@ -16,8 +16,9 @@
 use crate::error::Result;
 use crate::resource::effective_alignment;
 
-/// The three methods every adaptor writes alike, inside its `impl MemoryResource`: equal only to
-/// itself ([`same_instance`]), device- and host-accessible where its upstream (the field named) is.
+/// The four methods every adaptor writes alike, inside its `impl MemoryResource`: equal only to
+/// itself ([`same_instance`]), device- and host-accessible where its upstream (the field named) is,
+/// and the upstream's segments.
 macro_rules! adaptor_identity_and_access {
     ($upstream:ident) => {
         fn is_equal(&self, other: &dyn $crate::resource::MemoryResource) -> bool {
@@ -25,11 +26,16 @@ macro_rules! adaptor_identity_and_access {
         }
 
         $crate::resource::accessibility!($upstream);
+
+        fn memory_segments(&self) -> Option<Vec<$crate::resource::MemorySegment>> {
+            self.$upstream.memory_segments()
+        }
     };
 }
 
 pub mod aligned;
 pub mod failure_callback;
+pub mod history;
 pub mod limiting;
 pub mod logging;
 pub mod prefetch;
@@ -39,6 +45,7 @@ pub mod tracking;
 
 pub use aligned::AlignedResourceAdaptor;
 pub use failure_callback::FailureCallbackResourceAdaptor;
+pub use history::HistoryResourceAdaptor;
 pub use limiting::LimitingResourceAdaptor;
 pub use logging::{LogSink, LoggingResourceAdaptor, LOG_HEADER};
 pub use prefetch::PrefetchResourceAdaptor;

@@ -32,6 +32,9 @@ mod contiguous;
 mod invariants;
 mod retirement;
 mod search;
+mod walk;
+
+pub use walk::BlockView;
 
 /// Granularity of every block size and address.
 pub const GRANULE: usize = 256;

@@ -50,6 +50,7 @@ pub mod managed;
 pub mod pinned_host;
 pub mod pool;
 pub mod sam_headroom;
+pub mod segments;
 pub mod system;
 pub mod upstream_check;
 pub mod virtual_pool;
@@ -70,6 +71,7 @@ pub use managed::ManagedMemoryResource;
 pub use pinned_host::PinnedHostMemoryResource;
 pub use pool::PoolMemoryResource;
 pub use sam_headroom::SamHeadroomMemoryResource;
+pub use segments::{BlockState, MemorySegment, SegmentBlock};
 pub use system::SystemMemoryResource;
 pub use virtual_pool::VirtualPoolMemoryResource;
 
@@ -219,6 +221,13 @@ pub unsafe trait MemoryResource: Any + Send + Sync {
     fn is_host_accessible(&self) -> bool {
         false
     }
+
+    /// The segments of a pool and the blocks that tile them (see [`segments`]), read by a cold
+    /// walk under the pool's locks; `None` for a resource that keeps no such structure. Adaptors
+    /// answer their upstream's, so a snapshot of any stack of adaptors over a pool sees the pool.
+    fn memory_segments(&self) -> Option<Vec<MemorySegment>> {
+        None
+    }
 }
 
 /// A shared, type-erased resource: what the per-device table stores and what adaptors may share.
@@ -258,6 +267,9 @@ unsafe impl<R: MemoryResource + ?Sized> MemoryResource for Arc<R> {
     }
     fn is_host_accessible(&self) -> bool {
         (**self).is_host_accessible()
+    }
+    fn memory_segments(&self) -> Option<Vec<MemorySegment>> {
+        (**self).memory_segments()
     }
 }
 

@@ -20,6 +20,7 @@ mod growth;
 mod immediate;
 mod in_place;
 mod invariants;
+mod segments;
 mod slow_path;
 mod stream_identity;
 mod synchronisation;
@@ -570,6 +571,10 @@ unsafe impl<U: MemoryResource> MemoryResource for PoolMemoryResource<U> {
     }
 
     crate::resource::accessibility!(upstream);
+
+    fn memory_segments(&self) -> Option<Vec<crate::resource::MemorySegment>> {
+        Some(self.segments())
+    }
 }
 
 impl<U: MemoryResource> Drop for PoolMemoryResource<U> {

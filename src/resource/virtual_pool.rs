@@ -245,4 +245,8 @@ unsafe impl<P: PhysicalMemory + 'static> MemoryResource for VirtualPoolMemoryRes
     }
 
     crate::resource::accessibility!(pool);
+
+    fn memory_segments(&self) -> Option<Vec<crate::resource::MemorySegment>> {
+        self.pool.memory_segments()
+    }
 }

@@ -17,6 +17,7 @@ mod adaptors;
 mod callbacks;
 pub(crate) mod capture;
 mod driver_resources;
+mod history;
 mod logging;
 mod per_device;
 mod resources;
@@ -172,5 +173,6 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     logging::register(m)?;
     per_device::register(m)?;
     virtual_pool::register(m)?;
+    history::register(m)?;
     Ok(())
 }

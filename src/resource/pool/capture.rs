@@ -43,6 +43,10 @@ const CAPTURE_CHUNK_OWNER: usize = usize::MAX >> 1;
 /// The smallest chunk a capture's private memory grows by.
 const CAPTURE_CHUNK: usize = 2 << 20;
 
+/// One capture's memory for the pool's segments: its id, the chunks it took from the upstream,
+/// the blocks of its memory.
+pub(super) type CaptureWalk = (u64, Vec<(usize, usize)>, Vec<crate::pool::BlockView>);
+
 /// The private memory of every capture the pool has served and not yet released.
 #[derive(Default)]
 pub(super) struct Captures {
@@ -71,6 +75,18 @@ impl Captures {
                 self.pools.len() - 1
             }
         }
+    }
+
+    /// Each capture's id, the chunks it took from the upstream, and the blocks of its memory
+    /// (those of shard blocks freed during the capture included), for the pool's segments.
+    pub(super) fn walk(&self) -> Vec<CaptureWalk> {
+        self.pools
+            .iter()
+            .map(|p| {
+                let blocks = p.core.walk_chunks().into_iter().flat_map(|(_, _, blocks)| blocks).collect();
+                (p.id, p.chunks.clone(), blocks)
+            })
+            .collect()
     }
 
     /// Checks each capture's own invariants.

@@ -21,6 +21,7 @@ from rmm._native import (
     DeviceMemoryResource,
     FailureCallbackResourceAdaptor,
     FixedSizeMemoryResource,
+    HistoryResourceAdaptor,
     LimitingResourceAdaptor,
     LoggingResourceAdaptor,
     ManagedMemoryResource,
