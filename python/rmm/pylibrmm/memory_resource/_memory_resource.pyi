@@ -1,6 +1,7 @@
 # Type stubs of rmm.pylibrmm.memory_resource._memory_resource: the resource classes (in the
 # extension rmm._native) and the per-device current resource.
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -151,6 +152,29 @@ class LoggingResourceAdaptor(UpstreamResourceAdaptor):
     ) -> Self: ...
     def flush(self) -> None: ...
     def get_file_name(self) -> str: ...
+
+@disjoint_base
+class HistoryResourceAdaptor(UpstreamResourceAdaptor):
+    """Not in RMM: records allocation history in PyTorch's snapshot format (see rmm.memory)."""
+
+    def __new__(cls, upstream_mr: DeviceMemoryResource, device: int | None = None) -> Self: ...
+    def record_history(
+        self,
+        enabled: bool = True,
+        *,
+        max_entries: int = ...,
+        stacks: bool = False,
+        clear_history: bool = False,
+    ) -> None: ...
+    @property
+    def is_recording(self) -> bool: ...
+    @property
+    def history_length(self) -> int: ...
+    @property
+    def device(self) -> int: ...
+    def snapshot_pickle(self) -> bytes: ...
+    def dump_snapshot(self, path: str | os.PathLike[str]) -> None: ...
+    def dump_on_oom(self, path: str | os.PathLike[str] | None) -> None: ...
 
 @disjoint_base
 class StatisticsResourceAdaptor(UpstreamResourceAdaptor):
