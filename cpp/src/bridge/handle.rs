@@ -6,7 +6,9 @@
 use super::ffi::{ErrorKind, Outcome};
 use super::outcome::{caught, guard, guard_outcome, Context};
 use rmm::error::{Error, Result};
-use rmm::resource::{ArenaMemoryResource, MemoryResource, PoolMemoryResource, SharedResource};
+use rmm::resource::{
+    ArenaMemoryResource, MemoryResource, PoolMemoryResource, SharedResource, VirtualPoolMemoryResource,
+};
 use rmm::stream::CudaStreamView;
 use std::any::Any;
 use std::fmt::Display;
@@ -62,8 +64,8 @@ pub(crate) fn take_allocate_error() -> Outcome {
 /// the C++ constructor reads [`RustResource::status`] and throws.
 pub struct RustResource {
     made: std::result::Result<SharedResource, Error>,
-    /// The same resource when it is a pool or an arena: calls from C++ reach it without dynamic
-    /// dispatch.
+    /// The same resource when it is a pool, an arena or a virtual pool: calls from C++ reach it
+    /// without dynamic dispatch.
     pub(super) direct: Direct,
     name: &'static str,
 }
@@ -74,6 +76,7 @@ pub(super) enum Direct {
     None,
     Pool(Arc<Pool>),
     Arena(Arc<Arena>),
+    VirtualPool(Arc<VirtualPoolMemoryResource>),
 }
 
 /// The pool as the bridge makes it: over a resource of either side.
@@ -133,6 +136,7 @@ impl RustResource {
         let view = CudaStreamView::from_handle(stream);
         match &self.direct {
             Direct::Arena(arena) => pointer_or_null(|| arena.allocate(bytes, alignment, view)),
+            Direct::VirtualPool(pool) => pointer_or_null(|| pool.allocate(bytes, alignment, view)),
             _ => pointer_or_null(|| self.shared().and_then(|r| r.allocate(bytes, alignment, view))),
         }
     }
@@ -166,6 +170,9 @@ impl RustResource {
         match &self.direct {
             Direct::Arena(arena) => {
                 self.free_or_report(ptr, bytes, alignment, stream, || arena.deallocate(p, bytes, alignment, view))
+            }
+            Direct::VirtualPool(pool) => {
+                self.free_or_report(ptr, bytes, alignment, stream, || pool.deallocate(p, bytes, alignment, view))
             }
             _ => self.free_or_report(ptr, bytes, alignment, stream, || {
                 self.shared().and_then(|r| r.deallocate(p, bytes, alignment, view))

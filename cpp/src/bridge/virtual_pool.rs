@@ -1,7 +1,7 @@
 //! `virtual_pool_memory_resource`: its constructor, `release_above` and its queries.
 
 use super::ffi::Outcome;
-use super::handle::{query_outcome, RustResource};
+use super::handle::{query_outcome, Direct, RustResource};
 use rmm::resource::virtual_pool::VirtualMemoryOptions;
 use rmm::resource::{SharedResource, VirtualPoolMemoryResource};
 use rmm::DeviceId;
@@ -23,16 +23,21 @@ pub(crate) fn new_virtual_pool_memory_resource(
     granule: usize,
     export_posix_fd: bool,
 ) -> Box<RustResource> {
-    RustResource::make(KIND, || {
+    let mut direct = Direct::None;
+    let mut made = RustResource::make(KIND, || {
         let options = VirtualMemoryOptions {
             device: has_device.then_some(DeviceId(device)),
             peers: peers.iter().copied().map(DeviceId).collect(),
             granule: (granule != 0).then_some(granule),
             export_posix_fd,
         };
-        let made = VirtualPoolMemoryResource::with_options(maximum_size, initial_size, &options)?;
-        Ok(Arc::new(made) as SharedResource)
-    })
+        let pool = Arc::new(VirtualPoolMemoryResource::with_options(maximum_size, initial_size, &options)?);
+        direct = Direct::VirtualPool(Arc::clone(&pool));
+        Ok(pool as SharedResource)
+    });
+    // Calls from C++ reach the pool without dynamic dispatch, as the classic pool's do.
+    made.direct = direct;
+    made
 }
 
 /// `r` as a virtual pool, or the logic error of a query asked of another kind.
