@@ -5,9 +5,9 @@
 #include <rmm/mr/history_resource_adaptor.hpp>
 
 #include <cstdio>
+#include <elf.h>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <string>
 #include <unistd.h>
 
@@ -60,13 +60,20 @@ TEST(HistoryAdaptor, SnapshotIsAPickleAndDumps)
   std::filesystem::remove_all(dir);
 }
 
-// Whether this program still has its symbol table (a program stripped of it, as the GPU package
-// strips, has frames without names).
+// Whether this program still has its symbol table (a section of type SHT_SYMTAB): a program
+// stripped of it, as the GPU package strips, has frames without names.
 bool has_symbol_table()
 {
   std::ifstream exe{"/proc/self/exe", std::ios::binary};
-  std::string const image{std::istreambuf_iterator<char>{exe}, std::istreambuf_iterator<char>{}};
-  return image.find(".symtab") != std::string::npos;
+  Elf64_Ehdr header{};
+  if (!exe.read(reinterpret_cast<char*>(&header), sizeof header)) { return false; }
+  exe.seekg(static_cast<std::streamoff>(header.e_shoff));
+  for (int i = 0; i < header.e_shnum; ++i) {
+    Elf64_Shdr section{};
+    if (!exe.read(reinterpret_cast<char*>(&section), sizeof section)) { return false; }
+    if (section.sh_type == SHT_SYMTAB) { return true; }
+  }
+  return false;
 }
 
 TEST(HistoryAdaptor, NativeStacksNameTheCaller)
