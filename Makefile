@@ -9,7 +9,8 @@
 #   make example             # the Rust staticlib and the Thrust sort example, and run it
 #   make test                # the layering check (make layering), cargo test of the workspace (and
 #                            # model_scale in release), then every C++ example and test built and run,
-#                            # std-check, and the Python tests
+#                            # std-check, and the Python tests; on all cores (-j$(nproc)) unless
+#                            # given -j
 #   make layering            # no two modules of a crate import each other; the driver uses nothing above it
 #   make valgrind            # every host test binary under valgrind (CI runs it)
 #   make fuzz                # the pool's fuzz targets, FUZZ_SECONDS each (CI runs it)
@@ -32,63 +33,95 @@
 #                            # racecheck, synccheck and initcheck (tests/stress/run_sanitizers.sh)
 #
 # Variables (override on the command line or in the environment):
+#   CUDA_MAJOR        12 or 13: the CUDA major of everything built (nvcc, cudart, the cargo feature
+#                     cuda-12 or cuda-13 of every crate); default: that of the nvcc at CUDA_HOME or
+#                     NVCC where one is given, else 13. CUDA 12 builds go to their own folders
+#                     (CARGO_TARGET_DIR target/cu12, BUILD build/cpp-cu12) unless given
+#   CPU               the x86-64 level of all host code (Rust, nvcc's host compiler, C):
+#                     x86-64 (the default: any x86-64 CPU), x86-64-v2, x86-64-v3, x86-64-v4 or
+#                     native. Rust gets -Ctarget-cpu=CPU, the C and C++ compilers -march=CPU; after
+#                     a change, make clean (make does not track flags; cargo does)
 #   CUDA_HOME         toolkit root: nvcc in bin/, cudart in lib/ (PyPI) or lib64/ (toolkit);
-#                     default: the pinned PyPI toolchain in .venv-cuda
+#                     default: the pinned toolchain of CUDA_MAJOR (.venv-cuda, .venv-cuda12)
 #   CCCL_INCLUDE      CCCL 3.5 headers; put first on the include path (a toolkit's own CCCL may be
 #                     older: CUDA 13.0 ships 3.0.1)
 #   CARGO_TARGET_DIR  where cargo puts librmm_cpp.a and the cxx bridge headers
 #   NO_CARGO=1        do not run cargo; use RMM_LIB and CXXBRIDGE as given (e.g. from a bundle)
 #   ARCH, CXX_STD     GPU architecture (sm_90: H100) and C++ standard (17 or 20)
 #
-# Where no nvcc 13.x or no CCCL >= 3.5 is found there, every goal that runs nvcc first installs the
-# pinned toolchain (bash .ci/install-toolchain.sh: PyPI into .venv-cuda) and uses it for what was
-# missing. A working CUDA_HOME and CCCL_INCLUDE install nothing.
+# Where no nvcc of CUDA_MAJOR or no CCCL >= 3.5 is found there, every goal that runs nvcc first
+# installs the pinned toolchain (CUDA_MAJOR=N bash .ci/install-toolchain.sh: into .venv-cuda or
+# .venv-cuda12) and uses it for what was missing. A working CUDA_HOME and CCCL_INCLUDE install
+# nothing.
 
 REPO             := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
-# The pinned toolchain: wheels in .venv-cuda's site-packages, whose path carries the venv's Python
-# version (asked of the venv's Python, as .ci/install-toolchain.sh does).
-PINNED_CUDA_HOME  = $(shell '$(REPO)/.venv-cuda/bin/python' -c 'import sysconfig; print(sysconfig.get_paths()["purelib"] + "/nvidia/cu13")' 2>/dev/null)
+# The CUDA major: given, or that of the nvcc given, or 13.
+ifeq ($(origin CUDA_MAJOR),undefined)
+ifneq ($(origin NVCC)$(origin CUDA_HOME),undefinedundefined)
+CUDA_MAJOR       := $(shell '$(or $(NVCC),$(CUDA_HOME)/bin/nvcc)' --version 2>/dev/null | sed -n 's/.*release \([0-9]*\)\..*/\1/p')
+endif
+CUDA_MAJOR       := $(or $(CUDA_MAJOR),13)
+endif
+ifeq ($(filter 12 13,$(CUDA_MAJOR)),)
+$(error rmm-rs: CUDA_MAJOR must be 12 or 13, not "$(CUDA_MAJOR)")
+endif
+export CUDA_MAJOR
+# The pinned toolchain of the major: CUDA 13's wheels in .venv-cuda's site-packages, whose path
+# carries the venv's Python version (asked of the venv's Python, as .ci/install-toolchain.sh does);
+# CUDA 12's toolkit assembled in .venv-cuda12/cuda12, CCCL 3.5 in that venv's site-packages.
+PINNED_VENV       = $(REPO)/.venv-cuda$(if $(filter 12,$(CUDA_MAJOR)),12)
+PINNED_SITE       = $(shell '$(PINNED_VENV)/bin/python' -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' 2>/dev/null)
+PINNED_CUDA_HOME  = $(if $(PINNED_SITE),$(if $(filter 12,$(CUDA_MAJOR)),$(PINNED_VENV)/cuda12,$(PINNED_SITE)/nvidia/cu13))
+PINNED_CCCL       = $(PINNED_SITE)/nvidia/cu13/include/cccl
 ifeq ($(origin CUDA_HOME),undefined)
 CUDA_HOME        := $(PINNED_CUDA_HOME)
 rmm_no_venv      := $(if $(CUDA_HOME),,yes)
-CUDA_HOME        := $(or $(CUDA_HOME),$(REPO)/.venv-cuda/nvidia/cu13)
+CUDA_HOME        := $(or $(CUDA_HOME),$(PINNED_VENV)/nvidia/cu13)
+CCCL_INCLUDE     ?= $(PINNED_CCCL)
 endif
 NVCC             ?= $(CUDA_HOME)/bin/nvcc
 CCCL_INCLUDE     ?= $(CUDA_HOME)/include/cccl
 
-# nvcc 13.x and CCCL 3.5 or newer, for every goal but those that never run nvcc. What is missing is
-# taken from the pinned toolchain, installed first. (A sub-make checks again: cheap once installed.)
-rmm_nvcc_ok       = $(shell $(NVCC) --version 2>/dev/null | grep -q 'release 13\.' && echo yes)
+# nvcc of CUDA_MAJOR and CCCL 3.5 or newer, for every goal but those that never run nvcc. What is
+# missing is taken from the pinned toolchain, installed first. (A sub-make checks again: cheap
+# once installed.)
+rmm_nvcc_ok       = $(shell $(NVCC) --version 2>/dev/null | grep -q 'release $(CUDA_MAJOR)\.' && echo yes)
 rmm_cccl_version  = $(shell sed -n 's/^.*define CCCL_VERSION \([0-9]*\).*/\1/p' '$(CCCL_INCLUDE)/cuda/std/__cccl/version.h' 2>/dev/null)
 rmm_cccl_ok       = $(if $(rmm_cccl_version),$(shell [ $(rmm_cccl_version) -ge 3005000 ] && echo yes))
-ifneq ($(filter-out clean fuzz test-scale staticlib python python-venv python-test wheels python-typecheck python-typecheck-installed,$(or $(MAKECMDGOALS),all)),)
+ifneq ($(filter-out clean fuzz print-cuda-major test test-scale staticlib python python-venv python-test wheels python-typecheck python-typecheck-installed,$(or $(MAKECMDGOALS),all)),)
 ifneq ($(rmm_nvcc_ok)$(rmm_cccl_ok),yesyes)
-$(info rmm-rs: $(if $(rmm_no_venv),no CUDA_HOME given and no toolchain in .venv-cuda yet,not found: $(strip $(if $(rmm_nvcc_ok),,nvcc 13.x at $(NVCC);) $(if $(rmm_cccl_ok),,CCCL >= 3.5 at $(CCCL_INCLUDE)))))
-$(info rmm-rs: installing the pinned toolchain: bash .ci/install-toolchain.sh)
-ifneq ($(shell bash '$(REPO)/.ci/install-toolchain.sh' >&2 && echo ok),ok)
-$(error rmm-rs: could not install the pinned CUDA toolchain (.ci/install-toolchain.sh; its output is above). Install nvcc 13.x and CCCL 3.5 and pass them: make CUDA_HOME=<toolkit root> CCCL_INCLUDE=<CCCL 3.5 include directory>)
+$(info rmm-rs: $(if $(rmm_no_venv),no CUDA_HOME given and no CUDA $(CUDA_MAJOR) toolchain in $(PINNED_VENV) yet,not found: $(strip $(if $(rmm_nvcc_ok),,nvcc $(CUDA_MAJOR).x at $(NVCC);) $(if $(rmm_cccl_ok),,CCCL >= 3.5 at $(CCCL_INCLUDE)))))
+$(info rmm-rs: installing the pinned toolchain: CUDA_MAJOR=$(CUDA_MAJOR) bash .ci/install-toolchain.sh)
+ifneq ($(shell CUDA_MAJOR=$(CUDA_MAJOR) bash '$(REPO)/.ci/install-toolchain.sh' >&2 && echo ok),ok)
+$(error rmm-rs: could not install the pinned CUDA toolchain (.ci/install-toolchain.sh; its output is above). Install nvcc $(CUDA_MAJOR).x and CCCL 3.5 and pass them: make CUDA_HOME=<toolkit root> CCCL_INCLUDE=<CCCL 3.5 include directory>)
 endif
 ifneq ($(rmm_nvcc_ok),yes)
 override CUDA_HOME := $(PINNED_CUDA_HOME)
 override NVCC := $(CUDA_HOME)/bin/nvcc
 endif
 ifneq ($(rmm_cccl_ok),yes)
-override CCCL_INCLUDE := $(PINNED_CUDA_HOME)/include/cccl
+override CCCL_INCLUDE := $(PINNED_CCCL)
 endif
 ifneq ($(rmm_nvcc_ok)$(rmm_cccl_ok),yesyes)
-$(error rmm-rs: .ci/install-toolchain.sh ran, but there is still no nvcc 13.x at $(NVCC) or no CCCL >= 3.5 at $(CCCL_INCLUDE))
+$(error rmm-rs: .ci/install-toolchain.sh ran, but there is still no nvcc $(CUDA_MAJOR).x at $(NVCC) or no CCCL >= 3.5 at $(CCCL_INCLUDE))
 endif
 $(info rmm-rs: using CUDA_HOME=$(CUDA_HOME) NVCC=$(NVCC) CCCL_INCLUDE=$(CCCL_INCLUDE))
 endif
 endif
 
 CARGO            ?= cargo
-CARGO_TARGET_DIR ?= $(REPO)/target
+CARGO_TARGET_DIR ?= $(REPO)/target$(if $(filter 12,$(CUDA_MAJOR)),/cu12)
+# Every cargo and maturin call: the crates' feature of the CUDA major.
+CARGO_FEATURES   := --no-default-features --features cuda-$(CUDA_MAJOR)
+# The host CPU level: Rust through RUSTFLAGS (only where one is asked for, so that the default
+# keeps a RUSTFLAGS of the environment and cargo's cache), C and C++ through -march.
+CPU              ?= x86-64
+CARGO_ENV        := CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)$(if $(filter-out x86-64,$(CPU)), RUSTFLAGS="$$RUSTFLAGS -Ctarget-cpu=$(CPU)")
 RMM_LIB          ?= $(CARGO_TARGET_DIR)/release/librmm_cpp.a
 CXXBRIDGE        ?= $(CARGO_TARGET_DIR)/cxxbridge
 ARCH             ?= sm_90
 CXX_STD          ?= 17
-BUILD            ?= $(REPO)/build/cpp
+BUILD            ?= $(REPO)/build/cpp$(if $(filter 12,$(CUDA_MAJOR)),-cu12)
 BIN              := $(BUILD)/bin
 OBJ              := $(BUILD)/obj
 
@@ -101,7 +134,7 @@ endif
 
 INCLUDES   := -I$(CCCL_INCLUDE) -I$(REPO)/include -I$(CXXBRIDGE)
 NVCCFLAGS  ?= -O2 -lineinfo
-NVCCFLAGS  += -std=c++$(CXX_STD) -arch=$(ARCH) $(INCLUDES) -Xcompiler=-Wall,-Wno-unknown-pragmas -MMD -MP
+NVCCFLAGS  += -std=c++$(CXX_STD) -arch=$(ARCH) $(INCLUDES) -Xcompiler=-Wall,-Wno-unknown-pragmas,-march=$(CPU) -MMD -MP
 # The Rust staticlib, then what it needs; cudart is static (nvcc's default).
 LDLIBS     := $(RMM_LIB) -lpthread -ldl -L$(CUDA_HOME)/lib -L$(CUDA_HOME)/lib64
 
@@ -124,7 +157,7 @@ tests: $(TESTS) $(EXIT_CHILD)
 # cargo decides whether anything changed; librmm_cpp.a keeps its time stamp when nothing did.
 ifeq ($(NO_CARGO),)
 staticlib:
-	+CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) $(CARGO) build --release -p rmm-cpp --manifest-path $(REPO)/Cargo.toml
+	+$(CARGO_ENV) $(CARGO) build --release -p rmm-cpp $(CARGO_FEATURES) --manifest-path $(REPO)/Cargo.toml
 $(RMM_LIB): staticlib
 endif
 
@@ -177,7 +210,7 @@ $(EXIT_CHILD): $(OBJ)/exit_child/rmm_exit_child.o $(RMM_LIB)
 C_PROGRAMS := $(patsubst $(REPO)/examples/c/%.c,$(BIN)/%,$(wildcard $(REPO)/examples/c/*.c)) \
               $(patsubst $(REPO)/tests/c/%.c,$(BIN)/%,$(wildcard $(REPO)/tests/c/*.c))
 C_LDLIBS   := $(RMM_LIB) -L$(CUDA_HOME)/lib -L$(CUDA_HOME)/lib64 -l:libcudart_static.a -lrt -lstdc++ -lpthread -ldl -lm
-C_FLAGS    := -std=c11 -O2 -Wall -Wextra -pedantic -I$(REPO)/include
+C_FLAGS    := -std=c11 -O2 -march=$(CPU) -Wall -Wextra -pedantic -I$(REPO)/include
 C_PROG_FLAGS := $(C_FLAGS) -I$(CUDA_HOME)/include
 all: $(C_PROGRAMS)
 run: run-c
@@ -201,18 +234,29 @@ c-header-check:
 
 $(BUILD)/gtest/libgtest.a:
 	@mkdir -p $(@D)
-	g++ -std=c++17 -O2 -I$(GTEST_SRC)/include -I$(GTEST_SRC) -c $(GTEST_SRC)/src/gtest-all.cc -o $(BUILD)/gtest/gtest-all.o
+	g++ -std=c++17 -O2 -march=$(CPU) -I$(GTEST_SRC)/include -I$(GTEST_SRC) -c $(GTEST_SRC)/src/gtest-all.cc -o $(BUILD)/gtest/gtest-all.o
 	ar rcs $@ $(BUILD)/gtest/gtest-all.o
 
-# The README's two commands.
+# The README's two commands. `make test` runs on all cores unless given -j (or run under a make
+# that has a job server): the builds share make's job slots with cargo; the test programs then run
+# one at a time, so that their output stays in order.
+NPROC := $(shell nproc 2>/dev/null || echo 2)
 example: $(BIN)/thrust_sort
 	$(BIN)/thrust_sort
-test: all layering
+.PHONY: test-steps print-cuda-major
+print-cuda-major:
+	@echo $(CUDA_MAJOR)
+test:
+	+@case " $$MAKEFLAGS " in *jobserver*|*" -j"*) jobs= ;; *) jobs=-j$(NPROC) ;; esac; \
+	  echo "rmm-rs: make test$${jobs:+ $$jobs} (CUDA $(CUDA_MAJOR), CPU $(CPU))"; \
+	  $(MAKE) --no-print-directory $$jobs test-steps
+test-steps: all layering
 ifeq ($(NO_CARGO),)
-	+CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) $(CARGO) test --manifest-path $(REPO)/Cargo.toml
+	+$(CARGO_ENV) $(CARGO) test $(CARGO_FEATURES) --manifest-path $(REPO)/Cargo.toml
 	+$(MAKE) --no-print-directory test-scale
 endif
-	$(MAKE) --no-print-directory run std-check
+	+$(MAKE) --no-print-directory std-check
+	$(MAKE) --no-print-directory -j1 run
 	+$(MAKE) --no-print-directory python-test
 
 # No two modules of a crate import each other, and the driver door uses nothing above it
@@ -226,7 +270,7 @@ layering:
 # The model-based tests at full scale: 10^7 checked calls per resource and adaptor in a release
 # build (RMM_MODEL_OPS changes the count), with each test's seed and counts shown.
 test-scale:
-	+CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) $(CARGO) test --release --manifest-path $(REPO)/Cargo.toml --test model_scale -- --show-output
+	+$(CARGO_ENV) $(CARGO) test $(CARGO_FEATURES) --release --manifest-path $(REPO)/Cargo.toml --test model_scale -- --show-output
 
 # Every host test binary (cargo's and the C++ tests) under valgrind; the fuzz targets for
 # FUZZ_SECONDS each. CI runs both after `make test`.
@@ -287,7 +331,8 @@ GPU_BIN    ?= $(REPO)/build/gpu
 .PHONY: gpu-bin gpu-check gpu-sanitize
 ifeq ($(NO_CARGO),)
 gpu-bin: all
-	+CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) BUILD=$(BUILD) ARCH=$(ARCH) CARGO=$(CARGO) bash $(REPO)/tests/gpu/package.sh --out $(GPU_BIN) --no-strip
+	+$(CARGO_ENV) BUILD=$(BUILD) ARCH=$(ARCH) CARGO=$(CARGO) CUDA_HOME=$(CUDA_HOME) CCCL_INCLUDE=$(CCCL_INCLUDE) \
+	  bash $(REPO)/tests/gpu/package.sh --out $(GPU_BIN) --no-strip
 else
 gpu-bin:
 	@echo "gpu-check and gpu-sanitize build the Rust tests with cargo; without it, run tests/gpu/check.sh --bin DIR on a folder made by tests/gpu/package.sh (tests/gpu/README.md)"; exit 1
@@ -314,7 +359,7 @@ $(VENV_PY)/bin/maturin:
 python: python-venv
 	@mkdir -p $(WHEEL_DIR)
 	rm -f $(WHEEL_DIR)/rmm_rs-*.whl
-	cd $(REPO)/python && $(VENV_PY)/bin/maturin build --release --interpreter $(VENV_PY)/bin/python -o $(WHEEL_DIR)
+	cd $(REPO)/python && $(CARGO_ENV) $(VENV_PY)/bin/maturin build --release $(CARGO_FEATURES) --interpreter $(VENV_PY)/bin/python -o $(WHEEL_DIR)
 python-test: python
 	$(VENV_PY)/bin/pip install -q --disable-pip-version-check --no-deps --force-reinstall $(WHEEL_DIR)/rmm_rs-*.whl
 	cd $(REPO)/python/tests && $(VENV_PY)/bin/python -m pytest -q -rs
@@ -343,16 +388,15 @@ $(VENV_PY)/bin/mypy: | $(VENV_PY)/bin/maturin
 # The wheel a user installs, one per CUDA major: distribution rmm-rs-cu13 or rmm-rs-cu12, import
 # name rmm, with the stubs and py.typed; maturin builds it (release) as rmm-rs and
 # python/tools/name_wheel.py renames it into DIST_DIR. WHEEL_CUDA_MAJOR follows CUDA_MAJOR
-# (default 13); for 12 the Python crate is built with WHEEL_CUDA12_FEATURES. One abi3 wheel serves
+# (default 13), and the Python crate is built with its feature cuda-<major>. One abi3 wheel serves
 # CPython 3.10 and newer; its manylinux tag is the glibc its symbols need.
 DIST_DIR              ?= $(REPO)/dist
 WHEEL_CUDA_MAJOR      ?= $(or $(CUDA_MAJOR),13)
-WHEEL_CUDA12_FEATURES ?= cuda-12
 wheel_stage            = $(REPO)/build/wheel-cu$(WHEEL_CUDA_MAJOR)
 wheels: python-venv
 	@case '$(WHEEL_CUDA_MAJOR)' in 12|13) ;; *) echo "wheels: CUDA_MAJOR must be 12 or 13, not '$(WHEEL_CUDA_MAJOR)'" >&2; exit 1;; esac
 	rm -rf $(wheel_stage) && mkdir -p $(wheel_stage) $(DIST_DIR)
-	cd $(REPO)/python && $(VENV_PY)/bin/maturin build --release --interpreter $(VENV_PY)/bin/python \
-	  $(if $(filter 12,$(WHEEL_CUDA_MAJOR)),--features $(WHEEL_CUDA12_FEATURES)) -o $(wheel_stage)
+	cd $(REPO)/python && $(CARGO_ENV) $(VENV_PY)/bin/maturin build --release --interpreter $(VENV_PY)/bin/python \
+	  --no-default-features --features cuda-$(WHEEL_CUDA_MAJOR) -o $(wheel_stage)
 	rm -f $(DIST_DIR)/rmm_rs_cu$(WHEEL_CUDA_MAJOR)-*.whl
 	$(VENV_PY)/bin/python $(REPO)/python/tools/name_wheel.py $(wheel_stage)/rmm_rs-*.whl rmm-rs-cu$(WHEEL_CUDA_MAJOR) $(DIST_DIR)

@@ -103,9 +103,13 @@ pub fn concurrent_managed_access(device: DeviceId) -> Result<bool> {
     attribute_is_one(device, Attr::CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS)
 }
 
-/// Whether `device` has pools of managed memory: concurrent managed access and a 13.0 driver.
+/// Whether `device` has pools of managed memory: concurrent managed access, a 13.0 driver and a
+/// CUDA 13 build ([`build_cuda_major`](crate::build_cuda_major): CUDA 12 has no such pools, as in
+/// RMM's CUDA 12 builds).
 pub fn async_managed_alloc_supported(device: DeviceId) -> Result<bool> {
-    Ok(concurrent_managed_access(device)? && driver_version()? >= MIN_ASYNC_MANAGED_ALLOC_DRIVER)
+    Ok(crate::build_cuda_major() >= 13
+        && concurrent_managed_access(device)?
+        && driver_version()? >= MIN_ASYNC_MANAGED_ALLOC_DRIVER)
 }
 
 /// Whether `device` shares physical memory with the host (an integrated GPU).

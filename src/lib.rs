@@ -56,6 +56,16 @@
 
 #![warn(missing_docs)]
 
+// The CUDA major is chosen by exactly one feature; with both on, cudarc would silently follow
+// CUDA 13's bindings.
+#[cfg(all(feature = "cuda-12", feature = "cuda-13"))]
+compile_error!(
+    "rmm-rs: the features `cuda-12` and `cuda-13` exclude each other; for CUDA 12 build with \
+     `--no-default-features --features cuda-12` (and make every crate that depends on rmm-rs do the same)"
+);
+#[cfg(not(any(feature = "cuda-12", feature = "cuda-13")))]
+compile_error!("rmm-rs: choose the CUDA major: the feature `cuda-13` (the default) or `cuda-12`");
+
 pub mod adaptor;
 pub mod arena;
 pub mod buffer;
@@ -88,6 +98,17 @@ pub use process_exit::process_is_exiting;
 pub use resource::{MemoryResource, SharedResource, DEFAULT_ALIGNMENT};
 pub use stream::{CudaStream, CudaStreamView};
 pub use stream_pool::CudaStreamPool;
+
+/// The CUDA major this build follows (12 or 13), chosen by the feature `cuda-12` or `cuda-13`:
+/// the driver API bindings it calls. A CUDA 13 build needs a CUDA 13 driver (580 or newer); a
+/// CUDA 12 build runs on a CUDA 12 or 13 driver.
+pub const fn build_cuda_major() -> u32 {
+    if cfg!(feature = "cuda-12") {
+        12
+    } else {
+        13
+    }
+}
 
 /// True when a CUDA driver can be loaded and reports at least one device. GPU tests use this to
 /// skip with a printed reason.

@@ -71,6 +71,7 @@ use logging::*;
 use per_device::*;
 use plain::*;
 use pool::*;
+use rmm::build_cuda_major;
 use rmm::process_exit::{mark_process_exiting, process_is_exiting};
 use statistics::*;
 use streams::{register_stream, retire_stream};
@@ -400,6 +401,8 @@ pub(crate) mod ffi {
         fn logger_flush();
         /// True once the process has begun to exit (`rmm::process_is_exiting()`).
         fn process_is_exiting() -> bool;
+        /// The CUDA major the library was built for, 12 or 13 (`rmm::rs::build_cuda_major()`).
+        fn build_cuda_major() -> u32;
     }
 
     // ---------------------------------------------------------------------------------------------

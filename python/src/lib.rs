@@ -38,5 +38,13 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     stream_pool::register(m)?;
     legacy::register(m)?;
     torch_capture::register(m)?;
+    m.add_function(wrap_pyfunction!(build_cuda_major, m)?)?;
     Ok(())
+}
+
+/// The CUDA major this extension was built for, 12 or 13 (the crate feature `cuda-12` or
+/// `cuda-13`; `rmm::build_cuda_major()` in Rust, `rmm::rs::build_cuda_major()` in C++).
+#[pyfunction]
+fn build_cuda_major() -> u32 {
+    rmm::build_cuda_major()
 }

@@ -83,6 +83,7 @@ fn get_u64_attribute(pool: MemPoolHandle, attribute: sys::CUmemPool_attribute) -
 /// The default pool of managed memory of `device` (`cuMemGetDefaultMemPool` with
 /// `CU_MEM_ALLOCATION_TYPE_MANAGED`). The driver owns it: it is never destroyed. Needs a 13.0
 /// driver (the symbol does not exist before), which the caller checks first.
+#[cfg(not(feature = "cuda-12"))]
 pub(crate) fn mem_get_default_managed_pool(device: DeviceId) -> Result<MemPoolHandle> {
     let mut location = sys::CUmemLocation { type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE, id: device.0 };
     let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
@@ -94,6 +95,16 @@ pub(crate) fn mem_get_default_managed_pool(device: DeviceId) -> Result<MemPoolHa
     })?;
     check(status, "cuMemGetDefaultMemPool")?;
     Ok(MemPoolHandle::from_raw(pool))
+}
+
+/// CUDA 12 has no pools of managed memory (its bindings lack the call): always
+/// [`Error::Unsupported`](crate::Error).
+#[cfg(feature = "cuda-12")]
+pub(crate) fn mem_get_default_managed_pool(device: DeviceId) -> Result<MemPoolHandle> {
+    Err(crate::Error::Unsupported(format!(
+        "device {}: pools of managed memory need a CUDA 13 build of rmm-rs (this is a CUDA 12 build)",
+        device.0
+    )))
 }
 
 /// Sets `attribute` of the live `pool` to `value`.

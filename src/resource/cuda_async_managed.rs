@@ -24,18 +24,19 @@ pub struct CudaAsyncManagedMemoryResource {
 
 impl CudaAsyncManagedMemoryResource {
     /// The resource over the current device's default managed pool. A device without concurrent
-    /// managed access or a driver older than 13.0 is [`Error::Unsupported`] (checked before any
-    /// call the driver could refuse).
+    /// managed access, a driver older than 13.0 or a CUDA 12 build is [`Error::Unsupported`]
+    /// (checked before any call the driver could refuse).
     pub fn new() -> Result<Self> {
         let device = DeviceId::current()?;
         if !async_managed_alloc_supported(device)? {
             return Err(Error::Unsupported(format!(
-                "cuda_async_managed_memory_resource requires CUDA {}.{} or higher and a device with \
-                 concurrent managed access (device {} has a {} driver)",
+                "cuda_async_managed_memory_resource requires CUDA {}.{} or higher, a CUDA 13 build and a \
+                 device with concurrent managed access (device {} has a {} driver; this is a CUDA {} build)",
                 MIN_ASYNC_MANAGED_ALLOC_DRIVER / 1000,
                 MIN_ASYNC_MANAGED_ALLOC_DRIVER % 1000 / 10,
                 device.0,
                 driver::driver_version().map_or_else(|e| e.to_string(), |v| format!("{}.{}", v / 1000, v % 1000 / 10)),
+                crate::build_cuda_major(),
             )));
         }
         let pool = driver::mem_get_default_managed_pool(device)?;

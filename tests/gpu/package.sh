@@ -22,9 +22,12 @@
 #   --no-strip   copy the binaries as built and skip the size limit (for use on this machine)
 #   --strip-all  strip all symbols at once
 #
-# Environment: CARGO_TARGET_DIR (default ./target), BUILD (make's build folder, default
-# ./build/cpp), ARCH (default sm_90: H100), MAX_MIB, CARGO, MAKE. Every other make variable can be
-# passed in the environment too (CUDA_HOME, CCCL_INCLUDE, ...).
+# Environment: CUDA_MAJOR (12 or 13; default: make's, that of the toolkit found, else 13: the cargo
+# feature cuda-12 or cuda-13 and make's toolkit), CPU (make's: x86-64 unless given; Rust gets
+# -Ctarget-cpu), CARGO_TARGET_DIR (default ./target, ./target/cu12 for CUDA 12), BUILD (make's
+# build folder, default ./build/cpp, ./build/cpp-cu12 for CUDA 12), ARCH (default sm_90: H100),
+# MAX_MIB, CARGO, MAKE. Every other make variable can be passed in the environment too
+# (CUDA_HOME, CCCL_INCLUDE, ...).
 set -euo pipefail
 
 out=.gpu/bin
@@ -44,17 +47,27 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd -P)
 if [ "$out" = / ] || [ "$out" = "$repo" ]; then echo "package: refusing to write into $out" >&2; exit 2; fi
 cd "$repo"
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$repo/target}
+major=${CUDA_MAJOR:-}
+if [ -z "$major" ]; then
+  # make's own choice (the toolkit it finds), so that cargo's feature matches the C++ build.
+  major=$("${MAKE:-make}" --no-print-directory -s -C "$repo" print-cuda-major 2>/dev/null | tail -1)
+fi
+case $major in 12|13) ;; *) echo "package: CUDA_MAJOR must be 12 or 13, not '$major'" >&2; exit 2 ;; esac
+export CUDA_MAJOR=$major
+suffix=$([ "$major" = 12 ] && echo cu12 || true)
+if [ -n "${CPU:-}" ] && [ "$CPU" != x86-64 ]; then export RUSTFLAGS="${RUSTFLAGS:-} -Ctarget-cpu=$CPU"; fi
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$repo/target${suffix:+/$suffix}}
 mkdir -p "$CARGO_TARGET_DIR"
 CARGO_TARGET_DIR=$(cd "$CARGO_TARGET_DIR" && pwd -P)
-build=${BUILD:-$repo/build/cpp}
+build=${BUILD:-$repo/build/cpp${suffix:+-$suffix}}
 max_mib=${MAX_MIB:-56}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 # 1. The Rust test executables: name<TAB>path for each artifact cargo built as a test.
-echo "package: cargo test --release --no-run (CARGO_TARGET_DIR=$CARGO_TARGET_DIR)"
-if ! "${CARGO:-cargo}" test --release --no-run --message-format=json --manifest-path "$repo/Cargo.toml" \
+echo "package: cargo test --release --no-run --features cuda-$major (CARGO_TARGET_DIR=$CARGO_TARGET_DIR)"
+if ! "${CARGO:-cargo}" test --release --no-run --no-default-features --features "cuda-$major" \
+  --message-format=json --manifest-path "$repo/Cargo.toml" \
   >"$tmp/cargo.json"; then
   # The compiler's messages went to the JSON: show the errors.
   python3 -c '
@@ -91,7 +104,7 @@ EOF
 # 2. The C++ programs. A make of our own gets -j unless it runs under make's jobserver.
 jobs=()
 case " ${MAKEFLAGS:-} " in *jobserver*|*" -j"*) ;; *) jobs=(-j"$(nproc)") ;; esac
-echo "package: make all (ARCH=${ARCH:-sm_90} BUILD=$build)"
+echo "package: make all (CUDA_MAJOR=$major ARCH=${ARCH:-sm_90} BUILD=$build)"
 "${MAKE:-make}" --no-print-directory -C "$repo" "${jobs[@]}" all ARCH="${ARCH:-sm_90}" BUILD="$build"
 
 # 3. Copy and strip; then the sizes.
@@ -113,7 +126,7 @@ copy_all() {  # MODE: debug (strip --strip-debug), all (strip --strip-all) or no
   for f in "$build"/bin/*; do
     if [ -f "$f" ] && [ -x "$f" ]; then put "$1" "$f" "$out/cpp/$(basename "$f")"; fi
   done
-  printf 'repo=%s\ntarget=%s\n' "$repo" "$CARGO_TARGET_DIR" >"$out/rust/.build-paths"
+  printf 'repo=%s\ntarget=%s\ncuda_major=%s\n' "$repo" "$CARGO_TARGET_DIR" "$major" >"$out/rust/.build-paths"
   bytes=$(du -sb "$out" | cut -f1)
 }
 limit=$((max_mib * 1048576))
