@@ -50,6 +50,7 @@ mod capabilities;
 mod cpp_upstream;
 mod logger;
 mod per_device;
+mod pointer_check;
 mod streams;
 #[cfg(test)]
 mod tests;

@@ -20,7 +20,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <utility>
+
+/// rmm-rs: checks a copy's source address (librmm_cpp.a, cpp/src/bridge/pointer_check.rs): 0 when
+/// the driver can copy from it, else the length of the reason written into `message`.
+extern "C" std::size_t rmm_rs_check_copy_source(std::uintptr_t addr,
+                                                std::size_t bytes,
+                                                char* message,
+                                                std::size_t capacity) noexcept;
 
 namespace rmm {
 
@@ -227,8 +235,19 @@ class device_buffer {
     if (bytes > 0) {
       RMM_EXPECTS(nullptr != source, "Invalid copy from nullptr.");
       RMM_EXPECTS(nullptr != _data, "Invalid copy to nullptr.");
+      check_copy_source(source, bytes);
       RMM_CUDA_TRY(rmm::detail::memcpy_async(_data, source, bytes, stream()));
     }
+  }
+
+  /// rmm-rs: the driver would read an address that is neither device, managed nor pinned memory
+  /// as host memory, and crash on one that is not mapped; such a source is refused first with
+  /// rmm::logic_error (the bytes are asked of the driver and of the kernel, not read).
+  static void check_copy_source(void const* source, std::size_t bytes)
+  {
+    char reason[256];
+    auto const n = rmm_rs_check_copy_source(reinterpret_cast<std::uintptr_t>(source), bytes, reason, sizeof reason);
+    if (n != 0) { throw rmm::logic_error{"device_buffer: " + std::string{reason, n}}; }
   }
 
   /// Replaces the memory by `new_capacity` bytes holding the current contents (size
