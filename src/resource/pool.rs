@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 mod capture;
+mod gather;
 mod growth;
 mod immediate;
 mod in_place;

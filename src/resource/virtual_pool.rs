@@ -29,6 +29,8 @@ mod device;
 mod mapped_range;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_split_free_memory;
 
 pub use device::{DevicePhysicalMemory, VirtualMemoryOptions};
 use mapped_range::{MappedRange, SharedSpace};

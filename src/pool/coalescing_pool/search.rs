@@ -15,6 +15,14 @@ impl CoalescingPool {
         self.find_set(Some(set), key, map_ceil(search_size(size, align) >> GRANULE_SHIFT), ordered, true)
     }
 
+    /// The sets whose free blocks `key` may use without waiting for another stream: fresh memory
+    /// and `key`'s own sets (private or published), or every set where `ordered` is false.
+    pub fn sets_usable_at_once(&self, key: StreamKey, ordered: bool) -> Vec<SetId> {
+        self.set_ids()
+            .filter(|&i| !ordered || self.sets[i].key == StreamKey::FRESH || self.sets[i].key == key)
+            .collect()
+    }
+
     /// Like [`find_donor`](Self::find_donor) for a stream that may have no free lists here (a
     /// request from another shard, whose own sets here another thread filled): fresh memory or a
     /// set of `key` first, then (with `waiting_too`) another stream's published set, holding a

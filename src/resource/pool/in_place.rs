@@ -29,6 +29,9 @@ pub(crate) trait ReservedRange: Send + Sync {
     /// Bytes of one granule: every range mapped or unmapped is made of them.
     fn granularity(&self) -> usize;
 
+    /// The address just past the highest mapped granule: where growth at the end maps.
+    fn mapped_end(&self) -> usize;
+
     /// Maps at least `needed` bytes in one run, where `free_around(start, end)` says how many
     /// bytes the pool has free just below `start` and from `end` on, in blocks that would join a
     /// range mapped there (see [`crate::pool::AddressSpace::grow`]).

@@ -1,7 +1,8 @@
 //! The slow path of an allocation, in numbered steps, each a function named after what it
 //! tries: 1–2 within the home shard (`allocate_within`), 3 a range of another shard's free memory
 //! (`allocate_from_other_shards`), 4 and 6 a synchronisation of everything
-//! (`allocate_after_sync`, in `synchronisation.rs`), 5 growth (`allocate_after_growth`), 7 the
+//! (`allocate_after_sync`, in `synchronisation.rs`), 5a free memory split between shards gathered
+//! (in-place pools, `gather.rs`), 5 growth (`allocate_after_growth`), 7 the
 //! blocks of streams just asked to publish (`allocate_once_published`). The fast path, one lock
 //! of the home shard and a fitting block of the stream's own set, is in `pool.rs`.
 
@@ -147,6 +148,10 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
                 return Ok(a as *mut u8);
             }
             self.reclaim_free_chunks(req.needed);
+        }
+        // 5a. Over a range mapped in place, free memory split between shards, gathered first.
+        if let Some(a) = self.allocate_from_gathered(home, key, req) {
+            return Ok(a as *mut u8);
         }
         let mut refused = None;
         if let Some(a) = self.allocate_after_growth(home, key, stream, req, pending, &mut refused)? {

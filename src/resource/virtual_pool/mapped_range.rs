@@ -27,6 +27,10 @@ impl<P: PhysicalMemory> ReservedRange for SharedSpace<P> {
         self.lock().granularity()
     }
 
+    fn mapped_end(&self) -> usize {
+        self.lock().mapped_end()
+    }
+
     fn grow(
         &self,
         needed: usize,

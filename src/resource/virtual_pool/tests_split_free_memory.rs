@@ -1,0 +1,148 @@
+//! Free memory of one stream split between shards (the stream's threads each on a shard of its
+//! own): gathered before the pool maps more, so a run of pieces serves a request that none of
+//! them holds, and a free tail in another shard joins the growth.
+
+use super::*;
+use crate::pool::{HostMappings, HostPhysicalMemory, StreamKey};
+use std::sync::mpsc;
+
+const MIB: usize = 1 << 20;
+const G: usize = 2 * MIB;
+const BASE: usize = 1 << 40;
+const S: CudaStreamView = CudaStreamView::from_handle(0x1000);
+
+type Pool = VirtualPoolMemoryResource<HostPhysicalMemory>;
+
+/// Device-like stream order with nothing to wait for: blocks are handed over as on a GPU.
+struct OrderedOnHost;
+
+impl StreamOrder for OrderedOnHost {
+    fn record(&self, _: StreamKey, _: u64) -> Result<()> {
+        Ok(())
+    }
+    fn wait(&self, _: StreamKey, _: u64, _: StreamKey) -> Result<()> {
+        Ok(())
+    }
+    fn synchronize_all(&self) -> Result<()> {
+        Ok(())
+    }
+}
+
+fn pool(ordered: bool) -> (Pool, HostMappings) {
+    let phys = HostPhysicalMemory::new(BASE, 1 << 30, G);
+    let view = phys.mappings();
+    let order: Box<dyn StreamOrder> = if ordered { Box::new(OrderedOnHost) } else { Box::new(crate::pool::HostOrder) };
+    // SAFETY: no test reads or writes the blocks of the stand-in.
+    (unsafe { Pool::with_physical(phys, 0, order, 8) }.unwrap(), view)
+}
+
+/// A second thread of stream `S`, on a shard of its own, that runs what it is sent.
+struct OtherThread<'a> {
+    send: mpsc::Sender<Box<dyn FnOnce(&Pool) + Send + 'a>>,
+}
+
+impl<'a> OtherThread<'a> {
+    fn run<T: Send + 'static>(&self, f: impl FnOnce(&Pool) -> T + Send + 'a) -> T {
+        let (tx, rx) = mpsc::channel();
+        self.send.send(Box::new(move |p| tx.send(f(p)).unwrap())).unwrap();
+        rx.recv().unwrap()
+    }
+}
+
+/// Runs `body` with the pool and a second thread of its stream on another shard.
+fn with_two_threads(ordered: bool, body: impl FnOnce(&Pool, &HostMappings, &OtherThread<'_>)) {
+    let (p, view) = pool(ordered);
+    std::thread::scope(|scope| {
+        let (send, recv) = mpsc::channel::<Box<dyn FnOnce(&Pool) + Send + '_>>();
+        let pool = &p;
+        scope.spawn(move || {
+            pool.pool.spread_calling_thread(S);
+            for job in recv {
+                job(pool);
+            }
+        });
+        let other = OtherThread { send };
+        other.run(|_| ());
+        body(&p, &view, &other);
+    });
+    p.check_invariants().unwrap();
+}
+
+fn alloc(p: &Pool, bytes: usize) -> usize {
+    p.allocate(bytes, 256, S).unwrap() as usize
+}
+
+fn free(p: &Pool, addr: usize, bytes: usize) {
+    p.deallocate(addr as *mut u8, bytes, 256, S).unwrap();
+}
+
+/// This thread frees 4 MiB at the base; the other thread's 2 MiB after it are free in its shard.
+fn split_six_mib(p: &Pool, other: &OtherThread<'_>) {
+    let a = alloc(p, 4 * MIB);
+    assert_eq!(a, BASE);
+    let b = other.run(|p| alloc(p, MIB));
+    assert_eq!(b, BASE + 4 * MIB, "the other shard grew after this one");
+    free(p, a, 4 * MIB);
+    other.run(move |p| free(p, b, MIB));
+    assert_eq!(p.mapped_bytes(), 6 * MIB);
+}
+
+#[test]
+fn pieces_in_two_shards_serve_a_request_that_neither_holds() {
+    for ordered in [true, false] {
+        with_two_threads(ordered, |p, view, other| {
+            split_six_mib(p, other);
+            let c = alloc(p, 6 * MIB);
+            assert_eq!(c, BASE, "the two pieces are one block again");
+            assert_eq!(p.mapped_bytes(), 6 * MIB, "nothing more mapped");
+            assert_eq!(view.mapped_bytes(), 6 * MIB);
+            free(p, c, 6 * MIB);
+            // The other thread gets it back whole from this thread's shard.
+            assert_eq!(other.run(|p| alloc(p, 6 * MIB)), BASE);
+        });
+    }
+}
+
+#[test]
+fn a_free_tail_in_another_shard_joins_the_growth() {
+    for ordered in [true, false] {
+        with_two_threads(ordered, |p, view, other| {
+            split_six_mib(p, other);
+            let c = alloc(p, 7 * MIB);
+            assert_eq!(c, BASE, "the block spans both pieces and the new granule");
+            assert_eq!(p.mapped_bytes(), 8 * MIB, "one granule mapped for the 1 MiB lacking");
+            assert_eq!(view.mapped_bytes(), 8 * MIB);
+            free(p, c, 7 * MIB);
+        });
+    }
+}
+
+#[test]
+fn a_block_handed_out_between_pieces_keeps_them_apart() {
+    with_two_threads(true, |p, _view, other| {
+        let a = alloc(p, 2 * MIB);
+        let b = other.run(|p| alloc(p, 2 * MIB));
+        let c = alloc(p, 2 * MIB);
+        assert_eq!((a, b, c), (BASE, BASE + 2 * MIB, BASE + 4 * MIB));
+        free(p, a, 2 * MIB);
+        free(p, c, 2 * MIB);
+        // 4 MiB free, but not in one run: the pool maps what the request needs after the tail.
+        let d = alloc(p, 3 * MIB);
+        assert_eq!(d, BASE + 4 * MIB, "the free tail joins the growth");
+        assert_eq!(p.mapped_bytes(), 8 * MIB);
+        free(p, d, 3 * MIB);
+        other.run(move |p| free(p, b, 2 * MIB));
+    });
+}
+
+#[test]
+fn another_streams_pieces_are_not_gathered() {
+    with_two_threads(true, |p, _view, other| {
+        split_six_mib(p, other);
+        // Stream T may not use S's blocks without a wait: it maps memory of its own.
+        let t = CudaStreamView::from_handle(0x2000);
+        let c = p.allocate(6 * MIB, 256, t).unwrap() as usize;
+        assert!(c >= BASE + 6 * MIB, "S's free pieces stay with S");
+        p.deallocate(c as *mut u8, 6 * MIB, 256, t).unwrap();
+    });
+}
