@@ -1,4 +1,4 @@
-//! Step 5a of the slow path, for a pool over a reserved range mapped in place: before it maps
+//! The first part of step 5 of the slow path, for a pool over a reserved range mapped in place: before it maps
 //! more memory, the free memory that the stream may use at once but that lies split between
 //! shards is gathered into the home shard.
 //!
@@ -13,24 +13,51 @@
 //!   block, and the request is served from it;
 //! - else the run that ends where the mapped memory ends moves there, so that the growth that
 //!   follows joins it and maps only what the request lacks.
+//!
+//! Free memory may also lie between blocks handed out, in runs too short for the request, while
+//! the growth is large: threads that allocate from shards of their own place their blocks apart,
+//! and a large request then finds the free memory cut in pieces. Where those whole free granules
+//! below the free tail come to at least [`RECYCLE_SHARE`]⁻¹ of the pool and the growth to at least
+//! [`RECYCLE_GROWTH_SHARE`]⁻¹, they are unmapped before the growth maps (after a synchronisation,
+//! as a release does), up to what the growth maps: the pool maps at the end what it gave back in
+//! the middle, and holds about what is live. The shares bound the synchronisations: each needs
+//! that much free memory in pieces, and a large request.
 
+use super::in_place::whole_granules;
 use super::slow_path::Request;
 use super::PoolMemoryResource;
 use crate::pool::{SetId, StreamKey};
 use crate::resource::MemoryResource;
 
+/// Free memory in pieces below the free tail is recycled once it is at least this fraction
+/// (inverse) of the pool (see the top of this file).
+pub(super) const RECYCLE_SHARE: usize = 32;
+
+/// ... and the growth at least this fraction (inverse) of the pool.
+pub(super) const RECYCLE_GROWTH_SHARE: usize = 64;
+
+/// What step 5's gathering came back with.
+pub(super) enum Gathered {
+    /// The request was served from a run of gathered pieces, at this address.
+    Allocated(usize),
+    /// The pool grows; first, where `bytes` is not 0, it unmaps up to `bytes` of whole free
+    /// granules below address `below` (the free tail's start).
+    Grow { bytes: usize, below: usize },
+}
+
 /// Free pieces that touch, one run of addresses: `(addr, len, shard)`, lowest first.
 type Run = Vec<(usize, usize, usize)>;
 
 impl<U: MemoryResource> PoolMemoryResource<U> {
-    /// Step 5a (see the top of this file): the address allocated from a gathered run, or `None`
-    /// (after moving the free run at the mapped end, if any, to shard `home`). Nothing for a pool
-    /// over an ordinary upstream or of one shard.
-    pub(super) fn allocate_from_gathered(&self, home: usize, key: StreamKey, req: Request) -> Option<usize> {
-        let range = self.in_place.as_ref()?;
+    /// Step 5's gathering (see the top of this file): the address allocated from a gathered run,
+    /// or the growth to make (after moving the free run at the mapped end, if any, to shard
+    /// `home`), with what to unmap first. Nothing for a pool over an ordinary upstream.
+    pub(super) fn allocate_from_gathered(&self, home: usize, key: StreamKey, req: Request) -> Gathered {
+        const NOTHING: Gathered = Gathered::Grow { bytes: 0, below: 0 };
+        let Some(range) = self.in_place.as_ref() else { return NOTHING };
         let shards = self.real_shards();
-        if shards.len() == 1 || home >= shards.len() {
-            return None;
+        if home >= shards.len() {
+            return NOTHING;
         }
         // Every shard locked in index order (no other lock is held), so no two threads deadlock;
         // growth holds a shard's lock, so the mapped end stays where it is read.
@@ -38,13 +65,19 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         let mapped_end = range.mapped_end();
         let mut usable: Vec<Vec<SetId>> = Vec::with_capacity(guards.len());
         let mut pieces = Vec::new();
+        let mut all_free = Vec::new();
         for (i, core) in guards.iter_mut().enumerate() {
             let mut sets = core.sets_usable_at_once(key, self.ordered);
             // A set of this stream filled by a destroyed stream that had the same handle is not
             // this stream's.
             sets.retain(|&s| !self.ordered || core.key_of(s) == StreamKey::FRESH || self.identity_holds(core, s));
             pieces.extend(core.free_blocks(|s| sets.contains(&s)).into_iter().map(|(a, l)| (a, l, i)));
+            all_free.extend(core.free_blocks(|_| true));
             usable.push(sets);
+        }
+        let recycle = self.recycling(all_free, mapped_end, req.needed, range.granularity());
+        if shards.len() == 1 {
+            return recycle;
         }
         let runs = touching_runs(pieces);
         let bytes = |run: &Run| run.iter().map(|&(_, l, _)| l).sum::<usize>();
@@ -56,7 +89,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             None => match runs.iter().find(at_end) {
                 // The growth sees a free tail of the home shard itself.
                 Some(tail) if !(tail.len() == 1 && tail[0].2 == home) => tail,
-                _ => return None,
+                _ => return recycle,
             },
         };
         let (first, last) = (run[0], run[run.len() - 1]);
@@ -77,9 +110,35 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         for (addr, len) in taken {
             self.adopt(home, core, addr, len, owner);
         }
-        fitting?;
+        if fitting.is_none() {
+            return recycle;
+        }
         let set = if self.ordered { self.own_set(core, key) } else { core.set_of(StreamKey::FRESH) };
-        core.allocate(set, req.bytes, req.size, req.align)
+        match core.allocate(set, req.bytes, req.size, req.align) {
+            Some(a) => Gathered::Allocated(a),
+            None => recycle,
+        }
+    }
+
+    /// Whether a growth for `needed` bytes should first unmap free granules in pieces (see the top
+    /// of this file), from `free` (every free block of every set and shard) and the mapped end.
+    fn recycling(&self, free: Vec<(usize, usize)>, mapped_end: usize, needed: usize, granule: usize) -> Gathered {
+        let runs = touching_runs(free.into_iter().map(|(a, l)| (a, l, 0)).collect());
+        // Once every stream is synchronised the free tail is fresh, and the growth joins it.
+        let tail = runs.last().filter(|r| r.last().is_some_and(|&(a, l, _)| a + l == mapped_end));
+        let tail_start = tail.map_or(mapped_end, |r| r[0].0);
+        let growth = needed.saturating_sub(mapped_end - tail_start).next_multiple_of(granule).max(granule);
+        let pool = self.pool_size();
+        if growth < pool / RECYCLE_GROWTH_SHARE {
+            return Gathered::Grow { bytes: 0, below: 0 };
+        }
+        let below: Vec<(usize, usize)> =
+            runs.iter().flatten().filter(|&&(a, _, _)| a < tail_start).map(|&(a, l, _)| (a, l)).collect();
+        let pieces: usize = whole_granules(below, granule, usize::MAX).iter().map(|&(_, l)| l).sum();
+        if pieces < pool / RECYCLE_SHARE {
+            return Gathered::Grow { bytes: 0, below: 0 };
+        }
+        Gathered::Grow { bytes: pieces.min(growth), below: tail_start }
     }
 }
 

@@ -11,7 +11,8 @@
 //!   stream at once (fresh memory or its own blocks), that the new range joins: the free tail at
 //!   the end of what is mapped, or the blocks around a hole a release left, which is mapped again
 //!   first where that makes a run that fits; in whole granules, and no geometric growth: a release
-//!   gives back what is not used;
+//!   gives back what is not used. Before it grows, free memory split between shards is gathered
+//!   into the home shard (`gather.rs`), so the free tail joins the growth wherever it was;
 //! - [`release_above`](PoolMemoryResource::release_above) synchronises the streams (free blocks
 //!   may still be used by work queued on them, as before a hand-over), takes the whole granules
 //!   of the blocks that were free before it started out of the shards and unmaps them.
@@ -114,6 +115,13 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// releases nothing. An error of the physical side stops the release; what it did not unmap
     /// stays free in the pool.
     pub(crate) fn release_above(&self, keep: usize) -> Result<usize> {
+        self.unmap_free_granules(Some(keep), usize::MAX, usize::MAX)
+    }
+
+    /// What [`release_above`](Self::release_above) does, at most `max` bytes and only below
+    /// address `below`: with `keep`, until the pool holds at most that many bytes; without, until
+    /// `max` bytes are unmapped or no whole free granule below `below` is left.
+    pub(super) fn unmap_free_granules(&self, keep: Option<usize>, max: usize, below: usize) -> Result<usize> {
         let Some(range) = &self.in_place else { return Ok(0) };
         let granule = range.granularity();
         let _one_at_a_time = self.sync_lock.lock();
@@ -131,9 +139,10 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         let ordered = self.ordered;
         let mut free = Vec::new();
         for (core, &f) in guards.iter_mut().zip(&fresh) {
-            free.extend(core.free_blocks(|set| !ordered || set == f));
+            let blocks = core.free_blocks(|set| !ordered || set == f);
+            free.extend(blocks.into_iter().filter(|&(a, _)| a < below).map(|(a, l)| (a, l.min(below - a))));
         }
-        let over = self.pool_size().saturating_sub(keep) & !(granule - 1);
+        let over = keep.map_or(usize::MAX, |keep| self.pool_size().saturating_sub(keep)).min(max) & !(granule - 1);
         let targets = whole_granules(free, granule, over);
         if targets.is_empty() {
             return Ok(0);
@@ -199,7 +208,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
 
 /// The runs of whole `granule`s covered by the `free` ranges (in any order, of any shards; those
 /// that touch are one), lowest first, `max` bytes at most.
-fn whole_granules(mut free: Vec<(usize, usize)>, granule: usize, max: usize) -> Vec<(usize, usize)> {
+pub(super) fn whole_granules(mut free: Vec<(usize, usize)>, granule: usize, max: usize) -> Vec<(usize, usize)> {
     free.sort_unstable();
     let mut runs: Vec<(usize, usize)> = Vec::new();
     for (a, l) in free {

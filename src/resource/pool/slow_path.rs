@@ -1,11 +1,12 @@
 //! The slow path of an allocation, in numbered steps, each a function named after what it
 //! tries: 1–2 within the home shard (`allocate_within`), 3 a range of another shard's free memory
 //! (`allocate_from_other_shards`), 4 and 6 a synchronisation of everything
-//! (`allocate_after_sync`, in `synchronisation.rs`), 5a free memory split between shards gathered
-//! (in-place pools, `gather.rs`), 5 growth (`allocate_after_growth`), 7 the
+//! (`allocate_after_sync`, in `synchronisation.rs`), 5 growth (`allocate_after_growth`; an
+//! in-place pool first gathers free memory split between shards, in `gather.rs`), 7 the
 //! blocks of streams just asked to publish (`allocate_once_published`). The fast path, one lock
 //! of the home shard and a fitting block of the stream's own set, is in `pool.rs`.
 
+use super::gather::Gathered;
 use super::{Growth, PoolMemoryResource};
 use crate::error::{format_bytes, Error, Result};
 use crate::pool::{CoalescingPool, SetId, StreamKey, GRANULE};
@@ -149,9 +150,15 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             }
             self.reclaim_free_chunks(req.needed);
         }
-        // 5a. Over a range mapped in place, free memory split between shards, gathered first.
-        if let Some(a) = self.allocate_from_gathered(home, key, req) {
-            return Ok(a as *mut u8);
+        // 5. Over a range mapped in place, free memory split between shards is gathered first,
+        //    and free memory in pieces given back where the growth is large.
+        match self.allocate_from_gathered(home, key, req) {
+            Gathered::Allocated(a) => return Ok(a as *mut u8),
+            Gathered::Grow { bytes, below } if bytes > 0 => {
+                // What could not be unmapped stays free in the pool; the growth goes on.
+                let _ = self.unmap_free_granules(None, bytes, below);
+            }
+            Gathered::Grow { .. } => {}
         }
         let mut refused = None;
         if let Some(a) = self.allocate_after_growth(home, key, stream, req, pending, &mut refused)? {

@@ -1,6 +1,7 @@
 //! Free memory of one stream split between shards (the stream's threads each on a shard of its
 //! own): gathered before the pool maps more, so a run of pieces serves a request that none of
-//! them holds, and a free tail in another shard joins the growth.
+//! them holds, and a free tail in another shard joins the growth; free granules in pieces between
+//! blocks handed out are unmapped before a large growth.
 
 use super::*;
 use crate::pool::{HostMappings, HostPhysicalMemory, StreamKey};
@@ -118,20 +119,63 @@ fn a_free_tail_in_another_shard_joins_the_growth() {
 }
 
 #[test]
-fn a_block_handed_out_between_pieces_keeps_them_apart() {
-    with_two_threads(true, |p, _view, other| {
+fn free_granules_between_blocks_are_unmapped_before_a_large_growth() {
+    with_two_threads(true, |p, view, other| {
         let a = alloc(p, 2 * MIB);
         let b = other.run(|p| alloc(p, 2 * MIB));
         let c = alloc(p, 2 * MIB);
         assert_eq!((a, b, c), (BASE, BASE + 2 * MIB, BASE + 4 * MIB));
         free(p, a, 2 * MIB);
         free(p, c, 2 * MIB);
-        // 4 MiB free, but not in one run: the pool maps what the request needs after the tail.
+        // 4 MiB free, not in one run: the growth joins the free tail, and the granule of free
+        // memory below the other thread's block is given back first.
         let d = alloc(p, 3 * MIB);
         assert_eq!(d, BASE + 4 * MIB, "the free tail joins the growth");
+        assert_eq!(p.mapped_bytes(), 6 * MIB, "as much unmapped below as mapped at the end");
+        assert!(!view.is_mapped(BASE, 2 * MIB) && view.is_mapped(BASE + 2 * MIB, 6 * MIB));
+        // The addresses given back are mapped again when a request fits there.
+        assert_eq!(alloc(p, 2 * MIB), BASE);
         assert_eq!(p.mapped_bytes(), 8 * MIB);
+        free(p, BASE, 2 * MIB);
         free(p, d, 3 * MIB);
         other.run(move |p| free(p, b, 2 * MIB));
+    });
+}
+
+#[test]
+fn small_pieces_unmap_nothing() {
+    with_two_threads(true, |p, view, _other| {
+        // 128 MiB mapped; 2 MiB free below a block handed out is under a thirty-second of it.
+        let big = alloc(p, 124 * MIB);
+        let a = alloc(p, 2 * MIB);
+        let keep = alloc(p, 2 * MIB);
+        free(p, a, 2 * MIB);
+        let d = alloc(p, 4 * MIB);
+        assert_eq!(d, BASE + 128 * MIB);
+        assert_eq!(p.mapped_bytes(), 132 * MIB, "nothing unmapped for so little");
+        assert!(view.is_mapped(BASE + 124 * MIB, 2 * MIB));
+        for (addr, bytes) in [(big, 124 * MIB), (keep, 2 * MIB), (d, 4 * MIB)] {
+            free(p, addr, bytes);
+        }
+    });
+}
+
+#[test]
+fn a_small_growth_unmaps_nothing() {
+    with_two_threads(true, |p, _view, _other| {
+        // 512 MiB in blocks of 2 MiB, every other one freed: 256 MiB free in pieces.
+        let blocks: Vec<usize> = (0..256).map(|_| alloc(p, 2 * MIB)).collect();
+        for &b in blocks.iter().step_by(2) {
+            free(p, b, 2 * MIB);
+        }
+        // A growth of 4 MiB is under a sixty-fourth of the pool: no synchronisation for it.
+        let d = alloc(p, 3 * MIB);
+        assert_eq!(d, BASE + 512 * MIB);
+        assert_eq!(p.mapped_bytes(), 516 * MIB);
+        free(p, d, 3 * MIB);
+        for &b in blocks.iter().skip(1).step_by(2) {
+            free(p, b, 2 * MIB);
+        }
     });
 }
 
