@@ -31,6 +31,8 @@ mod mapped_range;
 mod tests;
 #[cfg(test)]
 mod tests_split_free_memory;
+#[cfg(test)]
+mod tests_threaded_replay;
 
 pub use device::{DevicePhysicalMemory, VirtualMemoryOptions};
 use mapped_range::{MappedRange, SharedSpace};

@@ -18,7 +18,8 @@
 //! the growth is large: threads that allocate from shards of their own place their blocks apart,
 //! and a large request then finds the free memory cut in pieces. Where those whole free granules
 //! below the free tail come to at least [`RECYCLE_SHARE`]⁻¹ of the pool and the growth to at least
-//! [`RECYCLE_GROWTH_SHARE`]⁻¹, they are unmapped before the growth maps (after a synchronisation,
+//! [`RECYCLE_GROWTH_SHARE`]⁻¹ of it and [`RECYCLE_GROWTH_GRANULES`] granules, they are unmapped
+//! before the growth maps (after a synchronisation,
 //! as a release does), up to what the growth maps: the pool maps at the end what it gave back in
 //! the middle, and holds about what is live. The shares bound the synchronisations: each needs
 //! that much free memory in pieces, and a large request.
@@ -35,6 +36,10 @@ pub(super) const RECYCLE_SHARE: usize = 32;
 
 /// ... and the growth at least this fraction (inverse) of the pool.
 pub(super) const RECYCLE_GROWTH_SHARE: usize = 64;
+
+/// ... and at least this many granules: in a small pool, a granule is a large part of it, and
+/// holes unmapped between its blocks would be mapped again soon.
+pub(super) const RECYCLE_GROWTH_GRANULES: usize = 16;
 
 /// What step 5's gathering came back with.
 pub(super) enum Gathered {
@@ -129,7 +134,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         let tail_start = tail.map_or(mapped_end, |r| r[0].0);
         let growth = needed.saturating_sub(mapped_end - tail_start).next_multiple_of(granule).max(granule);
         let pool = self.pool_size();
-        if growth < pool / RECYCLE_GROWTH_SHARE {
+        if growth < (pool / RECYCLE_GROWTH_SHARE).max(RECYCLE_GROWTH_GRANULES * granule) {
             return Gathered::Grow { bytes: 0, below: 0 };
         }
         let below: Vec<(usize, usize)> =

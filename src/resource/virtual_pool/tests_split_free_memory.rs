@@ -30,7 +30,7 @@ impl StreamOrder for OrderedOnHost {
 }
 
 fn pool(ordered: bool) -> (Pool, HostMappings) {
-    let phys = HostPhysicalMemory::new(BASE, 1 << 30, G);
+    let phys = HostPhysicalMemory::new(BASE, 4 << 30, G);
     let view = phys.mappings();
     let order: Box<dyn StreamOrder> = if ordered { Box::new(OrderedOnHost) } else { Box::new(crate::pool::HostOrder) };
     // SAFETY: no test reads or writes the blocks of the stand-in.
@@ -121,40 +121,41 @@ fn a_free_tail_in_another_shard_joins_the_growth() {
 #[test]
 fn free_granules_between_blocks_are_unmapped_before_a_large_growth() {
     with_two_threads(true, |p, view, other| {
-        let a = alloc(p, 2 * MIB);
-        let b = other.run(|p| alloc(p, 2 * MIB));
-        let c = alloc(p, 2 * MIB);
-        assert_eq!((a, b, c), (BASE, BASE + 2 * MIB, BASE + 4 * MIB));
-        free(p, a, 2 * MIB);
-        free(p, c, 2 * MIB);
-        // 4 MiB free, not in one run: the growth joins the free tail, and the granule of free
-        // memory below the other thread's block is given back first.
-        let d = alloc(p, 3 * MIB);
-        assert_eq!(d, BASE + 4 * MIB, "the free tail joins the growth");
-        assert_eq!(p.mapped_bytes(), 6 * MIB, "as much unmapped below as mapped at the end");
-        assert!(!view.is_mapped(BASE, 2 * MIB) && view.is_mapped(BASE + 2 * MIB, 6 * MIB));
+        let a = alloc(p, 64 * MIB);
+        let b = other.run(|p| alloc(p, 64 * MIB));
+        let c = alloc(p, 64 * MIB);
+        assert_eq!((a, b, c), (BASE, BASE + 64 * MIB, BASE + 128 * MIB));
+        free(p, a, 64 * MIB);
+        free(p, c, 64 * MIB);
+        // 128 MiB free, not in one run: the growth of 32 MiB joins the free tail, and as much of
+        // the free memory below the other thread's block is given back first.
+        let d = alloc(p, 96 * MIB);
+        assert_eq!(d, BASE + 128 * MIB, "the free tail joins the growth");
+        assert_eq!(p.mapped_bytes(), 192 * MIB, "as much unmapped below as mapped at the end");
+        assert!(!view.is_mapped(BASE, 32 * MIB), "the lowest granules went");
+        assert!(view.is_mapped(BASE + 32 * MIB, 192 * MIB));
         // The addresses given back are mapped again when a request fits there.
-        assert_eq!(alloc(p, 2 * MIB), BASE);
-        assert_eq!(p.mapped_bytes(), 8 * MIB);
-        free(p, BASE, 2 * MIB);
-        free(p, d, 3 * MIB);
-        other.run(move |p| free(p, b, 2 * MIB));
+        assert_eq!(alloc(p, 64 * MIB), BASE);
+        assert_eq!(p.mapped_bytes(), 224 * MIB);
+        free(p, BASE, 64 * MIB);
+        free(p, d, 96 * MIB);
+        other.run(move |p| free(p, b, 64 * MIB));
     });
 }
 
 #[test]
 fn small_pieces_unmap_nothing() {
     with_two_threads(true, |p, view, _other| {
-        // 128 MiB mapped; 2 MiB free below a block handed out is under a thirty-second of it.
-        let big = alloc(p, 124 * MIB);
+        // 1 GiB mapped; 2 MiB free below a block handed out is under a thirty-second of it.
+        let big = alloc(p, 1020 * MIB);
         let a = alloc(p, 2 * MIB);
         let keep = alloc(p, 2 * MIB);
         free(p, a, 2 * MIB);
-        let d = alloc(p, 4 * MIB);
-        assert_eq!(d, BASE + 128 * MIB);
-        assert_eq!(p.mapped_bytes(), 132 * MIB, "nothing unmapped for so little");
-        assert!(view.is_mapped(BASE + 124 * MIB, 2 * MIB));
-        for (addr, bytes) in [(big, 124 * MIB), (keep, 2 * MIB), (d, 4 * MIB)] {
+        let d = alloc(p, 40 * MIB);
+        assert_eq!(d, BASE + 1024 * MIB);
+        assert_eq!(p.mapped_bytes(), 1064 * MIB, "nothing unmapped for so little");
+        assert!(view.is_mapped(BASE + 1020 * MIB, 2 * MIB));
+        for (addr, bytes) in [(big, 1020 * MIB), (keep, 2 * MIB), (d, 40 * MIB)] {
             free(p, addr, bytes);
         }
     });
@@ -168,7 +169,8 @@ fn a_small_growth_unmaps_nothing() {
         for &b in blocks.iter().step_by(2) {
             free(p, b, 2 * MIB);
         }
-        // A growth of 4 MiB is under a sixty-fourth of the pool: no synchronisation for it.
+        // A growth of 4 MiB is under a sixty-fourth of the pool (and under 16 granules): no
+        // synchronisation for it.
         let d = alloc(p, 3 * MIB);
         assert_eq!(d, BASE + 512 * MIB);
         assert_eq!(p.mapped_bytes(), 516 * MIB);
