@@ -354,15 +354,20 @@ fn the_virtual_pool_keeps_capture_memory_private_too() {
 fn captures_on_threads_never_share_memory_with_eager_threads() {
     let (p, order, up) = pool(32 * MIB, None);
     let p = Arc::new(p);
+    // The pool learns of a capture when it is announced: in global mode, keeping other threads'
+    // calls out of the gap between `cuStreamBeginCapture` and `begin_capture` is the program's
+    // part (the stand-in order would report their identity queries in that gap as illegal).
+    let announced = Arc::new(std::sync::Barrier::new(4));
     let threads: Vec<_> = (0..4usize)
         .map(|t| {
-            let (p, order) = (p.clone(), order.clone());
+            let (p, order, announced) = (p.clone(), order.clone(), announced.clone());
             std::thread::spawn(move || {
                 let stream = 0x10_000 * (t + 1);
                 let capturing = t % 2 == 0;
                 if capturing {
                     begin(&p, &order, stream, 100 + t as u64);
                 }
+                announced.wait();
                 let mut rng = common::Rng::new(t as u64);
                 let mut live: Vec<(usize, usize)> = Vec::new();
                 let mut seen = Vec::new();

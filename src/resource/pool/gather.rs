@@ -32,10 +32,10 @@ use crate::resource::MemoryResource;
 
 /// Free memory in pieces below the free tail is recycled once it is at least this fraction
 /// (inverse) of the pool (see the top of this file).
-pub(super) const RECYCLE_SHARE: usize = 32;
+pub(super) const RECYCLE_SHARE: usize = 16;
 
 /// ... and the growth at least this fraction (inverse) of the pool.
-pub(super) const RECYCLE_GROWTH_SHARE: usize = 64;
+pub(super) const RECYCLE_GROWTH_SHARE: usize = 16;
 
 /// ... and at least this many granules: in a small pool, a granule is a large part of it, and
 /// holes unmapped between its blocks would be mapped again soon.

@@ -146,7 +146,7 @@ fn free_granules_between_blocks_are_unmapped_before_a_large_growth() {
 #[test]
 fn small_pieces_unmap_nothing() {
     with_two_threads(true, |p, view, _other| {
-        // 1 GiB mapped; 2 MiB free below a block handed out is under a thirty-second of it.
+        // 1 GiB mapped; 2 MiB free below a block handed out is under a sixteenth of it.
         let big = alloc(p, 1020 * MIB);
         let a = alloc(p, 2 * MIB);
         let keep = alloc(p, 2 * MIB);
@@ -169,7 +169,7 @@ fn a_small_growth_unmaps_nothing() {
         for &b in blocks.iter().step_by(2) {
             free(p, b, 2 * MIB);
         }
-        // A growth of 4 MiB is under a sixty-fourth of the pool (and under 16 granules): no
+        // A growth of 4 MiB is under a sixteenth of the pool (and under 16 granules): no
         // synchronisation for it.
         let d = alloc(p, 3 * MIB);
         assert_eq!(d, BASE + 512 * MIB);
