@@ -12,27 +12,11 @@
 //! The fixed-size resource runs under a stream order that needs ordering but makes no CUDA call,
 //! so its per-stream sets, captures and checks run as on a GPU, without the driver's cost.
 
-use rmm::pool::{StreamKey, StreamOrder};
 use rmm::resource::{BinningMemoryResource, FixedSizeMemoryResource, HostMemoryResource, PoolMemoryResource};
-use rmm::testing::SplitMix64;
-use rmm::{CudaStreamView, MemoryResource, Result};
+use rmm::testing::{SimulatedDeviceOrder, SplitMix64};
+use rmm::{CudaStreamView, MemoryResource};
 use std::sync::{Arc, Barrier};
 use std::time::Instant;
-
-/// Orders streams at no cost: everything the GPU path decides runs, nothing is waited for.
-struct FreeOrder;
-
-impl StreamOrder for FreeOrder {
-    fn record(&self, _: StreamKey, _: u64) -> Result<()> {
-        Ok(())
-    }
-    fn wait(&self, _: StreamKey, _: u64, _: StreamKey) -> Result<()> {
-        Ok(())
-    }
-    fn synchronize_all(&self) -> Result<()> {
-        Ok(())
-    }
-}
 
 const OPS: usize = 200_000;
 
@@ -81,8 +65,13 @@ fn make(resource: &str) -> Arc<dyn MemoryResource> {
     let pool = || PoolMemoryResource::new(HostMemoryResource::new(), 256 << 20, None).unwrap();
     match resource {
         "fixed" => Arc::new(
-            FixedSizeMemoryResource::with_stream_order(HostMemoryResource::new(), 1 << 20, 128, Box::new(FreeOrder))
-                .unwrap(),
+            FixedSizeMemoryResource::with_stream_order(
+                HostMemoryResource::new(),
+                1 << 20,
+                128,
+                Box::new(SimulatedDeviceOrder),
+            )
+            .unwrap(),
         ),
         "binning" => Arc::new(BinningMemoryResource::with_bins(pool(), 18, 22).unwrap()),
         "pool" => Arc::new(pool()),

@@ -65,10 +65,11 @@ use cli::{Cli, Command, Resource, Upstream};
 use log::{Kind, Log};
 use rmm::adaptor::StatisticsResourceAdaptor;
 use rmm::pool::HostPhysicalMemory;
-use rmm::pool::{StreamKey, StreamOrder};
+use rmm::pool::StreamOrder;
 use rmm::resource::{
     CudaAsyncMemoryResource, CudaMemoryResource, HostMemoryResource, PoolMemoryResource, VirtualPoolMemoryResource,
 };
+use rmm::testing::SimulatedDeviceOrder;
 use rmm::{CudaStream, CudaStreamView, MemoryResource};
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -83,22 +84,6 @@ const VIRTUAL_RESERVE: usize = 256 << 30;
 const VIRTUAL_GRANULE: usize = 2 << 20;
 /// Where the stand-in's reservation seems to start.
 const VIRTUAL_HOST_BASE: usize = 0x7f00_0000_0000;
-
-/// Orders streams as a device pool must (publish, then wait), with nothing to wait for: host code
-/// runs in program order. The pool then moves blocks between streams as it would on a GPU.
-struct SimulatedDeviceOrder;
-
-impl StreamOrder for SimulatedDeviceOrder {
-    fn record(&self, _owner: StreamKey, _identity: u64) -> rmm::Result<()> {
-        Ok(())
-    }
-    fn wait(&self, _owner: StreamKey, _identity: u64, _waiter: StreamKey) -> rmm::Result<()> {
-        Ok(())
-    }
-    fn synchronize_all(&self) -> rmm::Result<()> {
-        Ok(())
-    }
-}
 
 /// The resource column of the output.
 fn resource_name(o: &Cli) -> &'static str {

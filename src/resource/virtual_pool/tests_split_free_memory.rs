@@ -4,7 +4,7 @@
 //! blocks handed out are unmapped before a large growth.
 
 use super::*;
-use crate::pool::{HostMappings, HostPhysicalMemory, StreamKey};
+use crate::pool::{HostMappings, HostPhysicalMemory};
 use std::sync::mpsc;
 
 const MIB: usize = 1 << 20;
@@ -14,32 +14,21 @@ const S: CudaStreamView = CudaStreamView::from_handle(0x1000);
 
 type Pool = VirtualPoolMemoryResource<HostPhysicalMemory>;
 
-/// Device-like stream order with nothing to wait for: blocks are handed over as on a GPU.
-struct OrderedOnHost;
-
-impl StreamOrder for OrderedOnHost {
-    fn record(&self, _: StreamKey, _: u64) -> Result<()> {
-        Ok(())
-    }
-    fn wait(&self, _: StreamKey, _: u64, _: StreamKey) -> Result<()> {
-        Ok(())
-    }
-    fn synchronize_all(&self) -> Result<()> {
-        Ok(())
-    }
-}
-
 fn pool(ordered: bool) -> (Pool, HostMappings) {
     let phys = HostPhysicalMemory::new(BASE, 4 << 30, G);
     let view = phys.mappings();
-    let order: Box<dyn StreamOrder> = if ordered { Box::new(OrderedOnHost) } else { Box::new(crate::pool::HostOrder) };
+    let order: Box<dyn StreamOrder> =
+        if ordered { Box::new(crate::testing::SimulatedDeviceOrder) } else { Box::new(crate::pool::HostOrder) };
     // SAFETY: no test reads or writes the blocks of the stand-in.
     (unsafe { Pool::with_physical(phys, 0, order, 8) }.unwrap(), view)
 }
 
+/// Work sent to the other thread.
+type Job<'a> = Box<dyn FnOnce(&Pool) + Send + 'a>;
+
 /// A second thread of stream `S`, on a shard of its own, that runs what it is sent.
 struct OtherThread<'a> {
-    send: mpsc::Sender<Box<dyn FnOnce(&Pool) + Send + 'a>>,
+    send: mpsc::Sender<Job<'a>>,
 }
 
 impl<'a> OtherThread<'a> {
@@ -54,7 +43,7 @@ impl<'a> OtherThread<'a> {
 fn with_two_threads(ordered: bool, body: impl FnOnce(&Pool, &HostMappings, &OtherThread<'_>)) {
     let (p, view) = pool(ordered);
     std::thread::scope(|scope| {
-        let (send, recv) = mpsc::channel::<Box<dyn FnOnce(&Pool) + Send + '_>>();
+        let (send, recv) = mpsc::channel::<Job<'_>>();
         let pool = &p;
         scope.spawn(move || {
             pool.pool.spread_calling_thread(S);

@@ -4,26 +4,11 @@
 //! peak of live bytes, as on one thread.
 
 use super::*;
-use crate::pool::{HostPhysicalMemory, StreamKey};
+use crate::pool::HostPhysicalMemory;
 use std::collections::HashMap;
 use std::sync::{Condvar, Mutex};
 
 const LOG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/threaded_logs/dask_worker_threads.csv");
-
-/// Device-like stream order with nothing to wait for.
-struct OrderedOnHost;
-
-impl StreamOrder for OrderedOnHost {
-    fn record(&self, _: StreamKey, _: u64) -> Result<()> {
-        Ok(())
-    }
-    fn wait(&self, _: StreamKey, _: u64, _: StreamKey) -> Result<()> {
-        Ok(())
-    }
-    fn synchronize_all(&self) -> Result<()> {
-        Ok(())
-    }
-}
 
 /// One row of the log: thread (numbered from 0 in order of appearance), allocation or free,
 /// logged pointer, bytes.
@@ -50,7 +35,10 @@ fn replay(spread: bool) -> (usize, usize) {
     let (ops, threads) = read_log();
     let phys = HostPhysicalMemory::new(1 << 40, 64 << 30, 2 << 20);
     // SAFETY: no test reads or writes the blocks of the stand-in.
-    let p = unsafe { VirtualPoolMemoryResource::with_physical(phys, 256 << 20, Box::new(OrderedOnHost), 32) }.unwrap();
+    let p = unsafe {
+        VirtualPoolMemoryResource::with_physical(phys, 256 << 20, Box::new(crate::testing::SimulatedDeviceOrder), 32)
+    }
+    .unwrap();
     let s = CudaStreamView::DEFAULT;
     let next = Mutex::new(0usize);
     let turn = Condvar::new();
