@@ -12,8 +12,9 @@
 //! The fixed-size resource runs under a stream order that needs ordering but makes no CUDA call,
 //! so its per-stream sets, captures and checks run as on a GPU, without the driver's cost.
 
+use rmm::pool::SimulatedDeviceOrder;
 use rmm::resource::{BinningMemoryResource, FixedSizeMemoryResource, HostMemoryResource, PoolMemoryResource};
-use rmm::testing::{SimulatedDeviceOrder, SplitMix64};
+use rmm::testing::SplitMix64;
 use rmm::{CudaStreamView, MemoryResource};
 use std::sync::{Arc, Barrier};
 use std::time::Instant;

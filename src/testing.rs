@@ -63,26 +63,3 @@ mod tests {
         }
     }
 }
-
-/// Orders streams as a device pool must (every hand-over recorded, then waited for), with nothing
-/// to wait for: host code runs in program order. A pool over host memory with it moves blocks
-/// between streams as it would on a GPU, so the device's decisions run in host tests and replays.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct SimulatedDeviceOrder;
-
-impl crate::pool::StreamOrder for SimulatedDeviceOrder {
-    fn record(&self, _owner: crate::pool::StreamKey, _identity: u64) -> crate::Result<()> {
-        Ok(())
-    }
-    fn wait(
-        &self,
-        _owner: crate::pool::StreamKey,
-        _identity: u64,
-        _waiter: crate::pool::StreamKey,
-    ) -> crate::Result<()> {
-        Ok(())
-    }
-    fn synchronize_all(&self) -> crate::Result<()> {
-        Ok(())
-    }
-}

@@ -32,6 +32,6 @@ pub(crate) use segment_map::SegmentMap;
 pub(crate) use shard_map::ShardMap;
 pub(crate) use spin_lock::{RawSpinLock, SpinMutex};
 pub use stream_order::{
-    current_thread_number, next_retirement_number, HostOrder, StreamKey, StreamKind, StreamOrder, CAPTURE_MODE_RELAXED,
-    IDENTITY_TRUSTED, IDENTITY_UNKNOWN,
+    current_thread_number, next_retirement_number, HostOrder, SimulatedDeviceOrder, StreamKey, StreamKind, StreamOrder,
+    CAPTURE_MODE_RELAXED, IDENTITY_TRUSTED, IDENTITY_UNKNOWN,
 };

@@ -110,6 +110,24 @@ pub trait StreamOrder: Send + Sync {
     fn forget_retired(&self, _still_needed: &dyn Fn(StreamKey) -> bool) {}
 }
 
+/// Orders streams as a device pool must (every hand-over recorded, then waited for), with nothing
+/// to wait for: host code runs in program order. A pool over host memory with it moves blocks
+/// between streams as it would on a GPU, so the device's decisions run in host tests and replays.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SimulatedDeviceOrder;
+
+impl StreamOrder for SimulatedDeviceOrder {
+    fn record(&self, _owner: StreamKey, _identity: u64) -> Result<()> {
+        Ok(())
+    }
+    fn wait(&self, _owner: StreamKey, _identity: u64, _waiter: StreamKey) -> Result<()> {
+        Ok(())
+    }
+    fn synchronize_all(&self) -> Result<()> {
+        Ok(())
+    }
+}
+
 /// For memory only the host uses: host code runs in program order, so there is nothing to order.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct HostOrder;

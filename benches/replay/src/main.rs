@@ -65,11 +65,11 @@ use cli::{Cli, Command, Resource, Upstream};
 use log::{Kind, Log};
 use rmm::adaptor::StatisticsResourceAdaptor;
 use rmm::pool::HostPhysicalMemory;
+use rmm::pool::SimulatedDeviceOrder;
 use rmm::pool::StreamOrder;
 use rmm::resource::{
     CudaAsyncMemoryResource, CudaMemoryResource, HostMemoryResource, PoolMemoryResource, VirtualPoolMemoryResource,
 };
-use rmm::testing::SimulatedDeviceOrder;
 use rmm::{CudaStream, CudaStreamView, MemoryResource};
 use std::fs::File;
 use std::path::{Path, PathBuf};

@@ -25,7 +25,7 @@
 //! that much free memory in pieces, and a large request.
 
 use super::in_place::whole_granules;
-use super::slow_path::Request;
+use super::slow_path::{Gathered, Request};
 use super::PoolMemoryResource;
 use crate::pool::{SetId, StreamKey};
 use crate::resource::MemoryResource;
@@ -40,15 +40,6 @@ pub(super) const RECYCLE_GROWTH_SHARE: usize = 16;
 /// ... and at least this many granules: in a small pool, a granule is a large part of it, and
 /// holes unmapped between its blocks would be mapped again soon.
 pub(super) const RECYCLE_GROWTH_GRANULES: usize = 16;
-
-/// What step 5's gathering came back with.
-pub(super) enum Gathered {
-    /// The request was served from a run of gathered pieces, at this address.
-    Allocated(usize),
-    /// The pool grows; first, where `bytes` is not 0, it unmaps up to `bytes` of whole free
-    /// granules below address `below` (the free tail's start).
-    Grow { bytes: usize, below: usize },
-}
 
 /// Free pieces that touch, one run of addresses: `(addr, len, shard)`, lowest first.
 type Run = Vec<(usize, usize, usize)>;

@@ -6,7 +6,6 @@
 //! blocks of streams just asked to publish (`allocate_once_published`). The fast path, one lock
 //! of the home shard and a fitting block of the stream's own set, is in `pool.rs`.
 
-use super::gather::Gathered;
 use super::{Growth, PoolMemoryResource};
 use crate::error::{format_bytes, Error, Result};
 use crate::pool::{CoalescingPool, SetId, StreamKey, GRANULE};
@@ -28,6 +27,15 @@ pub(super) struct Request {
     /// Free bytes that surely hold it, whatever the address of the free range: `size` plus the
     /// most that aligning can skip.
     pub needed: usize,
+}
+
+/// What step 5's gathering (`gather.rs`) came back with.
+pub(super) enum Gathered {
+    /// The request was served from a run of gathered pieces, at this address.
+    Allocated(usize),
+    /// The pool grows; first, where `bytes` is not 0, it unmaps up to `bytes` of whole free
+    /// granules below address `below` (the free tail's start).
+    Grow { bytes: usize, below: usize },
 }
 
 /// What step 3 of the slow path (a range of another shard's free memory) came back with.

@@ -18,7 +18,7 @@ fn pool(ordered: bool) -> (Pool, HostMappings) {
     let phys = HostPhysicalMemory::new(BASE, 4 << 30, G);
     let view = phys.mappings();
     let order: Box<dyn StreamOrder> =
-        if ordered { Box::new(crate::testing::SimulatedDeviceOrder) } else { Box::new(crate::pool::HostOrder) };
+        if ordered { Box::new(crate::pool::SimulatedDeviceOrder) } else { Box::new(crate::pool::HostOrder) };
     // SAFETY: no test reads or writes the blocks of the stand-in.
     (unsafe { Pool::with_physical(phys, 0, order, 8) }.unwrap(), view)
 }

@@ -36,7 +36,7 @@ fn replay(spread: bool) -> (usize, usize) {
     let phys = HostPhysicalMemory::new(1 << 40, 64 << 30, 2 << 20);
     // SAFETY: no test reads or writes the blocks of the stand-in.
     let p = unsafe {
-        VirtualPoolMemoryResource::with_physical(phys, 256 << 20, Box::new(crate::testing::SimulatedDeviceOrder), 32)
+        VirtualPoolMemoryResource::with_physical(phys, 256 << 20, Box::new(crate::pool::SimulatedDeviceOrder), 32)
     }
     .unwrap();
     let s = CudaStreamView::DEFAULT;
