@@ -5,6 +5,7 @@
 //! handed out. The output depends only on the segments.
 
 use crate::resource::{BlockState, MemorySegment};
+use crate::testing::{human_bytes as human, xml_escape as escape};
 use std::fmt::Write;
 
 const LEFT: usize = 240;
@@ -16,25 +17,6 @@ const GAP: usize = 4;
 const BOTTOM: usize = 30;
 /// The most segments drawn (the largest ones); the caption counts the rest.
 const MAX_BANDS: usize = 200;
-
-fn human(bytes: usize) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = bytes as f64;
-    let mut unit = 0;
-    while v >= 1024.0 && unit < UNITS.len() - 1 {
-        v /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{v:.1} {}", UNITS[unit])
-    }
-}
-
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
-}
 
 /// The SVG picture of `segments`, under the title `caption`.
 pub fn memory_map_svg(segments: &[MemorySegment], caption: &str) -> String {

@@ -18,6 +18,8 @@
 //! on the log and the addresses (no hash order, no clock).
 
 use crate::log::{Kind, Log};
+use rmm::testing::human_bytes as human;
+use rmm::testing::xml_escape as escape;
 use std::fmt::Write;
 
 /// Columns of time (fewer when the log has fewer operations).
@@ -247,26 +249,6 @@ pub struct Caption<'a> {
     pub peak_live: usize,
     /// The most bytes the resource held from its upstream.
     pub peak_upstream: usize,
-}
-
-/// `bytes` for a label: B, KiB, MiB or GiB.
-pub fn human(bytes: usize) -> String {
-    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
-    let mut v = bytes as f64;
-    let mut unit = 0;
-    while v >= 1024.0 && unit < UNITS.len() - 1 {
-        v /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{v:.1} {}", UNITS[unit])
-    }
-}
-
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
 fn shade(level: usize) -> String {
