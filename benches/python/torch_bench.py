@@ -27,6 +27,10 @@ Allocation history (--history, comma separated; each value runs every mode once 
   At the end of each recorded run the snapshot is taken once, its time and size in rows
   snapshot_ms and snapshot_bytes.
 
+Allocation log (--log FILE, the rmm modes): a LoggingResourceAdaptor on top of the stack writes
+every allocation and free to FILE (RMM's CSV log), which ``rmm_replay`` replays on the host against
+any pool. The rows of a logged run carry the adaptor's cost.
+
 Workloads:
   empty_loop  ``torch.empty((100, 4), device="cuda")`` created and dropped in a loop: microseconds
               per iteration, median (and fastest, slowest) of --runs timed runs.
@@ -84,16 +88,33 @@ def setup(mode, args):
         # is what it mapped at its highest.
         vpool = rmm.mr.VirtualPoolMemoryResource()
         top = rmm.mr.StatisticsResourceAdaptor(vpool) if args.live else None
-        rmm.mr.set_current_device_resource(top or vpool)
+        rmm.mr.set_current_device_resource(logged(top or vpool, args))
         torch.cuda.memory.change_current_allocator(rmm_torch_allocator)
         return bc.impl_name(args) + "-virtual", vpool.mapped_bytes, vpool, top
     stats = rmm.mr.StatisticsResourceAdaptor(rmm.mr.CudaMemoryResource())
     pool = rmm.mr.PoolMemoryResource(stats, initial_pool_size=args.initial_pool_size,
                                      maximum_pool_size=args.maximum_pool_size)
     top = rmm.mr.StatisticsResourceAdaptor(pool) if args.live else None
-    rmm.mr.set_current_device_resource(top or pool)
+    rmm.mr.set_current_device_resource(logged(top or pool, args))
     torch.cuda.memory.change_current_allocator(rmm_torch_allocator)
     return bc.impl_name(args), lambda: stats.allocation_counts.peak_bytes, pool, top
+
+
+def logged(resource, args):
+    """``resource``, under a LoggingResourceAdaptor writing to --log where one is given."""
+    if not args.log:
+        return resource
+    import rmm
+
+    return rmm.mr.LoggingResourceAdaptor(resource, args.log)
+
+
+def flush_log(args):
+    """Writes out what the --log adaptor holds."""
+    if args.log:
+        import rmm
+
+        rmm.mr.get_current_device_resource().flush()
 
 
 HISTORY = ("off", "on", "stacks")
@@ -225,6 +246,7 @@ def run_mode(mode, args):
         bc.row(impl, "train_step", param, int(torch.cuda.max_memory_allocated()), "peak_live_bytes")
     if pool is not None:
         bc.row(impl, "train_step", param, int(pool.pool_size()), "pool_size_end_bytes")
+        flush_log(args)
     if args.history != "off":
         try:
             snapshot_rows(mode, impl, param, args)
@@ -258,6 +280,9 @@ def main():
     p.add_argument("--history", default="off",
                    help="allocation history: off, on, stacks, or several comma separated (each runs "
                         "every mode; default off)")
+    p.add_argument("--log", metavar="FILE", default=None,
+                   help="the rmm modes: write every allocation and free to FILE (RMM's CSV log; "
+                        "one mode at a time)")
     p.add_argument("--history-entries", type=int, default=100_000,
                    help="max_entries of the recorded history (default 100000)")
     args = p.parse_args()
@@ -269,6 +294,9 @@ def main():
         args.initial_pool_size = int(args.initial_pool_size)
     if args.maximum_pool_size and args.maximum_pool_size.isdigit():
         args.maximum_pool_size = int(args.maximum_pool_size)
+    rmm_modes = [m for m in args.modes.split(",") if m.startswith("rmm")] if args.mode == "all" else [args.mode]
+    if args.log and (len(rmm_modes) != 1 or len(histories) != 1):
+        sys.exit("--log writes one file: give it one rmm mode (--mode or --modes) and one --history value")
     if args.mode != "all":
         if len(histories) != 1:
             sys.exit("--mode runs one --history value")

@@ -98,3 +98,9 @@ def test_scripts_take_the_common_options(script):
     assert out.returncode == 0, out.stderr
     for opt in ("--impl-name", "--budget", "--runs"):
         assert opt in out.stdout
+
+
+def test_torch_bench_offers_an_allocation_log():
+    out = subprocess.run([sys.executable, str(BENCHES / "torch_bench.py"), "--help"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "--log FILE" in out.stdout

@@ -32,6 +32,8 @@ pub struct ShardMap {
     shard_of: Box<[AtomicUsize]>,
     /// False until a stream is spread: until then every lookup is one load.
     any_spread: AtomicBool,
+    /// True once a stream or a thread was dealt a shard other than 0 (a capture is not).
+    dealt: AtomicBool,
     /// Entries in use; changed only under the lock.
     used: Mutex<usize>,
     /// The tag and former shard of each stream marked as capturing (see [`ShardMap::capture`]).
@@ -46,6 +48,7 @@ impl ShardMap {
             keys: (0..ENTRIES).map(|_| AtomicUsize::new(EMPTY)).collect(),
             shard_of: (0..ENTRIES).map(|_| AtomicUsize::new(0)).collect(),
             any_spread: AtomicBool::new(false),
+            dealt: AtomicBool::new(false),
             used: Mutex::new(0),
             captured: Mutex::new(Vec::new()),
         }
@@ -215,8 +218,15 @@ impl ShardMap {
         // Release: a reader that sees the key also sees its shard.
         self.keys[i].store(tag, Ordering::Release);
         *used += 1;
+        self.dealt.store(true, Ordering::Relaxed);
         self.any_spread.store(true, Ordering::Release);
         true
+    }
+
+    /// Whether any stream or thread has been dealt a shard of its own: until then shard 0 handed
+    /// out every block but those of captures.
+    pub fn dealt_any(&self) -> bool {
+        self.dealt.load(Ordering::Relaxed)
     }
 }
 

@@ -23,6 +23,12 @@
 //! as a release does), up to what the growth maps: the pool maps at the end what it gave back in
 //! the middle, and holds about what is live. The shares bound the synchronisations: each needs
 //! that much free memory in pieces, and a large request.
+//!
+//! Recycling runs only once some stream or thread has been dealt a shard of its own. Until then
+//! one shard places every block, and the free runs between its blocks are where its later
+//! requests go: unmapping them moves memory from where the program will want it again to the
+//! end. (PyTorch's training trace, one shard: 1.038 × its live peak mapped without recycling,
+//! 1.049 with it.)
 
 use super::in_place::whole_granules;
 use super::slow_path::{Gathered, Request};
@@ -71,7 +77,12 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             all_free.extend(core.free_blocks(|_| true));
             usable.push(sets);
         }
-        let recycle = self.recycling(all_free, mapped_end, req.needed, range.granularity());
+        // Only where threads or streams were dealt shards of their own (see the top of this file).
+        let recycle = if self.shard_map.dealt_any() {
+            self.recycling(all_free, mapped_end, req.needed, range.granularity())
+        } else {
+            NOTHING
+        };
         if shards.len() == 1 {
             return recycle;
         }

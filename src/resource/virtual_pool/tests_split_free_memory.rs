@@ -1,7 +1,7 @@
 //! Free memory of one stream split between shards (the stream's threads each on a shard of its
 //! own): gathered before the pool maps more, so a run of pieces serves a request that none of
 //! them holds, and a free tail in another shard joins the growth; free granules in pieces between
-//! blocks handed out are unmapped before a large growth.
+//! blocks handed out are unmapped before a large growth, where threads have shards of their own.
 
 use super::*;
 use crate::pool::{HostMappings, HostPhysicalMemory};
@@ -130,6 +130,23 @@ fn free_granules_between_blocks_are_unmapped_before_a_large_growth() {
         free(p, d, 96 * MIB);
         other.run(move |p| free(p, b, 64 * MIB));
     });
+}
+
+#[test]
+fn one_shard_unmaps_nothing_before_a_large_growth() {
+    // The blocks of the test above, from one thread: shard 0 placed them all.
+    let (p, view) = pool(true);
+    let (a, b, c) = (alloc(&p, 64 * MIB), alloc(&p, 64 * MIB), alloc(&p, 64 * MIB));
+    free(&p, a, 64 * MIB);
+    free(&p, c, 64 * MIB);
+    let d = alloc(&p, 96 * MIB);
+    assert_eq!(d, BASE + 128 * MIB, "the free tail joins the growth");
+    assert_eq!(p.mapped_bytes(), 224 * MIB, "nothing unmapped below");
+    assert!(view.is_mapped(BASE, 224 * MIB));
+    for (addr, bytes) in [(b, 64 * MIB), (d, 96 * MIB)] {
+        free(&p, addr, bytes);
+    }
+    p.check_invariants().unwrap();
 }
 
 #[test]
