@@ -65,6 +65,9 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         // growth holds a shard's lock, so the mapped end stays where it is read.
         let mut guards: Vec<_> = shards.iter().map(|s| s.0.lock()).collect();
         let mapped_end = range.mapped_end();
+        // Recycling only where threads or streams were dealt shards of their own (see the top of
+        // this file); otherwise every free block need not be listed.
+        let may_recycle = self.shard_map.dealt_any();
         let mut usable: Vec<Vec<SetId>> = Vec::with_capacity(guards.len());
         let mut pieces = Vec::new();
         let mut all_free = Vec::new();
@@ -74,15 +77,13 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             // this stream's.
             sets.retain(|&s| !self.ordered || core.key_of(s) == StreamKey::FRESH || self.identity_holds(core, s));
             pieces.extend(core.free_blocks(|s| sets.contains(&s)).into_iter().map(|(a, l)| (a, l, i)));
-            all_free.extend(core.free_blocks(|_| true));
+            if may_recycle {
+                all_free.extend(core.free_blocks(|_| true));
+            }
             usable.push(sets);
         }
-        // Only where threads or streams were dealt shards of their own (see the top of this file).
-        let recycle = if self.shard_map.dealt_any() {
-            self.recycling(all_free, mapped_end, req.needed, range.granularity())
-        } else {
-            NOTHING
-        };
+        let recycle =
+            if may_recycle { self.recycling(all_free, mapped_end, req.needed, range.granularity()) } else { NOTHING };
         if shards.len() == 1 {
             return recycle;
         }
