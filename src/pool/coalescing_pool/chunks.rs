@@ -48,6 +48,15 @@ impl CoalescingPool {
     /// Takes block `id` (in no list) out of the pool altogether: its neighbours stop linking to it,
     /// its record goes, and its chunk is cut around it. Returns its range.
     pub(super) fn cut_out(&mut self, id: BlockId) -> (usize, usize) {
+        let (addr, size) = self.unlink_physically(id);
+        self.cut_chunk(addr, size);
+        (addr, size)
+    }
+
+    /// Takes block `id` (in no list) out of the physical chains and the block records, leaving
+    /// the chunks as they are: the caller cuts them, one range or many at once with
+    /// [`cut_chunks`](Self::cut_chunks). Returns its range.
+    pub(super) fn unlink_physically(&mut self, id: BlockId) -> (usize, usize) {
         let b = *self.blocks.get(id);
         if b.prev_phys != NIL {
             self.blocks.get_mut(b.prev_phys).next_phys = NIL;
@@ -56,7 +65,6 @@ impl CoalescingPool {
             self.blocks.get_mut(b.next_phys).prev_phys = NIL;
         }
         self.blocks.remove(id);
-        self.cut_chunk(b.addr, b.size());
         (b.addr, b.size())
     }
 
@@ -86,10 +94,50 @@ impl CoalescingPool {
             };
             self.unlink_free(id);
             self.blocks.remove(id);
-            self.cut_chunk(addr, size);
             ranges.push((addr, size));
         }
+        // A block with no neighbours is its chunk entire, so its range is a chunk's entry: one
+        // pass drops them all (a cut per block would be quadratic in a pool of many chunks).
+        ranges.sort_unstable();
+        let before = self.chunks.len();
+        self.chunks.retain(|c| ranges.binary_search(c).is_err());
+        debug_assert_eq!(before - self.chunks.len(), ranges.len(), "every whole free block is a chunk");
+        self.pool_size -= ranges.iter().map(|&(_, size)| size).sum::<usize>();
         ranges
+    }
+
+    /// Removes every range of `cuts` (sorted, disjoint, each within one chunk) from the chunks,
+    /// leaving the parts between them as chunks of their own: one pass over both lists, where a
+    /// cut at a time would be quadratic in a pool of many chunks. Leaves the chunks sorted.
+    pub(super) fn cut_chunks(&mut self, cuts: &[(usize, usize)]) {
+        debug_assert!(cuts.windows(2).all(|w| w[0].0 + w[0].1 <= w[1].0), "cuts sorted and disjoint");
+        if cuts.is_empty() {
+            return;
+        }
+        self.chunks.sort_unstable();
+        let mut kept = Vec::with_capacity(self.chunks.len() + cuts.len());
+        let mut next = cuts.iter().peekable();
+        for &(start, size) in &self.chunks {
+            let end = start + size;
+            let mut at = start;
+            while let Some(&&(addr, len)) = next.peek() {
+                if addr >= end {
+                    break;
+                }
+                debug_assert!(addr >= at && addr + len <= end, "cut {addr:#x}+{len} crosses a chunk's edge");
+                if addr > at {
+                    kept.push((at, addr - at));
+                }
+                at = addr + len;
+                next.next();
+            }
+            if at < end {
+                kept.push((at, end - at));
+            }
+        }
+        debug_assert!(next.peek().is_none(), "a cut in no chunk");
+        self.chunks = kept;
+        self.pool_size -= cuts.iter().map(|&(_, len)| len).sum::<usize>();
     }
 
     /// Removes `[addr, addr + len)` from the chunk that holds it, leaving the parts before and
@@ -107,5 +155,48 @@ impl CoalescingPool {
             self.chunks.push((addr + len, a + s - addr - len));
         }
         self.pool_size -= len;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pool::coalescing_pool::GRANULE;
+    use crate::pool::StreamKey;
+
+    const KIB: usize = 1 << 10;
+
+    #[test]
+    fn many_cuts_in_many_chunks_leave_the_pieces_between_them() {
+        let mut p = CoalescingPool::new();
+        let fresh = p.set_of(StreamKey::FRESH);
+        // 64 chunks of 64 KiB with gaps between them, added in no particular order.
+        for i in (0..64).rev() {
+            p.add_chunk((1 << 24) + i * 128 * KIB, 64 * KIB, fresh);
+        }
+        // Fill every chunk with 4 KiB blocks, then free all but the one at 8 KiB into each chunk
+        // after the first: that chunk's free memory is two blocks around it.
+        let blocks: Vec<usize> = (0..64 * 16).map(|_| p.allocate(fresh, 4 * KIB, 4 * KIB, GRANULE).unwrap()).collect();
+        let kept = |a: usize| a - (1 << 24) >= 128 * KIB && (a - (1 << 24)) % (128 * KIB) == 8 * KIB;
+        let used: Vec<usize> = blocks.iter().copied().filter(|&a| kept(a)).collect();
+        assert_eq!(used.len(), 63);
+        for &a in blocks.iter().filter(|&&a| !kept(a)) {
+            p.deallocate(a, 4 * KIB, fresh).unwrap();
+        }
+        p.check_invariants().unwrap();
+        let out = p.detach_free_granules(16 * KIB, usize::MAX, |_| true);
+        p.check_invariants().unwrap();
+        let taken: usize = out.iter().map(|&(_, len)| len).sum();
+        // The first chunk leaves whole; the others keep their first 16 KiB (the used block is in
+        // it) and give the other 48.
+        assert_eq!(taken, 64 * KIB + 63 * 48 * KIB);
+        assert_eq!(p.pool_size(), 63 * 16 * KIB);
+        assert_eq!(p.chunks().len(), 63);
+        for a in used {
+            p.deallocate(a, 4 * KIB, fresh).unwrap();
+        }
+        p.check_invariants().unwrap();
+        assert_eq!(p.detach_whole_free_chunks(fresh).len(), 63);
+        assert_eq!((p.pool_size(), p.chunks().len()), (0, 0));
     }
 }

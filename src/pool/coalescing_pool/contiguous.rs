@@ -68,12 +68,14 @@ impl CoalescingPool {
                 break;
             }
         }
+        self.cut_chunks(&out);
         out
     }
 
     /// Takes `[start, end)` (multiples of 256 within it) out of the free block `id` and out of the
     /// pool: what is left before and after stays free in the block's set. Returns the range taken
-    /// and the free block left after it, if any.
+    /// and the free block left after it, if any. The caller cuts the chunks around the ranges
+    /// taken, all at once.
     fn cut_free_range(&mut self, id: BlockId, start: usize, end: usize) -> ((usize, usize), Option<BlockId>) {
         let b = *self.blocks.get(id);
         let set = b.set_id();
@@ -87,7 +89,7 @@ impl CoalescingPool {
         if let Some(back) = back {
             self.link_free(set, back);
         }
-        (self.cut_out(middle), back)
+        (self.unlink_physically(middle), back)
     }
 
     /// The free blocks of the sets that `take` accepts, as `(addr, id)`, lowest address first.
@@ -142,6 +144,7 @@ impl CoalescingPool {
             }
         }
         out.sort_unstable();
+        self.cut_chunks(&out);
         out
     }
 
