@@ -132,15 +132,27 @@ ifeq ($(GTEST_LIB),)
 GTEST_LIB        := $(BUILD)/gtest/libgtest.a
 endif
 
-INCLUDES   := -I$(CCCL_INCLUDE) -I$(REPO)/include -I$(CXXBRIDGE)
+# The bridge headers as the C++ sources see them: a copy under $(BUILD), rewritten only when
+# their text changes. cargo's own (target/cxxbridge) are links into the output folder of the
+# profile built last, so each cargo test or build would otherwise date every C++ object.
+ifeq ($(NO_CARGO),)
+BRIDGE_INCLUDE := $(BUILD)/cxxbridge
+else
+BRIDGE_INCLUDE := $(CXXBRIDGE)
+endif
+INCLUDES   := -I$(CCCL_INCLUDE) -I$(REPO)/include -I$(BRIDGE_INCLUDE)
 NVCCFLAGS  ?= -O2 -lineinfo
 NVCCFLAGS  += -std=c++$(CXX_STD) -arch=$(ARCH) $(INCLUDES) -Xcompiler=-Wall,-Wno-unknown-pragmas,-march=$(CPU) -MMD -MP
 # The Rust staticlib, then what it needs; cudart is static (nvcc's default).
 LDLIBS     := $(RMM_LIB) -lpthread -ldl -L$(CUDA_HOME)/lib -L$(CUDA_HOME)/lib64
 
 EXAMPLES   := $(patsubst $(REPO)/examples/%.cu,$(BIN)/%,$(wildcard $(REPO)/examples/*.cu))
-TEST_SRCS  := $(wildcard $(REPO)/tests/cpp/*.cu $(REPO)/tests/cpp/*.cpp)
-TEST_OBJS  := $(patsubst $(REPO)/tests/cpp/%,$(OBJ)/tests/%.o,$(TEST_SRCS))
+# The test sources in batches of TEST_BATCH_SIZE, each batch one translation unit
+# (tests/cpp/unity_batches.sh says why); TEST_BATCH_SIZE=1 builds one object per source.
+TEST_BATCH_SIZE ?= 16
+TEST_BATCHES := $(shell bash $(REPO)/tests/cpp/unity_batches.sh $(OBJ)/tests/batches $(TEST_BATCH_SIZE) \
+                  $(sort $(wildcard $(REPO)/tests/cpp/*.cu)))
+TEST_OBJS  := $(TEST_BATCHES:.cu=.o) $(OBJ)/tests/main.cpp.o
 TESTS      := $(BIN)/rmm_cpp_tests
 # A program that ends with resources alive; process_exit_test.cu runs it next to rmm_cpp_tests.
 EXIT_CHILD := $(BIN)/rmm_exit_child
@@ -158,6 +170,9 @@ tests: $(TESTS) $(EXIT_CHILD)
 ifeq ($(NO_CARGO),)
 staticlib:
 	+$(CARGO_ENV) $(CARGO) build --release -p rmm-cpp $(CARGO_FEATURES) --manifest-path $(REPO)/Cargo.toml
+	@cd $(CXXBRIDGE) && find -L . -name '*.h' | while read -r h; do \
+	  mkdir -p "$(BRIDGE_INCLUDE)/$$(dirname "$$h")"; \
+	  cmp -s "$$h" "$(BRIDGE_INCLUDE)/$$h" || cp "$$h" "$(BRIDGE_INCLUDE)/$$h"; done
 $(RMM_LIB): staticlib
 endif
 
@@ -172,6 +187,9 @@ $(BIN)/%: $(OBJ)/examples/%.o $(RMM_LIB)
 $(OBJ)/tests/%.o: $(REPO)/tests/cpp/% | $(RMM_LIB)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) $(TEST_FLAGS) -x cu -c $< -o $@
+
+$(OBJ)/tests/batches/%.o: $(OBJ)/tests/batches/%.cu | $(RMM_LIB)
+	$(NVCC) $(NVCCFLAGS) $(TEST_FLAGS) -c $< -o $@
 
 $(TESTS): $(TEST_OBJS) $(RMM_LIB) $(GTEST_LIB)
 	@mkdir -p $(@D)
@@ -296,7 +314,8 @@ std-check: | $(RMM_LIB)
 	@echo "std-check: $(words $(HEADERS)) headers compile with -std=c++17 and -std=c++20"
 
 # RMM 26.10's header paths (tests/cpp/rmm_26_10_headers.txt): each exists under include/ and
-# compiles alone, with nvcc and (where RMM's does) the host compiler, -std=c++17 and -std=c++20.
+# compiles alone with nvcc (-std=c++17) and, where RMM's does, the host compiler (-std=c++20);
+# all of them together with nvcc -std=c++20.
 .PHONY: header-check
 std-check: header-check
 header-check: | $(RMM_LIB)

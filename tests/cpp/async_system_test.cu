@@ -29,7 +29,6 @@
 namespace {
 using async_mr = rmm::mr::cuda_async_memory_resource;
 using handle   = async_mr::allocation_handle_type;
-constexpr std::size_t MiB = std::size_t{1} << 20;
 cuda::stream_ref const stream{cudaStream_t{nullptr}};
 
 static_assert(std::is_same_v<std::underlying_type_t<handle>, std::int32_t>);

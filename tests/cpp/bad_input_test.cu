@@ -34,7 +34,6 @@ using rmm::test::default_stream;
 using rmm::test::device_keeps_working;
 using rmm::test::expect_throws_exactly;
 using rmm::test::new_delete_resource;
-constexpr std::size_t MiB     = std::size_t{1} << 20;
 constexpr std::size_t max_size = std::numeric_limits<std::size_t>::max();
 
 std::string hex(void const* p)

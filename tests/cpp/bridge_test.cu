@@ -25,7 +25,6 @@ namespace {
 
 using rmm::test::default_stream;
 using rmm::test::new_delete_resource;
-constexpr std::size_t MiB = std::size_t{1} << 20;
 
 // A pool that takes an initial chunk from a device-accessible upstream synchronizes the device once
 // (the chunk may still be in use by stream-ordered work), which needs a driver. The pools here start

@@ -37,14 +37,14 @@ void* throw_runtime_error(std::size_t, cuda::stream_ref, void*)
   throw std::runtime_error{"callback says no"};
 }
 void* return_null(std::size_t, cuda::stream_ref, void*) { return nullptr; }
-void free_nothing(void*, std::size_t, cuda::stream_ref, void*) {}
+void deallocate_nothing(void*, std::size_t, cuda::stream_ref, void*) {}
 
 void* new_bytes(std::size_t bytes, cuda::stream_ref, void*) { return ::operator new(bytes); }
 void delete_bytes(void* p, std::size_t, cuda::stream_ref, void*) { ::operator delete(p); }
 
 TEST(CallbackExceptions, ReachTheCallerWithTheirOwnType)
 {
-  rmm::mr::callback_memory_resource mr{throw_user_error, free_nothing};
+  rmm::mr::callback_memory_resource mr{throw_user_error, deallocate_nothing};
   try {
     (void)mr.allocate(default_stream(), 96);
     FAIL() << "allocate returned";
@@ -53,7 +53,7 @@ TEST(CallbackExceptions, ReachTheCallerWithTheirOwnType)
   }
   EXPECT_THROW((void)mr.allocate_sync(64), user_error);
 
-  rmm::mr::callback_memory_resource bad{throw_user_bad_alloc, free_nothing};
+  rmm::mr::callback_memory_resource bad{throw_user_bad_alloc, deallocate_nothing};
   try {
     (void)bad.allocate(default_stream(), 64);
     FAIL() << "allocate returned";
@@ -61,7 +61,7 @@ TEST(CallbackExceptions, ReachTheCallerWithTheirOwnType)
     EXPECT_STREQ(e.what(), "user_bad_alloc");
   }
 
-  rmm::mr::callback_memory_resource runtime{throw_runtime_error, free_nothing};
+  rmm::mr::callback_memory_resource runtime{throw_runtime_error, deallocate_nothing};
   try {
     (void)runtime.allocate(default_stream(), 64);
     FAIL() << "allocate returned";
@@ -72,7 +72,7 @@ TEST(CallbackExceptions, ReachTheCallerWithTheirOwnType)
 
 TEST(CallbackExceptions, KeepTheirTypeThroughCopiesRefsAndAnyResource)
 {
-  rmm::mr::callback_memory_resource mr{throw_user_error, free_nothing};
+  rmm::mr::callback_memory_resource mr{throw_user_error, deallocate_nothing};
   auto copy = mr;
   EXPECT_THROW((void)copy.allocate(default_stream(), 64), user_error);
   rmm::device_async_resource_ref ref{mr};
@@ -84,7 +84,7 @@ TEST(CallbackExceptions, KeepTheirTypeThroughCopiesRefsAndAnyResource)
 
 TEST(CallbackExceptions, NullIsStillOutOfMemoryAndSuccessStillWorks)
 {
-  rmm::mr::callback_memory_resource null{return_null, free_nothing};
+  rmm::mr::callback_memory_resource null{return_null, deallocate_nothing};
   EXPECT_THROW((void)null.allocate(default_stream(), 64), rmm::out_of_memory);
   rmm::mr::callback_memory_resource ok{new_bytes, delete_bytes};
   void* p = ok.allocate(default_stream(), 64);
@@ -94,13 +94,13 @@ TEST(CallbackExceptions, NullIsStillOutOfMemoryAndSuccessStillWorks)
 
 TEST(CallbackExceptions, UnderAPoolBecomeThePoolsOwnFailureAndDoNotLinger)
 {
-  rmm::mr::callback_memory_resource throws{throw_user_error, free_nothing};
+  rmm::mr::callback_memory_resource throws{throw_user_error, deallocate_nothing};
   // The pool grows from its upstream on demand; the callback's failure is the pool's to report,
   // as an RMM exception (RMM's pool catches an upstream's exception and throws out_of_memory).
   rmm::mr::pool_memory_resource pool{throws, 0};
   EXPECT_THROW((void)pool.allocate(default_stream(), 1024), rmm::bad_alloc);
   // The exception the pool saw is not rethrown by a later, unrelated failure on this thread.
-  rmm::mr::callback_memory_resource null{return_null, free_nothing};
+  rmm::mr::callback_memory_resource null{return_null, deallocate_nothing};
   EXPECT_THROW((void)null.allocate(default_stream(), 64), rmm::out_of_memory);
   // Nor by a later call of the same resource that fails another way.
   EXPECT_THROW((void)throws.allocate(default_stream(), 32), user_error);
@@ -114,16 +114,16 @@ void* allocate_through(std::size_t bytes, cuda::stream_ref stream, void* arg)
 
 TEST(CallbackExceptions, PassThroughANestedCallbackResource)
 {
-  rmm::mr::callback_memory_resource inner{throw_user_error, free_nothing};
-  rmm::mr::callback_memory_resource outer{allocate_through, free_nothing, &inner};
+  rmm::mr::callback_memory_resource inner{throw_user_error, deallocate_nothing};
+  rmm::mr::callback_memory_resource outer{allocate_through, deallocate_nothing, &inner};
   try {
     (void)outer.allocate(default_stream(), 48);
     FAIL() << "allocate returned";
   } catch (user_error const& e) {
     EXPECT_EQ(e.bytes, 48U);
   }
-  rmm::mr::callback_memory_resource inner_null{return_null, free_nothing};
-  rmm::mr::callback_memory_resource outer_null{allocate_through, free_nothing, &inner_null};
+  rmm::mr::callback_memory_resource inner_null{return_null, deallocate_nothing};
+  rmm::mr::callback_memory_resource outer_null{allocate_through, deallocate_nothing, &inner_null};
   EXPECT_THROW((void)outer_null.allocate(default_stream(), 48), rmm::out_of_memory);
 }
 

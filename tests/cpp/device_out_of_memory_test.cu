@@ -22,7 +22,6 @@ namespace {
 using rmm::test::default_stream;
 using rmm::test::device_keeps_working;
 using rmm::test::expect_throws_exactly;
-constexpr std::size_t MiB = std::size_t{1} << 20;
 
 /// SIZE_MAX bytes: the driver's out-of-memory naming the call. Not for managed memory: asking for
 /// more managed memory than the device has can hang the GPU.

@@ -26,7 +26,6 @@ using arena::superblock;
 using rmm::test::default_stream;
 using rmm::test::new_delete_resource;
 
-constexpr std::size_t MiB = std::size_t{1} << 20;
 
 /// An address nothing is at: these tests only compute with it.
 void* address(std::size_t offset) { return reinterpret_cast<void*>(std::uintptr_t{1} << 40 | offset); }

@@ -27,7 +27,6 @@ namespace {
 
 using rmm::test::default_stream;
 using rmm::test::expect_throws_exactly;
-constexpr std::size_t MiB = std::size_t{1} << 20;
 
 /// Counts the threads inside its calls at once, the highest count seen, and stays inside a while
 /// so that overlapping calls are seen.
@@ -69,7 +68,7 @@ struct entry_counter {
 };
 
 /// A user's resource that is not thread-safe (it says nothing of threads, as RMM allows).
-struct counting_resource {
+struct upstream_counting_resource {
   std::shared_ptr<entry_counter> c = std::make_shared<entry_counter>();
 
   void* allocate(cuda::stream_ref, std::size_t bytes, std::size_t) { return c->allocate(bytes); }
@@ -82,12 +81,12 @@ struct counting_resource {
   {
     deallocate(default_stream(), p, bytes, alignment);
   }
-  bool operator==(counting_resource const& o) const noexcept { return c == o.c; }
-  bool operator!=(counting_resource const& o) const noexcept { return c != o.c; }
-  friend void get_property(counting_resource const&, cuda::mr::device_accessible) noexcept {}
+  bool operator==(upstream_counting_resource const& o) const noexcept { return c == o.c; }
+  bool operator!=(upstream_counting_resource const& o) const noexcept { return c != o.c; }
+  friend void get_property(upstream_counting_resource const&, cuda::mr::device_accessible) noexcept {}
 };
 
-static_assert(cuda::mr::resource_with<counting_resource, cuda::mr::device_accessible>);
+static_assert(cuda::mr::resource_with<upstream_counting_resource, cuda::mr::device_accessible>);
 
 /// 16 threads start together, each on its own (per-thread default) stream, so that they spread
 /// over the pool's shards and each grows its own, several times.
@@ -120,7 +119,7 @@ void grow_from_16_threads(Pool& pool)
 
 TEST(UpstreamContract, ANonThreadSafeUpstreamIsEnteredByOneThreadAtATime)
 {
-  counting_resource up;
+  upstream_counting_resource up;
   {
     rmm::mr::pool_memory_resource pool{up, 0};
     grow_from_16_threads(pool);

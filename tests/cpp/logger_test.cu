@@ -33,7 +33,7 @@ bool ends_with(std::string const& s, std::string const& tail)
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
-std::string temp_path(char const* name)
+std::string logger_temp_path(char const* name)
 {
   return ::testing::TempDir() + "rmm_logger_test_" + std::to_string(::getpid()) + "_" + name;
 }
@@ -117,7 +117,7 @@ TEST_F(DefaultLoggerCapture, LevelIsTheRustLoggers)
 
 TEST(RapidsLogger, FileSinkPatternAndLevels)
 {
-  auto const path = temp_path("file.log");
+  auto const path = logger_temp_path("file.log");
   {
     rapids_logger::logger log{"mine", path};
     log.set_pattern("%L|%n|%l|%v|%%");
@@ -163,7 +163,7 @@ TEST(RapidsLogger, CallbackAndOstreamSinks)
 TEST(LoggerEnvironment, CppAndRustLinesLandInTheFileFromTheEnvironment)
 {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  // Not temp_path(): the child is another process, with another pid.
+  // Not logger_temp_path(): the child is another process, with another pid.
   auto const path = ::testing::TempDir() + "rmm_logger_test_environment.log";
   std::remove(path.c_str());
   EXPECT_EXIT(

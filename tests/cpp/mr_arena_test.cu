@@ -13,7 +13,6 @@
 
 namespace rmm::test {
 namespace {
-constexpr std::size_t MiB = std::size_t{1} << 20;
 
 struct arena_host_factory {
   static constexpr bool needs_gpu = false;

@@ -26,7 +26,6 @@
 namespace rmm::test {
 namespace {
 
-constexpr std::size_t MiB   = std::size_t{1} << 20;
 constexpr int REPLAYS       = 100;
 constexpr std::size_t ALIGN = 256;
 

@@ -27,7 +27,6 @@ static_assert(std::is_convertible_v<virtual_pool_memory_resource&, rmm::device_a
               "a virtual pool converts to rmm::device_async_resource_ref");
 
 constexpr std::size_t GiB = std::size_t{1} << 30;
-constexpr std::size_t MiB = std::size_t{1} << 20;
 
 /// Whether the current device supports virtual memory management: the runtime API has no
 /// attribute for it, so the resource itself is asked (it checks the driver's attribute first).

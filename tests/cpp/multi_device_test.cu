@@ -30,10 +30,9 @@
 
 namespace {
 
-constexpr std::size_t MiB = std::size_t{1} << 20;
 
 /// The device whose memory `p` is.
-int device_of(void const* p)
+int device_holding(void const* p)
 {
   cudaPointerAttributes attributes{};
   RMM_CUDA_TRY(cudaPointerGetAttributes(&attributes, p));
@@ -86,7 +85,7 @@ TEST_F(TwoDevices, TheTableFollowsCudaSetDevice)
       RMM_CUDA_TRY(cudaSetDevice(d));
       EXPECT_TRUE(rmm::mr::get_current_device_resource_ref() == rmm::device_async_resource_ref{*pools_[d]});
       rmm::device_buffer buf(1000, cuda::stream_ref{cudaStream_t{}});
-      EXPECT_EQ(device_of(buf.data()), d);
+      EXPECT_EQ(device_holding(buf.data()), d);
     }
   }
 }
@@ -106,7 +105,7 @@ TEST_F(TwoDevices, ContainersMadeOnOneDeviceAreFreedWhileAnotherIsCurrent)
       rmm::device_uvector<int> v(1024, cuda::stream_ref{cudaStream_t{}});
       vector.emplace(std::move(v));
     }
-    EXPECT_EQ(device_of(buffer->data()), made_on);
+    EXPECT_EQ(device_holding(buffer->data()), made_on);
     EXPECT_EQ(stats.get_bytes_counter().value, 4096 + 4096);
     rmm::mr::set_current_device_resource(std::move(previous));
     RMM_CUDA_TRY(cudaSetDevice(1 - made_on));
@@ -191,8 +190,8 @@ TEST_F(TwoDevices, PeerCopiesBetweenTwoPoolsBlocks)
   RMM_CUDA_TRY(cudaMemcpyPeerAsync(b.data(), 1, a.data(), 0, n * sizeof(std::uint32_t), s1.value()));
   count_wrong<<<128, 256, 0, s1.value()>>>(b.data(), n, 0xA5A5A5A5u, wrong.data());
   EXPECT_EQ(wrong.front_element(s1), 0u);
-  EXPECT_EQ(device_of(a.data()), 0);
-  EXPECT_EQ(device_of(b.data()), 1);
+  EXPECT_EQ(device_holding(a.data()), 0);
+  EXPECT_EQ(device_holding(b.data()), 1);
   s1.synchronize();
   RMM_CUDA_TRY(cudaSetDevice(0));
   a.release();  // freed on its own device's stream

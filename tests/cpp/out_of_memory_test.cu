@@ -31,7 +31,6 @@ namespace {
 
 using rmm::test::default_stream;
 using rmm::test::new_delete_resource;
-constexpr std::size_t MiB = std::size_t{1} << 20;
 
 /// The size in a limiting adaptor's "Requested bytes N" (0 if absent).
 std::size_t requested_bytes(std::string const& what)

@@ -73,8 +73,8 @@ using namespace rmm::test::stateful;
 
 template <class Factory>
 class SharedResource : public ::testing::Test {};
-using Stateful = ::testing::Types<pool, statistics, tracking, limiting, logging, failure_callback>;
-TYPED_TEST_SUITE(SharedResource, Stateful);
+using StatefulTypes = ::testing::Types<pool, statistics, tracking, limiting, logging, failure_callback>;
+TYPED_TEST_SUITE(SharedResource, StatefulTypes);
 
 TYPED_TEST(SharedResource, CopiesAreEqualAndSeparateResourcesAreNot)
 {

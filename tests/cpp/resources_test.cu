@@ -20,7 +20,6 @@
 
 namespace {
 
-constexpr std::size_t MiB = std::size_t{1} << 20;
 
 // How each resource under test is made.
 struct make_cuda {

@@ -23,6 +23,10 @@
     if (rmm::get_num_cuda_devices() == 0) { GTEST_SKIP() << "skipped: no CUDA device"; } \
   } while (0)
 
+/// One mebibyte, the unit most tests size their requests in (one definition for every test
+/// source: the Makefile and CMake compile several test sources as one translation unit).
+inline constexpr std::size_t MiB = std::size_t{1} << 20;
+
 namespace rmm::test {
 
 /// A C++ resource that is not ours: host memory from operator new, declared device accessible so
