@@ -96,13 +96,9 @@ impl CoalescingPool {
             self.blocks.remove(id);
             ranges.push((addr, size));
         }
-        // A block with no neighbours is its chunk entire, so its range is a chunk's entry: one
-        // pass drops them all (a cut per block would be quadratic in a pool of many chunks).
+        // A block with no neighbours is its chunk entire: cutting each range leaves nothing of it.
         ranges.sort_unstable();
-        let before = self.chunks.len();
-        self.chunks.retain(|c| ranges.binary_search(c).is_err());
-        debug_assert_eq!(before - self.chunks.len(), ranges.len(), "every whole free block is a chunk");
-        self.pool_size -= ranges.iter().map(|&(_, size)| size).sum::<usize>();
+        self.cut_chunks(&ranges);
         ranges
     }
 
