@@ -16,6 +16,12 @@ impl CudaEvent {
         Ok(CudaEvent { handle: driver::event_create()? })
     }
 
+    /// Creates an event in the context of `stream` (see [`driver::event_create_for`]): one that
+    /// can be recorded on `stream` whichever device is current.
+    pub fn for_stream(stream: CudaStreamView) -> Result<Self> {
+        Ok(CudaEvent { handle: driver::event_create_for(stream.stream_handle())? })
+    }
+
     /// Captures the work enqueued on `stream` so far.
     pub fn record(&self, stream: CudaStreamView) -> Result<()> {
         driver::event_record(self.handle, stream.stream_handle())

@@ -1,6 +1,7 @@
 //! Two GPUs from Rust: the per-device table switching with the current device, the current
 //! resource wrapped and restored on each device, a pool per device under eight threads, and
-//! copies between two pools' blocks on different devices. Each test skips, saying why, on a
+//! copies between two pools' blocks on different devices, and the stream order's events for a
+//! stream of one device made while the other is current. Each test skips, saying why, on a
 //! machine with fewer than two devices; one test (the wrap-and-restore) also runs on one.
 
 mod common;
@@ -12,7 +13,8 @@ use rmm::device::{device_count, set_current_device};
 use rmm::per_device_resource::{
     get_current_device_resource, reset_per_device_resource, set_current_device_resource, set_per_device_resource,
 };
-use rmm::resource::{CudaMemoryResource, PoolMemoryResource};
+use rmm::pool::{next_retirement_number, StreamKey, StreamOrder, IDENTITY_TRUSTED};
+use rmm::resource::{CudaEventOrder, CudaMemoryResource, PoolMemoryResource};
 use rmm::{CudaStream, CudaStreamView, DeviceId, MemoryResource, SharedResource};
 use std::sync::{Arc, Mutex};
 
@@ -173,4 +175,26 @@ fn copies_between_two_pools_blocks_on_different_devices() {
     set_current_device(DeviceId(0)).unwrap();
     pools[0].deallocate(a, bytes, 256, CudaStreamView::DEFAULT).unwrap();
     // Each pool is dropped with device 0 current; the pool of device 1 synchronises its own device.
+}
+
+/// A stream of device 1 freed on or destroyed while device 0 is current (a C++ `rmm::cuda_stream`
+/// going out of scope after `cudaSetDevice(0)`): the pool's order records an event on it then,
+/// and `cuEventRecord` refuses an event of another context. The events are made in the stream's
+/// context, so both calls succeed (before, the retirement failed with an invalid handle and the
+/// pool fell back to a synchronisation, a failing driver call under the sanitizers).
+#[test]
+fn the_order_records_on_a_stream_of_another_device_than_the_current_one() {
+    if !devices(2) {
+        return;
+    }
+    set_current_device(DeviceId(1)).unwrap();
+    let s1 = CudaStream::new().unwrap();
+    set_current_device(DeviceId(0)).unwrap();
+    let key = StreamKey(s1.view().handle());
+    let order = CudaEventOrder::new();
+    order.record(key, IDENTITY_TRUSTED).unwrap();
+    order.retire(key, StreamKey::retired_after_capture(next_retirement_number())).unwrap();
+    let fresh = CudaEventOrder::new();
+    fresh.retire(key, StreamKey::retired_after_capture(next_retirement_number())).unwrap();
+    s1.synchronize().unwrap();
 }

@@ -122,7 +122,7 @@ impl DeviceBuffer {
     /// it. Changes nothing in the buffer: the caller moves it once everything else succeeded.
     fn order_after(&self, st: &State, view: CudaStreamView) -> rmm::Result<()> {
         if view != st.view && !self.host_only() && st.capacity > 0 {
-            let event = CudaEvent::new()?;
+            let event = CudaEvent::for_stream(st.view)?;
             event.record(st.view)?;
             event.wait_on(view)?;
         }

@@ -266,7 +266,7 @@ pub(crate) fn order_after(later: CudaStreamView, earlier: CudaStreamView) -> Res
     if later == earlier {
         return Ok(());
     }
-    let event = CudaEvent::new()?;
+    let event = CudaEvent::for_stream(earlier)?;
     event.record(earlier)?;
     event.wait_on(later)
     // The event may be destroyed at once: the driver keeps what a pending wait needs.

@@ -1,5 +1,7 @@
 //! Events: creation, recording and destruction.
 
+use super::context::current_context_or_null;
+use super::stream::stream_context;
 use super::{check, ensure_context, with_context, EventHandle, StreamHandle};
 use crate::error::Result;
 use cudarc::driver::sys;
@@ -14,6 +16,37 @@ pub(crate) fn event_create() -> Result<EventHandle> {
         "cuEventCreate",
     )?;
     Ok(EventHandle::from_raw(e))
+}
+
+/// Creates an event without timing in the context of `stream`, so that it can be recorded on
+/// `stream` whichever context is current: `cuEventRecord` refuses an event of another context
+/// (a stream of device 1 destroyed while device 0 is current). `stream` is live; the default
+/// streams (handles 0, 1 and 2) are the current context's.
+pub(crate) fn event_create_for(stream: StreamHandle) -> Result<EventHandle> {
+    if stream.value() <= 2 {
+        return event_create();
+    }
+    ensure_context()?;
+    let home = stream_context(stream)?;
+    if current_context_or_null()? == Some(home) {
+        return event_create();
+    }
+    // SAFETY: `home` is the context of a live stream, so it is alive; pushed for one call and
+    // popped below, which leaves the caller's current context as it was.
+    check(unsafe { sys::cuCtxPushCurrent_v2(home.raw()) }, "cuCtxPushCurrent")?;
+    let created = event_create();
+    let mut popped: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: pops what was pushed above; popped is a valid out pointer.
+    let restored = check(unsafe { sys::cuCtxPopCurrent_v2(&mut popped) }, "cuCtxPopCurrent");
+    match (created, restored) {
+        (Ok(event), Ok(())) => Ok(event),
+        (Ok(event), Err(e)) => {
+            // SAFETY: the event was just created and nothing else has it.
+            unsafe { event_destroy(event) };
+            Err(e)
+        }
+        (Err(e), _) => Err(e),
+    }
 }
 
 /// Captures in `event` the work enqueued on `stream` so far.

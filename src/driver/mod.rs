@@ -44,7 +44,7 @@ pub(crate) use context::{
     synchronize_context_in_drop, DeviceGuard,
 };
 pub(crate) use copy::{memcpy_async, memset_d8_async};
-pub(crate) use event::{event_create, event_destroy, event_record};
+pub(crate) use event::{event_create, event_create_for, event_destroy, event_record};
 pub use handles::{ContextHandle, DeviceId};
 pub(crate) use handles::{DevicePtr, EventHandle, MemPoolHandle, StreamHandle};
 pub(crate) use memory::{

@@ -78,7 +78,9 @@ impl StreamOrder for CudaEventOrder {
         let mut events = self.events.lock();
         let capture = match events.entry(owner) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::hash_map::Entry::Vacant(v) => v.insert(Capture { event: CudaEvent::new()?, identity }),
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(Capture { event: CudaEvent::for_stream(view_of(owner))?, identity })
+            }
         };
         // Until the record succeeds, the event holds no capture of this identity.
         capture.identity = IDENTITY_UNKNOWN;
@@ -126,7 +128,7 @@ impl StreamOrder for CudaEventOrder {
         let mut events = self.events.lock();
         let event = match events.remove(&owner) {
             Some(capture) => capture.event,
-            None => CudaEvent::new()?,
+            None => CudaEvent::for_stream(view_of(owner))?,
         };
         event.record(view_of(owner))?;
         events.insert(retired, Capture { event, identity: IDENTITY_TRUSTED });

@@ -283,12 +283,15 @@ TEST_F(Issue22MultiGpuContainers, DeviceBufferMoveConstructAndSetStream)
     std::optional<rmm::device_buffer> moved;
     {
       rmm::device_buffer a(1024, stream(made_on), mr(made_on));
+      write_pattern(a.data(), 1024, made_on);  // the resize below copies these bytes
       RMM_CUDA_TRY(cudaSetDevice(other));
       moved.emplace(std::move(a));
     }  // the moved-from `a` is destroyed with `other` current: nothing to free
     moved->set_stream(second);
     moved->resize(4096, second);
     EXPECT_EQ(device_of(moved->data()), made_on);
+    second.synchronize();
+    EXPECT_TRUE(holds_pattern(moved->data(), 1024, made_on));
     moved.reset();  // freed on `second`, with `made_on` current
     EXPECT_EQ(current_device(), other);
     RMM_CUDA_TRY(cudaSetDevice(made_on));
@@ -327,7 +330,10 @@ TEST_F(Issue22MultiGpuContainers, DeviceUvectorMembers)
     copy.resize(200, stream(made_on));
     EXPECT_EQ(device_of(copy.data()), made_on);
 
-    // release() hands the memory, with its device, to a device_buffer.
+    // release() hands the memory, with its device, to a device_buffer; the resize copies all of
+    // it, so the 150 elements the resize above added uninitialised are written first.
+    RMM_CUDA_TRY(cudaSetDevice(made_on));
+    RMM_CUDA_TRY(cudaMemsetAsync(copy.data() + 50, 0, 150 * sizeof(std::int32_t), stream(made_on).get()));
     RMM_CUDA_TRY(cudaSetDevice(other));
     rmm::device_buffer released = copy.release();
     released.resize(4096, stream(made_on));
