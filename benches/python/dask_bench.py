@@ -53,12 +53,18 @@ def main():
         help="run the workers over rmm.mr.VirtualPoolMemoryResource (rmm-rs) instead of the pool, and "
         "report the memory it mapped against the peak of live bytes",
     )
+    p.add_argument(
+        "--alloc-time",
+        action="store_true",
+        help="time every allocation and free of CuPy's allocator on the workers and report their sums",
+    )
     args = p.parse_args()
     bc.header(args)
     impl = bc.impl_name(args)
     param = f"n={args.n} chunk={args.chunk} pool={args.pool_size}"
     try:
         import cloudpickle
+        import alloc_timer
         import dask_two_gpus as example
         from dask_cuda import LocalCUDACluster
         from distributed import Client
@@ -67,6 +73,7 @@ def main():
         return 0
     # The workers cannot import the example (it is not on their path): its functions travel whole.
     cloudpickle.register_pickle_by_value(example)
+    cloudpickle.register_pickle_by_value(alloc_timer)
     if example.gpu_count() == 0:
         bc.row(impl, "dask_example", param, "skipped", "no CUDA device")
         return 0
@@ -79,6 +86,8 @@ def main():
         client.run(example.add_statistics)
         if args.log:
             add_logs(client, pathlib.Path(args.log).resolve())
+        if args.alloc_time:
+            client.run(alloc_timer.install)
         param = f"workers={workers} {param}"
         host, x, groups = example.make_data(args.n, args.chunk)
         times = []
@@ -98,6 +107,8 @@ def main():
             if run in (0, args.repeats):  # the checks take longer than the computation
                 example.check(results, host, args.chunk, groups)
             del results
+            if run == 0 and args.alloc_time:
+                client.run(alloc_timer.reset)
         if stream is not None:
             print_task_stream(impl, stream.data, sum(times))
         bc.row(impl, "dask_example", param, statistics.median(times), "wall_s")
@@ -113,7 +124,25 @@ def main():
                 bc.row(impl, "dask_example", f"{param} {who}", float(sum(r[key] or 0 for r in chosen)), unit)
         if args.virtual_pool:
             report_virtual_pools(client, impl, param, reports)
+        if args.alloc_time:
+            report_alloc_times(client, impl, param, sum(times))
     return 0
+
+
+def report_alloc_times(client, impl, param, wall_s):
+    """Rows of each worker's and all workers' time in CuPy's allocator over the timed runs."""
+    import alloc_timer
+
+    clocks = [c for _, c in sorted(client.run(alloc_timer.report).items())]
+    groups = [(f"worker={i}", [c]) for i, c in enumerate(clocks)] + [("all workers", clocks)]
+    for who, chosen in groups:
+        alloc_s, free_s = sum(c["alloc_s"] for c in chosen), sum(c["free_s"] for c in chosen)
+        bc.row(impl, "dask_example", f"{param} {who}", float(sum(c["calls"] for c in chosen)), "alloc_calls")
+        bc.row(impl, "dask_example", f"{param} {who}", alloc_s, "alloc_s")
+        bc.row(impl, "dask_example", f"{param} {who}", free_s, "free_s")
+        bc.row(impl, "dask_example", f"{param} {who}", (alloc_s + free_s) / wall_s, "allocator_share")
+    for i, c in enumerate(clocks):
+        bc.comment(f"worker {i}: {c['calls']} allocations on {c['threads']} threads")
 
 
 def use_virtual_pool(pool_size, dask_worker=None):

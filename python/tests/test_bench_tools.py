@@ -104,3 +104,65 @@ def test_torch_bench_offers_an_allocation_log():
     out = subprocess.run([sys.executable, str(BENCHES / "torch_bench.py"), "--help"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "--log FILE" in out.stdout
+
+
+def test_dask_bench_offers_the_allocator_timer():
+    out = subprocess.run([sys.executable, str(BENCHES / "dask_bench.py"), "--help"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "--alloc-time" in out.stdout
+
+
+def test_alloc_timer_times_allocations_and_frees_on_their_threads(monkeypatch):
+    """alloc_timer over a stand-in CuPy: every allocation is counted and timed, every block is
+    freed when CuPy drops the pointer (the free timed on the thread that drops it), and reset
+    starts the sums again."""
+    import threading
+    import types
+
+    import alloc_timer
+
+    freed = []
+
+    class Memory:
+        def __init__(self, ptr, size, owner, device_id):
+            self.ptr, self.size, self.owner, self.device_id = ptr, size, owner, device_id
+
+    class Pointer:
+        def __init__(self, mem, offset):
+            self.mem, self.ptr, self.device_id = mem, mem.ptr + offset, mem.device_id
+
+    class Block:
+        def __init__(self, n):
+            self.ptr = 0x1000 + n if n else 0
+
+        def __del__(self):
+            freed.append(self.ptr)
+
+    def slow_alloc(n):
+        time.sleep(0.002)
+        block = Block(n)
+        return Pointer(Memory(block.ptr, n, block, 0), 0)
+
+    current = [slow_alloc]
+    cuda = types.SimpleNamespace(
+        get_allocator=lambda: current[0],
+        set_allocator=lambda f: current.__setitem__(0, f),
+        UnownedMemory=Memory,
+        MemoryPointer=Pointer,
+    )
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(cuda=cuda))
+    worker = types.SimpleNamespace()
+    alloc_timer.install(worker)
+    alloc_timer.install(worker)  # once per process: a second call wraps nothing again
+    held = [current[0](n) for n in (256, 512, 1024)]
+    assert [p.ptr for p in held] == [0x1100, 0x1200, 0x1400]
+    first = alloc_timer.report(worker)
+    assert first["calls"] == 3 and first["alloc_s"] >= 0.006 and first["free_s"] == 0 and not freed
+    done = threading.Thread(target=held.clear)  # the blocks are freed on another thread
+    done.start()
+    done.join()
+    assert sorted(freed) == [0x1100, 0x1200, 0x1400]
+    after = alloc_timer.report(worker)
+    assert after["calls"] == 3 and after["free_s"] > 0 and after["threads"] == 2
+    alloc_timer.reset(worker)
+    assert alloc_timer.report(worker) == {"alloc_s": 0.0, "free_s": 0.0, "calls": 0, "threads": 0}
