@@ -343,7 +343,7 @@ clean:
 # On a GPU machine: every test program built (cargo test --release --no-run and make all) and
 # collected in GPU_BIN (tests/gpu/package.sh --no-strip), then run GPU_REPEAT rounds
 # (tests/gpu/check.sh; LOGS, RMM_MODEL_OPS, CHECK_TIMEOUT from the environment) or under
-# compute-sanitizer (tests/stress/run_sanitizers.sh; TOOLS, JOBS, SANITIZER_TIMEOUT, LOGS). A
+# compute-sanitizer (tests/stress/run_sanitizers.sh; TOOLS, JOBS, SANITIZER_TIMEOUT, LOGS, PRINT_LIMIT). A
 # machine without cargo runs the two scripts on a folder made by tests/gpu/package.sh elsewhere.
 GPU_REPEAT ?= 1
 GPU_BIN    ?= $(REPO)/build/gpu

@@ -29,6 +29,7 @@
 #                      and several programs take a pool of half the free device memory, so more
 #                      runs at once can make one of them run out of memory.
 #   FAILING_LIST       default tests/gpu/failing_on_purpose.txt
+#   PRINT_LIMIT        reports printed in full per run (default 20; the summary counts them all)
 #   RMM_MODEL_OPS      calls per model-based Rust test (default here 20000)
 #
 # Result: ok (no error, no leak, exit 0), warn (racecheck warnings only: possible hazards the tool
@@ -194,7 +195,7 @@ run_one() {
   fi
   start=$(date +%s%N)
   # shellcheck disable=SC2086
-  timeout --kill-after=10 "$TIMEOUT" "$CS" $opts $extra --error-exitcode 99 --print-limit 20 \
+  timeout --kill-after=10 "$TIMEOUT" "$CS" $opts $extra --error-exitcode 99 --print-limit "${PRINT_LIMIT:-20}" \
     "$exe" $args >"$log" 2>&1
   rc=$?
   ms=$(( ($(date +%s%N) - start) / 1000000 ))
