@@ -16,8 +16,8 @@ impl CudaEvent {
         Ok(CudaEvent { handle: driver::event_create()? })
     }
 
-    /// Creates an event in the context of `stream` (see [`driver::event_create_for`]): one that
-    /// can be recorded on `stream` whichever device is current.
+    /// Creates an event in the context of `stream`: one that can be recorded on `stream`
+    /// whichever device is current (the driver refuses to record an event of another context).
     pub fn for_stream(stream: CudaStreamView) -> Result<Self> {
         Ok(CudaEvent { handle: driver::event_create_for(stream.stream_handle())? })
     }
