@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the C++ oracle scenarios twice, into .oracle/ (carry it to the GPU machine):
 #   .oracle/oracle_cpp_rmm    against RMM 26.10 (its headers, librmm.so; both .so files beside it)
-#   .oracle/oracle_cpp_ours   against rmm-rs (include/, target/release/librmm_cpp.a, cxx bridge headers)
+#   .oracle/oracle_cpp_ours   against rmm-rs (include/, target/release/librmm_cpp.a, cxx bridge headers
+#                             staged under build/oracle-cpp/cxxbridge)
 # No GPU needed. Needs nvcc 13 + CCCL (.venv-cuda or CUDA_HOME), cargo, and RMM 26.10's wheels
 # unpacked (RMM_DIR, default build/bench/rmm as benches/run_side_by_side.sh build leaves it; or
 # RMM_WHEEL_DIR holding librmm_cu13-26.10.0*.whl and rapids_logger*.whl, unpacked here).
@@ -54,11 +55,22 @@ sources=("$SRC"/*.cu)
 objs() { local s; for s in "${sources[@]}"; do echo "$WORK/$1/$(basename "${s%.cu}").o"; done; }
 mkdir -p "$CARRY" "$WORK"
 
+# The bridge headers as ours sees them: a copy under $WORK, rewritten only when their text changes.
+# cargo's own (target/cxxbridge) are links into the output folder of the profile built last, so
+# their dates move with every cargo build of another profile and would date every object.
+stage_bridge_headers() {
+  local h
+  (cd "$target/cxxbridge" && find -L . -name '*.h') | while read -r h; do
+    mkdir -p "$WORK/cxxbridge/$(dirname "$h")"
+    cmp -s "$target/cxxbridge/$h" "$WORK/cxxbridge/$h" || cp "$target/cxxbridge/$h" "$WORK/cxxbridge/$h"
+  done
+}
+
 # compile SIDE: every source into $WORK/SIDE/*.o, two at a time.
 compile() {
   local side="$1" inc=()
   if [ "$side" = ours ]; then
-    inc=(-I"$cccl" -I"$REPO/include" -I"$target/cxxbridge")
+    inc=(-I"$cccl" -I"$REPO/include" -I"$WORK/cxxbridge")
   else
     inc=(-I"$rmm/librmm/include/rapids" -I"$rmm/librmm/include" -I"$rmm/rapids_logger/include")
   fi
@@ -68,7 +80,7 @@ compile() {
     o="$WORK/$side/$(basename "${s%.cu}").o"
     # Up to date: newer than its source, the harness headers and (ours) every header it includes.
     if [ -f "$o" ] && [ "$o" -nt "$s" ] && [ -z "$(find "$SRC" -name '*.hpp' -newer "$o")" ] &&
-       { [ "$side" != ours ] || [ -z "$(find -L "$REPO/include" "$target/cxxbridge" -newer "$o" -print -quit)" ]; }; then
+       { [ "$side" != ours ] || [ -z "$(find -L "$REPO/include" "$WORK/cxxbridge" -newer "$o" -print -quit)" ]; }; then
       continue
     fi
     "$nvcc" "${common[@]}" -DORACLE_SIDE="\"$side\"" "${inc[@]}" -c "$s" -o "$o" &
@@ -84,6 +96,7 @@ for side in $SIDES; do
     ours)
       echo "== cargo build --release (librmm_cpp.a, rmm_replay)"
       CARGO_TARGET_DIR="$target" cargo build --release --quiet --manifest-path "$REPO/Cargo.toml"
+      stage_bridge_headers
       echo "== nvcc (ours)"
       compile ours
       "$nvcc" -arch="$ARCH" $(objs ours) -o "$WORK/oracle_cpp_ours" \
