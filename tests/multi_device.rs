@@ -180,8 +180,8 @@ fn copies_between_two_pools_blocks_on_different_devices() {
 /// A stream of device 1 freed on or destroyed while device 0 is current (a C++ `rmm::cuda_stream`
 /// going out of scope after `cudaSetDevice(0)`): the pool's order records an event on it then,
 /// and `cuEventRecord` refuses an event of another context. The events are made in the stream's
-/// context, so both calls succeed (before, the retirement failed with an invalid handle and the
-/// pool fell back to a synchronisation, a failing driver call under the sanitizers).
+/// context, so both calls succeed: an event made in the current context fails with an invalid
+/// handle, which the pool survives by synchronising but the sanitizers report.
 #[test]
 fn the_order_records_on_a_stream_of_another_device_than_the_current_one() {
     if !devices(2) {
