@@ -175,21 +175,30 @@ pub(crate) fn device_count() -> Result<u32> {
 /// is made current for the call when another one is. `context` comes from
 /// [`current_context_kept`].
 pub(crate) fn synchronize_context(context: ContextHandle) -> Result<()> {
-    let current = current_context()?;
-    if current == context {
-        // SAFETY: a context is current.
-        return check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize");
+    let (synced, restored) = in_context(context, || {
+        // SAFETY: `in_context` makes `context` current for this call.
+        check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize")
+    })?;
+    synced.and(restored)
+}
+
+/// Runs `call` with `context` current: as it is where `context` is current already, else with
+/// `context` pushed for the call and popped after it, which leaves the caller's current context as
+/// it was. Returns what `call` returned and whether the pop succeeded; fails, without calling, when
+/// the push fails. `context` must be alive: one from [`current_context_kept`] (a primary context
+/// retained for the process, or one the program keeps alive while the object that stored it
+/// lives, the program's contract as in RMM), or the context of a live stream.
+pub(super) fn in_context<T>(context: ContextHandle, call: impl FnOnce() -> T) -> Result<(T, Result<()>)> {
+    if current_context()? == context {
+        return Ok((call(), Ok(())));
     }
-    // SAFETY: `context` came from `current_context_kept`: a primary context this crate retains for
-    // the whole process, or a context the program made and keeps alive while the object that
-    // stored it lives (the program's contract, as in RMM). Pushed and popped around one call.
+    // SAFETY: `context` is alive (this function's contract); pushed here, popped below.
     check(unsafe { sys::cuCtxPushCurrent_v2(context.raw()) }, "cuCtxPushCurrent")?;
-    // SAFETY: a context is current.
-    let synced = check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize");
+    let out = call();
     let mut popped: sys::CUcontext = std::ptr::null_mut();
     // SAFETY: pops what was pushed above; popped is a valid out pointer.
     let restored = check(unsafe { sys::cuCtxPopCurrent_v2(&mut popped) }, "cuCtxPopCurrent");
-    synced.and(restored)
+    Ok((out, restored))
 }
 
 /// Blocks until all work in `context` has finished, for a destructor: `context` is pushed for the

@@ -1,6 +1,6 @@
 //! Events: creation, recording and destruction.
 
-use super::context::current_context_or_null;
+use super::context::in_context;
 use super::stream::stream_context;
 use super::{check, ensure_context, with_context, EventHandle, StreamHandle};
 use crate::error::Result;
@@ -26,19 +26,7 @@ pub(crate) fn event_create_for(stream: StreamHandle) -> Result<EventHandle> {
     if stream.value() <= 2 {
         return event_create();
     }
-    ensure_context()?;
-    let home = stream_context(stream)?;
-    if current_context_or_null()? == Some(home) {
-        return event_create();
-    }
-    // SAFETY: `home` is the context of a live stream, so it is alive; pushed for one call and
-    // popped below, which leaves the caller's current context as it was.
-    check(unsafe { sys::cuCtxPushCurrent_v2(home.raw()) }, "cuCtxPushCurrent")?;
-    let created = event_create();
-    let mut popped: sys::CUcontext = std::ptr::null_mut();
-    // SAFETY: pops what was pushed above; popped is a valid out pointer.
-    let restored = check(unsafe { sys::cuCtxPopCurrent_v2(&mut popped) }, "cuCtxPopCurrent");
-    match (created, restored) {
+    match in_context(stream_context(stream)?, event_create)? {
         (Ok(event), Ok(())) => Ok(event),
         (Ok(event), Err(e)) => {
             // SAFETY: the event was just created and nothing else has it.
