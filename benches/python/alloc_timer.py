@@ -52,11 +52,16 @@ class _TimedOwner:
         self.clocks.mine().free_ns += time.perf_counter_ns() - start
 
 
+def _holder(dask_worker):
+    """Where the clocks live: the Dask worker, or this module's ``install`` outside Dask."""
+    return dask_worker if dask_worker is not None else install
+
+
 def install(dask_worker=None):
     """Wraps CuPy's current allocator in a timing one (once per process)."""
     import cupy
 
-    holder = dask_worker if dask_worker is not None else install
+    holder = _holder(dask_worker)
     if getattr(holder, "_alloc_clocks", None) is not None:
         return
     inner = cupy.cuda.get_allocator()
@@ -79,16 +84,14 @@ def install(dask_worker=None):
 
 def reset(dask_worker=None):
     """Sets every thread's sums to zero."""
-    holder = dask_worker if dask_worker is not None else install
-    for clock in list(holder._alloc_clocks.all):
+    for clock in list(_holder(dask_worker)._alloc_clocks.all):
         clock.alloc_ns = clock.free_ns = clock.calls = 0
 
 
 def report(dask_worker=None):
     """The sums over every thread since the last reset: seconds allocating, seconds freeing,
     allocations, and the threads that allocated or freed."""
-    holder = dask_worker if dask_worker is not None else install
-    clocks = list(holder._alloc_clocks.all)
+    clocks = list(_holder(dask_worker)._alloc_clocks.all)
     return {
         "alloc_s": sum(c.alloc_ns for c in clocks) / 1e9,
         "free_s": sum(c.free_ns for c in clocks) / 1e9,

@@ -116,10 +116,10 @@ def main():
         bc.row(impl, "dask_example", param, max(times), "wall_s_max")
         if args.log:
             client.run(flush_log)
-        reports = [r for _, r in sorted(client.run(example.worker_report).items())]
+        reports = run_on_workers(client, example.worker_report)
         for i, report in enumerate(reports):
             bc.comment(f"worker {i}: {report['stack']}, rmm from {report['rmm module']}")
-        for who, chosen in [(f"worker={i}", [r]) for i, r in enumerate(reports)] + [("all workers", reports)]:
+        for who, chosen in worker_groups(reports):
             for key, unit in (("pool_size", "pool_size_end_bytes"), ("peak_bytes", "peak_bytes")):
                 bc.row(impl, "dask_example", f"{param} {who}", float(sum(r[key] or 0 for r in chosen)), unit)
         if args.virtual_pool:
@@ -129,13 +129,22 @@ def main():
     return 0
 
 
+def run_on_workers(client, function):
+    """``function`` run on every worker (``client.run``), its answers in worker address order."""
+    return [answer for _, answer in sorted(client.run(function).items())]
+
+
+def worker_groups(items):
+    """(label, items) for each worker's item alone, then for all of them: the rows' groups."""
+    return [(f"worker={i}", [item]) for i, item in enumerate(items)] + [("all workers", list(items))]
+
+
 def report_alloc_times(client, impl, param, wall_s):
     """Rows of each worker's and all workers' time in CuPy's allocator over the timed runs."""
     import alloc_timer
 
-    clocks = [c for _, c in sorted(client.run(alloc_timer.report).items())]
-    groups = [(f"worker={i}", [c]) for i, c in enumerate(clocks)] + [("all workers", clocks)]
-    for who, chosen in groups:
+    clocks = run_on_workers(client, alloc_timer.report)
+    for who, chosen in worker_groups(clocks):
         alloc_s, free_s = sum(c["alloc_s"] for c in chosen), sum(c["free_s"] for c in chosen)
         bc.row(impl, "dask_example", f"{param} {who}", float(sum(c["calls"] for c in chosen)), "alloc_calls")
         bc.row(impl, "dask_example", f"{param} {who}", alloc_s, "alloc_s")
@@ -170,13 +179,12 @@ def virtual_pool_report(dask_worker=None):
 
 def report_virtual_pools(client, impl, param, reports):
     """Rows of each worker's and all workers' mapped and reserved bytes, and mapped over peak."""
-    pools = [r for _, r in sorted(client.run(virtual_pool_report).items())]
-    groups = [(f"worker={i}", [i]) for i in range(len(pools))] + [("all workers", list(range(len(pools))))]
-    for who, chosen in groups:
-        mapped = float(sum(pools[i]["mapped"] or 0 for i in chosen))
-        peak = float(sum(reports[i]["peak_bytes"] or 0 for i in chosen))
+    pools = run_on_workers(client, virtual_pool_report)
+    for who, chosen in worker_groups(list(zip(pools, reports))):
+        mapped = float(sum(pool["mapped"] or 0 for pool, _ in chosen))
+        peak = float(sum(report["peak_bytes"] or 0 for _, report in chosen))
         bc.row(impl, "dask_example", f"{param} {who}", mapped, "mapped_end_bytes")
-        reserved = float(sum(pools[i]["reserved"] or 0 for i in chosen))
+        reserved = float(sum(pool["reserved"] or 0 for pool, _ in chosen))
         bc.row(impl, "dask_example", f"{param} {who}", reserved, "reserved_bytes")
         if peak > 0:
             bc.row(impl, "dask_example", f"{param} {who}", mapped / peak, "mapped_over_peak_live")
