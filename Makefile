@@ -170,9 +170,7 @@ tests: $(TESTS) $(EXIT_CHILD)
 ifeq ($(NO_CARGO),)
 staticlib:
 	+$(CARGO_ENV) $(CARGO) build --release -p rmm-cpp $(CARGO_FEATURES) --manifest-path $(REPO)/Cargo.toml
-	@cd $(CXXBRIDGE) && find -L . -name '*.h' | while read -r h; do \
-	  mkdir -p "$(BRIDGE_INCLUDE)/$$(dirname "$$h")"; \
-	  cmp -s "$$h" "$(BRIDGE_INCLUDE)/$$h" || cp "$$h" "$(BRIDGE_INCLUDE)/$$h"; done
+	@bash $(REPO)/tests/cpp/stage_bridge_headers.sh $(CXXBRIDGE) $(BRIDGE_INCLUDE)
 $(RMM_LIB): staticlib
 endif
 

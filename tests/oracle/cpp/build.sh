@@ -55,17 +55,6 @@ sources=("$SRC"/*.cu)
 objs() { local s; for s in "${sources[@]}"; do echo "$WORK/$1/$(basename "${s%.cu}").o"; done; }
 mkdir -p "$CARRY" "$WORK"
 
-# The bridge headers as ours sees them: a copy under $WORK, rewritten only when their text changes.
-# cargo's own (target/cxxbridge) are links into the output folder of the profile built last, so
-# their dates move with every cargo build of another profile and would date every object.
-stage_bridge_headers() {
-  local h
-  (cd "$target/cxxbridge" && find -L . -name '*.h') | while read -r h; do
-    mkdir -p "$WORK/cxxbridge/$(dirname "$h")"
-    cmp -s "$target/cxxbridge/$h" "$WORK/cxxbridge/$h" || cp "$target/cxxbridge/$h" "$WORK/cxxbridge/$h"
-  done
-}
-
 # compile SIDE: every source into $WORK/SIDE/*.o, two at a time.
 compile() {
   local side="$1" inc=()
@@ -96,7 +85,8 @@ for side in $SIDES; do
     ours)
       echo "== cargo build --release (librmm_cpp.a, rmm_replay)"
       CARGO_TARGET_DIR="$target" cargo build --release --quiet --manifest-path "$REPO/Cargo.toml"
-      stage_bridge_headers
+      # A copy of the bridge headers, dated by their text (the script says why).
+      bash "$REPO/tests/cpp/stage_bridge_headers.sh" "$target/cxxbridge" "$WORK/cxxbridge"
       echo "== nvcc (ours)"
       compile ours
       "$nvcc" -arch="$ARCH" $(objs ours) -o "$WORK/oracle_cpp_ours" \
