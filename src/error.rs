@@ -34,6 +34,12 @@ pub enum Misuse {
         /// The size passed to `deallocate`.
         given: usize,
     },
+    /// The block is lent whole to a resource that carves blocks out of it (a pool's chunk, see
+    /// [`MemoryResource::claim`](crate::MemoryResource::claim)): only that resource gives it back.
+    ClaimedBlock {
+        /// The pointer passed to `deallocate`.
+        ptr: usize,
+    },
     /// Memory was still handed out from a resource that is being torn down or reset.
     Outstanding {
         /// How many blocks are still handed out.
@@ -165,6 +171,11 @@ impl fmt::Display for Misuse {
             Misuse::WrongSize { ptr, allocated, given } => {
                 write!(f, "wrong size: {ptr:#x} was allocated with {allocated} bytes but freed with {given}")
             }
+            Misuse::ClaimedBlock { ptr } => write!(
+                f,
+                "claimed block: {ptr:#x} is a chunk another resource carves its blocks out of; free those blocks \
+                 through that resource instead"
+            ),
             Misuse::Outstanding { allocations, bytes } => {
                 write!(f, "{allocations} allocations ({bytes} bytes) are still outstanding; free them first")
             }

@@ -223,3 +223,104 @@ fn release_and_regrow_50_gib() {
     }
     println!("addresses unchanged: {BLOCKS} blocks of 1 GiB at {:#x}..", first[0] as usize);
 }
+
+/// Makes a second context of device 0 current on this thread and returns it; the caller pops it.
+fn push_second_context() -> sys::CUcontext {
+    let mut device: sys::CUdevice = 0;
+    // SAFETY: the driver is initialised (a GPU test); device is a valid out pointer.
+    cu(unsafe { sys::cuDeviceGet(&mut device, 0) }, "cuDeviceGet");
+    let mut other: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: a valid out pointer; null parameters ask for a plain context, pushed current here.
+    cu(unsafe { sys::cuCtxCreate_v4(&mut other, std::ptr::null_mut(), 0, device) }, "cuCtxCreate");
+    other
+}
+
+/// Makes `context`, made by `push_second_context`, current again.
+fn push_context(context: sys::CUcontext) {
+    // SAFETY: `context` is alive (destroyed only at the end of its test).
+    cu(unsafe { sys::cuCtxPushCurrent_v2(context) }, "cuCtxPushCurrent");
+}
+
+/// Pops the context `push_second_context` pushed, making the one before it current again.
+fn pop_context(expected: sys::CUcontext) {
+    let mut popped: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: pops the context pushed on this thread; popped is a valid out pointer.
+    cu(unsafe { sys::cuCtxPopCurrent_v2(&mut popped) }, "cuCtxPopCurrent");
+    assert_eq!(popped, expected);
+}
+
+/// True once all work queued on `s` has finished (`cuStreamQuery`; not-ready is an answer, not a
+/// failure).
+fn stream_is_idle(s: CudaStreamView) -> bool {
+    // SAFETY: s names a live stream of the current context.
+    match unsafe { sys::cuStreamQuery(s.as_raw()) } {
+        sys::CUresult::CUDA_SUCCESS => true,
+        sys::CUresult::CUDA_ERROR_NOT_READY => false,
+        other => panic!("cuStreamQuery: {other:?}"),
+    }
+}
+
+/// Queues about 0.1 s of writes to `bytes` at `p` on `s`.
+fn keep_busy(p: *mut u8, bytes: usize, s: CudaStreamView) {
+    for i in 0..(100 * (1 << 30) / bytes).max(1) {
+        fill_async(p, bytes, i as u8, s);
+    }
+}
+
+#[test]
+fn release_waits_for_the_pools_device_whatever_context_is_current() {
+    if !gpu() {
+        return;
+    }
+    rmm::device::set_current_device(DeviceId(0)).unwrap();
+    let other = push_second_context();
+    // Made and released while the second context is current: the pool must still wait for the
+    // work of its device's own context, where the stream below runs.
+    let Some(pool) = pool(8 << 30, 1 << 30, &VirtualMemoryOptions::default()) else {
+        pop_context(other);
+        return;
+    };
+    pool.release().unwrap();
+    pop_context(other);
+    let stream = CudaStream::new().unwrap();
+    let s = stream.view();
+    let p = pool.allocate(1 << 30, 256, s).unwrap();
+    keep_busy(p, 1 << 30, s);
+    pool.deallocate(p, 1 << 30, 256, s).unwrap();
+    push_context(other);
+    assert!(pool.release().unwrap() >= 1 << 30, "the freed block is unmapped");
+    pop_context(other);
+    assert!(stream_is_idle(s), "the memory was unmapped while work on it was still queued");
+    drop(pool);
+    // SAFETY: nothing made in `other` is left.
+    cu(unsafe { sys::cuCtxDestroy_v2(other) }, "cuCtxDestroy");
+}
+
+#[test]
+fn an_event_order_waits_for_the_context_of_every_stream_it_saw() {
+    if !gpu() {
+        return;
+    }
+    use rmm::pool::{StreamKey, StreamOrder, IDENTITY_UNKNOWN};
+    use rmm::resource::{CudaEventOrder, CudaMemoryResource};
+    rmm::device::set_current_device(DeviceId(0)).unwrap();
+    let order = CudaEventOrder::new();
+    // The order's first synchronisation happens with the second context current.
+    let other = push_second_context();
+    order.synchronize_all().unwrap();
+    pop_context(other);
+    // A stream of the device's primary context, seen by the order, with work queued.
+    let stream = CudaStream::new().unwrap();
+    let s = stream.view();
+    let cuda = CudaMemoryResource::new();
+    let p = cuda.allocate(1 << 30, 256, s).unwrap();
+    keep_busy(p, 1 << 30, s);
+    order.identity(StreamKey::of_handle(s.handle()), IDENTITY_UNKNOWN);
+    push_context(other);
+    order.synchronize_all().unwrap();
+    pop_context(other);
+    assert!(stream_is_idle(s), "the synchronisation missed the stream's context");
+    cuda.deallocate(p, 1 << 30, 256, s).unwrap();
+    // SAFETY: nothing made in `other` is left.
+    cu(unsafe { sys::cuCtxDestroy_v2(other) }, "cuCtxDestroy");
+}

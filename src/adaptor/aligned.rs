@@ -71,6 +71,18 @@ impl<U: MemoryResource> AlignedResourceAdaptor<U> {
         Ok(Some(alignment))
     }
 
+    /// The upstream block `(start, size)` that holds `ptr`, a block of `bytes` handed out for a
+    /// request of 256-byte alignment, as [`deallocate`](MemoryResource::deallocate) finds it.
+    fn upstream_block(&self, ptr: *mut u8, bytes: usize) -> Result<(usize, usize)> {
+        let Some(alignment) = self.over_alignment(bytes, DEFAULT_ALIGNMENT)? else {
+            return Ok((ptr as usize, bytes));
+        };
+        let entry = self.moved.lock().get(&(ptr as usize)).copied();
+        let (raw, widened) = entry.unwrap_or((ptr as usize, false));
+        let size = if widened { Self::widened_size(bytes, alignment) } else { Self::upstream_size(bytes, alignment) };
+        Ok((raw, size.unwrap_or(bytes)))
+    }
+
     /// What the upstream is asked for so that an aligned block of `bytes` fits.
     fn upstream_size(bytes: usize, alignment: usize) -> Option<usize> {
         align_up(bytes, alignment)?.checked_add(alignment - DEFAULT_ALIGNMENT)
@@ -170,5 +182,24 @@ unsafe impl<U: MemoryResource> MemoryResource for AlignedResourceAdaptor<U> {
         })
     }
 
-    adaptor_identity_and_access!(upstream);
+    fn is_equal(&self, other: &dyn MemoryResource) -> bool {
+        crate::resource::same_instance(self, other)
+    }
+
+    crate::resource::accessibility!(upstream);
+
+    fn memory_segments(&self) -> Option<Vec<crate::resource::MemorySegment>> {
+        self.upstream.memory_segments()
+    }
+
+    // A claimed block is the upstream block that holds it (claimants ask for 256-byte alignment).
+    fn claim(&self, ptr: *mut u8, bytes: usize) -> Result<()> {
+        let (raw, size) = self.upstream_block(ptr, bytes)?;
+        self.upstream.claim(raw as *mut u8, size)
+    }
+
+    fn unclaim(&self, ptr: *mut u8, bytes: usize) -> Result<()> {
+        let (raw, size) = self.upstream_block(ptr, bytes)?;
+        self.upstream.unclaim(raw as *mut u8, size)
+    }
 }

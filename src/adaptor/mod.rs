@@ -30,6 +30,8 @@ macro_rules! adaptor_identity_and_access {
         fn memory_segments(&self) -> Option<Vec<$crate::resource::MemorySegment>> {
             self.$upstream.memory_segments()
         }
+
+        $crate::resource::forward_claims!($upstream);
     };
 }
 

@@ -101,6 +101,36 @@ pub(crate) fn current_context_kept() -> Result<ContextHandle> {
     Ok(context)
 }
 
+/// `context`, the context of a live stream (or current), kept as [`current_context_kept`] keeps the
+/// current one, so that an object may store it and synchronise it later from any thread.
+pub(crate) fn context_kept(context: ContextHandle) -> Result<ContextHandle> {
+    let (kept, restored) = in_context(context, current_context_kept)?;
+    restored?;
+    kept
+}
+
+/// The primary context of `device`, retained for the whole process (once per context, as
+/// [`current_context_kept`] keeps it), created if it was not yet: a pool bound to a device waits
+/// on it whichever context is current.
+pub(crate) fn primary_context_kept(device: DeviceId) -> Result<ContextHandle> {
+    ensure_driver()?;
+    let mut dev: sys::CUdevice = 0;
+    // SAFETY: the driver is initialised; dev is a valid out pointer.
+    check(unsafe { sys::cuDeviceGet(&mut dev, device.0) }, "cuDeviceGet")?;
+    let mut primary: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: as above; primary is a valid out pointer.
+    check(unsafe { sys::cuDevicePrimaryCtxRetain(&mut primary, dev) }, "cuDevicePrimaryCtxRetain")?;
+    let context = ContextHandle::from_raw(primary).ok_or_else(|| no_context("cuDevicePrimaryCtxRetain"))?;
+    let mut kept = KEPT_PRIMARY_CONTEXTS.lock();
+    if kept.contains(&context) {
+        // SAFETY: releases the retain taken above; the kept one stays.
+        check(unsafe { sys::cuDevicePrimaryCtxRelease_v2(dev) }, "cuDevicePrimaryCtxRelease")?;
+    } else {
+        kept.push(context); // the retain just taken is never released
+    }
+    Ok(context)
+}
+
 /// Primary contexts this crate holds a retain of that it never releases.
 static KEPT_PRIMARY_CONTEXTS: parking_lot::Mutex<Vec<ContextHandle>> = parking_lot::Mutex::new(Vec::new());
 

@@ -40,8 +40,8 @@ pub(crate) use address_range::mem_allocation_base;
 pub(crate) use advise::{mem_advise_preferred_location, PreferredLocation};
 pub(crate) use attribute::device_attribute;
 pub(crate) use context::{
-    current_context_kept, current_device, device_count, ensure_context, make_primary_current, synchronize_context,
-    synchronize_context_in_drop, DeviceGuard,
+    context_kept, current_context_kept, current_device, device_count, ensure_context, make_primary_current,
+    primary_context_kept, synchronize_context, synchronize_context_in_drop, DeviceGuard,
 };
 pub(crate) use copy::{memcpy_async, memset_d8_async};
 pub(crate) use event::{event_create, event_create_for, event_destroy, event_record};

@@ -8,9 +8,10 @@ use crate::error::{Error, Result};
 use crate::pool::{
     current_thread_number, rounded_size, SpinMutex, StreamKey, StreamOrder, GRANULE, IDENTITY_TRUSTED, MAX_BLOCK_BYTES,
 };
+use crate::resource::claims::ClaimTable;
 use crate::resource::cuda_event_order::default_order;
 use crate::resource::pool::stream_key;
-use crate::resource::upstream_check::{allocate_chunk, give_back_chunks};
+use crate::resource::upstream_check::{allocate_chunk, give_back_chunk, give_back_chunks};
 use crate::resource::{effective_alignment, MemoryResource};
 use crate::stream::CudaStreamView;
 use crate::PoolState;
@@ -92,6 +93,8 @@ pub struct ArenaMemoryResource<U: MemoryResource> {
     /// One defragmentation at a time.
     defrag_lock: Mutex<()>,
     _tenancy: Option<crate::stream_registry::Tenancy>,
+    /// Blocks a suballocator over this arena claimed as its chunks.
+    claims: ClaimTable,
 }
 
 impl<U: MemoryResource> ArenaMemoryResource<U> {
@@ -127,7 +130,7 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
         // The upstream may allocate in stream order: once nothing is pending, every stream may
         // take the memory (this also ties the order to the current device).
         if let Err(e) = without_driver_ok(order.synchronize_all()) {
-            let _ = upstream.deallocate(base as *mut u8, size, GRANULE, CudaStreamView::DEFAULT);
+            let _ = give_back_chunk(&upstream, base as *mut u8, size, GRANULE, CudaStreamView::DEFAULT);
             return Err(e);
         }
         static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -137,6 +140,7 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
         });
         let tenancy = ordered.then(|| slow_path::announce_retiring_streams(&shared));
         Ok(ArenaMemoryResource {
+            claims: ClaimTable::new(),
             shared,
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             upstream,
@@ -306,6 +310,7 @@ unsafe impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
         if ptr.is_null() {
             return Ok(());
         }
+        self.claims.refuse_claimed(ptr)?;
         let key = stream_key(stream);
         match self.with_arena(key, |arena| arena.state.lock().arena.try_deallocate(ptr as usize, bytes)) {
             Some(freed) => freed.map_err(Error::Misuse),
@@ -314,6 +319,8 @@ unsafe impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
     }
 
     crate::resource::accessibility!(upstream);
+
+    crate::resource::claims_in!(claims);
 }
 
 impl<U: MemoryResource> Drop for ArenaMemoryResource<U> {

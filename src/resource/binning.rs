@@ -113,6 +113,15 @@ unsafe impl<U: MemoryResource> MemoryResource for BinningMemoryResource<U> {
     }
 
     crate::resource::accessibility!(upstream);
+
+    // A claim goes where a free of the block goes (claimants ask for 256-byte alignment).
+    fn claim(&self, ptr: *mut u8, bytes: usize) -> Result<()> {
+        self.with_resource(bytes, DEFAULT_ALIGNMENT, |r| r.claim(ptr, bytes))
+    }
+
+    fn unclaim(&self, ptr: *mut u8, bytes: usize) -> Result<()> {
+        self.with_resource(bytes, DEFAULT_ALIGNMENT, |r| r.unclaim(ptr, bytes))
+    }
 }
 
 impl<U: MemoryResource> std::fmt::Debug for BinningMemoryResource<U> {

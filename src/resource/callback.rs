@@ -1,6 +1,7 @@
 //! A resource over two functions (RMM's `callback_memory_resource`).
 
 use crate::error::{Error, Result};
+use crate::resource::claims::ClaimTable;
 use crate::resource::{same_instance, MemoryResource};
 use crate::stream::CudaStreamView;
 use std::fmt;
@@ -17,6 +18,9 @@ use std::fmt;
 pub struct CallbackMemoryResource<A, D> {
     allocate: A,
     deallocate: D,
+    /// Blocks a suballocator over this resource claimed as its chunks: the functions know
+    /// nothing of them.
+    claims: ClaimTable,
 }
 
 impl<A, D> fmt::Debug for CallbackMemoryResource<A, D> {
@@ -38,7 +42,7 @@ where
     /// memory aligned to at least `max(alignment, 256)`, owned by no one else until it is passed
     /// to `deallocate` (which frees only such pointers), and reused only in stream order.
     pub unsafe fn new(allocate: A, deallocate: D) -> Self {
-        CallbackMemoryResource { allocate, deallocate }
+        CallbackMemoryResource { allocate, deallocate, claims: ClaimTable::new() }
     }
 }
 
@@ -60,10 +64,13 @@ where
 
     fn deallocate(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<()> {
         // A null free reaches the function too, as in RMM.
+        self.claims.refuse_claimed(ptr)?;
         (self.deallocate)(ptr, bytes, alignment, stream)
     }
 
     fn is_equal(&self, other: &dyn MemoryResource) -> bool {
         same_instance(self, other)
     }
+
+    crate::resource::claims_in!(claims);
 }

@@ -5,6 +5,7 @@ use crate::capabilities::async_alloc_supported;
 use crate::device::DeviceId;
 use crate::driver::{self, DevicePtr, MemPoolHandle};
 use crate::error::{Error, Result};
+use crate::resource::claims::ClaimTable;
 use crate::resource::driver_backed::cuda_alignment;
 use crate::resource::{CudaAsyncManagedMemoryResource, CudaAsyncMemoryResource, MemoryResource};
 use crate::stream::CudaStreamView;
@@ -97,7 +98,20 @@ unsafe impl MemoryResource for CudaAsyncViewMemoryResource {
     }
 
     crate::resource::accessibility!(device: true, host: false);
+
+    fn claim(&self, ptr: *mut u8, bytes: usize) -> Result<()> {
+        ASYNC_CLAIMS.claim(ptr, bytes)
+    }
+
+    fn unclaim(&self, ptr: *mut u8, bytes: usize) -> Result<()> {
+        ASYNC_CLAIMS.unclaim(ptr, bytes)
+    }
 }
+
+/// Blocks of driver pools that a suballocator claimed, for every resource of the family: one
+/// table, since a block may be freed through any resource over its pool, and the driver's blocks
+/// of all pools are disjoint.
+pub(crate) static ASYNC_CLAIMS: ClaimTable = ClaimTable::new();
 
 /// The `MemoryResource` impl of a resource that holds a live driver pool in its
 /// `pool: MemPoolHandle` field (`cuda_async` and `cuda_async_managed`): stream-ordered allocation and free from that
@@ -134,6 +148,14 @@ macro_rules! pool_backed_memory_resource {
             }
 
             $crate::resource::accessibility!(device: true, host: $host);
+
+            fn claim(&self, ptr: *mut u8, bytes: usize) -> $crate::error::Result<()> {
+                $crate::resource::cuda_async_view::ASYNC_CLAIMS.claim(ptr, bytes)
+            }
+
+            fn unclaim(&self, ptr: *mut u8, bytes: usize) -> $crate::error::Result<()> {
+                $crate::resource::cuda_async_view::ASYNC_CLAIMS.unclaim(ptr, bytes)
+            }
         }
     };
 }
@@ -181,6 +203,7 @@ pub(crate) fn pool_deallocate(ptr: *mut u8, stream: CudaStreamView) -> Result<()
     if ptr.is_null() || crate::process_exit::process_is_exiting() {
         return Ok(());
     }
+    ASYNC_CLAIMS.refuse_claimed(ptr)?;
     // SAFETY: the driver answers a pointer no pool handed out with an error code. One that another
     // resource's pool handed out would be freed: freeing through a resource that did not allocate
     // is the caller's misuse (docs/errors.md), on device memory only.

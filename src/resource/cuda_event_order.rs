@@ -1,9 +1,10 @@
 //! [`StreamOrder`] for device memory: one CUDA event per stream, recorded when the pool publishes
 //! that stream's free blocks.
 
+use crate::device::DeviceId;
 use crate::driver::{
-    current_context_kept, exchange_capture_mode, stream_capture_id, stream_id, synchronize_context, ContextHandle,
-    StreamHandle, CAPTURE_MODE_RELAXED,
+    context_kept, current_context_kept, exchange_capture_mode, primary_context_kept, stream_capture_id, stream_context,
+    stream_id, synchronize_context, ContextHandle, StreamHandle, CAPTURE_MODE_RELAXED,
 };
 use crate::error::{Error, Result};
 use crate::event::CudaEvent;
@@ -12,7 +13,6 @@ use crate::resource::MemoryResource;
 use crate::stream::CudaStreamView;
 use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::OnceLock;
 
 /// How a resource that carves blocks out of `upstream`'s memory orders streams by default: with
 /// CUDA events for memory kernels may use, not at all for memory only the host touches.
@@ -32,13 +32,17 @@ pub(crate) fn default_order(upstream: &dyn MemoryResource) -> Box<dyn StreamOrde
 /// Streams created by this library are trusted by handle (their destruction is announced, see
 /// [`crate::stream_registry`]); any other stream is known by the driver's unique stream id too.
 ///
-/// The pool's device is the one whose context was current when the order first needed one (the
-/// pool's construction, for a pool with an initial size): its synchronisations wait for that
-/// context, whichever device is current when they happen.
+/// "Synchronise everything" waits on every context the pool's memory may be used from: the
+/// primary contexts of the devices the order was bound to ([`for_devices`](Self::for_devices)),
+/// the context of every stream the pool has seen (noted on its first call), and, where none of
+/// these is known yet, the context current when a synchronisation was first needed. So a pool of
+/// one device used, or released, while another device's context is current still waits for its
+/// own device's work.
 #[derive(Default)]
 pub struct CudaEventOrder {
     events: Mutex<HashMap<StreamKey, Capture>>,
-    context: OnceLock<ContextHandle>,
+    /// Kept contexts (see `current_context_kept`), each once.
+    contexts: Mutex<Vec<ContextHandle>>,
 }
 
 /// A stream's event and the identity of the stream it last captured.
@@ -48,18 +52,52 @@ struct Capture {
 }
 
 impl CudaEventOrder {
-    /// An order with no events yet.
+    /// An order with no events yet, that learns its contexts from the streams it sees.
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// Notes the current context as the pool's, the first time one is current.
-    fn note_context(&self) {
-        if self.context.get().is_none() {
-            if let Ok(context) = current_context_kept() {
-                let _ = self.context.set(context);
-            }
+    /// An order bound to the primary contexts of `devices` (a pool's device and the peers that
+    /// use its memory), created where they were not yet.
+    pub fn for_devices(devices: &[DeviceId]) -> Result<Self> {
+        let order = Self::new();
+        for &device in devices {
+            order.note(primary_context_kept(device)?);
         }
+        Ok(order)
+    }
+
+    /// Adds `context` to those synchronised.
+    fn note(&self, context: ContextHandle) {
+        let mut contexts = self.contexts.lock();
+        if !contexts.contains(&context) {
+            contexts.push(context);
+        }
+    }
+
+    /// Notes the context of `key`'s stream, called from a call on it (so it is alive). The default
+    /// streams are those of the current context. A context the driver will not name is left out:
+    /// the current one then stands in at the next synchronisation.
+    fn note_stream(&self, key: StreamKey) {
+        let context = if key.per_thread_owner().is_some() || view_of(key).is_default() {
+            current_context_kept()
+        } else {
+            stream_context(StreamHandle::new(key.packed())).and_then(context_kept)
+        };
+        if let Ok(context) = context {
+            self.note(context);
+        }
+    }
+
+    /// Every context to synchronise: those noted, or the current one where none is.
+    fn contexts(&self) -> Result<Vec<ContextHandle>> {
+        let contexts = self.contexts.lock().clone();
+        if !contexts.is_empty() {
+            return Ok(contexts);
+        }
+        let current = current_context_kept()?;
+        self.note(current);
+        Ok(vec![current])
     }
 }
 
@@ -74,11 +112,11 @@ fn view_of(key: StreamKey) -> CudaStreamView {
 
 impl StreamOrder for CudaEventOrder {
     fn record(&self, owner: StreamKey, identity: u64) -> Result<()> {
-        self.note_context();
         let mut events = self.events.lock();
         let capture = match events.entry(owner) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::hash_map::Entry::Vacant(v) => {
+                self.note_stream(owner);
                 v.insert(Capture { event: CudaEvent::for_stream(view_of(owner))?, identity })
             }
         };
@@ -101,11 +139,20 @@ impl StreamOrder for CudaEventOrder {
     }
 
     fn synchronize_all(&self) -> Result<()> {
-        self.note_context();
-        synchronize_context(*self.context.get().ok_or_else(|| Error::NoDriver("no context to synchronise".into()))?)
+        // Every context, even after one failed: the error reported is the first.
+        let mut result = Ok(());
+        for context in self.contexts()? {
+            let synced = synchronize_context(context);
+            result = result.and(synced);
+        }
+        result
     }
 
     fn identity(&self, key: StreamKey, known: u64) -> u64 {
+        if known == IDENTITY_UNKNOWN {
+            // A stream's first use of a set of free lists: its work may touch the pool's memory.
+            self.note_stream(key);
+        }
         if !key.is_reusable_handle() {
             return IDENTITY_TRUSTED;
         }
@@ -125,6 +172,7 @@ impl StreamOrder for CudaEventOrder {
     }
 
     fn retire(&self, owner: StreamKey, retired: StreamKey) -> Result<()> {
+        self.note_stream(owner);
         let mut events = self.events.lock();
         let event = match events.remove(&owner) {
             Some(capture) => capture.event,

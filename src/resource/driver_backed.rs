@@ -85,8 +85,8 @@ pub trait DriverAllocation: sealed::Sealed + 'static {
 /// All instances of one `A` are equal: any may free memory allocated by any other. They share one
 /// process-wide record of the blocks handed out, so a free of a pointer no instance handed out
 /// (another resource's, or a pool's block carved from a chunk of this kind), or with another size,
-/// is [`Misuse`](crate::error::Misuse) and never reaches the driver. A pool block that spans its
-/// whole chunk cannot be told from the chunk: do not free a pool's blocks through its upstream.
+/// is [`Misuse`](crate::error::Misuse) and never reaches the driver; so is a free of a block a
+/// suballocator claimed as a chunk (a pool's, even through a block that spans the whole chunk).
 pub struct DriverBackedResource<A>(PhantomData<fn() -> A>);
 
 impl<A: DriverAllocation> DriverBackedResource<A> {
@@ -135,6 +135,14 @@ unsafe impl<A: DriverAllocation> MemoryResource for DriverBackedResource<A> {
     }
 
     crate::resource::accessibility!(device: A::DEVICE_ACCESSIBLE, host: A::HOST_ACCESSIBLE);
+
+    fn claim(&self, ptr: *mut u8, bytes: usize) -> Result<()> {
+        Ok(A::live().set_claimed(ptr as usize, bytes, true)?)
+    }
+
+    fn unclaim(&self, ptr: *mut u8, bytes: usize) -> Result<()> {
+        Ok(A::live().set_claimed(ptr as usize, bytes, false)?)
+    }
 }
 
 // Written out rather than derived: derives would require `A` itself to be Clone, Default, Debug.

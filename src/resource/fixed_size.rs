@@ -6,6 +6,7 @@ use crate::fixed_size::magazine::{self, Magazine};
 use crate::fixed_size::{ChunkTable, FixedSizeFreeList, FRESH_SLOT};
 use crate::pool::{next_retirement_number, StreamKey, StreamOrder, IDENTITY_TRUSTED, IDENTITY_UNKNOWN};
 use crate::pool::{RawSpinLock, SpinMutex};
+use crate::resource::claims::ClaimTable;
 use crate::resource::cuda_event_order::default_order;
 use crate::resource::pool::stream_key;
 use crate::resource::upstream_check::{allocate_chunk, give_back_chunks};
@@ -72,6 +73,8 @@ pub struct FixedSizeMemoryResource<U: MemoryResource> {
     order: Arc<dyn StreamOrder>,
     ordered: bool,
     _tenancy: Option<Tenancy>,
+    /// Blocks a suballocator over this resource claimed as its chunks.
+    claims: ClaimTable,
 }
 
 impl<U: MemoryResource> FixedSizeMemoryResource<U> {
@@ -114,6 +117,7 @@ impl<U: MemoryResource> FixedSizeMemoryResource<U> {
             .then(|| add_tenant(Arc::new(FixedSizeTenant { shared: Arc::downgrade(&shared), order: order.clone() })));
         static NEXT_ID: AtomicU64 = AtomicU64::new(1);
         let resource = FixedSizeMemoryResource {
+            claims: ClaimTable::new(),
             shared,
             table,
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
@@ -402,6 +406,7 @@ unsafe impl<U: MemoryResource> MemoryResource for FixedSizeMemoryResource<U> {
         if ptr.is_null() {
             return Ok(());
         }
+        self.claims.refuse_claimed(ptr)?;
         self.table.take_back(ptr as usize, bytes).map_err(Error::Misuse)?;
         let key = stream_key(stream);
         if let Some(m) = magazine::lookup(self.id, key) {
@@ -415,6 +420,8 @@ unsafe impl<U: MemoryResource> MemoryResource for FixedSizeMemoryResource<U> {
     }
 
     crate::resource::accessibility!(upstream);
+
+    crate::resource::claims_in!(claims);
 }
 
 impl<U: MemoryResource> Drop for FixedSizeMemoryResource<U> {

@@ -8,11 +8,19 @@ use parking_lot::Mutex;
 use std::alloc::{alloc, dealloc, Layout};
 use std::collections::HashMap;
 
-/// Host memory from Rust's global allocator. It remembers every live allocation, so a bad free is a
-/// [`Misuse`] error rather than undefined behaviour.
+/// Host memory from Rust's global allocator. It remembers every live allocation, and which of them
+/// a suballocator claimed as a chunk, so a bad free is a [`Misuse`] error rather than undefined
+/// behaviour.
 #[derive(Debug, Default)]
 pub struct HostMemoryResource {
-    live: Mutex<HashMap<usize, Layout>>,
+    live: Mutex<HashMap<usize, HostBlock>>,
+}
+
+/// One live allocation: its layout and whether it is claimed.
+#[derive(Debug, Clone, Copy)]
+struct HostBlock {
+    layout: Layout,
+    claimed: bool,
 }
 
 impl HostMemoryResource {
@@ -24,7 +32,25 @@ impl HostMemoryResource {
     /// `(count, bytes)` of the allocations not yet freed.
     pub fn outstanding(&self) -> (usize, usize) {
         let live = self.live.lock();
-        (live.len(), live.values().map(|l| l.size()).sum())
+        (live.len(), live.values().map(|b| b.layout.size()).sum())
+    }
+
+    /// Marks the live block `ptr` of `bytes` claimed or not; the misuse when it is not live with
+    /// that size or already so marked, with nothing changed.
+    fn set_claimed(&self, ptr: *mut u8, bytes: usize, claimed: bool) -> Result<()> {
+        let mut live = self.live.lock();
+        let block = live.get_mut(&(ptr as usize)).ok_or(Misuse::UnknownPointer { ptr: ptr as usize })?;
+        if block.layout.size() != bytes {
+            return Err(Misuse::WrongSize { ptr: ptr as usize, allocated: block.layout.size(), given: bytes }.into());
+        }
+        match (block.claimed, claimed) {
+            (true, true) => Err(Misuse::ClaimedBlock { ptr: ptr as usize }.into()),
+            (false, false) => Err(Misuse::UnknownPointer { ptr: ptr as usize }.into()),
+            _ => {
+                block.claimed = claimed;
+                Ok(())
+            }
+        }
     }
 }
 
@@ -43,7 +69,7 @@ unsafe impl MemoryResource for HostMemoryResource {
         if p.is_null() {
             return Err(Error::out_of_memory(bytes, "the host allocator returned null"));
         }
-        self.live.lock().insert(p as usize, layout);
+        self.live.lock().insert(p as usize, HostBlock { layout, claimed: false });
         Ok(p)
     }
 
@@ -55,12 +81,15 @@ unsafe impl MemoryResource for HostMemoryResource {
             return Ok(());
         }
         let mut live = self.live.lock();
-        let layout = match live.get(&(ptr as usize)) {
-            Some(l) => *l,
+        let (layout, claimed) = match live.get(&(ptr as usize)) {
+            Some(b) => (b.layout, b.claimed),
             None => return Err(Misuse::UnknownPointer { ptr: ptr as usize }.into()),
         };
         if layout.size() != bytes {
             return Err(Misuse::WrongSize { ptr: ptr as usize, allocated: layout.size(), given: bytes }.into());
+        }
+        if claimed {
+            return Err(Misuse::ClaimedBlock { ptr: ptr as usize }.into());
         }
         live.remove(&(ptr as usize));
         // SAFETY: ptr came from `alloc(layout)` and was live until the line above removed it.
@@ -74,11 +103,19 @@ unsafe impl MemoryResource for HostMemoryResource {
     }
 
     crate::resource::accessibility!(device: false, host: true);
+
+    fn claim(&self, ptr: *mut u8, bytes: usize) -> Result<()> {
+        self.set_claimed(ptr, bytes, true)
+    }
+
+    fn unclaim(&self, ptr: *mut u8, bytes: usize) -> Result<()> {
+        self.set_claimed(ptr, bytes, false)
+    }
 }
 
 impl Drop for HostMemoryResource {
     fn drop(&mut self) {
-        for (addr, layout) in self.live.get_mut().drain() {
+        for (addr, HostBlock { layout, .. }) in self.live.get_mut().drain() {
             // SAFETY: every entry is a live allocation made with exactly this layout.
             unsafe { dealloc(addr as *mut u8, layout) };
         }

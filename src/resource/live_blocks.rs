@@ -14,10 +14,18 @@ use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-/// Live blocks by address, with their sizes.
+/// Live blocks by address, with their sizes and whether a suballocator claimed them (see
+/// [`MemoryResource::claim`](crate::resource::MemoryResource::claim)).
 #[derive(Debug)]
 pub struct LiveBlocks {
-    blocks: Mutex<HashMap<usize, usize, BuildHasherDefault<AddressHasher>>>,
+    blocks: Mutex<HashMap<usize, LiveBlock, BuildHasherDefault<AddressHasher>>>,
+}
+
+/// One live block.
+#[derive(Debug, Clone, Copy)]
+struct LiveBlock {
+    bytes: usize,
+    claimed: bool,
 }
 
 impl LiveBlocks {
@@ -28,21 +36,48 @@ impl LiveBlocks {
 
     /// Records `ptr` as handed out with `bytes`.
     pub(crate) fn insert(&self, ptr: usize, bytes: usize) {
-        self.blocks.lock().insert(ptr, bytes);
+        self.blocks.lock().insert(ptr, LiveBlock { bytes, claimed: false });
     }
 
-    /// Takes `ptr` out of the table if it was handed out with `bytes`; otherwise the misuse, and
-    /// the table is unchanged. Two frees of one block racing each other: one takes it, the other
-    /// is refused.
+    /// Takes `ptr` out of the table if it was handed out with `bytes` and is not claimed;
+    /// otherwise the misuse, and the table is unchanged. Two frees of one block racing each other:
+    /// one takes it, the other is refused.
     pub(crate) fn take(&self, ptr: usize, bytes: usize) -> Result<(), Misuse> {
         let mut blocks = self.blocks.lock();
-        match blocks.get(&ptr) {
-            None => Err(Misuse::UnknownPointer { ptr }),
-            Some(&allocated) if allocated != bytes => Err(Misuse::WrongSize { ptr, allocated, given: bytes }),
-            Some(_) => {
-                blocks.remove(&ptr);
+        Self::check(&blocks, ptr, bytes)?;
+        if blocks[&ptr].claimed {
+            return Err(Misuse::ClaimedBlock { ptr });
+        }
+        blocks.remove(&ptr);
+        Ok(())
+    }
+
+    /// Marks the live block `ptr` of `bytes` claimed (`true`) or not (`false`); the misuse when
+    /// it is not live with that size or already in that state, and the table is unchanged.
+    pub(crate) fn set_claimed(&self, ptr: usize, bytes: usize, claimed: bool) -> Result<(), Misuse> {
+        let mut blocks = self.blocks.lock();
+        Self::check(&blocks, ptr, bytes)?;
+        let block = blocks.get_mut(&ptr).expect("checked above");
+        match (block.claimed, claimed) {
+            (true, true) => Err(Misuse::ClaimedBlock { ptr }),
+            (false, false) => Err(Misuse::UnknownPointer { ptr }),
+            _ => {
+                block.claimed = claimed;
                 Ok(())
             }
+        }
+    }
+
+    /// The misuse when `ptr` is not a live block of `bytes`.
+    fn check(
+        blocks: &HashMap<usize, LiveBlock, BuildHasherDefault<AddressHasher>>,
+        ptr: usize,
+        bytes: usize,
+    ) -> Result<(), Misuse> {
+        match blocks.get(&ptr) {
+            None => Err(Misuse::UnknownPointer { ptr }),
+            Some(b) if b.bytes != bytes => Err(Misuse::WrongSize { ptr, allocated: b.bytes, given: bytes }),
+            Some(_) => Ok(()),
         }
     }
 
@@ -108,6 +143,23 @@ mod tests {
         live.put_back(0x1000, 512);
         assert_eq!(live.take(0x1000, 512), Ok(()));
         assert_eq!(live.len(), 0);
+    }
+
+    #[test]
+    fn a_claimed_block_is_not_taken_until_unclaimed() {
+        let live = LiveBlocks::new();
+        live.insert(0x1000, 512);
+        assert_eq!(
+            live.set_claimed(0x1000, 256, true),
+            Err(Misuse::WrongSize { ptr: 0x1000, allocated: 512, given: 256 })
+        );
+        assert_eq!(live.set_claimed(0x1000, 512, false), Err(Misuse::UnknownPointer { ptr: 0x1000 }), "not claimed");
+        assert_eq!(live.set_claimed(0x1000, 512, true), Ok(()));
+        assert_eq!(live.set_claimed(0x1000, 512, true), Err(Misuse::ClaimedBlock { ptr: 0x1000 }));
+        assert_eq!(live.take(0x1000, 512), Err(Misuse::ClaimedBlock { ptr: 0x1000 }));
+        assert_eq!(live.len(), 1);
+        assert_eq!(live.set_claimed(0x1000, 512, false), Ok(()));
+        assert_eq!(live.take(0x1000, 512), Ok(()));
     }
 
     #[test]

@@ -37,6 +37,7 @@ pub(crate) use accessibility;
 pub mod arena;
 pub mod binning;
 pub mod callback;
+mod claims;
 pub mod cuda;
 pub mod cuda_async;
 pub mod cuda_async_managed;
@@ -58,6 +59,7 @@ pub mod virtual_pool;
 pub use arena::ArenaMemoryResource;
 pub use binning::BinningMemoryResource;
 pub use callback::CallbackMemoryResource;
+pub use claims::ClaimTable;
 pub use cuda::CudaMemoryResource;
 pub use cuda_async::CudaAsyncMemoryResource;
 pub use cuda_async_managed::CudaAsyncManagedMemoryResource;
@@ -107,7 +109,11 @@ pub const MAX_ALIGNMENT: usize = 1 << 30;
 ///    driver's copies when `is_device_accessible()`; both answers never change;
 /// 3. a block is handed out again only after it was freed (through `self` or a resource for
 ///    which [`is_equal`](Self::is_equal) is true), in stream order;
-/// 4. `deallocate` never releases memory it did not hand out, or hands out in another block.
+/// 4. `deallocate` never releases memory it did not hand out, or hands out in another block;
+/// 5. a block claimed with [`claim`](Self::claim) is not released by `deallocate` (through `self`
+///    or any resource equal to it) until [`unclaim`](Self::unclaim): a resource that can release
+///    the memory it hands out records claims and refuses such a free with
+///    [`Misuse::ClaimedBlock`](crate::error::Misuse::ClaimedBlock).
 ///
 /// Resources that wrap another keep these promises by forwarding what it returns; resources that
 /// forward pointers from user code (a callback) put the promise on whoever supplies that code,
@@ -228,7 +234,55 @@ pub unsafe trait MemoryResource: Any + Send + Sync {
     fn memory_segments(&self) -> Option<Vec<MemorySegment>> {
         None
     }
+
+    /// Marks `ptr`, a live block of `bytes` that this resource handed out, as lent whole to a
+    /// resource that carves blocks out of it (a pool's, an arena's or a fixed-size resource's
+    /// chunk): until [`unclaim`](Self::unclaim), a `deallocate` of it through `self` or a resource
+    /// equal to it is refused with [`Misuse::ClaimedBlock`](crate::error::Misuse::ClaimedBlock),
+    /// so safe code cannot free memory the claimant still hands out. The claimant calls this right
+    /// after taking the chunk and `unclaim` right before giving it back. Adaptors forward both to
+    /// their upstream. The default records nothing: right for a resource that never releases
+    /// memory on `deallocate` (promise 5 above); every other implementation overrides both.
+    fn claim(&self, _ptr: *mut u8, _bytes: usize) -> Result<()> {
+        Ok(())
+    }
+
+    /// Ends the claim [`claim`](Self::claim) made on `ptr`, so that `deallocate` frees it again;
+    /// [`Misuse::UnknownPointer`](crate::error::Misuse::UnknownPointer) when `ptr` is not claimed.
+    fn unclaim(&self, _ptr: *mut u8, _bytes: usize) -> Result<()> {
+        Ok(())
+    }
 }
+
+/// The two claim methods of a `MemoryResource` impl that forwards them to the field named (an
+/// adaptor, whose blocks are its upstream's).
+macro_rules! forward_claims {
+    ($upstream:ident) => {
+        fn claim(&self, ptr: *mut u8, bytes: usize) -> $crate::error::Result<()> {
+            self.$upstream.claim(ptr, bytes)
+        }
+
+        fn unclaim(&self, ptr: *mut u8, bytes: usize) -> $crate::error::Result<()> {
+            self.$upstream.unclaim(ptr, bytes)
+        }
+    };
+}
+pub(crate) use forward_claims;
+
+/// The two claim methods of a `MemoryResource` impl that keeps its claims in the
+/// [`ClaimTable`](claims::ClaimTable) field named; its frees check that table first.
+macro_rules! claims_in {
+    ($table:ident) => {
+        fn claim(&self, ptr: *mut u8, bytes: usize) -> $crate::error::Result<()> {
+            self.$table.claim(ptr, bytes)
+        }
+
+        fn unclaim(&self, ptr: *mut u8, bytes: usize) -> $crate::error::Result<()> {
+            self.$table.unclaim(ptr, bytes)
+        }
+    };
+}
+pub(crate) use claims_in;
 
 /// A shared, type-erased resource: what the per-device table stores and what adaptors may share.
 pub type SharedResource = Arc<dyn MemoryResource>;
@@ -270,6 +324,12 @@ unsafe impl<R: MemoryResource + ?Sized> MemoryResource for Arc<R> {
     }
     fn memory_segments(&self) -> Option<Vec<MemorySegment>> {
         (**self).memory_segments()
+    }
+    fn claim(&self, ptr: *mut u8, bytes: usize) -> Result<()> {
+        (**self).claim(ptr, bytes)
+    }
+    fn unclaim(&self, ptr: *mut u8, bytes: usize) -> Result<()> {
+        (**self).unclaim(ptr, bytes)
     }
 }
 

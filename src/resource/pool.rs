@@ -5,6 +5,7 @@ use crate::pool::{
     current_thread_number, rounded_size, CoalescingPool, SegmentMap, SetId, ShardMap, SpinMutex, StreamKey,
     StreamOrder, GRANULE, MAX_BLOCK_BYTES,
 };
+use crate::resource::claims::ClaimTable;
 use crate::resource::cuda_event_order::default_order;
 use crate::resource::upstream_check::{allocate_chunk, give_back_chunks};
 use crate::resource::{effective_alignment, MemoryResource};
@@ -129,6 +130,8 @@ pub struct PoolMemoryResource<U: MemoryResource> {
     /// How many streams are marked as capturing: read without the lock by the stream identity
     /// checks, which must not ask the driver about a capturing stream.
     marked_streams: AtomicUsize,
+    /// Blocks a suballocator over this pool claimed as its chunks.
+    claims: ClaimTable,
 }
 
 /// What one attempt to grow the pool came to.
@@ -216,6 +219,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             shard_map: ShardMap::new(shards),
             segments: RwLock::new(SegmentMap::new()),
             upstream_chunks: Mutex::new(Vec::new()),
+            claims: ClaimTable::new(),
             pool_size: AtomicUsize::new(0),
             upstream,
             order,
@@ -549,6 +553,7 @@ unsafe impl<U: MemoryResource> MemoryResource for PoolMemoryResource<U> {
 
     #[inline]
     fn deallocate(&self, ptr: *mut u8, bytes: usize, _alignment: usize, stream: CudaStreamView) -> Result<()> {
+        self.claims.refuse_claimed(ptr)?;
         if self.deallocate_at_home(ptr, bytes, stream) {
             return Ok(());
         }
@@ -568,7 +573,7 @@ unsafe impl<U: MemoryResource> MemoryResource for PoolMemoryResource<U> {
         _alignment: usize,
         stream: CudaStreamView,
     ) -> bool {
-        self.deallocate_immediately(ptr, bytes, stream)
+        !self.claims.is_claimed(ptr) && self.deallocate_immediately(ptr, bytes, stream)
     }
 
     crate::resource::accessibility!(upstream);
@@ -576,6 +581,8 @@ unsafe impl<U: MemoryResource> MemoryResource for PoolMemoryResource<U> {
     fn memory_segments(&self) -> Option<Vec<crate::resource::MemorySegment>> {
         Some(self.segments())
     }
+
+    crate::resource::claims_in!(claims);
 }
 
 impl<U: MemoryResource> Drop for PoolMemoryResource<U> {

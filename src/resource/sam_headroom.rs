@@ -79,6 +79,8 @@ unsafe impl MemoryResource for SamHeadroomMemoryResource {
     }
 
     crate::resource::accessibility!(device: true, host: true);
+
+    crate::resource::forward_claims!(system);
 }
 
 #[cfg(test)]

@@ -74,6 +74,14 @@ unsafe impl MemoryResource for SystemMemoryResource {
     }
 
     crate::resource::accessibility!(device: true, host: true);
+
+    fn claim(&self, ptr: *mut u8, bytes: usize) -> Result<()> {
+        SYSTEM_HEAP.claim(ptr, bytes)
+    }
+
+    fn unclaim(&self, ptr: *mut u8, bytes: usize) -> Result<()> {
+        SYSTEM_HEAP.unclaim(ptr, bytes)
+    }
 }
 
 #[cfg(test)]

@@ -29,10 +29,13 @@ fn null_error(bytes: usize) -> Error {
     Error::out_of_memory(bytes, "the upstream resource returned a null pointer")
 }
 
-/// Takes `bytes` aligned to `alignment` from `upstream` for a suballocator to carve blocks out of.
+/// Takes `bytes` aligned to `alignment` from `upstream` for a suballocator to carve blocks out of,
+/// and claims it there (see [`MemoryResource::claim`]), so that nobody frees it through the
+/// upstream while the suballocator hands it out; [`give_back_chunk`] ends the claim and frees it.
 /// Errors of the upstream pass through unchanged. A null pointer (for `bytes` above 0) is
-/// [`Error::OutOfMemory`]; one not aligned to `alignment` is given back to the upstream and refused
-/// with [`Error::BadUpstream`], so the refusal leaves the upstream and the caller as they were.
+/// [`Error::OutOfMemory`]; one not aligned to `alignment`, or one the upstream will not claim, is
+/// given back to the upstream and refused (with [`Error::BadUpstream`] for the misalignment), so
+/// the refusal leaves the upstream and the caller as they were.
 #[cold]
 #[inline(never)]
 pub(crate) fn allocate_chunk<U: MemoryResource + ?Sized>(
@@ -52,7 +55,27 @@ pub(crate) fn allocate_chunk<U: MemoryResource + ?Sized>(
             ptr as usize
         )));
     }
+    if let Err(e) = upstream.claim(ptr, bytes) {
+        let _ = upstream.deallocate(ptr, bytes, alignment, stream);
+        return Err(e);
+    }
     Ok(ptr)
+}
+
+/// Gives back a chunk [`allocate_chunk`] took: ends its claim and frees it on `stream`. A free the
+/// upstream refuses leaves the chunk claimed, as it was.
+#[cold]
+pub(crate) fn give_back_chunk<U: MemoryResource + ?Sized>(
+    upstream: &U,
+    ptr: *mut u8,
+    bytes: usize,
+    alignment: usize,
+    stream: CudaStreamView,
+) -> Result<()> {
+    upstream.unclaim(ptr, bytes)?;
+    upstream.deallocate(ptr, bytes, alignment, stream).inspect_err(|_| {
+        let _ = upstream.claim(ptr, bytes);
+    })
 }
 
 /// What the `Drop` of a resource that carved blocks out of chunks of `upstream` does: waits,
@@ -75,7 +98,7 @@ pub(crate) fn give_back_chunks<U, I>(
     }
     let _ = order.synchronize_all();
     for (start, bytes) in chunks() {
-        let _ = upstream.deallocate(start as *mut u8, bytes, alignment, CudaStreamView::DEFAULT);
+        let _ = give_back_chunk(upstream, start as *mut u8, bytes, alignment, CudaStreamView::DEFAULT);
     }
 }
 
@@ -95,6 +118,10 @@ mod tests {
         let host = HostMemoryResource::new();
         let p = allocate_chunk(&host, 4096, 256, CudaStreamView::DEFAULT).unwrap();
         assert_eq!(p as usize % 256, 0);
-        host.deallocate(p, 4096, 256, CudaStreamView::DEFAULT).unwrap();
+        // Claimed: only the way back for chunks frees it.
+        let refused = host.deallocate(p, 4096, 256, CudaStreamView::DEFAULT);
+        assert!(matches!(refused, Err(Error::Misuse(crate::error::Misuse::ClaimedBlock { .. }))), "{refused:?}");
+        give_back_chunk(&host, p, 4096, 256, CudaStreamView::DEFAULT).unwrap();
+        assert_eq!(host.outstanding(), (0, 0));
     }
 }

@@ -71,7 +71,9 @@ impl VirtualPoolMemoryResource<DevicePhysicalMemory> {
     /// memory as a file descriptor set in `options`.
     pub fn with_options(reserve: usize, initial_size: usize, options: &VirtualMemoryOptions) -> Result<Self> {
         let phys = DevicePhysicalMemory::reserve(reserve, options)?;
-        let order: Box<dyn StreamOrder> = Box::new(CudaEventOrder::new());
+        // Bound to the device and the peers, so its synchronisations wait for their work whichever
+        // context is current then.
+        let order: Box<dyn StreamOrder> = Box::new(CudaEventOrder::for_devices(phys.access())?);
         // SAFETY: the device's physical side maps device memory of the device it reserved on, which
         // it says through `is_device_memory`.
         unsafe { Self::with_physical(phys, initial_size, order, DEFAULT_SHARDS) }
@@ -249,6 +251,8 @@ unsafe impl<P: PhysicalMemory + 'static> MemoryResource for VirtualPoolMemoryRes
     }
 
     crate::resource::accessibility!(pool);
+
+    crate::resource::forward_claims!(pool);
 
     fn memory_segments(&self) -> Option<Vec<crate::resource::MemorySegment>> {
         self.pool.memory_segments()

@@ -24,6 +24,9 @@ pub struct CppUpstream {
     inner: ReentrantMutex<cxx::UniquePtr<ffi::CppResource>>,
     /// Read once at construction: `host_accessible` is a constant of the wrapped resource.
     host_accessible: bool,
+    /// Blocks a suballocator over this resource claimed as its chunks: the C++ resource knows
+    /// nothing of them.
+    claims: rmm::resource::ClaimTable,
 }
 
 impl std::fmt::Debug for CppUpstream {
@@ -36,7 +39,11 @@ impl CppUpstream {
     /// Wraps `inner`; `None` when the pointer is null.
     pub(crate) fn new(inner: cxx::UniquePtr<ffi::CppResource>) -> Option<Self> {
         let host_accessible = inner.as_ref()?.host_accessible();
-        Some(CppUpstream { inner: ReentrantMutex::new(inner), host_accessible })
+        Some(CppUpstream {
+            inner: ReentrantMutex::new(inner),
+            host_accessible,
+            claims: rmm::resource::ClaimTable::new(),
+        })
     }
 
     /// The resource, locked for one call.
@@ -85,8 +92,17 @@ unsafe impl MemoryResource for CppUpstream {
     fn deallocate(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<()> {
         // Every free is passed on, a null one (what a 0-byte request may have returned) included,
         // as RMM's adaptors pass it.
+        self.claims.refuse_claimed(ptr)?;
         self.lock().resource().deallocate(ptr as usize, bytes, alignment, stream.handle());
         Ok(())
+    }
+
+    fn claim(&self, ptr: *mut u8, bytes: usize) -> Result<()> {
+        self.claims.claim(ptr, bytes)
+    }
+
+    fn unclaim(&self, ptr: *mut u8, bytes: usize) -> Result<()> {
+        self.claims.unclaim(ptr, bytes)
     }
 
     fn is_equal(&self, other: &dyn MemoryResource) -> bool {

@@ -5,7 +5,7 @@
 use super::{Growth, PoolMemoryResource, GEOMETRIC_FROM, PENDING_GROWTH, SHARD_START};
 use crate::error::Result;
 use crate::pool::{CoalescingPool, StreamKey, GRANULE, MAX_BLOCK_BYTES};
-use crate::resource::upstream_check::allocate_chunk;
+use crate::resource::upstream_check::{allocate_chunk, give_back_chunk};
 use crate::resource::MemoryResource;
 use crate::stream::CudaStreamView;
 use std::sync::atomic::Ordering;
@@ -164,7 +164,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             if !tiles(chunk, &ranges) {
                 continue;
             }
-            if self.upstream.deallocate(addr as *mut u8, size, GRANULE, CudaStreamView::DEFAULT).is_err() {
+            if give_back_chunk(&self.upstream, addr as *mut u8, size, GRANULE, CudaStreamView::DEFAULT).is_err() {
                 // The upstream kept it, or says so: the pool keeps it too.
                 break;
             }
