@@ -110,6 +110,19 @@ fn growth_joins_the_free_tail_on_the_device() {
 }
 
 #[test]
+fn a_reservation_above_the_largest_is_refused_before_anything_is_reserved() {
+    if !gpu() {
+        return;
+    }
+    // 64 TiB: its per-granule record alone would take half a GiB of host memory.
+    match VirtualPoolMemoryResource::new(64 << 40, 0) {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains("reserves at most"), "{m}"),
+        Err(Error::Unsupported(why)) => println!("skipped: no virtual memory management ({why})"),
+        other => panic!("{:?}", other.map(|p| p.reserved_bytes())),
+    }
+}
+
+#[test]
 fn an_exhausted_reservation_is_named_on_the_device() {
     if !gpu() {
         return;
@@ -143,7 +156,7 @@ fn peers_asked_for_can_write_the_memory() {
     let options = VirtualMemoryOptions { device: Some(DeviceId(0)), peers: vec![DeviceId(1)], ..Default::default() };
     let _on_0 = rmm::DeviceGuard::new(DeviceId(0)).unwrap();
     let Some(p) = pool(1 << 30, 0, &options) else { return };
-    p.with_device_memory(|m| assert_eq!(m.access(), &[DeviceId(0), DeviceId(1)]));
+    assert_eq!(p.access(), [DeviceId(0), DeviceId(1)]);
     let n = 4 * MIB;
     let b = p.allocate(n, 256, CudaStreamView::DEFAULT).unwrap();
     {
@@ -164,7 +177,7 @@ fn memory_is_exported_as_a_file_descriptor_where_supported() {
     let options = VirtualMemoryOptions { export_posix_fd: true, ..Default::default() };
     let Some(p) = pool(1 << 30, 0, &options) else { return };
     let b = p.allocate(MIB, 256, CudaStreamView::DEFAULT).unwrap();
-    match p.with_device_memory(|m| m.export_posix_fd(b as usize)) {
+    match p.export_posix_fd(b as usize) {
         Ok(fd) => {
             assert!(fd >= 0);
             use std::os::fd::{FromRawFd, OwnedFd};

@@ -151,7 +151,8 @@ fn the_release_gives_a_capture_s_memory_back_after_a_synchronisation() {
     assert_ne!(y, x);
     free(&p, y, 2 * MIB, A);
     end(&p, &order, A);
-    p.release_capture(3).unwrap();
+    // SAFETY: the capture is simulated by the test's stream order: no graph exists.
+    unsafe { p.release_capture(3) }.unwrap();
     assert_eq!(p.captures(), vec![4]);
     assert_eq!(p.capture_pool_size(3), 0);
     assert_eq!(p.pool_size(), size + 2 * MIB, "the release keeps the memory in the pool");
@@ -164,7 +165,8 @@ fn the_release_gives_a_capture_s_memory_back_after_a_synchronisation() {
     assert_eq!(p.pool_size(), grown);
     assert!(order.log()[log..].contains(&Asked::SyncAll));
     free(&p, z, 2 * MIB, B);
-    p.release_capture(4).unwrap();
+    // SAFETY: the capture is simulated by the test's stream order: no graph exists.
+    unsafe { p.release_capture(4) }.unwrap();
     assert!(p.captures().is_empty());
     p.check_invariants().unwrap();
     assert!(order.illegal().is_empty(), "{:?}", order.illegal());
@@ -198,8 +200,10 @@ fn blocks_crossing_the_capture_boundary_stay_with_the_capture_until_the_release(
     end(&p, &order, B);
     p.check_invariants().unwrap();
     // The release hands both back, to every stream after a synchronisation.
-    p.release_capture(9).unwrap();
-    p.release_capture(10).unwrap();
+    // SAFETY: the capture is simulated by the test's stream order: no graph exists.
+    unsafe { p.release_capture(9) }.unwrap();
+    // SAFETY: the capture is simulated by the test's stream order: no graph exists.
+    unsafe { p.release_capture(10) }.unwrap();
     p.check_invariants().unwrap();
     let all: Vec<usize> = (0..16).map(|_| alloc(&p, MIB, B)).collect();
     assert!(all.contains(&before), "the block freed during the capture is usable again");
@@ -217,7 +221,8 @@ fn eager_streams_synchronise_nothing_while_a_capture_is_in_progress() {
     let x = alloc(&p, 2 * MIB, A);
     free(&p, x, 2 * MIB, A);
     end(&p, &order, A);
-    p.release_capture(1).unwrap();
+    // SAFETY: the capture is simulated by the test's stream order: no graph exists.
+    unsafe { p.release_capture(1) }.unwrap();
     // The released memory waits for a synchronisation, which a capture on A forbids: B grows.
     begin(&p, &order, A, 2);
     let size = p.pool_size();
@@ -227,7 +232,8 @@ fn eager_streams_synchronise_nothing_while_a_capture_is_in_progress() {
     assert!(order.illegal().is_empty(), "{:?}", order.illegal());
     free(&p, y, 2 * MIB, B);
     end(&p, &order, A);
-    p.release_capture(2).unwrap();
+    // SAFETY: the capture is simulated by the test's stream order: no graph exists.
+    unsafe { p.release_capture(2) }.unwrap();
     p.check_invariants().unwrap();
 }
 
@@ -236,14 +242,17 @@ fn errors_leave_the_pool_and_the_capture_mode_consistent() {
     let (p, order, up) = pool(0, Some(8 * MIB));
     // Not capturing.
     assert!(matches!(p.begin_capture(s(A)), Err(Error::InvalidArgument(_))));
-    assert!(matches!(p.release_capture(42), Err(Error::InvalidArgument(_))));
+    // SAFETY: the capture is simulated by the test's stream order: no graph exists.
+    assert!(matches!(unsafe { p.release_capture(42) }, Err(Error::InvalidArgument(_))));
     begin(&p, &order, A, 1);
     let x = alloc(&p, MIB, A);
     // Still marked, then still live: refused with nothing changed.
-    assert!(matches!(p.release_capture(1), Err(Error::InvalidArgument(_))));
+    // SAFETY: the capture is simulated by the test's stream order: no graph exists.
+    assert!(matches!(unsafe { p.release_capture(1) }, Err(Error::InvalidArgument(_))));
     order.set_capturing(A, None);
     p.end_capture(s(A));
-    assert!(matches!(p.release_capture(1), Err(Error::InvalidArgument(_))));
+    // SAFETY: the capture is simulated by the test's stream order: no graph exists.
+    assert!(matches!(unsafe { p.release_capture(1) }, Err(Error::InvalidArgument(_))));
     assert_eq!(p.captures(), vec![1]);
     free(&p, x, MIB, A);
     // The capture mode cannot be relaxed: the growth fails, nothing is taken.
@@ -276,8 +285,10 @@ fn errors_leave_the_pool_and_the_capture_mode_consistent() {
     free(&p, y, 2 * MIB, A);
     end(&p, &order, A);
     p.check_invariants().unwrap();
-    p.release_capture(1).unwrap();
-    p.release_capture(2).unwrap();
+    // SAFETY: the capture is simulated by the test's stream order: no graph exists.
+    unsafe { p.release_capture(1) }.unwrap();
+    // SAFETY: the capture is simulated by the test's stream order: no graph exists.
+    unsafe { p.release_capture(2) }.unwrap();
     p.check_invariants().unwrap();
     assert!(order.illegal().is_empty(), "{:?}", order.illegal());
 }
@@ -298,7 +309,8 @@ fn a_capture_not_announced_is_found_on_the_cold_path_and_an_ended_one_is_dropped
     let y = alloc(&p, MIB, A);
     assert_ne!(y, x);
     free(&p, y, MIB, A);
-    p.release_capture(5).unwrap();
+    // SAFETY: the capture is simulated by the test's stream order: no graph exists.
+    unsafe { p.release_capture(5) }.unwrap();
     p.check_invariants().unwrap();
 }
 
@@ -345,7 +357,8 @@ fn the_virtual_pool_keeps_capture_memory_private_too() {
     assert!(order.illegal().is_empty(), "{:?}", order.illegal());
     assert_eq!(p.captures(), vec![11]);
     assert!(p.capture_pool_size(11) >= MIB, "the capture keeps its memory until the release");
-    p.release_capture(11).unwrap();
+    // SAFETY: the capture is simulated by the test's stream order: no graph exists.
+    unsafe { p.release_capture(11) }.unwrap();
     assert_eq!(p.capture_pool_size(11), 0);
     p.check_invariants().unwrap();
 }
@@ -410,7 +423,9 @@ fn captures_on_threads_never_share_memory_with_eager_threads() {
     assert!(order.illegal().is_empty(), "{:?}", order.illegal());
     assert_eq!(up.breaking_calls.load(Ordering::SeqCst), 0);
     p.check_invariants().unwrap();
-    p.release_capture(100).unwrap();
-    p.release_capture(102).unwrap();
+    // SAFETY: the capture is simulated by the test's stream order: no graph exists.
+    unsafe { p.release_capture(100) }.unwrap();
+    // SAFETY: the capture is simulated by the test's stream order: no graph exists.
+    unsafe { p.release_capture(102) }.unwrap();
     p.check_invariants().unwrap();
 }

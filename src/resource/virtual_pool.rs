@@ -17,6 +17,7 @@
 //! device's side is [`DevicePhysicalMemory`], through the driver's virtual memory management
 //! (`cuMemAddressReserve`, `cuMemCreate`, `cuMemMap`, `cuMemSetAccess`).
 
+use crate::device::DeviceId;
 use crate::error::{Error, Result};
 use crate::pool::{AddressSpace, PhysicalMemory, StreamOrder, MAX_BLOCK_BYTES};
 use crate::resource::pool::{PoolMemoryResource, DEFAULT_SHARDS};
@@ -79,10 +80,27 @@ impl VirtualPoolMemoryResource<DevicePhysicalMemory> {
         unsafe { Self::with_physical(phys, initial_size, order, DEFAULT_SHARDS) }
     }
 
-    /// The physical side, for peer access and exported handles.
-    pub fn with_device_memory<T>(&self, f: impl FnOnce(&DevicePhysicalMemory) -> T) -> T {
-        f(self.space.lock().physical())
+    /// The devices that may access the memory: the pool's device first, then the peers.
+    pub fn access(&self) -> Vec<DeviceId> {
+        self.space.lock().physical().access().to_vec()
     }
+
+    /// A POSIX file descriptor for the physical memory of the mapped granule at `addr` (see
+    /// [`DevicePhysicalMemory::export_posix_fd`]). No code of the caller runs under the pool's
+    /// address-space lock, which an allocation that grows the pool takes too.
+    pub fn export_posix_fd(&self, addr: usize) -> Result<i32> {
+        self.space.lock().physical().export_posix_fd(addr)
+    }
+}
+
+/// [`Error::InvalidArgument`] for a reservation of more than [`MAX_BLOCK_BYTES`].
+pub(crate) fn check_reservation(capacity: usize) -> Result<()> {
+    if capacity > MAX_BLOCK_BYTES {
+        return Err(Error::InvalidArgument(format!(
+            "a reservation of {capacity} bytes: a virtual pool reserves at most {MAX_BLOCK_BYTES}"
+        )));
+    }
+    Ok(())
 }
 
 impl<P: PhysicalMemory + 'static> VirtualPoolMemoryResource<P> {
@@ -102,12 +120,7 @@ impl<P: PhysicalMemory + 'static> VirtualPoolMemoryResource<P> {
         order: Box<dyn StreamOrder>,
         shards: usize,
     ) -> Result<Self> {
-        if phys.capacity() > MAX_BLOCK_BYTES {
-            return Err(Error::InvalidArgument(format!(
-                "a reservation of {} bytes: a virtual pool reserves at most {MAX_BLOCK_BYTES}",
-                phys.capacity()
-            )));
-        }
+        check_reservation(phys.capacity())?;
         let space = AddressSpace::new(phys)?;
         let initial = space.granule_ceil(initial_size);
         if initial > space.capacity() {
@@ -193,8 +206,12 @@ impl<P: PhysicalMemory + 'static> VirtualPoolMemoryResource<P> {
 
     /// Gives capture `id`'s private memory back to the pool once its graphs and their executable
     /// graphs are destroyed (see [`PoolMemoryResource::release_capture`]).
-    pub fn release_capture(&self, id: u64) -> Result<()> {
-        self.pool.release_capture(id)
+    ///
+    /// # Safety
+    /// As for [`PoolMemoryResource::release_capture`]: every graph of capture `id` is destroyed.
+    pub unsafe fn release_capture(&self, id: u64) -> Result<()> {
+        // SAFETY: the caller's duty, passed on unchanged.
+        unsafe { self.pool.release_capture(id) }
     }
 
     /// Ids of the captures whose private memory the pool keeps.

@@ -74,7 +74,7 @@ pub(crate) fn virtual_pool_size(r: &RustResource) -> Outcome {
 /// owns it.
 pub(crate) fn virtual_pool_export_posix_fd(r: &RustResource, addr: usize) -> Outcome {
     query_outcome("export_posix_fd", || {
-        let fd = virtual_pool(r, "export_posix_fd")?.with_device_memory(|m| m.export_posix_fd(addr))?;
+        let fd = virtual_pool(r, "export_posix_fd")?.export_posix_fd(addr)?;
         Ok(fd as usize)
     })
 }

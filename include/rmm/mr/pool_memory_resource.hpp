@@ -105,7 +105,9 @@ class pool_memory_resource final
   /**
    * @brief Gives capture `id`'s private memory back to the pool, once every graph captured with
    * it and every executable graph made from those is destroyed; work queued before is waited for
-   * before the memory serves another stream.
+   * before the memory serves another stream. Destroying those graphs first is the caller's duty:
+   * the pool cannot see graphs, and a graph launched after the release would write memory that
+   * other streams are handed.
    * @throws rmm::logic_error, with nothing changed, for an unknown id, while a stream is still
    * marked for the capture (end_capture() first) or while blocks it allocated are live
    */

@@ -32,9 +32,11 @@ impl CapturePool<'_> {
 
     /// Gives capture `id`'s private memory back to the pool.
     pub(crate) fn release(self, id: u64) -> rmm::Result<()> {
+        // SAFETY: the Python caller's duty, written in `release_capture`'s docstring: every graph of
+        // the capture is destroyed (Python code is outside Rust's checks).
         match self {
-            CapturePool::Pool(p) => p.release_capture(id),
-            CapturePool::Virtual(v) => v.release_capture(id),
+            CapturePool::Pool(p) => unsafe { p.release_capture(id) },
+            CapturePool::Virtual(v) => unsafe { v.release_capture(id) },
         }
     }
 

@@ -140,7 +140,7 @@ impl VirtualPoolMemoryResource {
     /// int), for another process to import; the caller closes it (``os.close``). ``RuntimeError``
     /// unless the pool was made with ``export_posix_fd=True`` on a device that supports it.
     fn export_posix_fd(&self, ptr: CSize) -> PyResult<i32> {
-        self.pool.with_device_memory(|m| m.export_posix_fd(ptr.0)).py()
+        self.pool.export_posix_fd(ptr.0).py()
     }
 
     /// Announces that ``stream`` (a ``Stream``), whose CUDA graph capture has begun, allocates

@@ -201,7 +201,12 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// nothing changed, while a stream is still marked as capturing into `id` or while blocks the
     /// capture allocated are still live; an unknown `id` is an error too. A block freed during the
     /// capture that the pool had not handed out is reported as a misuse after the rest is done.
-    pub fn release_capture(&self, id: u64) -> Result<()> {
+    ///
+    /// # Safety
+    /// Every graph captured into `id`, and every executable graph made from one, is destroyed:
+    /// their kernels and copies address the capture's memory, which the pool hands out to any
+    /// stream once released, and it cannot see graphs.
+    pub unsafe fn release_capture(&self, id: u64) -> Result<()> {
         let mut captures = self.captures.lock();
         if captures.streams.iter().any(|&(_, c)| c == id) {
             return Err(Error::InvalidArgument(format!("capture {id} is still marked on a stream: end it first")));

@@ -69,6 +69,9 @@ impl DevicePhysicalMemory {
         let capacity = bytes.max(1).div_ceil(granule).checked_mul(granule).ok_or_else(|| {
             Error::InvalidArgument(format!("a reservation of {bytes} bytes is more than addresses can hold"))
         })?;
+        // Refused before anything is reserved or recorded: the record takes host memory per
+        // granule, half a GiB for a reservation of 64 TiB.
+        crate::resource::virtual_pool::check_reservation(capacity)?;
         let base = driver::mem_address_reserve(capacity, granule)?;
         let mut access = vec![device];
         access.extend(options.peers.iter().copied().filter(|&p| p != device));
