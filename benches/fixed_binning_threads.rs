@@ -66,12 +66,15 @@ fn make(resource: &str) -> Arc<dyn MemoryResource> {
     let pool = || PoolMemoryResource::new(HostMemoryResource::new(), 256 << 20, None).unwrap();
     match resource {
         "fixed" => Arc::new(
-            FixedSizeMemoryResource::with_stream_order(
-                HostMemoryResource::new(),
-                1 << 20,
-                128,
-                Box::new(SimulatedDeviceOrder),
-            )
+            // SAFETY: the upstream's memory is host memory that no device work touches, so this order is right for it.
+            unsafe {
+                FixedSizeMemoryResource::with_stream_order(
+                    HostMemoryResource::new(),
+                    1 << 20,
+                    128,
+                    Box::new(SimulatedDeviceOrder),
+                )
+            }
             .unwrap(),
         ),
         "binning" => Arc::new(BinningMemoryResource::with_bins(pool(), 18, 22).unwrap()),

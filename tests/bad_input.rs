@@ -398,12 +398,15 @@ impl StreamOrder for Order {
 #[test]
 fn free_on_a_destroyed_stream_never_touches_it() {
     let order = Arc::new(DeadStreams::default());
-    let pool = PoolMemoryResource::with_stream_order(
-        HostMemoryResource::new(),
-        8 * MIB,
-        Some(8 * MIB),
-        Box::new(Order(order.clone())),
-    )
+    // SAFETY: the upstream's memory is host memory that no device work touches, so this order is right for it.
+    let pool = unsafe {
+        PoolMemoryResource::with_stream_order(
+            HostMemoryResource::new(),
+            8 * MIB,
+            Some(8 * MIB),
+            Box::new(Order(order.clone())),
+        )
+    }
     .unwrap();
     let (dying, other) = (CudaStreamView::from_handle(0x1000), CudaStreamView::from_handle(0x2000));
     let a = pool.allocate(4 * MIB, 256, dying).unwrap();

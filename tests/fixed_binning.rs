@@ -167,7 +167,8 @@ fn fixed_size_model_trace_with_ordered_streams() {
     let streams: Vec<usize> = (1..=4).map(|i| 0x1000 * i).collect();
     {
         let r =
-            FixedSizeMemoryResource::with_stream_order(upstream.clone(), 4 * KIB, 32, Box::new(order.clone())).unwrap();
+            // SAFETY: the upstream's memory is host memory that no device work touches, so this order is right for it.
+            unsafe { FixedSizeMemoryResource::with_stream_order(upstream.clone(), 4 * KIB, 32, Box::new(order.clone())) }.unwrap();
         let mut chunks = r.chunks();
         // Live blocks: address → (bytes, stream); free blocks: address → (stream, time of free).
         let mut live: Vec<(usize, usize)> = Vec::new();

@@ -98,7 +98,8 @@ fn ordered(blocks_per_chunk: usize) -> (Fixed, ClockOrder, Arc<HostMemoryResourc
     let host = Arc::new(HostMemoryResource::new());
     let order = ClockOrder::default();
     let r =
-        FixedSizeMemoryResource::with_stream_order(host.clone(), 4 * KIB, blocks_per_chunk, Box::new(order.clone()))
+        // SAFETY: the upstream's memory is host memory that no device work touches, so this order is right for it.
+        unsafe { FixedSizeMemoryResource::with_stream_order(host.clone(), 4 * KIB, blocks_per_chunk, Box::new(order.clone())) }
             .unwrap();
     (Arc::new(r), order, host)
 }
@@ -165,7 +166,9 @@ fn a_thread_that_exits_leaves_its_cached_blocks_to_the_others() {
         let r = Arc::new(if unordered {
             FixedSizeMemoryResource::new(up.clone(), 4 * KIB, 32).unwrap()
         } else {
-            FixedSizeMemoryResource::with_stream_order(up.clone(), 4 * KIB, 32, Box::new(order.clone())).unwrap()
+            // SAFETY: the upstream's memory is host memory that no device work touches, so this order is right for it.
+            unsafe { FixedSizeMemoryResource::with_stream_order(up.clone(), 4 * KIB, 32, Box::new(order.clone())) }
+                .unwrap()
         });
         let s = CudaStreamView::from_handle(0x9000);
         let syncs = order.counts().2; // the constructor's
@@ -199,7 +202,10 @@ fn out_of_memory_takes_back_blocks_cached_in_other_threads() {
     let host = Arc::new(HostMemoryResource::new());
     let up = Arc::new(LimitingResourceAdaptor::new(host.clone(), 16 * 4 * KIB));
     let order = ClockOrder::default();
-    let r = Arc::new(FixedSizeMemoryResource::with_stream_order(up, 4 * KIB, 16, Box::new(order.clone())).unwrap());
+    // SAFETY: the upstream's memory is host memory that no device work touches, so this order is right for it.
+    let r = Arc::new(
+        unsafe { FixedSizeMemoryResource::with_stream_order(up, 4 * KIB, 16, Box::new(order.clone())) }.unwrap(),
+    );
     let (sk, tk) = (0x1_1000, 0x2_2000);
     let (s, t) = (CudaStreamView::from_handle(sk), CudaStreamView::from_handle(tk));
     let cached = Arc::new(Barrier::new(2));

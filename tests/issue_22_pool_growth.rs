@@ -257,7 +257,9 @@ fn blocks_freed_on_streams_go_back_only_after_every_stream_is_synchronised() {
         syncs_at_last_allocation: AtomicUsize::new(0),
         freed_unsynchronised: AtomicBool::new(false),
     };
-    let pool = PoolMemoryResource::with_stream_order(upstream, 0, Some(4 * MIB), Box::new(order.clone())).unwrap();
+    // SAFETY: the upstream's memory is host memory that no device work touches, so this order is right for it.
+    let pool =
+        unsafe { PoolMemoryResource::with_stream_order(upstream, 0, Some(4 * MIB), Box::new(order.clone())) }.unwrap();
     let (s1, s2) = (CudaStreamView::from_handle(0x1000), CudaStreamView::from_handle(0x2000));
     // The first chunk, 2 MiB, wholly used on s1 then freed there: work queued on s1 may still use it.
     let a = pool.allocate(2 * MIB, 256, s1).unwrap();
@@ -277,7 +279,8 @@ fn blocks_freed_on_streams_go_back_only_after_every_stream_is_synchronised() {
 fn chunks_spread_over_shards_go_back_only_when_wholly_free() {
     let order = CountingOrder::default();
     let pool =
-        PoolMemoryResource::with_shards(HostMemoryResource::new(), 4 * MIB, Some(8 * MIB), Box::new(order), 4).unwrap();
+        // SAFETY: the upstream's memory is host memory that no device work touches, so this order is right for it.
+        unsafe { PoolMemoryResource::with_shards(HostMemoryResource::new(), 4 * MIB, Some(8 * MIB), Box::new(order), 4) }.unwrap();
     let streams: Vec<_> = (1..=3).map(|i| CudaStreamView::from_handle(0x1000 * i)).collect();
     streams.iter().for_each(|&s| pool.spread_stream(s));
     // One chunk of 4 MiB, taken in ranges by the streams' own shards.
@@ -316,7 +319,8 @@ fn without_a_synchronisation_no_chunk_goes_back() {
         }
     }
     let pool =
-        PoolMemoryResource::with_stream_order(HostMemoryResource::new(), MIB, Some(2 * MIB), Box::new(NoSync)).unwrap();
+        // SAFETY: the upstream's memory is host memory that no device work touches, so this order is right for it.
+        unsafe { PoolMemoryResource::with_stream_order(HostMemoryResource::new(), MIB, Some(2 * MIB), Box::new(NoSync)) }.unwrap();
     let a = pool.allocate(MIB, 256, S).unwrap();
     pool.deallocate(a, MIB, 256, S).unwrap();
     // The free chunk may still be in use by queued work: it stays, and the request fails.

@@ -557,7 +557,8 @@ fn pool_at_scale_with_ordered_streams_and_a_failing_upstream() {
     });
     let calls = Arc::new(Default::default());
     let order = FlakyOrder { rng: Mutex::new(Rng::new(s ^ 0x0DE5)), calls: Arc::clone(&calls) };
-    let pool = PoolMemoryResource::with_stream_order(upstream.clone(), 0, None, Box::new(order)).unwrap();
+    // SAFETY: the upstream's memory is host memory that no device work touches, so this order is right for it.
+    let pool = unsafe { PoolMemoryResource::with_stream_order(upstream.clone(), 0, None, Box::new(order)) }.unwrap();
     let mut streams = fake_streams(5);
     streams.push(CudaStreamView::PER_THREAD);
     let trace = Trace {

@@ -26,8 +26,11 @@ use Asked::*;
 /// A pool over host memory that records what it asks of its stream order, and that record.
 fn recorded_pool(initial: usize, max: Option<usize>) -> (PoolMemoryResource<HostMemoryResource>, RecordingOrder) {
     let order = RecordingOrder::default();
-    let pool = PoolMemoryResource::with_stream_order(HostMemoryResource::new(), initial, max, Box::new(order.clone()))
-        .unwrap();
+    // SAFETY: the upstream's memory is host memory that no device work touches, so this order is right for it.
+    let pool = unsafe {
+        PoolMemoryResource::with_stream_order(HostMemoryResource::new(), initial, max, Box::new(order.clone()))
+    }
+    .unwrap();
     (pool, order)
 }
 
@@ -464,8 +467,11 @@ fn ordered_random_trace(spread: bool, default_seed: u64) {
     let mut rng = Rng::new(seed(&format!("pool ordered random trace (spread: {spread})"), default_seed));
     {
         let max = 64 * MIB;
-        let pool = PoolMemoryResource::with_stream_order(upstream.clone(), 4 * MIB, Some(max), Box::new(order.clone()))
-            .unwrap();
+        // SAFETY: the upstream's memory is host memory that no device work touches, so this order is right for it.
+        let pool = unsafe {
+            PoolMemoryResource::with_stream_order(upstream.clone(), 4 * MIB, Some(max), Box::new(order.clone()))
+        }
+        .unwrap();
         let t = Trace { ops: 1_000_000, max_size: 256 << 10, streams: streams(4), ..Trace::default() };
         if spread {
             t.streams.iter().for_each(|&s| pool.spread_stream(s));
@@ -511,7 +517,8 @@ fn initial_chunk_stays_on_the_default_stream_when_synchronising_fails() {
     }
     let order = RecordingOrder::default();
     let pool =
-        PoolMemoryResource::with_stream_order(HostMemoryResource::new(), MIB, None, Box::new(NoSync(order.clone())))
+        // SAFETY: the upstream's memory is host memory that no device work touches, so this order is right for it.
+        unsafe { PoolMemoryResource::with_stream_order(HostMemoryResource::new(), MIB, None, Box::new(NoSync(order.clone()))) }
             .unwrap();
     let (d, b) = (CudaStreamView::DEFAULT, CudaStreamView::from_handle(0x2000));
     // The default stream uses it at once.
@@ -541,7 +548,8 @@ fn ranges_split_between_shards_rejoin_before_out_of_memory() {
     let upstream = Arc::new(HostMemoryResource::new());
     {
         let pool =
-            PoolMemoryResource::with_shards(upstream.clone(), 8 * MIB, Some(8 * MIB), Box::new(order.clone()), 4)
+            // SAFETY: the upstream's memory is host memory that no device work touches, so this order is right for it.
+            unsafe { PoolMemoryResource::with_shards(upstream.clone(), 8 * MIB, Some(8 * MIB), Box::new(order.clone()), 4) }
                 .unwrap();
         let s = streams(4);
         for &st in &s {
@@ -575,7 +583,8 @@ fn ranges_split_between_shards_rejoin_before_out_of_memory() {
 fn a_block_freed_on_another_shards_stream_returns_to_its_owner() {
     let order = RecordingOrder::default();
     let pool =
-        PoolMemoryResource::with_shards(HostMemoryResource::new(), 2 * MIB, None, Box::new(order.clone()), 2).unwrap();
+        // SAFETY: the upstream's memory is host memory that no device work touches, so this order is right for it.
+        unsafe { PoolMemoryResource::with_shards(HostMemoryResource::new(), 2 * MIB, None, Box::new(order.clone()), 2) }.unwrap();
     let (a, b) = (CudaStreamView::from_handle(0x1000), CudaStreamView::from_handle(0x2000));
     pool.spread_stream(b);
     let p = pool.allocate(MIB, 256, a).unwrap(); // a: shard 0

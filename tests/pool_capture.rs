@@ -62,7 +62,9 @@ fn pool(initial: usize, max: Option<usize>) -> (Pool, CaptureOrder, Arc<WatchedH
         calls: AtomicUsize::new(0),
         refuse: Default::default(),
     });
-    let p = PoolMemoryResource::with_stream_order(up.clone(), initial, max, Box::new(order.clone())).unwrap();
+    // SAFETY: the upstream's memory is host memory that no device work touches, so this order is right for it.
+    let p =
+        unsafe { PoolMemoryResource::with_stream_order(up.clone(), initial, max, Box::new(order.clone())) }.unwrap();
     (p, order, up)
 }
 

@@ -41,8 +41,11 @@ impl StreamOrder for CountingOrder {
 
 fn ordered_pool(initial: usize) -> (PoolMemoryResource<HostMemoryResource>, CountingOrder) {
     let order = CountingOrder::default();
-    let pool = PoolMemoryResource::with_stream_order(HostMemoryResource::new(), initial, None, Box::new(order.clone()))
-        .unwrap();
+    // SAFETY: the upstream's memory is host memory that no device work touches, so this order is right for it.
+    let pool = unsafe {
+        PoolMemoryResource::with_stream_order(HostMemoryResource::new(), initial, None, Box::new(order.clone()))
+    }
+    .unwrap();
     (pool, order)
 }
 

@@ -13,8 +13,11 @@ const MIB: usize = 1 << 20;
 
 fn recorded_pool(initial: usize, max: Option<usize>) -> (PoolMemoryResource<HostMemoryResource>, RecordingOrder) {
     let order = RecordingOrder::default();
-    let pool = PoolMemoryResource::with_stream_order(HostMemoryResource::new(), initial, max, Box::new(order.clone()))
-        .unwrap();
+    // SAFETY: the upstream's memory is host memory that no device work touches, so this order is right for it.
+    let pool = unsafe {
+        PoolMemoryResource::with_stream_order(HostMemoryResource::new(), initial, max, Box::new(order.clone()))
+    }
+    .unwrap();
     (pool, order)
 }
 

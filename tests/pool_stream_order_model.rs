@@ -70,7 +70,8 @@ fn threads_sharing_streams_keep_the_stream_order() {
     {
         let max = 24 << 20;
         let pool =
-            PoolMemoryResource::with_stream_order(upstream.clone(), 4 << 20, Some(max), Box::new(model.order.clone()))
+            // SAFETY: the upstream's memory is host memory that no device work touches, so this order is right for it.
+            unsafe { PoolMemoryResource::with_stream_order(upstream.clone(), 4 << 20, Some(max), Box::new(model.order.clone())) }
                 .unwrap();
         let pool = Arc::new(pool);
         let mailboxes: Arc<Vec<Mailbox>> = Arc::new((0..STREAMS).map(|_| Mutex::default()).collect());

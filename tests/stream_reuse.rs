@@ -109,7 +109,8 @@ impl StreamOrder for FakeDriver {
 /// retires a stream (which visits every pool) at the same moment.
 fn pool_on(driver: &FakeDriver, initial: usize, max: Option<usize>) -> PoolMemoryResource<HostMemoryResource> {
     let order = Box::new(driver.clone());
-    let pool = PoolMemoryResource::with_shards(HostMemoryResource::new(), initial, max, order, 1).unwrap();
+    // SAFETY: the upstream's memory is host memory that no device work touches, so this order is right for it.
+    let pool = unsafe { PoolMemoryResource::with_shards(HostMemoryResource::new(), initial, max, order, 1) }.unwrap();
     driver.clear();
     pool
 }

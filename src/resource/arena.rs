@@ -103,11 +103,20 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
     /// appends the arenas' state to `rmm_arena_memory_dump.log`.
     pub fn new(upstream: U, arena_size: Option<usize>, dump_log_on_failure: bool) -> Result<Self> {
         let order = default_order(&upstream);
-        Self::with_stream_order(upstream, arena_size, dump_log_on_failure, order)
+        // SAFETY: `default_order` orders device-accessible memory with CUDA events.
+        unsafe { Self::with_stream_order(upstream, arena_size, dump_log_on_failure, order) }
     }
 
     /// Like [`new`](Self::new) with an explicit way of ordering streams.
-    pub fn with_stream_order(
+    ///
+    /// # Safety
+    /// `order` orders work on the streams as `upstream`'s memory needs: CUDA events (a
+    /// [`CudaEventOrder`](crate::resource::CudaEventOrder)) for memory kernels or the driver's
+    /// copies use; an order that waits for nothing ([`HostOrder`](crate::pool::HostOrder),
+    /// [`SimulatedDeviceOrder`](crate::pool::SimulatedDeviceOrder)) only for memory no device
+    /// work touches. A wrong order hands a block to a stream while work on another may still use
+    /// it.
+    pub unsafe fn with_stream_order(
         upstream: U,
         arena_size: Option<usize>,
         dump_log_on_failure: bool,

@@ -83,11 +83,20 @@ impl<U: MemoryResource> FixedSizeMemoryResource<U> {
     /// is ordered with CUDA events; host-only memory needs no ordering.
     pub fn new(upstream: U, block_size: usize, blocks_to_preallocate: usize) -> Result<Self> {
         let order = default_order(&upstream);
-        Self::with_stream_order(upstream, block_size, blocks_to_preallocate, order)
+        // SAFETY: `default_order` orders device-accessible memory with CUDA events.
+        unsafe { Self::with_stream_order(upstream, block_size, blocks_to_preallocate, order) }
     }
 
     /// Like [`new`](Self::new) with an explicit way of ordering streams.
-    pub fn with_stream_order(
+    ///
+    /// # Safety
+    /// `order` orders work on the streams as `upstream`'s memory needs: CUDA events (a
+    /// [`CudaEventOrder`](crate::resource::CudaEventOrder)) for memory kernels or the driver's
+    /// copies use; an order that waits for nothing ([`HostOrder`](crate::pool::HostOrder),
+    /// [`SimulatedDeviceOrder`](crate::pool::SimulatedDeviceOrder)) only for memory no device
+    /// work touches. A wrong order hands a block to a stream while work on another may still use
+    /// it.
+    pub unsafe fn with_stream_order(
         upstream: U,
         block_size: usize,
         blocks_to_preallocate: usize,

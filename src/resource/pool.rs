@@ -46,32 +46,6 @@ pub(crate) fn stream_key(stream: CudaStreamView) -> StreamKey {
 /// than the lock: while they take turns, every free there records an event.
 pub const DEFAULT_SHARDS: usize = 32;
 
-/// Below [`GEOMETRIC_FROM`], a shard grows by at least the smaller of the pool size and this. With
-/// one shard in use this changes nothing: the pool doubles.
-const SHARD_START: usize = 4 << 20;
-
-/// Up to this size the pool doubles as it grows, as RMM's does; from here on it grows by an eighth
-/// of its size (or what the request needs, if more), with or without a maximum.
-/// - Doubling keeps the newest chunk half the pool, so a block a quarter of the pool or more still
-///   finds room in a chunk of its own making. The allocation logs of the two-GPU Dask benchmark
-///   (per worker 3.5–3.8 GiB live at the peak, 16 MiB blocks, then 1 GiB gathers) replayed from
-///   a 256 MiB pool end at 4 GiB under this rule, as RMM's pool does; growing by an eighth from
-///   1 GiB they ended at 3.9–4.25 GiB, from 2 GiB at 3.85–4.2: a gather that fits no chunk of a
-///   pool grown in eighths takes a chunk of its own.
-/// - Doubling a large pool leaves it far larger than its use: replaying the allocations of a
-///   PyTorch training run (300 steps of a 6-layer transformer, 7.6 GiB live at the peak) from an
-///   empty pool, doubling ends at 11.3 GiB (1.47 times the peak), growing by an eighth past
-///   1 GiB at 8.2 GiB (1.08), below PyTorch's own caching allocator (10.1 GiB reserved).
-///
-/// Under a maximum the pool follows RMM instead (half the remaining room), so that a capped pool
-/// fails and succeeds where RMM's does.
-const GEOMETRIC_FROM: usize = 4 << 30;
-
-/// What a shard grows by at least while other streams are yet to publish fitting free blocks.
-/// Chosen by replaying three four-stream logs (`rmm_replay --upstream host-ordered`): 2 MiB gave
-/// the lowest peak on two of them; 0, 512 KiB, 1 MiB and 4 MiB were up to 1.6 times higher.
-const PENDING_GROWTH: usize = 2 << 20;
-
 /// One shard's allocator state, on a cache line pair of its own so that shards used by different
 /// threads do not share a line.
 #[repr(align(128))]
@@ -150,22 +124,35 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// ordered with CUDA events; host-only memory needs no ordering.
     pub fn new(upstream: U, initial_size: usize, maximum_size: Option<usize>) -> Result<Self> {
         let order = default_order(&upstream);
-        Self::with_stream_order(upstream, initial_size, maximum_size, order)
+        // SAFETY: `default_order` orders device-accessible memory with CUDA events.
+        unsafe { Self::with_stream_order(upstream, initial_size, maximum_size, order) }
     }
 
     /// Like [`new`](Self::new) with an explicit way of ordering streams.
-    pub fn with_stream_order(
+    ///
+    /// # Safety
+    /// `order` orders work on the streams as `upstream`'s memory needs: CUDA events (a
+    /// [`CudaEventOrder`](crate::resource::CudaEventOrder)) for memory kernels or the driver's
+    /// copies use; an order that waits for nothing ([`HostOrder`](crate::pool::HostOrder),
+    /// [`SimulatedDeviceOrder`](crate::pool::SimulatedDeviceOrder)) only for memory no device
+    /// work touches. A wrong order hands a block to a stream while work on another may still use
+    /// it.
+    pub unsafe fn with_stream_order(
         upstream: U,
         initial_size: usize,
         maximum_size: Option<usize>,
         order: Box<dyn StreamOrder>,
     ) -> Result<Self> {
-        Self::with_shards(upstream, initial_size, maximum_size, order, DEFAULT_SHARDS)
+        // SAFETY: the caller's duty, passed on unchanged.
+        unsafe { Self::with_shards(upstream, initial_size, maximum_size, order, DEFAULT_SHARDS) }
     }
 
     /// Like [`with_stream_order`](Self::with_stream_order) with `shards` shards (1 to 256); one
     /// shard gives a single-lock pool whose free blocks of all streams can always coalesce.
-    pub fn with_shards(
+    ///
+    /// # Safety
+    /// As for [`with_stream_order`](Self::with_stream_order): `order` suits `upstream`'s memory.
+    pub unsafe fn with_shards(
         upstream: U,
         initial_size: usize,
         maximum_size: Option<usize>,

@@ -277,7 +277,8 @@ fn replay_pool<U: MemoryResource>(
     streams: &Streams,
 ) -> Result<Measured, String> {
     let upstream = StatisticsResourceAdaptor::new(upstream);
-    let mr = PoolMemoryResource::with_shards(upstream, o.initial_pool, o.maximum_pool, order, o.shards)
+    // SAFETY: the callers pair each order with its upstream's memory: the host orders with host memory, CudaEventOrder with device memory.
+    let mr = unsafe { PoolMemoryResource::with_shards(upstream, o.initial_pool, o.maximum_pool, order, o.shards) }
         .map_err(|e| format!("creating the resource failed: {e}"))?;
     measure(
         &mr,
