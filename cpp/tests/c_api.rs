@@ -488,7 +488,8 @@ fn logging_records_each_call_with_its_site() {
     // SAFETY: `o` is a live RmmOptions on this frame; rmmInitialize only reads it.
     assert_eq!(unsafe { rmmInitialize(&mut o) }, RmmError::SUCCESS);
     let mut p = alloc(1000, S0);
-    upload(p, &[1; 1000]); // written before the realloc copies it (initcheck)
+    // Written before the realloc copies it (initcheck).
+    upload(p, &[1; 1000]);
     // SAFETY: `p` is a local holding a live 1000-byte block of this API; S0 is the legacy default
     // stream; HERE is a 'static C string.
     assert_eq!(unsafe { rmmRealloc(&mut p, 2000, S0, HERE, 77) }, RmmError::SUCCESS);
