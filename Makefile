@@ -7,11 +7,13 @@
 # maturin only). `cargo build` and `cargo test` at the root build every member but python/.
 #
 #   make example             # the Rust staticlib and the Thrust sort example, and run it
-#   make test                # the layering check (make layering), cargo test of the workspace (and
-#                            # model_scale in release), then every C++ example and test built and run,
+#   make test                # the layering check (make layering), the SAFETY-comment check (make
+#                            # safety-comments), cargo test of the workspace (and model_scale in
+#                            # release), then every C++ example and test built and run,
 #                            # std-check, and the Python tests; on all cores (-j$(nproc)) unless
 #                            # given -j
 #   make layering            # no two modules of a crate import each other; the driver uses nothing above it
+#   make safety-comments     # every unsafe block of the Rust sources, tests included, has a // SAFETY: comment
 #   make valgrind            # every host test binary under valgrind (CI runs it)
 #   make fuzz                # the pool's fuzz targets, FUZZ_SECONDS each (CI runs it)
 #   make python              # the Python wheel (python/, maturin) into .whl/, from a venv VENV_PY
@@ -88,7 +90,7 @@ CCCL_INCLUDE     ?= $(CUDA_HOME)/include/cccl
 rmm_nvcc_ok       = $(shell $(NVCC) --version 2>/dev/null | grep -q 'release $(CUDA_MAJOR)\.' && echo yes)
 rmm_cccl_version  = $(shell sed -n 's/^.*define CCCL_VERSION \([0-9]*\).*/\1/p' '$(CCCL_INCLUDE)/cuda/std/__cccl/version.h' 2>/dev/null)
 rmm_cccl_ok       = $(if $(rmm_cccl_version),$(shell [ $(rmm_cccl_version) -ge 3005000 ] && echo yes))
-ifneq ($(filter-out clean fuzz print-cuda-major test test-scale staticlib python python-venv python-test wheels python-typecheck python-typecheck-installed,$(or $(MAKECMDGOALS),all)),)
+ifneq ($(filter-out clean fuzz print-cuda-major safety-comments test test-scale staticlib python python-venv python-test wheels python-typecheck python-typecheck-installed,$(or $(MAKECMDGOALS),all)),)
 ifneq ($(rmm_nvcc_ok)$(rmm_cccl_ok),yesyes)
 $(info rmm-rs: $(if $(rmm_no_venv),no CUDA_HOME given and no CUDA $(CUDA_MAJOR) toolchain in $(PINNED_VENV) yet,not found: $(strip $(if $(rmm_nvcc_ok),,nvcc $(CUDA_MAJOR).x at $(NVCC);) $(if $(rmm_cccl_ok),,CCCL >= 3.5 at $(CCCL_INCLUDE)))))
 $(info rmm-rs: installing the pinned toolchain: CUDA_MAJOR=$(CUDA_MAJOR) bash .ci/install-toolchain.sh)
@@ -266,7 +268,7 @@ test:
 	+@case " $$MAKEFLAGS " in *jobserver*|*" -j"*) jobs= ;; *) jobs=-j$(NPROC) ;; esac; \
 	  echo "rmm-rs: make test$${jobs:+ $$jobs} (CUDA $(CUDA_MAJOR), CPU $(CPU))"; \
 	  $(MAKE) --no-print-directory $$jobs test-steps
-test-steps: all layering
+test-steps: all layering safety-comments
 ifeq ($(NO_CARGO),)
 	+$(CARGO_ENV) $(CARGO) test $(CARGO_FEATURES) --manifest-path $(REPO)/Cargo.toml
 	+$(MAKE) --no-print-directory test-scale
@@ -282,6 +284,16 @@ LAYERED := src cpp/src cpp/legacy/src python/src benches/replay/src
 layering:
 	python3 -m unittest -q $(REPO)/tests/tools/test_module_cycles.py
 	cd $(REPO) && python3 tests/tools/module_cycles.py $(LAYERED)
+
+# Every unsafe block of the repository's Rust, library, tests, benchmarks, fuzz targets and
+# examples alike, has a `// SAFETY:` comment above it or above the statement that holds it
+# (tests/tools/safety_comments.py, and its own tests). `cargo clippy` checks the same through
+# the workspace lint clippy::undocumented_unsafe_blocks.
+SAFETY_CHECKED := src cpp python benches tests fuzz examples
+.PHONY: safety-comments
+safety-comments:
+	python3 -m unittest -q $(REPO)/tests/tools/test_safety_comments.py
+	cd $(REPO) && python3 tests/tools/safety_comments.py $(SAFETY_CHECKED)
 
 # The model-based tests at full scale: 10^7 checked calls per resource and adaptor in a release
 # build (RMM_MODEL_OPS changes the count), with each test's seed and counts shown.

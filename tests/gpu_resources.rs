@@ -171,8 +171,8 @@ fn cuda_async_resource_on_two_streams_of_a_pool() {
     // Read back on s1 too: every use of the block is then ordered before its free on s1 (a copy
     // on the legacy stream would not be, as far as the stream-ordered race check can tell).
     let mut back = vec![0u8; bytes];
-    // SAFETY: p is live on s1; back has room for `bytes` and outlives the synchronisation below.
     cu(
+        // SAFETY: p is live on s1; back has room for `bytes` and outlives the synchronisation below.
         unsafe { sys::cuMemcpyDtoHAsync_v2(back.as_mut_ptr().cast(), p as u64, bytes, s1.as_raw()) },
         "cuMemcpyDtoHAsync",
     );
@@ -197,8 +197,8 @@ fn cuda_async_resource_primes_pool_and_compares_by_pool() {
     let initial = 32 << 20;
     let a = CudaAsyncMemoryResource::new(Some(initial), Some(64 << 20)).unwrap();
     let mut reserved: u64 = 0;
-    // SAFETY: the pool is alive; the attribute is a cuuint64_t.
     cu(
+        // SAFETY: the pool is alive; the attribute is a cuuint64_t.
         unsafe {
             sys::cuMemPoolGetAttribute(
                 a.pool_handle(),

@@ -163,6 +163,8 @@ fn peers_asked_for_can_write_the_memory() {
         let _on_1 = rmm::DeviceGuard::new(DeviceId(1)).unwrap();
         // SAFETY: a synchronous memset of a live block, from device 1's context.
         cu(unsafe { sys::cuMemsetD8_v2(b as u64, 9, n) }, "cuMemsetD8 from device 1");
+        // SAFETY: takes no pointers; device 1's context, made current by `_on_1`, waits for the
+        // memset above.
         cu(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize");
     }
     assert!(read(b, n).iter().all(|&v| v == 9));

@@ -135,6 +135,8 @@ fn the_room_is_rounded_up_to_256_bytes_as_rmm_rounds_it() {
     assert_eq!(pool.pool_size(), 4194432);
     pool.check_invariants().unwrap();
     // Every byte handed out is usable.
+    // SAFETY: `b` is a live block of 2 MiB the pool carved from host memory of HostMemoryResource,
+    // not yet freed.
     unsafe { std::ptr::write_bytes(b, 0xab, 2 * MIB) };
     pool.deallocate(b, 2 * MIB, 256, S).unwrap();
     pool.deallocate(a, 1000, 256, S).unwrap();
@@ -176,6 +178,8 @@ fn a_chunk_holding_a_live_block_is_not_given_back() {
     assert!(pool.allocate(1500 << 10, 256, S).unwrap_err().is_out_of_memory());
     assert_eq!(pool.pool_size(), MIB);
     assert_eq!(pool.upstream().outstanding(), (1, MIB));
+    // SAFETY: `a` is a live block of 1000 bytes the pool carved from host memory of
+    // HostMemoryResource.
     unsafe { std::ptr::write_bytes(a, 1, 1000) };
     pool.deallocate(a, 1000, 256, S).unwrap();
     // Now the chunk is wholly free: it goes back and 1500 KiB fits.

@@ -387,6 +387,7 @@ fn misuse_is_detected_and_changes_nothing() {
     let cases: Vec<(*mut u8, usize, Misuse)> = vec![
         (q, 5000, Misuse::DoubleFree { ptr: q as usize }),
         (p, 999, Misuse::WrongSize { ptr: addr, allocated: 1000, given: 999 }),
+        // SAFETY: `p` is a live host block of 1000 bytes, so 256 bytes in lies inside it.
         (unsafe { p.add(256) }, 744, Misuse::InteriorPointer { ptr: addr + 256, block_start: addr }),
         (0x10 as *mut u8, 8, Misuse::UnknownPointer { ptr: 0x10 }),
     ];

@@ -31,20 +31,28 @@ fn opts(mode: RmmAllocationMode, pool: usize, logging: bool) -> RmmOptions {
 
 fn init(mode: RmmAllocationMode, pool: usize) {
     let mut o = opts(mode, pool, false);
+    // SAFETY: `o` is a live RmmOptions on this frame; rmmInitialize only reads it.
     assert_eq!(unsafe { rmmInitialize(&mut o) }, RmmError::SUCCESS);
 }
 
 fn alloc(bytes: usize, stream: sys::CUstream) -> *mut c_void {
     let mut p = null_mut();
+    // SAFETY: `p` is a writable local; every caller passes S0 (the legacy default stream) or the
+    // handle of a CudaStream it still holds; HERE is a 'static C string.
     assert_eq!(unsafe { rmmAlloc(&mut p, bytes, stream, HERE, line!()) }, RmmError::SUCCESS);
     p
 }
 
 fn free(p: *mut c_void, stream: sys::CUstream) -> RmmError {
+    // SAFETY: every caller passes S0 or the handle of a CudaStream it still holds; HERE is a
+    // 'static C string; `p` is only looked up in the API's table of live blocks, never dereferenced
+    // unless it is one.
     unsafe { rmmFree(p, stream, HERE, line!()) }
 }
 
 fn name(code: RmmError) -> String {
+    // SAFETY: rmmGetErrorString returns a 'static NUL-terminated byte string for every code,
+    // unknown ones included.
     unsafe { CStr::from_ptr(rmmGetErrorString(code)) }.to_str().unwrap().to_owned()
 }
 
@@ -71,18 +79,27 @@ fn error_strings_name_every_code() {
 #[test]
 fn every_call_before_initialize_is_not_initialized() {
     let _g = lock();
+    // SAFETY: a null options pointer is allowed: nothing is written.
     assert!(!unsafe { rmmIsInitialized(null_mut()) });
     assert_eq!(rmmFinalize(), RmmError::NOT_INITIALIZED);
     let mut p = 0x1234 as *mut c_void;
+    // SAFETY: `p` is a writable local; S0 is the legacy default stream; HERE is a 'static C string.
     assert_eq!(unsafe { rmmAlloc(&mut p, 256, S0, HERE, line!()) }, RmmError::NOT_INITIALIZED);
     assert!(p.is_null(), "a failed rmmAlloc leaves *ptr null");
+    // SAFETY: rmmAlloc allows a null out pointer and a null file name; S0 is the legacy default
+    // stream.
     assert_eq!(unsafe { rmmAlloc(null_mut(), 256, S0, null(), 0) }, RmmError::NOT_INITIALIZED);
     let mut q = null_mut();
+    // SAFETY: `q` is a readable and writable local holding null; S0 is the legacy default stream;
+    // HERE is a 'static C string.
     assert_eq!(unsafe { rmmRealloc(&mut q, 256, S0, HERE, line!()) }, RmmError::NOT_INITIALIZED);
     assert_eq!(free(null_mut(), S0), RmmError::NOT_INITIALIZED);
     let (mut f, mut t) = (0usize, 0usize);
+    // SAFETY: `f` and `t` are writable usize locals.
     assert_eq!(unsafe { rmmGetInfo(&mut f, &mut t, S0) }, RmmError::NOT_INITIALIZED);
     let mut off: c_long = 0;
+    // SAFETY: `off` is a writable c_long local; 0x1000 is only looked up in the API's table, never
+    // read.
     assert_eq!(unsafe { rmmGetAllocationOffset(&mut off, 0x1000 as *mut c_void, S0) }, RmmError::NOT_INITIALIZED);
 }
 
@@ -91,11 +108,15 @@ fn bad_options_are_refused_and_initialize_nothing() {
     let _g = lock();
     for mode in [4, 8, -1] {
         let mut o = opts(RmmAllocationMode(mode), 0, false);
+        // SAFETY: `o` is a live RmmOptions on this frame; rmmInitialize only reads it.
         assert_eq!(unsafe { rmmInitialize(&mut o) }, RmmError::INVALID_ARGUMENT);
+        // SAFETY: a null options pointer is allowed: nothing is written.
         assert!(!unsafe { rmmIsInitialized(null_mut()) });
     }
     let mut o = opts(RmmAllocationMode::POOL_ALLOCATION, usize::MAX, false);
+    // SAFETY: `o` is a live RmmOptions on this frame; rmmInitialize only reads it.
     assert_eq!(unsafe { rmmInitialize(&mut o) }, RmmError::INVALID_ARGUMENT);
+    // SAFETY: a null options pointer is allowed: nothing is written.
     assert!(!unsafe { rmmIsInitialized(null_mut()) });
 }
 
@@ -103,9 +124,11 @@ fn bad_options_are_refused_and_initialize_nothing() {
 fn reinitialize_refuses_bad_options_and_needs_a_device() {
     let _g = lock();
     assert_eq!(reinitialize(opts(RmmAllocationMode(4), 0, false)), RmmError::INVALID_ARGUMENT);
+    // SAFETY: a null options pointer is allowed: nothing is written.
     assert!(!unsafe { rmmIsInitialized(null_mut()) });
     if !rmm::cuda_available() {
         assert_eq!(reinitialize(RmmOptions::default()), RmmError::CUDA_ERROR);
+        // SAFETY: a null options pointer is allowed: nothing is written.
         assert!(!unsafe { rmmIsInitialized(null_mut()) });
     }
 }
@@ -118,22 +141,31 @@ fn without_a_device_initialize_is_a_cuda_error() {
     let _g = lock();
     for mode in 0..4 {
         let mut o = opts(RmmAllocationMode(mode), 1 << 20, false);
+        // SAFETY: `o` is a live RmmOptions on this frame; rmmInitialize only reads it.
         assert_eq!(unsafe { rmmInitialize(&mut o) }, RmmError::CUDA_ERROR);
     }
+    // SAFETY: a null options pointer is allowed: the defaults are used.
     assert_eq!(unsafe { rmmInitialize(null_mut()) }, RmmError::CUDA_ERROR);
+    // SAFETY: a null options pointer is allowed: nothing is written.
     assert!(!unsafe { rmmIsInitialized(null_mut()) });
 }
 
 #[test]
 fn log_calls_check_their_arguments() {
     let _g = lock();
+    // SAFETY: a null file name is allowed: the call refuses it before reading.
     assert_eq!(unsafe { rmmWriteLog(null()) }, RmmError::INVALID_ARGUMENT);
+    // SAFETY: a null buffer is allowed: with a non-zero size the call refuses it and writes
+    // nothing.
     assert_eq!(unsafe { rmmGetLog(null_mut(), 10) }, RmmError::INVALID_ARGUMENT);
+    // SAFETY: with a size of 0 nothing is written, so the null buffer is never touched.
     assert_eq!(unsafe { rmmGetLog(null_mut(), 0) }, RmmError::SUCCESS);
+    // SAFETY: a C string literal: 'static and NUL-terminated.
     assert_eq!(unsafe { rmmWriteLog(c"/dev/null/rmm.csv".as_ptr()) }, RmmError::IO);
     // Not initialised: the log is the header line alone.
     let n = rmmLogSize();
     let mut buf = vec![0u8; n];
+    // SAFETY: `buf` holds exactly `n` writable bytes and outlives the call.
     assert_eq!(unsafe { rmmGetLog(buf.as_mut_ptr().cast(), n) }, RmmError::SUCCESS);
     let text = String::from_utf8(buf).unwrap();
     assert!(text.starts_with("Event Type,Device ID,Address,Stream,Size (bytes)"), "{text}");
@@ -152,8 +184,10 @@ fn initialize_twice_keeps_the_first_options_and_finalize_restores_the_resource()
     let before = get_per_device_resource(device);
     init(RmmAllocationMode::POOL_ALLOCATION, 4 << 20);
     let mut second = opts(RmmAllocationMode::CUDA_MANAGED_MEMORY, 0, true);
+    // SAFETY: `second` is a live RmmOptions on this frame; rmmInitialize only reads it.
     assert_eq!(unsafe { rmmInitialize(&mut second) }, RmmError::SUCCESS, "a repeat rmmInitialize is a no-op");
     let mut seen = RmmOptions::default();
+    // SAFETY: `seen` is a writable RmmOptions local for the options in use.
     assert!(unsafe { rmmIsInitialized(&mut seen) });
     assert_eq!(seen, opts(RmmAllocationMode::POOL_ALLOCATION, 4 << 20, false));
     assert!(same_type::<PoolMemoryResource<CudaMemoryResource>>(&*get_per_device_resource(device)));
@@ -186,6 +220,7 @@ fn reinitialize_applies_new_options_and_keeps_old_blocks_valid() {
     let pool = opts(RmmAllocationMode::POOL_ALLOCATION, 4 << 20, false);
     assert_eq!(reinitialize(pool), RmmError::SUCCESS);
     let mut seen = RmmOptions::default();
+    // SAFETY: `seen` is a writable RmmOptions local for the options in use.
     assert!(unsafe { rmmIsInitialized(&mut seen) });
     assert_eq!(seen, pool);
     let installed = get_per_device_resource(device);
@@ -195,6 +230,7 @@ fn reinitialize_applies_new_options_and_keeps_old_blocks_valid() {
 
     let new = alloc(4096, S0);
     let mut offset: c_long = -1;
+    // SAFETY: `offset` is a writable c_long local; `new` is a live block of this API.
     assert_eq!(unsafe { rmmGetAllocationOffset(&mut offset, new, S0) }, RmmError::SUCCESS);
     assert_eq!(download(old, data.len()), data, "the block from before is untouched");
     assert_eq!(free(old, S0), RmmError::SUCCESS, "and freed through the resource it came from");
@@ -209,12 +245,17 @@ fn reinitialize_applies_new_options_and_keeps_old_blocks_valid() {
 /// Copies `data` to `p` and waits for the copy: a copy from pageable memory may still be running
 /// when cuMemcpyHtoD returns, and the API's streams do not wait for the default stream.
 fn upload(p: *mut c_void, data: &[u8]) {
+    // SAFETY: `p` is a live device allocation of at least `data.len()` bytes (each caller allocated
+    // that many) and `data` is `data.len()` readable bytes.
     assert_eq!(unsafe { sys::cuMemcpyHtoD_v2(p as u64, data.as_ptr().cast(), data.len()) }, common::CU_OK);
+    // SAFETY: takes no pointers: it waits for the copy above, so `data` may be dropped after.
     assert_eq!(unsafe { sys::cuCtxSynchronize() }, common::CU_OK);
 }
 
 fn download(p: *mut c_void, n: usize) -> Vec<u8> {
     let mut out = vec![0u8; n];
+    // SAFETY: `out` is `n` writable bytes; `p` is a live device allocation of at least `n` bytes
+    // whose writes each caller has synchronised.
     assert_eq!(unsafe { sys::cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), p as u64, n) }, common::CU_OK);
     out
 }
@@ -233,21 +274,31 @@ fn realloc_keeps_the_data_in_every_mode() {
         let mut p = alloc(data.len(), s);
         upload(p, &data);
         let first = p;
+        // SAFETY: `p` is a local holding a live block of 10_000 bytes of this API; `s` is the handle
+        // of `stream`, alive for this iteration; HERE is a 'static C string.
         assert_eq!(unsafe { rmmRealloc(&mut p, 50_000, s, HERE, line!()) }, RmmError::SUCCESS);
         assert_ne!(p, first);
         assert_eq!(free(first, s), RmmError::INVALID_ARGUMENT, "realloc freed the old pointer");
         stream.synchronize().unwrap();
         assert_eq!(download(p, data.len()), data, "mode {mode}: grown copy differs");
+        // SAFETY: `p` is a local holding the live block of 50_000 bytes; `s` is `stream`'s live
+        // handle; HERE is a 'static C string.
         assert_eq!(unsafe { rmmRealloc(&mut p, 1000, s, HERE, line!()) }, RmmError::SUCCESS);
         stream.synchronize().unwrap();
         assert_eq!(download(p, 1000), data[..1000], "mode {mode}: shrunk copy differs");
         // Realloc of a pointer this API does not know changes nothing.
         let mut foreign = 0x1000 as *mut c_void;
+        // SAFETY: `foreign` is a readable and writable local; its value 0x1000 is only looked up in
+        // the API's table, never dereferenced.
         assert_eq!(unsafe { rmmRealloc(&mut foreign, 10, s, HERE, line!()) }, RmmError::INVALID_ARGUMENT);
         assert_eq!(foreign as usize, 0x1000);
         // new_size 0 frees and leaves null; a null *ptr allocates.
+        // SAFETY: `p` is a local holding the live 1000-byte block; `s` is `stream`'s live handle;
+        // HERE is a 'static C string.
         assert_eq!(unsafe { rmmRealloc(&mut p, 0, s, HERE, line!()) }, RmmError::SUCCESS);
         assert!(p.is_null());
+        // SAFETY: `p` is a local holding null, so nothing is copied; `s` is `stream`'s live handle;
+        // HERE is a 'static C string.
         assert_eq!(unsafe { rmmRealloc(&mut p, 300, s, HERE, line!()) }, RmmError::SUCCESS);
         assert!(!p.is_null());
         assert_eq!(free(p, s), RmmError::SUCCESS);
@@ -265,21 +316,32 @@ fn pool_allocations_come_from_one_chunk() {
     let a = alloc(1 << 20, S0);
     let b = alloc(1 << 20, S0);
     let (mut oa, mut ob): (c_long, c_long) = (-1, -1);
+    // SAFETY: `oa` is a writable c_long local; `a` is a live block of this API.
     assert_eq!(unsafe { rmmGetAllocationOffset(&mut oa, a, S0) }, RmmError::SUCCESS);
+    // SAFETY: `ob` is a writable c_long local; `b` is a live block of this API.
     assert_eq!(unsafe { rmmGetAllocationOffset(&mut ob, b, S0) }, RmmError::SUCCESS);
     assert_eq!(ob - oa, b as c_long - a as c_long, "both lie in the pool's one 16 MiB chunk");
     assert!(oa.max(ob) > 0 && oa.max(ob) < 16 << 20);
     let mut inner: c_long = -1;
+    // SAFETY: `a` is a live block of 1 MiB, so 1000 bytes in lies inside it.
     let mid = unsafe { a.cast::<u8>().add(1000) }.cast();
+    // SAFETY: `inner` is a writable c_long local; `mid` lies inside the live block `a`.
     assert_eq!(unsafe { rmmGetAllocationOffset(&mut inner, mid, S0) }, RmmError::SUCCESS);
     assert_eq!(inner, oa + 1000);
+    // SAFETY: a null offset pointer is allowed: the call refuses it and writes nothing.
     assert_eq!(unsafe { rmmGetAllocationOffset(null_mut(), a, S0) }, RmmError::INVALID_ARGUMENT);
+    // SAFETY: `a` is a live block of 1 MiB: 1 << 20 bytes in is one past its end, which `add`
+    // allows.
     let end = unsafe { a.cast::<u8>().add(1 << 20) }.cast();
     let _ = free(b, S0);
+    // SAFETY: `inner` is a writable c_long local; `end` is only looked up in the API's table, never
+    // read.
     assert_eq!(unsafe { rmmGetAllocationOffset(&mut inner, end, S0) }, RmmError::INVALID_ARGUMENT);
     let (mut f, mut t) = (0usize, 0usize);
+    // SAFETY: `f` and `t` are writable usize locals.
     assert_eq!(unsafe { rmmGetInfo(&mut f, &mut t, S0) }, RmmError::SUCCESS);
     assert!(t > 0 && f <= t, "free {f} total {t}");
+    // SAFETY: a null free-size pointer is allowed (the call refuses it); `t` is a writable local.
     assert_eq!(unsafe { rmmGetInfo(null_mut(), &mut t, S0) }, RmmError::INVALID_ARGUMENT);
     assert_eq!(free(a, S0), RmmError::SUCCESS);
     assert_eq!(rmmFinalize(), RmmError::SUCCESS);
@@ -293,15 +355,23 @@ fn zero_bytes_null_pointers_and_unknown_frees() {
     }
     init(RmmAllocationMode::POOL_ALLOCATION, 4 << 20);
     let mut p = 0x1234 as *mut c_void;
+    // SAFETY: `p` is a writable local; S0 is the legacy default stream; HERE is a 'static C string.
     assert_eq!(unsafe { rmmAlloc(&mut p, 0, S0, HERE, line!()) }, RmmError::SUCCESS);
     assert!(p.is_null(), "0 bytes give null");
     assert_eq!(free(null_mut(), S0), RmmError::SUCCESS);
+    // SAFETY: a null out pointer is allowed for 0 bytes; S0 is the legacy default stream; HERE is a
+    // 'static C string.
     assert_eq!(unsafe { rmmAlloc(null_mut(), 0, S0, HERE, line!()) }, RmmError::SUCCESS);
+    // SAFETY: a null out pointer is refused before anything is written; S0 is the legacy default
+    // stream; HERE is a 'static C string.
     assert_eq!(unsafe { rmmAlloc(null_mut(), 8, S0, HERE, line!()) }, RmmError::INVALID_ARGUMENT);
+    // SAFETY: rmmRealloc refuses a null pointer before reading through it; S0 is the legacy default
+    // stream; HERE is a 'static C string.
     assert_eq!(unsafe { rmmRealloc(null_mut(), 8, S0, HERE, line!()) }, RmmError::INVALID_ARGUMENT);
 
     let q = alloc(4096, S0);
     let mut local = 0u64;
+    // SAFETY: `q` is a live block of 4096 bytes, so 256 bytes in lies inside it.
     for bad in [unsafe { q.cast::<u8>().add(256) }.cast(), (&mut local as *mut u64).cast(), 0x10 as *mut c_void] {
         assert_eq!(free(bad, S0), RmmError::INVALID_ARGUMENT);
     }
@@ -322,10 +392,13 @@ fn huge_requests_are_out_of_memory_and_leave_null() {
     init(RmmAllocationMode::POOL_ALLOCATION, 4 << 20);
     // Larger than any pool can hold: refused by the pool before the driver is asked.
     let mut p = 0x1234 as *mut c_void;
+    // SAFETY: `p` is a writable local; S0 is the legacy default stream; HERE is a 'static C string.
     assert_eq!(unsafe { rmmAlloc(&mut p, usize::MAX, S0, HERE, line!()) }, RmmError::OUT_OF_MEMORY);
     assert!(p.is_null());
     let q = alloc(100, S0);
     let mut r = q;
+    // SAFETY: `r` is a local holding `q`, a live block of this API; S0 is the legacy default
+    // stream; HERE is a 'static C string.
     assert_eq!(unsafe { rmmRealloc(&mut r, usize::MAX, S0, HERE, line!()) }, RmmError::OUT_OF_MEMORY);
     assert_eq!(r, q, "a failed realloc leaves the pointer");
     assert_eq!(free(q, S0), RmmError::SUCCESS, "and its allocation live");
@@ -382,6 +455,9 @@ fn many_threads_at_once() {
                         let i = rng.below(live.len());
                         let mut p = live[i];
                         let bytes = rng.log_uniform(1, 1 << 20);
+                        // SAFETY: `p` is a local holding a live block of this API; `s` is the
+                        // handle of this thread's `stream`, alive until the closure ends; HERE is a
+                        // 'static C string.
                         assert_eq!(unsafe { rmmRealloc(&mut p, bytes, s, HERE, line!()) }, RmmError::SUCCESS);
                         // A grown block's tail is unwritten, and the next realloc may copy it.
                         // SAFETY: `p` is a live allocation of `bytes` bytes used on this stream.
@@ -409,13 +485,18 @@ fn logging_records_each_call_with_its_site() {
         return;
     }
     let mut o = opts(RmmAllocationMode::POOL_ALLOCATION, 4 << 20, true);
+    // SAFETY: `o` is a live RmmOptions on this frame; rmmInitialize only reads it.
     assert_eq!(unsafe { rmmInitialize(&mut o) }, RmmError::SUCCESS);
     let mut p = alloc(1000, S0);
-    upload(p, &[1; 1000]); // written before the realloc copies it (initcheck)
+    // Written before the realloc copies it (initcheck).
+    upload(p, &[1; 1000]);
+    // SAFETY: `p` is a local holding a live 1000-byte block of this API; S0 is the legacy default
+    // stream; HERE is a 'static C string.
     assert_eq!(unsafe { rmmRealloc(&mut p, 2000, S0, HERE, 77) }, RmmError::SUCCESS);
     assert_eq!(free(p, S0), RmmError::SUCCESS);
     let dir = std::env::temp_dir().join(format!("rmm_c_api_log_{}.csv", std::process::id()));
     let path = std::ffi::CString::new(dir.to_str().unwrap()).unwrap();
+    // SAFETY: `path` is a live CString: NUL-terminated.
     assert_eq!(unsafe { rmmWriteLog(path.as_ptr()) }, RmmError::SUCCESS);
     let text = std::fs::read_to_string(&dir).unwrap();
     let _ = std::fs::remove_file(&dir);
@@ -441,14 +522,18 @@ fn a_logging_byte_of_two_is_true() {
     // Written as a C caller would: a raw byte, not a Rust value (the field is one byte in C).
     // SAFETY: `enable_logging` is a one-byte field of `o`.
     unsafe { std::ptr::addr_of_mut!(o.enable_logging).cast::<u8>().write(2) };
+    // SAFETY: `o` is a live RmmOptions on this frame (its logging byte is a u8, so 2 is a valid
+    // value); rmmInitialize only reads it.
     assert_eq!(unsafe { rmmInitialize(&mut o) }, RmmError::SUCCESS);
     let p = alloc(1000, S0);
     assert_eq!(free(p, S0), RmmError::SUCCESS);
     let mut seen = RmmOptions::default();
+    // SAFETY: `seen` is a writable RmmOptions local for the options in use.
     assert!(unsafe { rmmIsInitialized(&mut seen) });
     // SAFETY: as above, read as the byte it is.
     assert_eq!(unsafe { std::ptr::addr_of!(seen.enable_logging).cast::<u8>().read() }, 1);
     let mut buf = vec![0u8; rmmLogSize()];
+    // SAFETY: `buf` holds exactly `buf.len()` writable bytes and outlives the call.
     assert_eq!(unsafe { rmmGetLog(buf.as_mut_ptr().cast(), buf.len()) }, RmmError::SUCCESS);
     let text = String::from_utf8(buf).unwrap();
     assert_eq!(text.lines().count(), 3, "the header, the alloc and the free: {text}");
@@ -500,6 +585,8 @@ fn realloc_whose_old_free_fails_leaks_nothing() {
     unsafe { std::ptr::write_bytes(p.cast::<u8>(), 7, 1000) };
     let first = p;
     refuse.store(p as usize, Ordering::SeqCst);
+    // SAFETY: `p` is a local holding a live 1000-byte host block of this API; S0 is the legacy
+    // default stream; HERE is a 'static C string.
     assert_eq!(unsafe { rmmRealloc(&mut p, 5000, S0, HERE, line!()) }, RmmError::INVALID_ARGUMENT);
     assert_eq!(p, first, "the caller keeps its pointer");
     assert_eq!(outstanding.load(Ordering::SeqCst), 1, "the new block was given back");
@@ -548,9 +635,14 @@ fn bad_pointers_to_realloc_and_offset_are_refused() {
     let mut local = 0u64;
     for bad in [8usize, 0x1000, (&mut local as *mut u64) as usize, usize::MAX - 15] {
         let mut p = bad as *mut c_void;
+        // SAFETY: `p` is a readable and writable local; its value `bad` is only looked up in the
+        // API's table, never dereferenced; S0 is the legacy default stream; HERE is a 'static C
+        // string.
         assert_eq!(unsafe { rmmRealloc(&mut p, 64, S0, HERE, line!()) }, RmmError::INVALID_ARGUMENT, "{bad:#x}");
         assert_eq!(p as usize, bad, "the caller's pointer is left as it was");
         let mut offset: std::ffi::c_long = 0;
+        // SAFETY: `offset` is a writable c_long local; `bad` is only looked up in the API's table,
+        // never read.
         assert_eq!(unsafe { rmmGetAllocationOffset(&mut offset, bad as *mut c_void, S0) }, RmmError::INVALID_ARGUMENT);
         assert_eq!(free(bad as *mut c_void, S0), RmmError::INVALID_ARGUMENT);
     }

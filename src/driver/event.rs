@@ -10,8 +10,8 @@ use cudarc::driver::sys;
 pub(crate) fn event_create() -> Result<EventHandle> {
     ensure_context()?;
     let mut e: sys::CUevent = std::ptr::null_mut();
-    // SAFETY: a context is current; e is a valid out pointer.
     check(
+        // SAFETY: a context is current; e is a valid out pointer.
         unsafe { sys::cuEventCreate(&mut e, sys::CUevent_flags_enum::CU_EVENT_DISABLE_TIMING as u32) },
         "cuEventCreate",
     )?;

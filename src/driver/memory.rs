@@ -123,9 +123,9 @@ pub(crate) fn pointer_memory_type(ptr: DevicePtr) -> Result<Option<(u32, bool)>>
     ];
     let mut data: [*mut std::ffi::c_void; 2] =
         [(&mut memory_type as *mut u32).cast(), (&mut managed as *mut u32).cast()];
-    // SAFETY: a context is current; two attributes and two out pointers to u32 (the attributes'
-    // documented types: a CUmemorytype and a boolean as unsigned int) are passed.
     check(
+        // SAFETY: a context is current; two attributes and two out pointers to u32 (the attributes'
+        // documented types: a CUmemorytype and a boolean as unsigned int) are passed.
         unsafe { sys::cuPointerGetAttributes(2, attributes.as_mut_ptr(), data.as_mut_ptr(), ptr.raw()) },
         "cuPointerGetAttributes",
     )?;
