@@ -203,9 +203,8 @@ fn out_of_memory_takes_back_blocks_cached_in_other_threads() {
     let up = Arc::new(LimitingResourceAdaptor::new(host.clone(), 16 * 4 * KIB));
     let order = ClockOrder::default();
     // SAFETY: the upstream's memory is host memory that no device work touches, so this order is right for it.
-    let r = Arc::new(
-        unsafe { FixedSizeMemoryResource::with_stream_order(up, 4 * KIB, 16, Box::new(order.clone())) }.unwrap(),
-    );
+    let r = unsafe { FixedSizeMemoryResource::with_stream_order(up, 4 * KIB, 16, Box::new(order.clone())) };
+    let r = Arc::new(r.unwrap());
     let (sk, tk) = (0x1_1000, 0x2_2000);
     let (s, t) = (CudaStreamView::from_handle(sk), CudaStreamView::from_handle(tk));
     let cached = Arc::new(Barrier::new(2));

@@ -54,10 +54,12 @@ pub(crate) fn capture_end(r: &RustResource, stream: usize) -> Outcome {
 /// while the capture is marked on a stream or holds live blocks, or for an unknown id.
 pub(crate) fn capture_release(r: &RustResource, id: u64) -> Outcome {
     query_outcome("release_capture", || {
-        // SAFETY: the C++ caller's duty, written on `release_capture` in the headers: every graph of
-        // the capture is destroyed (C++ code is outside Rust's checks).
+        // The C++ caller's duty, written on `release_capture` in the headers: every graph of the
+        // capture is destroyed (C++ code is outside Rust's checks).
         match capturing(r, "release_capture")? {
+            // SAFETY: the caller's duty above.
             Capturing::Pool(p) => unsafe { p.release_capture(id)? },
+            // SAFETY: the caller's duty above.
             Capturing::Virtual(v) => unsafe { v.release_capture(id)? },
         }
         Ok(0)

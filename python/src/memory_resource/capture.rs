@@ -32,10 +32,12 @@ impl CapturePool<'_> {
 
     /// Gives capture `id`'s private memory back to the pool.
     pub(crate) fn release(self, id: u64) -> rmm::Result<()> {
-        // SAFETY: the Python caller's duty, written in `release_capture`'s docstring: every graph of
-        // the capture is destroyed (Python code is outside Rust's checks).
+        // The Python caller's duty, written in `release_capture`'s docstring: every graph of the
+        // capture is destroyed (Python code is outside Rust's checks).
         match self {
+            // SAFETY: the caller's duty above.
             CapturePool::Pool(p) => unsafe { p.release_capture(id) },
+            // SAFETY: the caller's duty above.
             CapturePool::Virtual(v) => unsafe { v.release_capture(id) },
         }
     }
