@@ -92,8 +92,10 @@ fn round(r: &Arc<dyn MemoryResource>, threads: usize, pattern: &str, traces: &Ar
             let (r, start, traces, pattern) = (r.clone(), start.clone(), traces.clone(), pattern.to_string());
             std::thread::spawn(move || {
                 let stream = match pattern.as_str() {
-                    "own" => CudaStreamView::from_handle(0x1000 * (i + 1)),
-                    "shared" => CudaStreamView::from_handle(0x7_0000),
+                    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+                    "own" => unsafe { CudaStreamView::from_handle(0x1000 * (i + 1)) },
+                    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+                    "shared" => unsafe { CudaStreamView::from_handle(0x7_0000) },
                     "ptds" => CudaStreamView::PER_THREAD,
                     other => panic!("unknown pattern {other}: own, shared or ptds"),
                 };

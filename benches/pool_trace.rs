@@ -118,7 +118,8 @@ fn bench_threads<R: MemoryResource + ?Sized>(r: &R, threads: usize, ops: usize, 
     let barrier = std::sync::Barrier::new(threads);
     let t0 = std::sync::Mutex::new(None::<Instant>);
     let common = (one_stream && r.is_device_accessible()).then(|| rmm::CudaStream::new().expect("stream"));
-    let common_view = common.as_ref().map_or(CudaStreamView::from_handle(0x1000), |s| s.view());
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    let common_view = common.as_ref().map_or(unsafe { CudaStreamView::from_handle(0x1000) }, |s| s.view());
     std::thread::scope(|s| {
         for (i, trace) in traces.iter().enumerate() {
             let (barrier, t0) = (&barrier, &t0);
@@ -127,7 +128,8 @@ fn bench_threads<R: MemoryResource + ?Sized>(r: &R, threads: usize, ops: usize, 
                 let stream = match &owned {
                     Some(s) => s.view(),
                     None if one_stream => common_view,
-                    None => CudaStreamView::from_handle(0x1000 * (i + 1)),
+                    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+                    None => unsafe { CudaStreamView::from_handle(0x1000 * (i + 1)) },
                 };
                 barrier.wait();
                 t0.lock().unwrap().get_or_insert_with(Instant::now);
@@ -193,7 +195,8 @@ fn main() {
         // SAFETY: a context is current (the pool made one); raw is a valid out pointer.
         let created = unsafe { cudarc::driver::sys::cuStreamCreate(&mut raw, 1) };
         assert_eq!(created, cudarc::driver::sys::CUresult::CUDA_SUCCESS, "cuStreamCreate");
-        let users = CudaStreamView::from_raw(raw);
+        // SAFETY: the stream created above, alive until it is destroyed after its last use here.
+        let users = unsafe { CudaStreamView::from_raw(raw) };
         row("rmm-rs pool<cuda> (the user's own stream)", bench_resource(&pool, &trace, users, reps));
         users.synchronize().expect("sync");
         let short = make_trace_prefix_closed(&trace[..20_000.min(trace.len())]);

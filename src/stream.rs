@@ -3,34 +3,79 @@
 use crate::driver::{self, StreamHandle};
 use crate::error::Result;
 use cudarc::driver::sys;
+use std::marker::PhantomData;
 
 /// A non-owning, copyable view of a CUDA stream: the legacy default stream, the per-thread default
-/// stream, or any `CUstream`/`cudaStream_t` created elsewhere.
+/// stream, a [`CudaStream`] it borrows, or any `CUstream`/`cudaStream_t` created elsewhere.
 ///
-/// A view is only a handle value; the stream it names must outlive the work that uses it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct CudaStreamView(usize);
+/// The view borrows what it names for `'a`, so safe code cannot hand the driver a destroyed
+/// stream: [`CudaStream::view`] borrows the stream, the default streams live for the whole
+/// program, and a raw handle becomes a view only through the `unsafe` constructors, whose callers
+/// promise that the stream outlives every use of the view.
+///
+/// ```compile_fail,E0716
+/// # fn main() -> rmm::Result<()> {
+/// // Rejected: the stream is destroyed at the end of the statement, while the view names it.
+/// let view = rmm::CudaStream::new()?.view();
+/// view.synchronize()?;
+/// # Ok(())
+/// # }
+/// ```
+///
+/// ```compile_fail,E0597
+/// use rmm::{CudaStream, DeviceBuffer};
+/// # fn main() -> rmm::Result<()> {
+/// let buf = {
+///     let stream = CudaStream::new()?;
+///     // Rejected: the buffer is freed on its stream, which would be gone by then.
+///     DeviceBuffer::<u8>::new(16, stream.view())?
+/// };
+/// # drop(buf);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CudaStreamView<'a>(usize, PhantomData<&'a CudaStream>);
 
 // The special handles of the CUDA API (`cudaStreamLegacy`, `cudaStreamPerThread`).
 const LEGACY_HANDLE: usize = 0x1;
 const PER_THREAD_HANDLE: usize = 0x2;
 
-impl CudaStreamView {
+impl CudaStreamView<'static> {
     /// The legacy default stream (handle 0).
-    pub const DEFAULT: CudaStreamView = CudaStreamView(0);
+    pub const DEFAULT: CudaStreamView<'static> = CudaStreamView(0, PhantomData);
     /// The per-thread default stream (`cudaStreamPerThread`).
-    pub const PER_THREAD: CudaStreamView = CudaStreamView(PER_THREAD_HANDLE);
+    pub const PER_THREAD: CudaStreamView<'static> = CudaStreamView(PER_THREAD_HANDLE, PhantomData);
 
     /// A view of a raw handle (`CUstream` or `cudaStream_t`; they are the same type).
-    pub fn from_raw(stream: sys::CUstream) -> Self {
-        CudaStreamView(stream as usize)
+    ///
+    /// # Safety
+    /// `stream` names a live stream (or a default stream) for as long as the view, or anything
+    /// made with it (a buffer ordered on it), reaches the driver: a destroyed stream's handle is
+    /// undefined behaviour in CUDA, and the driver may give it to the next stream created. A
+    /// handle no driver call ever sees (a stream name for a resource over host memory) needs
+    /// nothing.
+    pub unsafe fn from_raw(stream: sys::CUstream) -> Self {
+        CudaStreamView(stream as usize, PhantomData)
     }
 
     /// A view of a handle given as an integer (as it crosses FFI boundaries).
-    pub const fn from_handle(handle: usize) -> Self {
-        CudaStreamView(handle)
+    ///
+    /// # Safety
+    /// As for [`from_raw`](Self::from_raw).
+    pub const unsafe fn from_handle(handle: usize) -> Self {
+        CudaStreamView(handle, PhantomData)
     }
+}
 
+impl Default for CudaStreamView<'_> {
+    /// The legacy default stream.
+    fn default() -> Self {
+        CudaStreamView::DEFAULT
+    }
+}
+
+impl<'a> CudaStreamView<'a> {
     /// The raw handle.
     pub fn as_raw(self) -> sys::CUstream {
         self.0 as sys::CUstream
@@ -61,6 +106,15 @@ impl CudaStreamView {
     pub fn synchronize(self) -> Result<()> {
         driver::stream_synchronize(self.stream_handle())
     }
+
+    /// The same stream, named for the whole program: for code that stores the view where no
+    /// lifetime can follow it (a pool's key of the stream, a face's object).
+    ///
+    /// # Safety
+    /// As for [`from_raw`](CudaStreamView::from_raw): the stream outlives every use of the result.
+    pub const unsafe fn detach(self) -> CudaStreamView<'static> {
+        CudaStreamView(self.0, PhantomData)
+    }
 }
 
 /// An owned CUDA stream, created non-blocking (it does not synchronise with the legacy default
@@ -81,13 +135,14 @@ impl CudaStream {
     /// that synchronises with the legacy default stream (RMM's `cuda_stream_flags::sync_default`).
     pub fn with_flags(non_blocking: bool) -> Result<Self> {
         let handle = driver::stream_create_with_flags(non_blocking)?;
-        crate::stream_registry::register_stream(handle.value());
+        // SAFETY: the stream was just made, and `drop` retires it before destroying it.
+        unsafe { crate::stream_registry::register_stream(handle.value()) };
         Ok(CudaStream { handle })
     }
 
-    /// A view of this stream, valid while `self` lives.
-    pub fn view(&self) -> CudaStreamView {
-        CudaStreamView(self.handle.value())
+    /// A view of this stream, which borrows it.
+    pub fn view(&self) -> CudaStreamView<'_> {
+        CudaStreamView(self.handle.value(), PhantomData)
     }
 
     /// Blocks until all work on the stream has finished.
@@ -104,7 +159,8 @@ impl Drop for CudaStream {
         }
         // Pools capture the stream's queued work while it is alive: its handle may go to the next
         // stream created, which must not take the blocks that work still uses.
-        crate::stream_registry::retire_stream(self.handle.value());
+        // SAFETY: the stream is alive until the destroy below.
+        unsafe { crate::stream_registry::retire_stream(self.handle.value()) };
         // SAFETY: the stream was made in `with_flags` and is destroyed once, here; pending work
         // still completes (the driver releases the stream afterwards), and no view outlives it.
         unsafe { driver::stream_destroy(self.handle) };

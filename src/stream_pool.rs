@@ -34,13 +34,13 @@ impl CudaStreamPool {
 
     /// The next stream in round-robin order. Safe to call from many threads; the counter only has
     /// to spread the streams, so relaxed ordering suffices.
-    pub fn get_stream(&self) -> CudaStreamView {
+    pub fn get_stream(&self) -> CudaStreamView<'_> {
         let i = self.next.fetch_add(1, Ordering::Relaxed);
         self.get_stream_by_id(i)
     }
 
     /// The stream `id` modulo the pool size, so any id names some stream (as in RMM).
-    pub fn get_stream_by_id(&self, id: usize) -> CudaStreamView {
+    pub fn get_stream_by_id(&self, id: usize) -> CudaStreamView<'_> {
         self.streams[id % self.streams.len()].view()
     }
 

@@ -57,7 +57,13 @@ pub(crate) fn add_tenant(tenant: Arc<dyn StreamTenant>) -> Tenancy {
 
 /// Records that this library created the stream `handle`: pools trust its handle until
 /// [`retire_stream`] is called for it.
-pub fn register_stream(handle: usize) {
+///
+/// # Safety
+/// `handle` names a live stream that the caller destroys only after calling [`retire_stream`]
+/// for it: pools then take the blocks freed on it without asking the driver which stream the
+/// handle names, which is right only while no other stream can have that handle. (A handle no
+/// driver call sees, the stream name of a pool over host memory, needs nothing.)
+pub unsafe fn register_stream(handle: usize) {
     if StreamKey::of_handle(handle).is_reusable_handle() {
         STREAMS.lock().insert(handle);
     }
@@ -67,7 +73,10 @@ pub fn register_stream(handle: usize) {
 /// pool captures the stream's queued work and moves the blocks freed on it where no later stream
 /// with the same handle can take them without waiting for that work. Without effect while the
 /// process exits, and for handles that were never registered (a default stream, say).
-pub fn retire_stream(handle: usize) {
+///
+/// # Safety
+/// `handle` names a live stream: pools record an event on it.
+pub unsafe fn retire_stream(handle: usize) {
     if crate::process_exit::process_is_exiting() || !STREAMS.lock().contains(&handle) {
         return;
     }
@@ -103,23 +112,29 @@ mod tests {
         let handle = 0x7fff_0000_1000;
         let tenant = Arc::new(Counting(AtomicUsize::new(0), handle));
         let tenancy = add_tenant(tenant.clone());
-        retire_stream(handle); // never registered: nothing happens
+        // SAFETY: a stream name for resources over host memory: no driver call sees it.
+        unsafe { retire_stream(handle) }; // never registered: nothing happens
         assert_eq!(tenant.0.load(Ordering::SeqCst), 0);
-        register_stream(handle);
+        // SAFETY: a stream name for resources over host memory: no driver call sees it.
+        unsafe { register_stream(handle) };
         assert!(is_registered(handle));
-        retire_stream(handle);
+        // SAFETY: a stream name for resources over host memory: no driver call sees it.
+        unsafe { retire_stream(handle) };
         assert_eq!(tenant.0.load(Ordering::SeqCst), 1);
         assert!(!is_registered(handle));
         drop(tenancy);
-        register_stream(handle);
-        retire_stream(handle);
+        // SAFETY: a stream name for resources over host memory: no driver call sees it.
+        unsafe { register_stream(handle) };
+        // SAFETY: a stream name for resources over host memory: no driver call sees it.
+        unsafe { retire_stream(handle) };
         assert_eq!(tenant.0.load(Ordering::SeqCst), 1, "an unregistered tenant hears nothing");
     }
 
     #[test]
     fn default_streams_are_never_registered() {
         for handle in [0, 1, 2] {
-            register_stream(handle);
+            // SAFETY: a stream name for resources over host memory: no driver call sees it.
+            unsafe { register_stream(handle) };
             assert!(!is_registered(handle));
         }
     }

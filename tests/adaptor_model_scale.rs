@@ -147,7 +147,7 @@ struct Block {
     ptr: *mut u8,
     bytes: usize,
     alignment: usize,
-    stream: CudaStreamView,
+    stream: CudaStreamView<'static>,
     raw: usize,
     raw_bytes: usize,
 }
@@ -170,7 +170,7 @@ enum Event<'a> {
         block: &'a Block,
         ptr: *mut u8,
         given: usize,
-        stream: CudaStreamView,
+        stream: CudaStreamView<'static>,
         error: &'a Error,
     },
 }
@@ -180,7 +180,7 @@ struct Shape {
     ops: usize,
     max_live: usize,
     max_size: usize,
-    streams: Vec<CudaStreamView>,
+    streams: Vec<CudaStreamView<'static>>,
     /// Percent of allocations when below `max_live`.
     alloc_pct: usize,
     /// The requested alignments to draw from (each equally likely).
@@ -624,7 +624,11 @@ fn thread_safe_adaptor_many_threads_at_scale() {
                         ops: total / THREADS,
                         max_live: 200,
                         max_size: 64 * KIB,
-                        streams: vec![CudaStreamView::from_handle(0x10_000 * (t + 1)), CudaStreamView::PER_THREAD],
+                        streams: vec![
+                            // SAFETY: a stream name for resources over host memory: no driver call sees it.
+                            unsafe { CudaStreamView::from_handle(0x10_000 * (t + 1)) },
+                            CudaStreamView::PER_THREAD,
+                        ],
                         alloc_pct: 55,
                         alignments: &[256, 256, 512, 1024],
                         bad_frees: true,

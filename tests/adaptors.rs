@@ -21,11 +21,12 @@ const OPS: usize = 1_000_000;
 const KIB: usize = 1024;
 const MIB: usize = 1024 * KIB;
 
-fn streams() -> Vec<CudaStreamView> {
-    (0..8).map(|i| CudaStreamView::from_handle(0x1000 + i)).collect()
+fn streams() -> Vec<CudaStreamView<'static>> {
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    (0..8).map(|i| unsafe { CudaStreamView::from_handle(0x1000 + i) }).collect()
 }
 
-fn trace(ops: usize, big_alignments: bool) -> Trace {
+fn trace(ops: usize, big_alignments: bool) -> Trace<'static> {
     Trace {
         ops,
         max_live: 1000,
@@ -656,7 +657,8 @@ fn logging_to_file_round_trips() {
     let path = std::env::temp_dir().join(format!("rmm-rs-logging-{}.csv", std::process::id()));
     let logging = LoggingResourceAdaptor::new(HostMemoryResource::new(), Some(&path)).unwrap();
     assert_eq!(logging.header(), "Thread,Time,Action,Pointer,Size,Stream");
-    let s = CudaStreamView::from_handle(0xabc);
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    let s = unsafe { CudaStreamView::from_handle(0xabc) };
     let p = logging.allocate(1000, 256, s).unwrap();
     let q = logging.allocate_sync(24, 256).unwrap();
     assert!(logging.allocate(usize::MAX / 2, 256, s).unwrap_err().is_out_of_memory());
@@ -895,7 +897,8 @@ fn threads_share_statistics_over_limiting() {
             let stack = stack.clone();
             std::thread::spawn(move || {
                 let mut t = trace(THREAD_OPS, true);
-                t.streams = vec![CudaStreamView::from_handle(0x1000 + i)];
+                // SAFETY: a stream name for resources over host memory: no driver call sees it.
+                t.streams = vec![unsafe { CudaStreamView::from_handle(0x1000 + i) }];
                 let mut rng = Rng::new(s.wrapping_add(i as u64));
                 let (mut allocs, mut bytes) = (0, 0);
                 let mut watch = StepWatcher::default();
@@ -938,7 +941,8 @@ fn threads_share_logging_over_tracking_over_statistics() {
             let stack = stack.clone();
             std::thread::spawn(move || {
                 let mut t = trace(THREAD_OPS / 2, true);
-                t.streams = vec![CudaStreamView::from_handle(0x1000 + i), CudaStreamView::PER_THREAD];
+                // SAFETY: a stream name for resources over host memory: no driver call sees it.
+                t.streams = vec![unsafe { CudaStreamView::from_handle(0x1000 + i) }, CudaStreamView::PER_THREAD];
                 run_trace(&*stack, &t, &mut Rng::new(s.wrapping_add(i as u64)), false, |_| {});
             })
         })
@@ -973,7 +977,8 @@ fn threads_share_dasks_stack_on_the_non_waiting_paths() {
         .map(|i| {
             let (stack, barrier) = (stack.clone(), barrier.clone());
             std::thread::spawn(move || {
-                let stream = CudaStreamView::from_handle(0x1000 + i % 3);
+                // SAFETY: a stream name for resources over host memory: no driver call sees it.
+                let stream = unsafe { CudaStreamView::from_handle(0x1000 + i % 3) };
                 let mut rng = Rng::new(s.wrapping_add(i as u64));
                 let mut held = Vec::with_capacity(HELD);
                 for round in 0..4 {
@@ -1050,7 +1055,8 @@ fn check_common<A: MemoryResource>(
 ) {
     let a = make(Spy::new(HostMemoryResource::new()));
     let b = make(Spy::new(HostMemoryResource::new()));
-    let s = CudaStreamView::from_handle(0x1234);
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    let s = unsafe { CudaStreamView::from_handle(0x1234) };
 
     assert_eq!(a.allocate(0, 256, s), Ok(std::ptr::null_mut()), "{name}");
     assert_eq!(a.allocate(0, 3, s), Err(Error::BadAlignment { alignment: 3, max: 1 << 30 }), "{name}");
@@ -1082,7 +1088,8 @@ fn check_logging_forwards_zero_bytes_and_null_frees() {
     let make = |u| LoggingResourceAdaptor::with_writer(u, Box::new(std::io::sink()));
     let a = make(Spy::new(HostMemoryResource::new()));
     let b = make(Spy::new(HostMemoryResource::new()));
-    let s = CudaStreamView::from_handle(0x1234);
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    let s = unsafe { CudaStreamView::from_handle(0x1234) };
     assert_eq!(a.allocate(0, 256, s), Ok(std::ptr::null_mut()));
     assert_eq!(a.allocate(0, 3, s), Err(Error::BadAlignment { alignment: 3, max: 1 << 30 }));
     assert_eq!(a.deallocate(std::ptr::null_mut(), 0, 256, s), Ok(()));
@@ -1120,7 +1127,8 @@ fn common_behaviour_of_every_adaptor() {
 /// Nanoseconds per allocate-or-free of `threads` threads together through `r`, each on its own
 /// stream.
 fn stack_ns_per_op(r: &dyn MemoryResource, threads: usize) -> f64 {
-    common::threads_bench::ns_per_op(r, threads, 200_000, |t| CudaStreamView::from_handle(0x1000 * (t + 1)))
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    common::threads_bench::ns_per_op(r, threads, 200_000, |t| unsafe { CudaStreamView::from_handle(0x1000 * (t + 1)) })
 }
 
 /// Dask-CUDA's usual stack (statistics over tracking over a pool), each adaptor alone, and the

@@ -220,7 +220,8 @@ fn the_limit_holds_against_concurrent_fast_callers() {
 fn the_pool_serves_fast_calls_through_statistics_and_tracking() {
     let pool = PoolMemoryResource::new(HostMemoryResource::new(), 1 << 20, None).unwrap();
     let s = StatisticsResourceAdaptor::new(TrackingResourceAdaptor::new(pool, false));
-    let a = CudaStreamView::from_handle(0x1000);
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    let a = unsafe { CudaStreamView::from_handle(0x1000) };
     let p = s.allocate(1000, 256, a).unwrap();
     assert!(s.try_deallocate_immediately(p, 1000, 256, a), "the pool's own-stream free");
     let q = s.try_allocate_immediately(1000, 256, a).expect("the stream's own free block, through both adaptors");

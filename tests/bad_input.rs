@@ -408,7 +408,9 @@ fn free_on_a_destroyed_stream_never_touches_it() {
         )
     }
     .unwrap();
-    let (dying, other) = (CudaStreamView::from_handle(0x1000), CudaStreamView::from_handle(0x2000));
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    let (dying, other) =
+        (unsafe { CudaStreamView::from_handle(0x1000) }, unsafe { CudaStreamView::from_handle(0x2000) });
     let a = pool.allocate(4 * MIB, 256, dying).unwrap();
     let b = pool.allocate(4 * MIB, 256, dying).unwrap();
     pool.deallocate(a, 4 * MIB, 256, dying).unwrap();
@@ -450,7 +452,7 @@ fn free_on_a_destroyed_stream_on_the_device() {
             cu(unsafe { sys::cuMemsetD8Async(p as u64, 0x11, 64 * MIB, s.view().as_raw()) }, "cuMemsetD8Async");
             // Freed while the stream is alive: naming a destroyed stream is undefined (as in RMM).
             pool.deallocate(p, 64 * MIB, 256, s.view()).unwrap();
-            (p, s.view())
+            (p, s.view().handle())
         }; // destroyed here, its memset perhaps still running
         let _ = dead;
         let q = pool.allocate(64 * MIB, 256, t.view()).unwrap();

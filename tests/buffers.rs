@@ -12,12 +12,15 @@ use rmm::{CudaStream, CudaStreamView, DeviceBuffer, DeviceUvector, Error, Memory
 use std::sync::Arc;
 
 /// Stream handles for host tests: host resources never hand them to the driver.
-const S1: CudaStreamView = CudaStreamView::from_handle(0x1000);
-const S2: CudaStreamView = CudaStreamView::from_handle(0x2000);
-const S3: CudaStreamView = CudaStreamView::from_handle(0x3000);
+// SAFETY: a stream name for resources over host memory: no driver call sees it.
+const S1: CudaStreamView = unsafe { CudaStreamView::from_handle(0x1000) };
+// SAFETY: a stream name for resources over host memory: no driver call sees it.
+const S2: CudaStreamView = unsafe { CudaStreamView::from_handle(0x2000) };
+// SAFETY: a stream name for resources over host memory: no driver call sees it.
+const S3: CudaStreamView = unsafe { CudaStreamView::from_handle(0x3000) };
 
 /// What a [`Recorder`] saw: `(allocate?, ptr, bytes, stream)`.
-type Calls = Vec<(bool, usize, usize, CudaStreamView)>;
+type Calls = Vec<(bool, usize, usize, CudaStreamView<'static>)>;
 
 /// Passes calls to its upstream and records each one, with its stream.
 struct Recorder<U> {
@@ -40,11 +43,13 @@ impl<U: MemoryResource> Recorder<U> {
 unsafe impl<U: MemoryResource> MemoryResource for Recorder<U> {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
         let p = self.upstream.allocate(bytes, alignment, stream)?;
-        self.calls.lock().push((true, p as usize, bytes, stream));
+        // SAFETY: kept only to compare handles later, never given to the driver.
+        self.calls.lock().push((true, p as usize, bytes, unsafe { stream.detach() }));
         Ok(p)
     }
     fn deallocate(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<()> {
-        self.calls.lock().push((false, ptr as usize, bytes, stream));
+        // SAFETY: kept only to compare handles later, never given to the driver.
+        self.calls.lock().push((false, ptr as usize, bytes, unsafe { stream.detach() }));
         if self.refuse_frees {
             return Err(Error::InvalidArgument(format!("recorder refuses to free {:#x}", ptr as usize)));
         }

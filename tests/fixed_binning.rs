@@ -177,7 +177,8 @@ fn fixed_size_model_trace_with_ordered_streams() {
         for step in 0..ops() {
             let s = streams[rng.below(streams.len())];
             let t = order.tick(s);
-            let view = CudaStreamView::from_handle(s);
+            // SAFETY: a stream name for resources over host memory: no driver call sees it.
+            let view = unsafe { CudaStreamView::from_handle(s) };
             if live.len() < 400 && (live.is_empty() || rng.below(100) < 55) {
                 let bytes = rng.log_uniform(1, 4 * KIB);
                 let p = r.allocate(bytes, 256, view).unwrap_or_else(|e| panic!("step {step}: {e}")) as usize;
@@ -224,7 +225,8 @@ fn binning_model_trace_on_host_memory() {
     let host = Arc::new(HostMemoryResource::new());
     {
         let b = BinningMemoryResource::with_bins(host.clone(), 8, 14).unwrap();
-        let streams = (1..=3).map(|i| CudaStreamView::from_handle(0x1000 * i)).collect();
+        // SAFETY: a stream name for resources over host memory: no driver call sees it.
+        let streams = (1..=3).map(|i| unsafe { CudaStreamView::from_handle(0x1000 * i) }).collect();
         let t =
             Trace { ops: ops(), max_live: 500, max_size: 64 * KIB, streams, big_alignments: true, ..Trace::default() };
         let preallocated = host.outstanding().0;

@@ -46,14 +46,19 @@ fn run_threads(r: &Fixed, order: &ClockOrder, threads: usize, streams: Streams, 
                 let mut mine: Vec<(usize, usize, CudaStreamView, usize)> = Vec::new();
                 for step in 0..ops {
                     let (view, key) = match streams {
-                        Streams::Own => (CudaStreamView::from_handle(0x10_000 * (t + 1)), 0x10_000 * (t + 1)),
-                        Streams::Shared => (CudaStreamView::from_handle(0x7_0000), 0x7_0000),
+                        Streams::Own => {
+                            // SAFETY: a stream name for resources over host memory: no driver call sees it.
+                            (unsafe { CudaStreamView::from_handle(0x10_000 * (t + 1)) }, 0x10_000 * (t + 1))
+                        }
+                        // SAFETY: a stream name for resources over host memory: no driver call sees it.
+                        Streams::Shared => (unsafe { CudaStreamView::from_handle(0x7_0000) }, 0x7_0000),
                         Streams::PerThreadDefault => {
                             (CudaStreamView::PER_THREAD, StreamKey::per_thread(current_thread_number()).0)
                         }
                         Streams::Mixed => {
                             let h = 0x10_0000 * (1 + rng.below(3));
-                            (CudaStreamView::from_handle(h), h)
+                            // SAFETY: a stream name for resources over host memory: no driver call sees it.
+                            (unsafe { CudaStreamView::from_handle(h) }, h)
                         }
                     };
                     let time = order.tick(key);
@@ -134,7 +139,8 @@ fn threads_on_own_shared_and_per_thread_default_streams_keep_stream_order() {
 #[test]
 fn cached_blocks_count_as_free_and_a_second_free_is_still_refused() {
     let (r, _order, _host) = ordered(64);
-    let s = CudaStreamView::from_handle(0x5000);
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    let s = unsafe { CudaStreamView::from_handle(0x5000) };
     let blocks: Vec<_> = (0..10).map(|_| r.allocate(100, 256, s).unwrap()).collect();
     let total = r.pool_size() / (4 * KIB);
     assert_eq!(r.free_blocks(), total - 10);
@@ -170,7 +176,8 @@ fn a_thread_that_exits_leaves_its_cached_blocks_to_the_others() {
             unsafe { FixedSizeMemoryResource::with_stream_order(up.clone(), 4 * KIB, 32, Box::new(order.clone())) }
                 .unwrap()
         });
-        let s = CudaStreamView::from_handle(0x9000);
+        // SAFETY: a stream name for resources over host memory: no driver call sees it.
+        let s = unsafe { CudaStreamView::from_handle(0x9000) };
         let syncs = order.counts().2; // the constructor's
         let r2 = r.clone();
         std::thread::spawn(move || {
@@ -182,7 +189,8 @@ fn a_thread_that_exits_leaves_its_cached_blocks_to_the_others() {
         .join()
         .unwrap();
         assert_eq!(r.free_blocks(), 32);
-        let t = if unordered { CudaStreamView::from_handle(0xa000) } else { s };
+        // SAFETY: a stream name for resources over host memory: no driver call sees it.
+        let t = if unordered { unsafe { CudaStreamView::from_handle(0xa000) } } else { s };
         let blocks: Vec<_> =
             (0..32).map(|i| r.allocate(64, 256, t).unwrap_or_else(|e| panic!("block {i}: {e}"))).collect();
         assert_eq!(r.chunks().len(), 1, "no growth: the exited thread's blocks came back");
@@ -206,7 +214,8 @@ fn out_of_memory_takes_back_blocks_cached_in_other_threads() {
     let r = unsafe { FixedSizeMemoryResource::with_stream_order(up, 4 * KIB, 16, Box::new(order.clone())) };
     let r = Arc::new(r.unwrap());
     let (sk, tk) = (0x1_1000, 0x2_2000);
-    let (s, t) = (CudaStreamView::from_handle(sk), CudaStreamView::from_handle(tk));
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    let (s, t) = (unsafe { CudaStreamView::from_handle(sk) }, unsafe { CudaStreamView::from_handle(tk) });
     let cached = Arc::new(Barrier::new(2));
     let done = Arc::new(Barrier::new(2));
     let (r2, c2, d2, o2) = (r.clone(), cached.clone(), done.clone(), order.clone());
@@ -245,14 +254,17 @@ fn out_of_memory_takes_back_blocks_cached_in_other_threads() {
 fn a_retired_streams_cached_blocks_reach_the_next_owner_only_after_a_wait() {
     let (r, order, _host) = ordered(64);
     let h = 0x33_0000;
-    let s = CudaStreamView::from_handle(h);
-    register_stream(h);
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    let s = unsafe { CudaStreamView::from_handle(h) };
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    unsafe { register_stream(h) };
     let blocks: Vec<_> = (0..8).map(|_| r.allocate(64, 256, s).unwrap()).collect();
     order.tick(h);
     for &b in &blocks {
         r.deallocate(b, 64, 256, s).unwrap();
     }
-    retire_stream(h);
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    unsafe { retire_stream(h) };
     let retired = {
         let c = order.0.lock().unwrap();
         let [(owner, retired)] = c.retires[..] else { panic!("expected one retirement, got {:?}", c.retires) };
@@ -260,7 +272,8 @@ fn a_retired_streams_cached_blocks_reach_the_next_owner_only_after_a_wait() {
         retired
     };
     // A new stream gets the handle; its clock starts afresh under the same key.
-    register_stream(h);
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    unsafe { register_stream(h) };
     order.0.lock().unwrap().clock.remove(&h);
     let mut got = Vec::new();
     for _ in 0..64 {
@@ -276,7 +289,8 @@ fn a_retired_streams_cached_blocks_reach_the_next_owner_only_after_a_wait() {
     for p in got {
         r.deallocate(p, 64, 256, s).unwrap();
     }
-    retire_stream(h);
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    unsafe { retire_stream(h) };
     r.check_invariants().unwrap();
     assert_eq!(r.free_blocks(), r.pool_size() / (4 * KIB));
 }
@@ -292,7 +306,8 @@ fn retired_and_replaced_streams_with_cached_blocks_keep_stream_order() {
         let handle = move |t: usize| if shared { 0x44_0000 } else { 0x45_0000 + 0x1000 * t };
         let handles: Vec<usize> = if shared { vec![handle(0)] } else { (0..threads).map(handle).collect() };
         for &h in &handles {
-            register_stream(h);
+            // SAFETY: a stream name for resources over host memory: no driver call sees it.
+            unsafe { register_stream(h) };
         }
         let freed: Arc<Mutex<HashMap<usize, (usize, u64)>>> = Arc::default();
         let bad: Arc<Mutex<Vec<String>>> = Arc::default();
@@ -307,7 +322,8 @@ fn retired_and_replaced_streams_with_cached_blocks_keep_stream_order() {
                 std::thread::spawn(move || {
                     let mut rng = Rng::new(500 + t as u64);
                     let h = handle(t);
-                    let view = CudaStreamView::from_handle(h);
+                    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+                    let view = unsafe { CudaStreamView::from_handle(h) };
                     for _ in 0..rounds {
                         start.wait();
                         let me = order.model(h);
@@ -346,16 +362,19 @@ fn retired_and_replaced_streams_with_cached_blocks_keep_stream_order() {
             // Every block is free, many in the threads' magazines: the streams retire and their
             // handles go to new streams.
             for &h in &handles {
-                retire_stream(h);
+                // SAFETY: a stream name for resources over host memory: no driver call sees it.
+                unsafe { retire_stream(h) };
                 order.new_lifetime(h);
-                register_stream(h);
+                // SAFETY: a stream name for resources over host memory: no driver call sees it.
+                unsafe { register_stream(h) };
             }
         }
         for w in workers {
             w.join().unwrap();
         }
         for &h in &handles {
-            retire_stream(h);
+            // SAFETY: a stream name for resources over host memory: no driver call sees it.
+            unsafe { retire_stream(h) };
         }
         let bad = bad.lock().unwrap().clone();
         assert!(bad.is_empty(), "shared {shared}: {} unordered hand-overs, first {:?}", bad.len(), bad.first());
@@ -375,8 +394,10 @@ fn binning_under_threads_on_own_and_shared_streams() {
             .map(|i| {
                 let b = b.clone();
                 std::thread::spawn(move || {
-                    let own = CudaStreamView::from_handle(0x1000 * (i + 1));
-                    let shared = CudaStreamView::from_handle(0x77_0000);
+                    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+                    let own = unsafe { CudaStreamView::from_handle(0x1000 * (i + 1)) };
+                    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+                    let shared = unsafe { CudaStreamView::from_handle(0x77_0000) };
                     let streams = if i % 2 == 0 { vec![own] } else { vec![shared, CudaStreamView::PER_THREAD] };
                     let t = Trace { ops: ops(), max_live: 100, max_size: 32 * KIB, streams, ..Trace::default() };
                     run_trace(&*b, &t, &mut Rng::new(77 + i as u64), false, |_| {});

@@ -44,7 +44,8 @@ fn off_by_default_records_nothing() {
 fn events_keep_their_order_size_stream_and_time() {
     let mr = adaptor(MIB, None);
     mr.recorder().enable(on(100)).unwrap();
-    let s7 = CudaStreamView::from_handle(0x7000);
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    let s7 = unsafe { CudaStreamView::from_handle(0x7000) };
     let a = mr.allocate(1000, 256, s7).unwrap();
     let b = mr.allocate(3000, 256, S).unwrap();
     mr.deallocate(a, 1000, 256, s7).unwrap();
@@ -98,7 +99,8 @@ fn threads_record_every_event_once_and_in_a_consistent_order() {
         for t in 0..THREADS {
             let mr = mr.clone();
             s.spawn(move || {
-                let stream = CudaStreamView::from_handle(0x1000 * (t + 1));
+                // SAFETY: a stream name for resources over host memory: no driver call sees it.
+                let stream = unsafe { CudaStreamView::from_handle(0x1000 * (t + 1)) };
                 for i in 0..ROUNDS {
                     let n = 256 * (1 + (i + t) % 7);
                     let p = mr.allocate(n, 256, stream).unwrap();
@@ -225,7 +227,8 @@ fn the_pickle_reads_back_in_python_with_torchs_keys() {
         .set_stack_source(Some(Arc::new(|| vec![Frame { filename: "a.py".into(), line: 1, name: "f".into() }])));
     mr.recorder().enable(RecordOptions { stacks: true, ..on(64) }).unwrap();
     let a = mr.allocate(1000, 256, S).unwrap();
-    let b = mr.allocate(5000, 256, CudaStreamView::from_handle(0x7f00_0000_1234)).unwrap();
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    let b = mr.allocate(5000, 256, unsafe { CudaStreamView::from_handle(0x7f00_0000_1234) }).unwrap();
     mr.deallocate(a, 1000, 256, S).unwrap();
     let dir = std::env::temp_dir().join(format!("rmm_history_{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -258,7 +261,8 @@ print(len(active), active[0]['requested_size'], active[0]['frames'][0]['name'],
         out,
         format!("1 5000 f ['alloc', 'alloc', 'free_requested', 'free_completed'] {}", 0x7f00_0000_1234usize)
     );
-    mr.deallocate(b, 5000, 256, CudaStreamView::from_handle(0x7f00_0000_1234)).unwrap();
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    mr.deallocate(b, 5000, 256, unsafe { CudaStreamView::from_handle(0x7f00_0000_1234) }).unwrap();
     std::fs::remove_dir_all(&dir).ok();
 }
 

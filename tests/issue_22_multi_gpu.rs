@@ -113,6 +113,11 @@ fn a_uvector_grows_shrinks_copies_and_frees_on_its_own_device() {
         let s = streams[made_on].view();
         let mr: SharedResource = resources[made_on].clone();
         let data: Vec<u32> = (0..1000).collect();
+        // Another stream of the same device, for later: made first, so it outlives the vector.
+        let second = {
+            let _on = DeviceGuard::new(DeviceId(made_on as i32)).unwrap();
+            CudaStream::new().unwrap()
+        };
         let mut v = DeviceUvector::from_host_in(&data, s, mr).unwrap();
         assert_eq!(v.device(), DeviceId(made_on as i32));
 
@@ -134,10 +139,6 @@ fn a_uvector_grows_shrinks_copies_and_frees_on_its_own_device() {
         assert_eq!(v.element(4, s).unwrap(), 0);
 
         // Another stream of the same device, then a copy: the copy belongs to the same device.
-        let second = {
-            let _on = DeviceGuard::new(DeviceId(made_on as i32)).unwrap();
-            CudaStream::new().unwrap()
-        };
         v.set_stream(second.view()).unwrap();
         let copy = v.try_clone(second.view()).unwrap();
         assert_eq!(copy.device(), DeviceId(made_on as i32));
@@ -171,6 +172,11 @@ fn a_buffer_copies_and_is_dropped_on_its_own_device() {
         set_current_device(DeviceId(made_on as i32)).unwrap();
         let s = streams[made_on].view();
         let data: Vec<u64> = (0..512).map(|i| i * 3).collect();
+        // A second stream of the device, made first so that it outlives the buffers.
+        let second = {
+            let _on = DeviceGuard::new(DeviceId(made_on as i32)).unwrap();
+            CudaStream::new().unwrap()
+        };
         let mut b = DeviceBuffer::from_host_in(&data, s, resources[made_on].clone()).unwrap();
         let zeroed = DeviceBuffer::<u8>::zeroed_in(100, s, resources[made_on].clone()).unwrap();
 
@@ -181,10 +187,6 @@ fn a_buffer_copies_and_is_dropped_on_its_own_device() {
         b.copy_from_host(&vec![5u64; 512]).unwrap();
         assert_eq!(b.to_vec().unwrap(), vec![5u64; 512]);
         assert_eq!(zeroed.to_vec().unwrap(), vec![0u8; 100]);
-        let second = {
-            let _on = DeviceGuard::new(DeviceId(made_on as i32)).unwrap();
-            CudaStream::new().unwrap()
-        };
         b.set_stream(second.view()).unwrap();
         drop((b, clone, zeroed)); // all freed with `other` current
         second.synchronize().unwrap();

@@ -264,7 +264,8 @@ fn blocks_freed_on_streams_go_back_only_after_every_stream_is_synchronised() {
     // SAFETY: the upstream's memory is host memory that no device work touches, so this order is right for it.
     let pool =
         unsafe { PoolMemoryResource::with_stream_order(upstream, 0, Some(4 * MIB), Box::new(order.clone())) }.unwrap();
-    let (s1, s2) = (CudaStreamView::from_handle(0x1000), CudaStreamView::from_handle(0x2000));
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    let (s1, s2) = (unsafe { CudaStreamView::from_handle(0x1000) }, unsafe { CudaStreamView::from_handle(0x2000) });
     // The first chunk, 2 MiB, wholly used on s1 then freed there: work queued on s1 may still use it.
     let a = pool.allocate(2 * MIB, 256, s1).unwrap();
     pool.deallocate(a, 2 * MIB, 256, s1).unwrap();
@@ -285,7 +286,8 @@ fn chunks_spread_over_shards_go_back_only_when_wholly_free() {
     let pool =
         // SAFETY: the upstream's memory is host memory that no device work touches, so this order is right for it.
         unsafe { PoolMemoryResource::with_shards(HostMemoryResource::new(), 4 * MIB, Some(8 * MIB), Box::new(order), 4) }.unwrap();
-    let streams: Vec<_> = (1..=3).map(|i| CudaStreamView::from_handle(0x1000 * i)).collect();
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    let streams: Vec<_> = (1..=3).map(|i| unsafe { CudaStreamView::from_handle(0x1000 * i) }).collect();
     streams.iter().for_each(|&s| pool.spread_stream(s));
     // One chunk of 4 MiB, taken in ranges by the streams' own shards.
     let first = pool.allocate(1000, 256, streams[0]).unwrap();

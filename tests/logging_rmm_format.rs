@@ -51,7 +51,8 @@ fn rows_are_rmms_byte_for_byte() {
         Box::new(lines.clone()),
         "lines".into(),
     );
-    let s = CudaStreamView::from_handle(0x2);
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    let s = unsafe { CudaStreamView::from_handle(0x2) };
     let p = log.allocate_sync(100, 256).unwrap();
     let q = log.allocate(200, 256, s).unwrap();
     assert!(log.allocate(1 << 20, 256, s).is_err());

@@ -55,7 +55,7 @@ struct Block {
     ptr: *mut u8,
     bytes: usize,
     alignment: usize,
-    stream: CudaStreamView,
+    stream: CudaStreamView<'static>,
 }
 
 /// What one call did, handed to the test's checks with the model as it stands after the call.
@@ -67,7 +67,7 @@ enum Event<'a> {
     Refused {
         bytes: usize,
         alignment: usize,
-        stream: CudaStreamView,
+        stream: CudaStreamView<'static>,
         error: &'a Error,
     },
     /// A bad call the resource refused as the driver expected.
@@ -96,7 +96,7 @@ enum BadCalls {
 
 /// A randomized run: the trace's shape, and what else the driver does.
 struct Plan {
-    trace: Trace,
+    trace: Trace<'static>,
     bad: BadCalls,
     allow_oom: bool,
     /// Free each block on the stream it was allocated on (stream-ordered device allocators need
@@ -105,7 +105,7 @@ struct Plan {
 }
 
 impl Plan {
-    fn new(trace: Trace) -> Self {
+    fn new(trace: Trace<'static>) -> Self {
         Plan { trace, bad: BadCalls::None, allow_oom: false, own_stream: false }
     }
 }
@@ -185,7 +185,7 @@ fn bad_call<R: MemoryResource + ?Sized>(
     r: &R,
     bad: BadCalls,
     b: Block,
-    stream: CudaStreamView,
+    stream: CudaStreamView<'static>,
     rng: &mut Rng,
 ) -> Option<Rejection> {
     let kinds = if bad == BadCalls::Edges { 3 } else { 6 };
@@ -304,7 +304,13 @@ fn drive<R: MemoryResource + ?Sized>(
     n
 }
 
-fn free_block<R: MemoryResource + ?Sized>(r: &R, b: &mut Block, stream: CudaStreamView, tags: bool, model: &mut Model) {
+fn free_block<R: MemoryResource + ?Sized>(
+    r: &R,
+    b: &mut Block,
+    stream: CudaStreamView<'static>,
+    tags: bool,
+    model: &mut Model,
+) {
     if tags {
         check_tags(b);
     }
@@ -1032,7 +1038,12 @@ fn gpu(test: &str) -> bool {
 /// 10^5 calls; `RMM_MODEL_OPS=10000000` runs them at full scale.
 const DEVICE_DIRECT: usize = 100_000;
 
-fn device_resource_at_scale<R: MemoryResource>(name: &str, r: &R, streams: Vec<CudaStreamView>, own_stream: bool) {
+fn device_resource_at_scale<R: MemoryResource>(
+    name: &str,
+    r: &R,
+    streams: Vec<CudaStreamView<'static>>,
+    own_stream: bool,
+) {
     let mut rng = Rng::new(seed(name, 0x5CA1_0010));
     let trace = Trace { ops: ops(name, DEVICE_DIRECT), max_live: 500, max_size: MIB, streams, ..Trace::default() };
     let plan = Plan { bad: BadCalls::Edges, own_stream, ..Plan::new(trace) };
@@ -1070,7 +1081,9 @@ fn gpu_cuda_async_resource_at_scale() {
     if gpu(name) {
         let streams: Vec<CudaStream> = (0..4).map(|_| CudaStream::new().unwrap()).collect();
         let r = CudaAsyncMemoryResource::new(None, None).unwrap();
-        let mut views: Vec<CudaStreamView> = streams.iter().map(|s| s.view()).collect();
+        // SAFETY: the model keeps the views for the whole run; `streams` outlives it (dropped at the end
+        // of this function, after the resource and every block are gone).
+        let mut views: Vec<CudaStreamView> = streams.iter().map(|s| unsafe { s.view().detach() }).collect();
         views.push(CudaStreamView::DEFAULT);
         // A stream-ordered free must follow its allocation on the same stream.
         device_resource_at_scale(name, &r, views, true);
@@ -1091,7 +1104,9 @@ fn gpu_pool_at_scale() {
     let streams: Vec<CudaStream> = (0..4).map(|_| CudaStream::new().unwrap()).collect();
     let max = 1 << 30;
     let pool = PoolMemoryResource::new(Arc::new(CudaMemoryResource::new()), 64 * MIB, Some(max)).unwrap();
-    let mut views: Vec<CudaStreamView> = streams.iter().map(|s| s.view()).collect();
+    // SAFETY: the model keeps the views for the whole run; `streams` outlives it (dropped at the end
+    // of this function, after the resource and every block are gone).
+    let mut views: Vec<CudaStreamView> = streams.iter().map(|s| unsafe { s.view().detach() }).collect();
     views.extend([CudaStreamView::DEFAULT, CudaStreamView::PER_THREAD]);
     let trace = Trace {
         ops: ops(name, SCALE),

@@ -13,8 +13,9 @@ use std::sync::{Arc, Mutex};
 
 const MIB: usize = 1 << 20;
 
-fn streams(n: usize) -> Vec<CudaStreamView> {
-    (0..n).map(|i| CudaStreamView::from_handle(0x1000 * (i + 1))).collect()
+fn streams(n: usize) -> Vec<CudaStreamView<'static>> {
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    (0..n).map(|i| unsafe { CudaStreamView::from_handle(0x1000 * (i + 1)) }).collect()
 }
 
 fn host_pool(initial: usize, max: Option<usize>) -> PoolMemoryResource<Arc<HostMemoryResource>> {
@@ -131,7 +132,8 @@ fn eight_threads_share_one_pool_without_overlap() {
             let global = global.clone();
             std::thread::spawn(move || {
                 let mut rng = Rng::new(base + t as u64);
-                let stream = CudaStreamView::from_handle(0x1_0000 * (t + 1));
+                // SAFETY: a stream name for resources over host memory: no driver call sees it.
+                let stream = unsafe { CudaStreamView::from_handle(0x1_0000 * (t + 1)) };
                 let mut live: Vec<(*mut u8, usize)> = Vec::new();
                 for _ in 0..100_000 {
                     if live.len() < 200 && (live.is_empty() || rng.below(2) == 0) {
@@ -167,7 +169,8 @@ fn freed_block_is_reused_on_its_stream_without_ordering() {
     let (pool, order) = recorded_pool(MIB, None);
     // The initial chunk becomes fresh memory once everything is synchronised.
     assert_eq!(order.log(), vec![SyncAll]);
-    let a = CudaStreamView::from_handle(0x1000);
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    let a = unsafe { CudaStreamView::from_handle(0x1000) };
     let p = pool.allocate(1000, 256, a).unwrap();
     pool.deallocate(p, 1000, 256, a).unwrap();
     let q = pool.allocate(1000, 256, a).unwrap();
@@ -181,7 +184,8 @@ fn small_blocks_kept_for_reuse_merge_before_a_larger_request() {
     // A stream that has the pool alone keeps its freed small blocks whole, for requests of their
     // size; a request they cannot serve one by one must find them merged, not grow the pool.
     let pool = host_pool(8192, Some(8192));
-    let a = CudaStreamView::from_handle(0x1000);
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    let a = unsafe { CudaStreamView::from_handle(0x1000) };
     let blocks: Vec<*mut u8> = (0..32).map(|_| pool.allocate(256, 256, a).unwrap()).collect();
     for &p in &blocks {
         pool.deallocate(p, 256, 256, a).unwrap();
@@ -203,7 +207,8 @@ fn small_blocks_kept_for_reuse_merge_before_a_larger_request() {
 #[test]
 fn another_stream_takes_free_blocks_only_after_the_owner_published_them() {
     let (pool, order) = recorded_pool(2 * MIB, None);
-    let (a, b) = (CudaStreamView::from_handle(0x1000), CudaStreamView::from_handle(0x2000));
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    let (a, b) = (unsafe { CudaStreamView::from_handle(0x1000) }, unsafe { CudaStreamView::from_handle(0x2000) });
     let x1 = pool.allocate(MIB, 256, a).unwrap();
     let x2 = pool.allocate(MIB / 2, 256, a).unwrap();
     pool.deallocate(x1, MIB, 256, a).unwrap();
@@ -230,7 +235,8 @@ fn another_stream_takes_free_blocks_only_after_the_owner_published_them() {
 #[test]
 fn rest_of_a_grown_chunk_serves_the_next_stream_without_growth() {
     let (pool, order) = recorded_pool(0, None);
-    let (a, b) = (CudaStreamView::from_handle(0x1000), CudaStreamView::from_handle(0x2000));
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    let (a, b) = (unsafe { CudaStreamView::from_handle(0x1000) }, unsafe { CudaStreamView::from_handle(0x2000) });
     let x = pool.allocate(4096, 256, a).unwrap();
     // b grows by the pool's size (as RMM does), more than its block needs.
     let y = pool.allocate(1000, 256, b).unwrap();
@@ -251,7 +257,8 @@ fn rest_of_a_grown_chunk_serves_the_next_stream_without_growth() {
 #[test]
 fn a_stream_alone_grows_without_capturing_its_work() {
     let (pool, order) = recorded_pool(0, None);
-    let a = CudaStreamView::from_handle(0x1000);
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    let a = unsafe { CudaStreamView::from_handle(0x1000) };
     let blocks: Vec<_> = (1..=64).map(|i| (pool.allocate(i * 4096, 256, a).unwrap(), i * 4096)).collect();
     assert!(order.log().is_empty(), "{:?}", order.log());
     for (p, n) in blocks {
@@ -263,8 +270,11 @@ fn a_stream_alone_grows_without_capturing_its_work() {
 #[test]
 fn free_lists_of_all_streams_merge_before_out_of_memory() {
     let (pool, order) = recorded_pool(2 * MIB, Some(2 * MIB));
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
     let (a, b, c) =
-        (CudaStreamView::from_handle(0x1000), CudaStreamView::from_handle(0x2000), CudaStreamView::from_handle(0x3000));
+        (unsafe { CudaStreamView::from_handle(0x1000) }, unsafe { CudaStreamView::from_handle(0x2000) }, unsafe {
+            CudaStreamView::from_handle(0x3000)
+        });
     // Both take their block from the fresh chunk: no ordering needed.
     let x = pool.allocate(MIB, 256, a).unwrap();
     let y = pool.allocate(MIB, 256, b).unwrap();
@@ -521,7 +531,8 @@ fn initial_chunk_stays_on_the_default_stream_when_synchronising_fails() {
         // SAFETY: the upstream's memory is host memory that no device work touches, so this order is right for it.
         unsafe { PoolMemoryResource::with_stream_order(HostMemoryResource::new(), MIB, None, Box::new(NoSync(order.clone()))) }
             .unwrap();
-    let (d, b) = (CudaStreamView::DEFAULT, CudaStreamView::from_handle(0x2000));
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    let (d, b) = (CudaStreamView::DEFAULT, unsafe { CudaStreamView::from_handle(0x2000) });
     // The default stream uses it at once.
     let p = pool.allocate(1024, 256, d).unwrap();
     // b finds the default stream's block unpublished, asks for it, and grows meanwhile (and
@@ -586,7 +597,8 @@ fn a_block_freed_on_another_shards_stream_returns_to_its_owner() {
     let pool =
         // SAFETY: the upstream's memory is host memory that no device work touches, so this order is right for it.
         unsafe { PoolMemoryResource::with_shards(HostMemoryResource::new(), 2 * MIB, None, Box::new(order.clone()), 2) }.unwrap();
-    let (a, b) = (CudaStreamView::from_handle(0x1000), CudaStreamView::from_handle(0x2000));
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    let (a, b) = (unsafe { CudaStreamView::from_handle(0x1000) }, unsafe { CudaStreamView::from_handle(0x2000) });
     pool.spread_stream(b);
     let p = pool.allocate(MIB, 256, a).unwrap(); // a: shard 0
     let q = pool.allocate(256, 256, b).unwrap(); // b: shard 1, takes shard 0's other MiB
@@ -614,7 +626,8 @@ fn a_block_freed_on_another_shards_stream_returns_to_its_owner() {
 #[test]
 fn frees_publish_only_while_streams_take_turns() {
     let (pool, order) = recorded_pool(4 * MIB, None);
-    let (a, b) = (CudaStreamView::from_handle(0x1000), CudaStreamView::from_handle(0x2000));
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    let (a, b) = (unsafe { CudaStreamView::from_handle(0x1000) }, unsafe { CudaStreamView::from_handle(0x2000) });
     let records = || order.log().iter().filter(|e| matches!(e, Record(_))).count();
     for _ in 0..10 {
         for s in [a, b] {

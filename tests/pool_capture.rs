@@ -15,8 +15,9 @@ const MIB: usize = 1 << 20;
 const A: usize = 0x1000;
 const B: usize = 0x2000;
 
-fn s(handle: usize) -> CudaStreamView {
-    CudaStreamView::from_handle(handle)
+fn s(handle: usize) -> CudaStreamView<'static> {
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    unsafe { CudaStreamView::from_handle(handle) }
 }
 
 /// Host memory that notes upstream calls that would break a capture, and refuses on demand.

@@ -52,7 +52,8 @@ fn ordered_pool(initial: usize) -> (PoolMemoryResource<HostMemoryResource>, Coun
 #[test]
 fn a_block_freed_on_its_stream_comes_back_immediately() {
     let (pool, order) = ordered_pool(MIB);
-    let a = CudaStreamView::from_handle(0x1000);
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    let a = unsafe { CudaStreamView::from_handle(0x1000) };
     // Fresh memory is not the stream's own yet: that takes the full call.
     assert_eq!(pool.try_allocate_immediately(1000, 256, a), None);
     let p = pool.allocate(1000, 256, a).unwrap();
@@ -70,7 +71,8 @@ fn a_block_freed_on_its_stream_comes_back_immediately() {
 #[test]
 fn bad_and_empty_requests_are_left_to_the_full_calls() {
     let (pool, _) = ordered_pool(MIB);
-    let a = CudaStreamView::from_handle(0x1000);
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    let a = unsafe { CudaStreamView::from_handle(0x1000) };
     let p = pool.allocate(4096, 256, a).unwrap();
     pool.deallocate(p, 4096, 256, a).unwrap();
     assert_eq!(pool.try_allocate_immediately(0, 256, a), None);
@@ -94,7 +96,8 @@ fn frees_that_must_publish_take_the_full_call() {
     // Two streams taking turns on one shard publish on every free (an event on a GPU): the
     // immediate free declines, and the full free publishes.
     let (pool, order) = ordered_pool(4 * MIB);
-    let (a, b) = (CudaStreamView::from_handle(0x1000), CudaStreamView::from_handle(0x2000));
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    let (a, b) = (unsafe { CudaStreamView::from_handle(0x1000) }, unsafe { CudaStreamView::from_handle(0x2000) });
     let x = pool.allocate(1000, 256, a).unwrap();
     let y = pool.allocate(1000, 256, b).unwrap();
     assert!(!pool.try_deallocate_immediately(x, 1000, 256, a));
@@ -186,7 +189,8 @@ fn random_traces_mixing_both_calls_match_the_model() {
             ops: 50_000,
             max_live: 200,
             max_size: 64 << 10,
-            streams: (1..=streams).map(|i| CudaStreamView::from_handle(0x1000 * i)).collect(),
+            // SAFETY: a stream name for resources over host memory: no driver call sees it.
+            streams: (1..=streams).map(|i| unsafe { CudaStreamView::from_handle(0x1000 * i) }).collect(),
             ..Trace::default()
         };
         run_trace(&first, &trace, &mut rng, false, |_| {});

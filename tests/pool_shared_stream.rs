@@ -26,7 +26,8 @@ fn recorded_pool(initial: usize, max: Option<usize>) -> (PoolMemoryResource<Host
 #[test]
 fn a_streams_blocks_in_another_shard_serve_it_without_a_wait() {
     let (pool, order) = recorded_pool(2 * MIB, Some(2 * MIB));
-    let s = CudaStreamView::from_handle(0x1000);
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    let s = unsafe { CudaStreamView::from_handle(0x1000) };
     let whole = pool.allocate(2 * MIB, 256, s).unwrap();
     pool.deallocate(whole, 2 * MIB, 256, s).unwrap();
     // Its free blocks stay behind in shard 0; its calls go elsewhere from now on.
@@ -47,7 +48,8 @@ fn a_streams_blocks_in_another_shard_serve_it_without_a_wait() {
 #[test]
 fn free_memory_split_between_shards_serves_one_request_at_the_maximum() {
     let pool = PoolMemoryResource::new(HostMemoryResource::new(), 4 * MIB, Some(4 * MIB)).unwrap();
-    let (a, b) = (CudaStreamView::from_handle(0x1000), CudaStreamView::from_handle(0x2000));
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    let (a, b) = (unsafe { CudaStreamView::from_handle(0x1000) }, unsafe { CudaStreamView::from_handle(0x2000) });
     pool.spread_stream(b);
     let pb = pool.allocate(MIB, 256, b).unwrap();
     let pa = pool.allocate(MIB, 256, a).unwrap();
@@ -88,7 +90,8 @@ fn stamped(p: *mut u8, bytes: usize, tag: u64) -> bool {
 fn eight_threads_on_one_stream_never_overlap_and_never_wait() {
     let (pool, order) = recorded_pool(16 * MIB, None);
     let pool = Arc::new(pool);
-    let stream = CudaStreamView::from_handle(0x7000);
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    let stream = unsafe { CudaStreamView::from_handle(0x7000) };
     let mailbox: Arc<Mutex<Vec<(usize, usize, u64)>>> = Arc::default();
     let base = seed("pool shared stream", 11);
     let handles: Vec<_> = (0..8u64)

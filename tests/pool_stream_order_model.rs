@@ -85,7 +85,8 @@ fn threads_sharing_streams_keep_the_stream_order() {
                     let mut rng = Rng::new(base + t as u64);
                     let group = t % STREAMS;
                     let handle = 0x1000 * (group + 1);
-                    let stream = CudaStreamView::from_handle(handle);
+                    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+                    let stream = unsafe { CudaStreamView::from_handle(handle) };
                     // The stream has a clock from now on, which synchronisations advance.
                     model.order.tick(handle);
                     start.wait();
@@ -126,7 +127,8 @@ fn threads_sharing_streams_keep_the_stream_order() {
             h.join().unwrap();
         }
         for (group, mailbox) in mailboxes.iter().enumerate() {
-            let stream = CudaStreamView::from_handle(0x1000 * (group + 1));
+            // SAFETY: a stream name for resources over host memory: no driver call sees it.
+            let stream = unsafe { CudaStreamView::from_handle(0x1000 * (group + 1)) };
             for (p, bytes) in mailbox.lock().unwrap().drain(..) {
                 model.freeing(p as *mut u8, bytes, stream.handle());
                 pool.deallocate(p as *mut u8, bytes, 256, stream).unwrap();
@@ -138,7 +140,8 @@ fn threads_sharing_streams_keep_the_stream_order() {
         // until no piece fits, which includes memory freed on the other streams, so hand-overs
         // are checked in every run.
         let late = 0x9000;
-        let stream = CudaStreamView::from_handle(late);
+        // SAFETY: a stream name for resources over host memory: no driver call sees it.
+        let stream = unsafe { CudaStreamView::from_handle(late) };
         model.order.tick(late);
         const PIECE: usize = 64 << 10;
         let mut taken = Vec::new();

@@ -99,7 +99,8 @@ fn host_child(end: End) {
     static STATIC_POOL: OnceLock<HostPool> = OnceLock::new();
     let pool =
         STATIC_POOL.get_or_init(|| PoolMemoryResource::new(Arc::new(HostMemoryResource::new()), MIB, None).unwrap());
-    let streams = [CudaStreamView::DEFAULT, CudaStreamView::from_handle(0x1000), CudaStreamView::PER_THREAD];
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    let streams = [CudaStreamView::DEFAULT, unsafe { CudaStreamView::from_handle(0x1000) }, CudaStreamView::PER_THREAD];
     for (i, &s) in streams.iter().enumerate() {
         let p = pool.allocate(1000 * (i + 1), 256, s).unwrap();
         let q = pool.allocate(3 * MIB, 256, s).unwrap(); // grows the pool
@@ -117,8 +118,10 @@ fn host_child(end: End) {
     set_per_device_resource(DeviceId(-4242), current);
     // Another thread still allocating from the static pool while the process ends.
     std::thread::spawn(move || loop {
-        if let Ok(p) = pool.allocate(512, 256, CudaStreamView::from_handle(0x2000)) {
-            let _ = pool.deallocate(p, 512, 256, CudaStreamView::from_handle(0x2000));
+        // SAFETY: a stream name for resources over host memory: no driver call sees it.
+        if let Ok(p) = pool.allocate(512, 256, unsafe { CudaStreamView::from_handle(0x2000) }) {
+            // SAFETY: a stream name for resources over host memory: no driver call sees it.
+            let _ = pool.deallocate(p, 512, 256, unsafe { CudaStreamView::from_handle(0x2000) });
         }
     });
     finish(end);

@@ -122,7 +122,8 @@ fn a_replaced_stream_of_the_users_waits_for_a_synchronisation() {
     let driver = FakeDriver::default();
     let h = 0x11_0000;
     driver.untrusted(h);
-    let s = CudaStreamView::from_handle(h);
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    let s = unsafe { CudaStreamView::from_handle(h) };
     let pool = pool_on(&driver, 4 * MIB, Some(4 * MIB));
     let p = pool.allocate(4 * MIB, 256, s).unwrap();
     pool.deallocate(p, 4 * MIB, 256, s).unwrap();
@@ -146,7 +147,8 @@ fn replaced_streams_memory_is_reused_before_the_pool_grows_by_as_much() {
     let driver = FakeDriver::default();
     let h = 0x12_0000;
     driver.untrusted(h);
-    let s = CudaStreamView::from_handle(h);
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    let s = unsafe { CudaStreamView::from_handle(h) };
     let pool = pool_on(&driver, 0, None);
     let p = pool.allocate(MIB, 256, s).unwrap();
     pool.deallocate(p, MIB, 256, s).unwrap();
@@ -166,7 +168,8 @@ fn replaced_streams_memory_is_reused_before_the_pool_grows_by_as_much() {
 #[test]
 fn a_block_freed_during_a_synchronisation_stays_with_its_stream() {
     let driver = FakeDriver::default();
-    let (s, t) = (CudaStreamView::from_handle(0x16_0000), CudaStreamView::from_handle(0x17_0000));
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    let (s, t) = (unsafe { CudaStreamView::from_handle(0x16_0000) }, unsafe { CudaStreamView::from_handle(0x17_0000) });
     let pool = Arc::new(pool_on(&driver, 2 * MIB, Some(2 * MIB)));
     let b = pool.allocate(MIB, 256, s).unwrap();
     let c = pool.allocate(MIB, 256, s).unwrap();
@@ -198,7 +201,8 @@ fn a_block_freed_during_a_synchronisation_stays_with_its_stream() {
 #[test]
 fn a_failed_synchronisation_leaves_every_block_with_its_stream() {
     let driver = FakeDriver::default();
-    let (s, t) = (CudaStreamView::from_handle(0x18_0000), CudaStreamView::from_handle(0x19_0000));
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    let (s, t) = (unsafe { CudaStreamView::from_handle(0x18_0000) }, unsafe { CudaStreamView::from_handle(0x19_0000) });
     let pool = pool_on(&driver, 2 * MIB, Some(2 * MIB));
     let b = pool.allocate(MIB, 256, s).unwrap();
     let c = pool.allocate(MIB, 256, s).unwrap();
@@ -222,7 +226,8 @@ fn identity_is_asked_per_allocation_on_untrusted_streams_only() {
     driver.untrusted(h);
     let pool = pool_on(&driver, 4 * MIB, None);
     for (handle, per_alloc) in [(h, 1), (t, 0)] {
-        let s = CudaStreamView::from_handle(handle);
+        // SAFETY: a stream name for resources over host memory: no driver call sees it.
+        let s = unsafe { CudaStreamView::from_handle(handle) };
         let p = pool.allocate(1000, 256, s).unwrap(); // the first call learns the identity
         *driver.identity_calls.lock().unwrap() = 0;
         let mut p = p;
@@ -241,27 +246,32 @@ fn identity_is_asked_per_allocation_on_untrusted_streams_only() {
 fn a_retired_stream_of_ours_is_waited_for_by_the_next_owner_of_its_handle() {
     let driver = FakeDriver::default();
     let h = 0x15_0000;
-    let s = CudaStreamView::from_handle(h);
-    register_stream(h);
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    let s = unsafe { CudaStreamView::from_handle(h) };
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    unsafe { register_stream(h) };
     let pool = pool_on(&driver, 4 * MIB, Some(4 * MIB));
     let p = pool.allocate(2 * MIB, 256, s).unwrap();
     let big = pool.allocate(2 * MIB, 256, s).unwrap();
     pool.deallocate(p, 2 * MIB, 256, s).unwrap();
-    retire_stream(h);
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    unsafe { retire_stream(h) };
     let log = driver.log();
     let [Retire(owner, retired)] = log[..] else { panic!("expected one capture, got {log:?}") };
     assert_eq!(owner, h);
     assert!(StreamKey(retired).is_retired() && !StreamKey(retired).waits_for_sync());
     driver.clear();
     // A new stream of ours gets the handle.
-    register_stream(h);
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    unsafe { register_stream(h) };
     let q = pool.allocate(2 * MIB, 256, s).unwrap();
     assert_eq!(q, p);
     assert_eq!(driver.log(), vec![Wait(retired, h)], "the new owner took {q:p} without waiting");
     // The block that was handed out when the stream retired comes back on the new stream.
     pool.deallocate(big, 2 * MIB, 256, s).unwrap();
     pool.deallocate(q, 2 * MIB, 256, s).unwrap();
-    retire_stream(h);
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    unsafe { retire_stream(h) };
     pool.check_invariants().unwrap();
 }
 
@@ -278,11 +288,13 @@ fn many_stream_lifetimes_keep_the_pool_small_and_whole() {
         let ours = life % 2 == 0;
         if ours {
             driver.trusted(h);
-            register_stream(h);
+            // SAFETY: a stream name for resources over host memory: no driver call sees it.
+            unsafe { register_stream(h) };
         } else {
             driver.untrusted(h);
         }
-        let s = CudaStreamView::from_handle(h);
+        // SAFETY: a stream name for resources over host memory: no driver call sees it.
+        let s = unsafe { CudaStreamView::from_handle(h) };
         let blocks: Vec<(*mut u8, usize)> = (0..4)
             .map(|_| {
                 let n = rng.log_uniform(256, 256 << 10);
@@ -293,7 +305,8 @@ fn many_stream_lifetimes_keep_the_pool_small_and_whole() {
             pool.deallocate(p, n, 256, s).unwrap();
         }
         if ours {
-            retire_stream(h);
+            // SAFETY: a stream name for resources over host memory: no driver call sees it.
+            unsafe { retire_stream(h) };
         }
         driver.replace_stream(h);
     }
@@ -353,7 +366,8 @@ fn the_users_own_streams_destroyed_with_work_queued_never_corrupt_the_next_owner
         let mut raw: sys::CUstream = std::ptr::null_mut();
         // SAFETY: a context is current (the pool made one); raw is a valid out pointer.
         assert_eq!(unsafe { sys::cuStreamCreate(&mut raw, 1) }, CU_OK);
-        let dying = CudaStreamView::from_raw(raw);
+        // SAFETY: the stream created above, alive until it is destroyed after its last use here.
+        let dying = unsafe { CudaStreamView::from_raw(raw) };
         let p = pool.allocate(size, 256, dying).unwrap();
         busy_fill(p, size, 0x5A, dying, 100);
         pool.deallocate(p, size, 256, dying).unwrap();
@@ -363,7 +377,8 @@ fn the_users_own_streams_destroyed_with_work_queued_never_corrupt_the_next_owner
         // SAFETY: as above.
         assert_eq!(unsafe { sys::cuStreamCreate(&mut next, 1) }, CU_OK);
         reused += usize::from(next == raw);
-        let s = CudaStreamView::from_raw(next);
+        // SAFETY: the stream created above, alive until it is destroyed after its last use here.
+        let s = unsafe { CudaStreamView::from_raw(next) };
         let q = pool.allocate(size, 256, s).unwrap();
         busy_fill(q, size, 0xC3, s, 1);
         s.synchronize().unwrap();
@@ -394,7 +409,7 @@ fn our_streams_dropped_with_work_queued_never_corrupt_the_next_owner() {
             let p = pool.allocate(size, 256, dying.view()).unwrap();
             busy_fill(p, size, 0x5A, dying.view(), 100);
             pool.deallocate(p, size, 256, dying.view()).unwrap();
-            (p, dying.view())
+            (p, dying.view().handle())
         };
         let s = CudaStream::new().unwrap();
         let q = pool.allocate(size, 256, s.view()).unwrap();

@@ -136,7 +136,8 @@ fn threads_streams_and_releases_keep_the_stream_order_and_the_mappings() {
             std::thread::spawn(move || {
                 let mut rng = Rng::new(base + t as u64);
                 let h = handle(t % STREAMS);
-                let stream = CudaStreamView::from_handle(h);
+                // SAFETY: a stream name for resources over host memory: no driver call sees it.
+                let stream = unsafe { CudaStreamView::from_handle(h) };
                 let mut live: Vec<(usize, usize)> = Vec::new();
                 for i in 0..6000 {
                     if live.len() < 48 && (live.is_empty() || rng.below(2) == 0) {

@@ -77,8 +77,9 @@ enum Op {
     },
 }
 
-fn stream(s: u8) -> CudaStreamView {
-    CudaStreamView::from_handle([0, 1, 2, 0x1000, 0x2000, 0x3000][s as usize % 6])
+fn stream(s: u8) -> CudaStreamView<'static> {
+    // SAFETY: a stream name for the fuzzed pool, whose upstream's addresses no driver call sees.
+    unsafe { CudaStreamView::from_handle([0, 1, 2, 0x1000, 0x2000, 0x3000][s as usize % 6]) }
 }
 
 /// The upstream's books: live chunks, and the sizes it refused during the current operation.
@@ -197,7 +198,8 @@ impl Model {
 fuzz_target!(|setup: Setup| {
     // Streams of ours left from the last input die with it (its pool is gone).
     for s in 0..6 {
-        rmm::stream_registry::retire_stream(stream(s).handle());
+        // SAFETY: a stream name for the fuzzed pool, whose upstream's addresses no driver call sees.
+        unsafe { rmm::stream_registry::retire_stream(stream(s).handle()) };
     }
     let books = Arc::new(Mutex::new(Books {
         next: BASE,
@@ -319,10 +321,12 @@ fuzz_target!(|setup: Setup| {
             Op::OurStream { stream: s } => {
                 let handle = stream(s).handle();
                 if rmm::stream_registry::is_registered(handle) {
-                    rmm::stream_registry::retire_stream(handle);
+                    // SAFETY: a stream name for the fuzzed pool, whose upstream's addresses no driver call sees.
+                    unsafe { rmm::stream_registry::retire_stream(handle) };
                 } else if StreamKey(handle).is_reusable_handle() {
                     *order.ids.lock().unwrap().entry(handle).or_insert(1) += 1;
-                    rmm::stream_registry::register_stream(handle);
+                    // SAFETY: a stream name for the fuzzed pool, whose upstream's addresses no driver call sees.
+                    unsafe { rmm::stream_registry::register_stream(handle) };
                 }
             }
             Op::UpstreamFails(on) => books.lock().unwrap().failing = on,

@@ -36,14 +36,15 @@ use cudarc::driver::{CudaContext, CudaStream as CudarcStream, DevicePtr, DeviceP
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-impl From<&CudarcStream> for CudaStreamView {
-    /// A view of a cudarc stream's handle; the cudarc stream must outlive the work that uses it.
-    fn from(stream: &CudarcStream) -> Self {
-        CudaStreamView::from_raw(stream.cu_stream())
+impl<'a> From<&'a CudarcStream> for CudaStreamView<'a> {
+    /// A view of a cudarc stream, which it borrows.
+    fn from(stream: &'a CudarcStream) -> Self {
+        // SAFETY: the view borrows the cudarc stream, which lives (and keeps its handle) as long.
+        unsafe { CudaStreamView::from_raw(stream.cu_stream()) }
     }
 }
 
-impl CudaStreamView {
+impl CudaStreamView<'_> {
     /// This stream as a cudarc stream of `ctx`, which cudarc will not destroy. The default and
     /// per-thread default streams come from `ctx` itself.
     ///
@@ -69,7 +70,7 @@ pub struct CudarcView<'a, T> {
     ptr: CUdeviceptr,
     len: usize,
     /// The buffer's stream: valid while the view borrows the buffer.
-    own: CudaStreamView,
+    own: CudaStreamView<'a>,
     /// What cudarc sees as the view's stream: one that lives as long as the context.
     stream: Arc<CudarcStream>,
     _borrow: PhantomData<&'a [T]>,
@@ -82,7 +83,7 @@ pub struct CudarcViewMut<'a, T> {
     ptr: CUdeviceptr,
     len: usize,
     /// The buffer's stream: valid while the view borrows the buffer.
-    own: CudaStreamView,
+    own: CudaStreamView<'a>,
     /// What cudarc sees as the view's stream: one that lives as long as the context.
     stream: Arc<CudarcStream>,
     _borrow: PhantomData<&'a mut [T]>,
@@ -112,7 +113,7 @@ fn reported_stream(own: CudaStreamView, ctx: &Arc<CudaContext>) -> Result<Arc<Cu
 
 /// True when `using` is the stream `own` names (both default streams count as one).
 fn same_stream(own: CudaStreamView, using: &CudarcStream) -> bool {
-    let using = CudaStreamView::from_raw(using.cu_stream());
+    let using = CudaStreamView::from(using);
     own == using || (own.is_default() && using.is_default())
 }
 
@@ -160,7 +161,7 @@ impl<T> DevicePtrMut<T> for CudarcViewMut<'_, T> {
 
 macro_rules! lend_to_cudarc {
     ($buffer:ident) => {
-        impl<T> $buffer<T> {
+        impl<T> $buffer<'_, T> {
             /// The address of the first element as a cudarc device pointer (0 when nothing is
             /// allocated): a kernel argument, `builder.arg(&buf.device_ptr())`.
             pub fn device_ptr(&self) -> CUdeviceptr {

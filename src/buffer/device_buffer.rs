@@ -26,21 +26,21 @@ use std::marker::PhantomData;
 /// # Ok(())
 /// # }
 /// ```
-pub struct DeviceBuffer<T> {
-    raw: RawBuffer,
+pub struct DeviceBuffer<'s, T> {
+    raw: RawBuffer<'s>,
     pub(super) len: usize,
     _element: PhantomData<T>,
 }
 
-impl<T: Pod> DeviceBuffer<T> {
+impl<'s, T: Pod> DeviceBuffer<'s, T> {
     /// `len` uninitialised elements from the current device's resource, on `stream`.
-    pub fn new(len: usize, stream: CudaStreamView) -> Result<Self> {
+    pub fn new(len: usize, stream: CudaStreamView<'s>) -> Result<Self> {
         Self::new_in(len, stream, get_current_device_resource()?)
     }
 
     /// `len` uninitialised elements from `resource`, on `stream`. The contents are whatever the
     /// memory held (any bit pattern is a valid `T`); memory of a host resource starts zeroed.
-    pub fn new_in(len: usize, stream: CudaStreamView, resource: SharedResource) -> Result<Self> {
+    pub fn new_in(len: usize, stream: CudaStreamView<'s>, resource: SharedResource) -> Result<Self> {
         let bytes = byte_size::<T>(len)?;
         let raw = RawBuffer::allocate(resource, bytes, alignment_of::<T>(), stream)?;
         Ok(DeviceBuffer { raw, len, _element: PhantomData })
@@ -48,12 +48,12 @@ impl<T: Pod> DeviceBuffer<T> {
 
     /// `len` zeroed elements from the current device's resource, zeroed on `stream` (the buffer
     /// is ready for work on `stream`; the host does not wait).
-    pub fn zeroed(len: usize, stream: CudaStreamView) -> Result<Self> {
+    pub fn zeroed(len: usize, stream: CudaStreamView<'s>) -> Result<Self> {
         Self::zeroed_in(len, stream, get_current_device_resource()?)
     }
 
     /// `len` zeroed elements from `resource`, zeroed on `stream`.
-    pub fn zeroed_in(len: usize, stream: CudaStreamView, resource: SharedResource) -> Result<Self> {
+    pub fn zeroed_in(len: usize, stream: CudaStreamView<'s>, resource: SharedResource) -> Result<Self> {
         let buf = Self::new_in(len, stream, resource)?;
         buf.raw.fill(0, buf.raw.bytes(), 0, stream)?;
         Ok(buf)
@@ -61,18 +61,18 @@ impl<T: Pod> DeviceBuffer<T> {
 
     /// A copy of `src` in memory from the current device's resource; returns once the copy is
     /// done.
-    pub fn from_host(src: &[T], stream: CudaStreamView) -> Result<Self> {
+    pub fn from_host(src: &[T], stream: CudaStreamView<'s>) -> Result<Self> {
         Self::from_host_in(src, stream, get_current_device_resource()?)
     }
 
     /// A copy of `src` in memory from `resource`; returns once the copy is done.
-    pub fn from_host_in(src: &[T], stream: CudaStreamView, resource: SharedResource) -> Result<Self> {
+    pub fn from_host_in(src: &[T], stream: CudaStreamView<'s>, resource: SharedResource) -> Result<Self> {
         let mut buf = Self::new_in(src.len(), stream, resource)?;
         buf.copy_from_host(src)?;
         Ok(buf)
     }
 
-    pub(crate) fn from_raw(raw: RawBuffer, len: usize) -> Self {
+    pub(crate) fn from_raw(raw: RawBuffer<'s>, len: usize) -> Self {
         debug_assert!(len * std::mem::size_of::<T>() <= raw.bytes());
         DeviceBuffer { raw, len, _element: PhantomData }
     }
@@ -104,13 +104,13 @@ impl<T: Pod> DeviceBuffer<T> {
     }
 
     /// The stream the buffer is ordered on and freed on.
-    pub fn stream(&self) -> CudaStreamView {
+    pub fn stream(&self) -> CudaStreamView<'s> {
         self.raw.stream()
     }
 
     /// Moves the buffer to `stream`: later copies and the free happen there, after the work
     /// already enqueued on the old stream (an event orders the two when they differ).
-    pub fn set_stream(&mut self, stream: CudaStreamView) -> Result<()> {
+    pub fn set_stream(&mut self, stream: CudaStreamView<'s>) -> Result<()> {
         self.raw.set_stream(stream)
     }
 
@@ -176,7 +176,7 @@ impl<T: Pod> DeviceBuffer<T> {
     /// A copy of the buffer in new memory from the same resource, ordered on `stream`: the copy
     /// runs after the work enqueued on this buffer's stream, and this buffer's later work and
     /// free wait for the copy.
-    pub fn try_clone(&self, stream: CudaStreamView) -> Result<Self> {
+    pub fn try_clone(&self, stream: CudaStreamView<'s>) -> Result<Self> {
         let raw = self.raw.allocate_like(self.size_bytes(), stream)?;
         let ordered = !self.raw.host_only() && self.size_bytes() > 0;
         self.raw.order_use_on(stream)?;
@@ -195,7 +195,7 @@ impl<T: Pod> DeviceBuffer<T> {
     }
 }
 
-impl<T> std::fmt::Debug for DeviceBuffer<T> {
+impl<T> std::fmt::Debug for DeviceBuffer<'_, T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DeviceBuffer")
             .field("ptr", &format_args!("{:#x}", self.raw.ptr()))
@@ -205,8 +205,8 @@ impl<T> std::fmt::Debug for DeviceBuffer<T> {
     }
 }
 
-impl<T> DeviceBuffer<T> {
-    pub(crate) fn raw(&self) -> &RawBuffer {
+impl<'s, T> DeviceBuffer<'s, T> {
+    pub(crate) fn raw(&self) -> &RawBuffer<'s> {
         &self.raw
     }
 }

@@ -17,27 +17,27 @@ use std::mem::{size_of, MaybeUninit};
 ///
 /// Growing past the capacity reallocates to exactly the new size and copies the elements;
 /// shrinking keeps the capacity until [`shrink_to_fit`](Self::shrink_to_fit).
-pub struct DeviceUvector<T> {
-    raw: RawBuffer,
+pub struct DeviceUvector<'s, T> {
+    raw: RawBuffer<'s>,
     pub(super) len: usize,
     capacity: usize,
     _element: PhantomData<T>,
 }
 
-impl<T: Pod> DeviceUvector<T> {
+impl<'s, T: Pod> DeviceUvector<'s, T> {
     /// `len` uninitialised elements from the current device's resource, on `stream`.
-    pub fn new(len: usize, stream: CudaStreamView) -> Result<Self> {
+    pub fn new(len: usize, stream: CudaStreamView<'s>) -> Result<Self> {
         Self::new_in(len, stream, get_current_device_resource()?)
     }
 
     /// `len` uninitialised elements from `resource`, on `stream`.
-    pub fn new_in(len: usize, stream: CudaStreamView, resource: SharedResource) -> Result<Self> {
+    pub fn new_in(len: usize, stream: CudaStreamView<'s>, resource: SharedResource) -> Result<Self> {
         let raw = RawBuffer::allocate(resource, byte_size::<T>(len)?, alignment_of::<T>(), stream)?;
         Ok(DeviceUvector { raw, len, capacity: len, _element: PhantomData })
     }
 
     /// A copy of `src` in memory from `resource`; returns once the copy is done.
-    pub fn from_host_in(src: &[T], stream: CudaStreamView, resource: SharedResource) -> Result<Self> {
+    pub fn from_host_in(src: &[T], stream: CudaStreamView<'s>, resource: SharedResource) -> Result<Self> {
         let v = Self::new_in(src.len(), stream, resource)?;
         // SAFETY: `src` stays borrowed until the stream has run the copy (waited for below).
         unsafe { v.raw.write_from_host(0, src.as_ptr().cast(), v.size_bytes(), stream)? };
@@ -76,12 +76,12 @@ impl<T: Pod> DeviceUvector<T> {
     }
 
     /// The stream the vector's memory is freed on.
-    pub fn stream(&self) -> CudaStreamView {
+    pub fn stream(&self) -> CudaStreamView<'s> {
         self.raw.stream()
     }
 
     /// Moves the vector to `stream`, after the work already enqueued on the old one.
-    pub fn set_stream(&mut self, stream: CudaStreamView) -> Result<()> {
+    pub fn set_stream(&mut self, stream: CudaStreamView<'s>) -> Result<()> {
         self.raw.set_stream(stream)
     }
 
@@ -99,7 +99,7 @@ impl<T: Pod> DeviceUvector<T> {
 
     /// Makes room for at least `capacity` elements, on `stream`: a larger capacity reallocates to
     /// exactly `capacity` and copies the elements; a smaller one does nothing.
-    pub fn reserve(&mut self, capacity: usize, stream: CudaStreamView) -> Result<()> {
+    pub fn reserve(&mut self, capacity: usize, stream: CudaStreamView<'s>) -> Result<()> {
         self.set_stream(stream)?;
         if capacity > self.capacity {
             self.reallocate(capacity, stream)?;
@@ -109,14 +109,14 @@ impl<T: Pod> DeviceUvector<T> {
 
     /// Sets the length to `len`, on `stream`, keeping the first `min(len, self.len())` elements;
     /// new elements are not initialised. Growing past the capacity reallocates to exactly `len`.
-    pub fn resize(&mut self, len: usize, stream: CudaStreamView) -> Result<()> {
+    pub fn resize(&mut self, len: usize, stream: CudaStreamView<'s>) -> Result<()> {
         self.reserve(len, stream)?;
         self.len = len;
         Ok(())
     }
 
     /// Reallocates to exactly the length, on `stream`, when the capacity is larger.
-    pub fn shrink_to_fit(&mut self, stream: CudaStreamView) -> Result<()> {
+    pub fn shrink_to_fit(&mut self, stream: CudaStreamView<'s>) -> Result<()> {
         self.set_stream(stream)?;
         if self.capacity > self.len {
             self.reallocate(self.len, stream)?;
@@ -126,7 +126,7 @@ impl<T: Pod> DeviceUvector<T> {
 
     /// Replaces the memory by `capacity` elements' worth on `stream` (the vector's stream), the
     /// elements copied over; the old memory is freed on `stream` after the copy.
-    fn reallocate(&mut self, capacity: usize, stream: CudaStreamView) -> Result<()> {
+    fn reallocate(&mut self, capacity: usize, stream: CudaStreamView<'s>) -> Result<()> {
         let bytes = byte_size::<T>(capacity)?;
         let fresh = self.raw.allocate_like(bytes, stream)?;
         let kept = self.len.min(capacity) * size_of::<T>();
@@ -145,7 +145,7 @@ impl<T: Pod> DeviceUvector<T> {
     /// # Safety
     /// `value` must stay alive and unchanged until `stream` has run the copy (a value in pageable
     /// memory, such as a local, has been read when this returns).
-    pub unsafe fn set_element_async(&mut self, index: usize, value: &T, stream: CudaStreamView) -> Result<()> {
+    pub unsafe fn set_element_async(&mut self, index: usize, value: &T, stream: CudaStreamView<'s>) -> Result<()> {
         check_index(index, self.len)?;
         self.set_stream(stream)?;
         let at = index * size_of::<T>();
@@ -154,7 +154,7 @@ impl<T: Pod> DeviceUvector<T> {
     }
 
     /// Writes `value` to element `index` on `stream` and waits for the write.
-    pub fn set_element(&mut self, index: usize, value: T, stream: CudaStreamView) -> Result<()> {
+    pub fn set_element(&mut self, index: usize, value: T, stream: CudaStreamView<'s>) -> Result<()> {
         // SAFETY: `value` lives on this frame until the stream has run the copy (waited for below).
         unsafe { self.set_element_async(index, &value, stream)? };
         self.raw.wait(stream)
@@ -162,14 +162,14 @@ impl<T: Pod> DeviceUvector<T> {
 
     /// Enqueues zeroing element `index` on `stream` (RMM's `set_element_to_zero_async`); `stream`
     /// becomes the vector's stream.
-    pub fn set_element_to_zero_async(&mut self, index: usize, stream: CudaStreamView) -> Result<()> {
+    pub fn set_element_to_zero_async(&mut self, index: usize, stream: CudaStreamView<'s>) -> Result<()> {
         check_index(index, self.len)?;
         self.set_stream(stream)?;
         self.raw.fill(index * size_of::<T>(), size_of::<T>(), 0, stream)
     }
 
     /// Element `index`, copied to the host on `stream`; waits for the stream (RMM's `element`).
-    pub fn element(&self, index: usize, stream: CudaStreamView) -> Result<T> {
+    pub fn element(&self, index: usize, stream: CudaStreamView<'s>) -> Result<T> {
         check_index(index, self.len)?;
         self.raw.order_use_on(stream)?;
         let mut out = MaybeUninit::<T>::uninit();
@@ -181,18 +181,18 @@ impl<T: Pod> DeviceUvector<T> {
     }
 
     /// The first element (see [`element`](Self::element)).
-    pub fn front_element(&self, stream: CudaStreamView) -> Result<T> {
+    pub fn front_element(&self, stream: CudaStreamView<'s>) -> Result<T> {
         self.element(0, stream)
     }
 
     /// The last element (see [`element`](Self::element)).
-    pub fn back_element(&self, stream: CudaStreamView) -> Result<T> {
+    pub fn back_element(&self, stream: CudaStreamView<'s>) -> Result<T> {
         self.element(self.len.wrapping_sub(1), stream)
     }
 
     /// Copies `src` into the vector on `stream` and waits for the copy; `src` must have
     /// [`len`](Self::len) elements. `stream` becomes the vector's stream.
-    pub fn copy_from_host(&mut self, src: &[T], stream: CudaStreamView) -> Result<()> {
+    pub fn copy_from_host(&mut self, src: &[T], stream: CudaStreamView<'s>) -> Result<()> {
         check_same_len("copy_from_host", src.len(), self.len)?;
         self.set_stream(stream)?;
         // SAFETY: `src` stays borrowed until the stream has run the copy (waited for below).
@@ -201,7 +201,7 @@ impl<T: Pod> DeviceUvector<T> {
     }
 
     /// The elements, copied to a new `Vec` on `stream` (waits for the stream).
-    pub fn to_vec(&self, stream: CudaStreamView) -> Result<Vec<T>> {
+    pub fn to_vec(&self, stream: CudaStreamView<'s>) -> Result<Vec<T>> {
         self.raw.order_use_on(stream)?;
         let mut out = Vec::<T>::with_capacity(self.len);
         // SAFETY: the spare capacity holds `len` elements and is owned by `out` alone until the
@@ -215,7 +215,7 @@ impl<T: Pod> DeviceUvector<T> {
 
     /// A copy of the elements (capacity = length) from the same resource, ordered on `stream`
     /// after the vector's work; the vector's later work and free wait for the copy.
-    pub fn try_clone(&self, stream: CudaStreamView) -> Result<Self> {
+    pub fn try_clone(&self, stream: CudaStreamView<'s>) -> Result<Self> {
         let raw = self.raw.allocate_like(self.size_bytes(), stream)?;
         let ordered = !self.raw.host_only() && self.size_bytes() > 0;
         self.raw.order_use_on(stream)?;
@@ -229,7 +229,7 @@ impl<T: Pod> DeviceUvector<T> {
 
     /// Gives up the memory as a [`DeviceBuffer`] of the vector's elements, leaving nothing
     /// allocated here (RMM's `release`); the buffer keeps the whole capacity until freed.
-    pub fn release(self) -> DeviceBuffer<T> {
+    pub fn release(self) -> DeviceBuffer<'s, T> {
         DeviceBuffer::from_raw(self.raw, self.len)
     }
 
@@ -239,7 +239,7 @@ impl<T: Pod> DeviceUvector<T> {
     }
 }
 
-impl<T> std::fmt::Debug for DeviceUvector<T> {
+impl<T> std::fmt::Debug for DeviceUvector<'_, T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DeviceUvector")
             .field("ptr", &format_args!("{:#x}", self.raw.ptr()))
@@ -250,8 +250,8 @@ impl<T> std::fmt::Debug for DeviceUvector<T> {
     }
 }
 
-impl<T> DeviceUvector<T> {
-    pub(crate) fn raw(&self) -> &RawBuffer {
+impl<'s, T> DeviceUvector<'s, T> {
+    pub(crate) fn raw(&self) -> &RawBuffer<'s> {
         &self.raw
     }
 }

@@ -19,25 +19,25 @@ use crate::stream::CudaStreamView;
 ///
 /// Memory of a resource that kernels cannot reach (a host resource) is copied and filled by the
 /// CPU, synchronously; everything else goes through the driver, ordered on a stream.
-pub(crate) struct RawBuffer {
+pub(crate) struct RawBuffer<'s> {
     resource: SharedResource,
     ptr: usize,
     bytes: usize,
     alignment: usize,
-    stream: CudaStreamView,
+    stream: CudaStreamView<'s>,
     host_only: bool,
     /// The device current when it was made ([`DeviceId::NONE`] for host memory or without a driver).
     device: DeviceId,
 }
 
-impl RawBuffer {
+impl<'s> RawBuffer<'s> {
     /// Allocates `bytes` from `resource` for use on `stream`, on the current device (which the
     /// storage records).
     pub(crate) fn allocate(
         resource: SharedResource,
         bytes: usize,
         alignment: usize,
-        stream: CudaStreamView,
+        stream: CudaStreamView<'s>,
     ) -> Result<Self> {
         let host_only = !resource.is_device_accessible();
         let device = if host_only { DeviceId::NONE } else { DeviceId::current_or_none()? };
@@ -51,7 +51,7 @@ impl RawBuffer {
         resource: SharedResource,
         bytes: usize,
         alignment: usize,
-        stream: CudaStreamView,
+        stream: CudaStreamView<'s>,
     ) -> Result<Self> {
         let host_only = !resource.is_device_accessible();
         let ptr = if bytes == 0 { 0 } else { resource.allocate(bytes, alignment, stream)? as usize };
@@ -67,7 +67,7 @@ impl RawBuffer {
 
     /// New storage of `bytes` from this storage's resource, on `stream`, on this storage's device
     /// whichever device is current (for a reallocation or a copy).
-    pub(crate) fn allocate_like(&self, bytes: usize, stream: CudaStreamView) -> Result<Self> {
+    pub(crate) fn allocate_like(&self, bytes: usize, stream: CudaStreamView<'s>) -> Result<Self> {
         let _on_device = self.on_device()?;
         Self::allocate_here(self.device, self.resource.clone(), bytes, self.alignment, stream)
     }
@@ -98,7 +98,7 @@ impl RawBuffer {
     }
 
     /// The stream the memory is freed on.
-    pub(crate) fn stream(&self) -> CudaStreamView {
+    pub(crate) fn stream(&self) -> CudaStreamView<'s> {
         self.stream
     }
 
@@ -110,7 +110,7 @@ impl RawBuffer {
     /// Makes `stream` the stream the memory is used and freed on. Work later enqueued on `stream`
     /// first waits for the work already enqueued on the old one, so that a free on the new stream
     /// never lets the memory be reused while the old stream may still touch it.
-    pub(crate) fn set_stream(&mut self, stream: CudaStreamView) -> Result<()> {
+    pub(crate) fn set_stream(&mut self, stream: CudaStreamView<'s>) -> Result<()> {
         if !self.host_only && self.bytes > 0 {
             let _on_device = self.on_device()?;
             order_after(stream, self.stream)?;
@@ -187,7 +187,7 @@ impl RawBuffer {
     pub(crate) fn copy_from(
         &self,
         at: usize,
-        src: &RawBuffer,
+        src: &RawBuffer<'_>,
         from: usize,
         n: usize,
         stream: CudaStreamView,
@@ -253,7 +253,7 @@ impl RawBuffer {
     }
 }
 
-impl Drop for RawBuffer {
+impl Drop for RawBuffer<'_> {
     fn drop(&mut self) {
         if let Err(e) = self.free() {
             super::record_drop_error(e);

@@ -103,10 +103,12 @@ impl CudaEventOrder {
 
 /// The stream a key names, seen from the thread that owns it (per-thread keys are only ever
 /// used from their own thread).
-fn view_of(key: StreamKey) -> CudaStreamView {
+fn view_of(key: StreamKey) -> CudaStreamView<'static> {
     match key.per_thread_owner() {
         Some(_) => CudaStreamView::PER_THREAD,
-        None => CudaStreamView::from_handle(key.packed()),
+        // SAFETY: the order's methods name a stream only from a call on it (`StreamOrder`'s
+        // contract), so the stream is alive while the view is used, within that call.
+        None => unsafe { CudaStreamView::from_handle(key.packed()) },
     }
 }
 

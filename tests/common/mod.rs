@@ -103,19 +103,19 @@ pub struct Live {
 }
 
 /// Parameters of a random trace.
-pub struct Trace {
+pub struct Trace<'s> {
     pub ops: usize,
     pub max_live: usize,
     pub min_size: usize,
     pub max_size: usize,
-    pub streams: Vec<CudaStreamView>,
+    pub streams: Vec<CudaStreamView<'s>>,
     /// Probability (percent) of allocating when below `max_live`.
     pub alloc_pct: usize,
     /// Also use alignments above 256 now and then.
     pub big_alignments: bool,
 }
 
-impl Default for Trace {
+impl Default for Trace<'_> {
     fn default() -> Self {
         Trace {
             ops: 100_000,
@@ -206,8 +206,9 @@ pub fn ops(test: &str, release: usize) -> usize {
 }
 
 /// `n` distinct stream handles that no driver call ever sees (host-only tests).
-pub fn fake_streams(n: usize) -> Vec<rmm::CudaStreamView> {
-    (1..=n).map(|i| rmm::CudaStreamView::from_handle(0x10_000 * i)).collect()
+pub fn fake_streams(n: usize) -> Vec<rmm::CudaStreamView<'static>> {
+    // SAFETY: the names are for resources over host memory: no driver call sees them.
+    (1..=n).map(|i| unsafe { rmm::CudaStreamView::from_handle(0x10_000 * i) }).collect()
 }
 
 /// True when the test runs under compute-sanitizer (it sets this variable for the programs it

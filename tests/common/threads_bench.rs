@@ -7,11 +7,11 @@ use rmm::{CudaStreamView, MemoryResource};
 /// Nanoseconds per allocate-or-free, all threads together (wall time over all operations), for
 /// `threads` threads each making `ops` calls on `stream_of(thread)`, cycling a window of 64 live
 /// blocks of 256 B to 64 KiB.
-pub fn ns_per_op(
+pub fn ns_per_op<'s>(
     r: &dyn MemoryResource,
     threads: usize,
     ops: usize,
-    stream_of: impl Fn(usize) -> CudaStreamView + Sync,
+    stream_of: impl Fn(usize) -> CudaStreamView<'s> + Sync,
 ) -> f64 {
     let start = std::time::Instant::now();
     std::thread::scope(|scope| {

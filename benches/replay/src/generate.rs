@@ -105,7 +105,8 @@ fn multi_stream(mr: &Resource, seed: u64, iterations: usize) -> rmm::Result<Stri
                 let start = &start;
                 scope.spawn(move || {
                     // Stream handles that look like the driver's.
-                    let s = CudaStreamView::from_handle(0x7f3a_1c00_0000 + 0x10_0000 * t);
+                    // SAFETY: a stream name for a replay log: no driver call sees it.
+                    let s = unsafe { CudaStreamView::from_handle(0x7f3a_1c00_0000 + 0x10_0000 * t) };
                     let mut rng = Rng::new(seed + t as u64);
                     let mut live: Vec<(*mut u8, usize)> = Vec::new();
                     start.wait();

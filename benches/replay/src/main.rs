@@ -101,7 +101,7 @@ fn resource_name(o: &Cli) -> &'static str {
 
 /// The logged streams, mapped to streams of this process.
 struct Streams {
-    views: Vec<CudaStreamView>,
+    views: Vec<CudaStreamView<'static>>,
     gpu: bool,
     // Owns the real streams the views name; dropped after the resource (declared later there).
     _owned: Vec<CudaStream>,
@@ -113,15 +113,17 @@ impl Streams {
         let mut owned = Vec::new();
         for (i, &handle) in logged.iter().enumerate() {
             views.push(if handle <= 2 {
-                // The default, legacy and per-thread default streams exist in every process.
-                CudaStreamView::from_handle(handle)
+                // SAFETY: the default, legacy and per-thread default streams exist in every process.
+                unsafe { CudaStreamView::from_handle(handle) }
             } else if gpu {
                 let s = CudaStream::new()?;
-                let v = s.view();
+                // SAFETY: `_owned` keeps the stream until the views are dropped with it.
+                let v = unsafe { s.view().detach() };
                 owned.push(s);
                 v
             } else {
-                CudaStreamView::from_handle(0x1000 * (i + 1))
+                // SAFETY: a stream name for resources over host memory: no driver call sees it.
+                unsafe { CudaStreamView::from_handle(0x1000 * (i + 1)) }
             });
         }
         Ok(Streams { views, gpu, _owned: owned })

@@ -83,7 +83,10 @@ pub(crate) fn new_callback_memory_resource(
 /// `rmm::prefetch`: a failed driver call is a `cuda_error`.
 pub(crate) fn prefetch_memory(ptr: usize, bytes: usize, device: i32, stream: usize) -> Outcome {
     guard_outcome("prefetch", ErrorKind::Cuda, || {
-        match rmm::prefetch::prefetch(ptr as *const u8, bytes, DeviceId(device), CudaStreamView::from_handle(stream)) {
+        // SAFETY: C++ gives a live stream (RMM's contract for cuda_stream_view).
+        match rmm::prefetch::prefetch(ptr as *const u8, bytes, DeviceId(device), unsafe {
+            CudaStreamView::from_handle(stream)
+        }) {
             Ok(()) => Outcome::ok(0),
             Err(e) => Outcome::from_error(&e, Context::Construct),
         }

@@ -29,7 +29,8 @@ fn capturing<'a>(r: &'a RustResource, query: &str) -> Result<Capturing<'a>> {
 /// private to its capture; the capture's id. A logic error for a stream not capturing.
 pub(crate) fn capture_begin(r: &RustResource, stream: usize) -> Outcome {
     query_outcome("begin_capture", || {
-        let stream = CudaStreamView::from_handle(stream);
+        // SAFETY: C++ gives a live stream (RMM's contract for cuda_stream_view).
+        let stream = unsafe { CudaStreamView::from_handle(stream) };
         let id = match capturing(r, "begin_capture")? {
             Capturing::Pool(p) => p.begin_capture(stream)?,
             Capturing::Virtual(v) => v.begin_capture(stream)?,
@@ -41,7 +42,8 @@ pub(crate) fn capture_begin(r: &RustResource, stream: usize) -> Outcome {
 /// The capture on `stream` ended: its calls go back to the shared memory.
 pub(crate) fn capture_end(r: &RustResource, stream: usize) -> Outcome {
     query_outcome("end_capture", || {
-        let stream = CudaStreamView::from_handle(stream);
+        // SAFETY: C++ gives a live stream (RMM's contract for cuda_stream_view).
+        let stream = unsafe { CudaStreamView::from_handle(stream) };
         match capturing(r, "end_capture")? {
             Capturing::Pool(p) => p.end_capture(stream),
             Capturing::Virtual(v) => v.end_capture(stream),

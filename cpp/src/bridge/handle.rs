@@ -110,7 +110,9 @@ impl RustResource {
 
     pub(crate) fn allocate(&self, bytes: usize, alignment: usize, stream: usize) -> Outcome {
         guard_outcome("allocate", ErrorKind::BadAlloc, || {
-            match self.shared().and_then(|r| r.allocate(bytes, alignment, CudaStreamView::from_handle(stream))) {
+            // SAFETY: C++ gives a live stream (RMM's contract for cuda_stream_view).
+            let view = unsafe { CudaStreamView::from_handle(stream) };
+            match self.shared().and_then(|r| r.allocate(bytes, alignment, view)) {
                 Ok(p) => Outcome::ok(p as usize),
                 Err(e) => Outcome::from_error(&e, Context::Allocate),
             }
@@ -123,7 +125,8 @@ impl RustResource {
     pub(crate) fn allocate_or_null(&self, stream: usize, bytes: usize, alignment: usize) -> usize {
         match &self.direct {
             Direct::Pool(pool) => {
-                pointer_or_null(|| pool.allocate(bytes, alignment, CudaStreamView::from_handle(stream)))
+                // SAFETY: C++ gives a live stream (RMM's contract for cuda_stream_view).
+                pointer_or_null(|| pool.allocate(bytes, alignment, unsafe { CudaStreamView::from_handle(stream) }))
             }
             _ => self.allocate_or_null_not_pool(bytes, alignment, stream),
         }
@@ -133,7 +136,8 @@ impl RustResource {
     /// that the arena's fast path, inlined here, does not lengthen the pool's.
     #[inline(never)]
     fn allocate_or_null_not_pool(&self, bytes: usize, alignment: usize, stream: usize) -> usize {
-        let view = CudaStreamView::from_handle(stream);
+        // SAFETY: C++ gives a live stream (RMM's contract for cuda_stream_view).
+        let view = unsafe { CudaStreamView::from_handle(stream) };
         match &self.direct {
             Direct::Arena(arena) => pointer_or_null(|| arena.allocate(bytes, alignment, view)),
             Direct::VirtualPool(pool) => pointer_or_null(|| pool.allocate(bytes, alignment, view)),
@@ -143,7 +147,8 @@ impl RustResource {
 
     pub(crate) fn try_deallocate(&self, ptr: usize, bytes: usize, alignment: usize, stream: usize) -> Outcome {
         guard_outcome("deallocate", ErrorKind::Logic, || {
-            let view = CudaStreamView::from_handle(stream);
+            // SAFETY: C++ gives a live stream (RMM's contract for cuda_stream_view).
+            let view = unsafe { CudaStreamView::from_handle(stream) };
             match self.shared().and_then(|r| r.deallocate(ptr as *mut u8, bytes, alignment, view)) {
                 Ok(()) => Outcome::ok(0),
                 Err(e) => Outcome::from_error(&e, Context::Allocate),
@@ -152,7 +157,8 @@ impl RustResource {
     }
 
     pub(crate) fn deallocate(&self, stream: usize, ptr: usize, bytes: usize, alignment: usize) {
-        let view = CudaStreamView::from_handle(stream);
+        // SAFETY: C++ gives a live stream (RMM's contract for cuda_stream_view).
+        let view = unsafe { CudaStreamView::from_handle(stream) };
         match &self.direct {
             Direct::Pool(pool) => self.free_or_report(ptr, bytes, alignment, stream, || {
                 pool.deallocate(ptr as *mut u8, bytes, alignment, view)
@@ -165,7 +171,8 @@ impl RustResource {
     /// [`allocate_or_null_not_pool`](Self::allocate_or_null_not_pool).
     #[inline(never)]
     fn deallocate_not_pool(&self, ptr: usize, bytes: usize, alignment: usize, stream: usize) {
-        let view = CudaStreamView::from_handle(stream);
+        // SAFETY: C++ gives a live stream (RMM's contract for cuda_stream_view).
+        let view = unsafe { CudaStreamView::from_handle(stream) };
         let p = ptr as *mut u8;
         match &self.direct {
             Direct::Arena(arena) => {

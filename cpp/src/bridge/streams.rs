@@ -6,12 +6,15 @@ use super::outcome::guard;
 
 /// After `cudaStreamCreate*` in `rmm::cuda_stream`.
 pub(crate) fn register_stream(handle: usize) {
-    guard("register_stream", report_panic, || rmm::stream_registry::register_stream(handle));
+    // SAFETY: called by `rmm::cuda_stream`'s constructor for the stream it just made, whose
+    // destructor calls `retire_stream` before destroying it.
+    guard("register_stream", report_panic, || unsafe { rmm::stream_registry::register_stream(handle) });
 }
 
 /// Just before `cudaStreamDestroy` in `rmm::cuda_stream`, while the stream is alive.
 pub(crate) fn retire_stream(handle: usize) {
-    guard("retire_stream", report_panic, || rmm::stream_registry::retire_stream(handle));
+    // SAFETY: called by `rmm::cuda_stream`'s destructor while the stream is still alive.
+    guard("retire_stream", report_panic, || unsafe { rmm::stream_registry::retire_stream(handle) });
 }
 
 /// Neither call has a caller to tell (stream constructors and destructors do not fail on this).

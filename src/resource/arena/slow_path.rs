@@ -238,7 +238,9 @@ impl StreamTenant for ArenaTenant {
         };
         let arenas: Vec<Arc<Arena>> =
             shared.registry.lock().by_key.iter().filter(|((_, k), _)| *k == key).map(|(_, a)| a.clone()).collect();
-        if arenas.is_empty() || without_driver_ok(CudaStreamView::from_handle(key.packed()).synchronize()).is_ok() {
+        // SAFETY: a retiring stream is still alive (the registry's contract), for this call.
+        let stream = unsafe { CudaStreamView::from_handle(key.packed()) };
+        if arenas.is_empty() || without_driver_ok(stream.synchronize()).is_ok() {
             return;
         }
         for arena in arenas {

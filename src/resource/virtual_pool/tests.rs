@@ -74,7 +74,8 @@ fn growth_joins_the_free_tail_so_a_block_larger_than_the_growth_fits() {
 fn growth_on_a_stream_joins_its_own_free_tail() {
     let order = CountingOrder::default();
     let (p, view) = pool_with(64 * MIB, 0, Box::new(order), 1);
-    let s = CudaStreamView::from_handle(0x1000);
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    let s = unsafe { CudaStreamView::from_handle(0x1000) };
     let a = p.allocate(3 * MIB, 256, s).unwrap() as usize;
     p.deallocate(a as *mut u8, 3 * MIB, 256, s).unwrap();
     // The stream's own 4 MiB are free at the end: 7 MiB need 4 more, joined to them.
@@ -179,7 +180,8 @@ fn release_synchronises_and_takes_blocks_freed_on_streams() {
     let order = CountingOrder::default();
     let syncs = Arc::clone(&order.0);
     let (p, _) = pool_with(64 * MIB, 8 * MIB, Box::new(order), 4);
-    let s = CudaStreamView::from_handle(0x1000);
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    let s = unsafe { CudaStreamView::from_handle(0x1000) };
     let a = p.allocate(8 * MIB, 256, s).unwrap();
     p.deallocate(a, 8 * MIB, 256, s).unwrap();
     let before = syncs.load(Ordering::Relaxed);
@@ -249,7 +251,9 @@ fn random_runs_keep_every_live_block_mapped_and_apart() {
         let order: Box<dyn StreamOrder> =
             if seed % 3 == 0 { Box::new(HostOrder) } else { Box::new(CountingOrder::default()) };
         let (p, view) = pool_with(128 * MIB, (seed as usize % 3) * G, order, shards);
-        let streams: Vec<CudaStreamView> = (1..=3).map(|i| CudaStreamView::from_handle(0x1000 * i)).collect();
+        // SAFETY: a stream name for resources over host memory: no driver call sees it.
+        let streams: Vec<CudaStreamView> =
+            (1..=3).map(|i| unsafe { CudaStreamView::from_handle(0x1000 * i) }).collect();
         let mut live: BTreeMap<usize, (usize, CudaStreamView)> = BTreeMap::new();
         let (mut released, mut refused) = (0, 0);
         for step in 0..1500 {

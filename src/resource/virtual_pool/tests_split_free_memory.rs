@@ -10,7 +10,8 @@ use std::sync::mpsc;
 const MIB: usize = 1 << 20;
 const G: usize = 2 * MIB;
 const BASE: usize = 1 << 40;
-const S: CudaStreamView = CudaStreamView::from_handle(0x1000);
+// SAFETY: a stream name for resources over host memory: no driver call sees it.
+const S: CudaStreamView = unsafe { CudaStreamView::from_handle(0x1000) };
 
 type Pool = VirtualPoolMemoryResource<HostPhysicalMemory>;
 
@@ -192,7 +193,8 @@ fn another_streams_pieces_are_not_gathered() {
     with_two_threads(true, |p, _view, other| {
         split_six_mib(p, other);
         // Stream T may not use S's blocks without a wait: it maps memory of its own.
-        let t = CudaStreamView::from_handle(0x2000);
+        // SAFETY: a stream name for resources over host memory: no driver call sees it.
+        let t = unsafe { CudaStreamView::from_handle(0x2000) };
         let c = p.allocate(6 * MIB, 256, t).unwrap() as usize;
         assert!(c >= BASE + 6 * MIB, "S's free pieces stay with S");
         p.deallocate(c as *mut u8, 6 * MIB, 256, t).unwrap();
