@@ -3,10 +3,14 @@
 //! module function `to_device`.
 //!
 //! The buffer keeps its resource object and stream object alive. Its allocation, size, capacity
-//! and stream sit behind a mutex that is only taken for short reads with the GIL held or, for the
-//! work itself, inside `py.detach` (never across a GIL re-acquisition), so no thread can hold it
-//! while waiting for the GIL. A buffer of a host resource (no device access) is copied by the CPU,
-//! so it works without a GPU.
+//! and stream sit behind a mutex that is only taken for short reads with the GIL held or, for
+//! copies, inside `py.detach`. It is never held across a call into the resource: a resource may
+//! run Python (a `CallbackMemoryResource`, a `FailureCallbackResourceAdaptor`, a
+//! `HistoryResourceAdaptor` recording stacks) and so wait for the GIL, which a thread waiting for
+//! the mutex may hold. A new block is allocated before the mutex is taken and a block the buffer
+//! let go of is freed after it is released, so no thread holds the mutex while waiting for the
+//! GIL. A buffer of a host resource (no device access) is copied by the CPU, so it works without a
+//! GPU.
 //!
 //! As RMM's `device_buffer`, the buffer records the device current when it is made and makes it
 //! current again (a `DeviceGuard`) for its later allocations, copies and its free, whichever
@@ -129,24 +133,13 @@ impl DeviceBuffer {
         Ok(())
     }
 
-    /// A new allocation of `capacity` bytes on `view` holding the first `size` bytes of the
-    /// buffer's, for the caller to swap in. On an error nothing changed (the new block is freed).
-    fn reallocate(&self, st: &State, capacity: usize, view: CudaStreamView) -> rmm::Result<usize> {
-        let new_ptr = self.resource().allocate(capacity, DEFAULT_ALIGNMENT, view)? as usize;
-        // SAFETY: both allocations are live and distinct; `size <= capacity` of each; the copy is
-        // on `view`, which is ordered after the buffer's stream (`order_after`), and the old block
-        // is freed on `view` after it.
-        if let Err(e) = unsafe { copy_bytes(new_ptr, st.ptr, st.size, view, self.host_only()) } {
-            let _ = self.resource().deallocate(new_ptr as *mut u8, capacity, DEFAULT_ALIGNMENT, view);
-            return Err(e);
-        }
-        Ok(new_ptr)
-    }
-
     /// `reserve` and `resize`: grows the allocation to `capacity` bytes if it is smaller, sets the
-    /// size to `new_size` if given, and moves the buffer to `stream`. The stream, the object that
-    /// keeps it alive, the allocation and the size change together under one hold of the lock,
-    /// and only once nothing can fail: after an error the buffer is as it was.
+    /// size to `new_size` if given, and moves the buffer to `stream`. A larger block is allocated
+    /// before the lock is taken and the block it replaces is freed after the lock is released: a
+    /// resource may run Python, which takes the GIL (see the module documentation). In between,
+    /// under one hold of the lock, the contents move to the new block and the stream, the object
+    /// that keeps it alive, the allocation and the size change together, only once nothing can
+    /// fail: after an error the buffer is as it was and the new block is freed again.
     fn change(
         &self,
         py: Python<'_>,
@@ -160,33 +153,81 @@ impl DeviceBuffer {
         let mut stream = stream.unbind();
         py.detach(|| -> rmm::Result<()> {
             let _on_device = self.on_device()?;
-            let mut st = self.state.lock();
-            self.order_after(&st, view)?;
-            let old_block = if capacity > st.capacity {
-                let new_ptr = self.reallocate(&st, capacity, view)?;
-                let old = (st.ptr, st.capacity);
-                (st.ptr, st.capacity) = (new_ptr, capacity);
-                Some(old)
+            // The capacity never shrinks: a buffer large enough now stays large enough.
+            let fresh = if capacity > self.state.lock().capacity {
+                Some((self.resource().allocate(capacity, DEFAULT_ALIGNMENT, view)? as usize, capacity))
             } else {
                 None
             };
-            st.view = view;
-            std::mem::swap(&mut st.stream, &mut stream);
-            if let Some(size) = new_size {
-                st.size = size;
-            }
-            match old_block {
-                // Freed on the new stream, after the copy. A failed free leaves the buffer moved
-                // and grown (consistent) and the old block leaked; the error says so.
-                Some((ptr, bytes)) if bytes > 0 => {
+            match self.swap_in(fresh, view, &mut stream, new_size) {
+                // Freed on the new stream, after the copy. A failed free leaves the buffer changed
+                // (consistent) and that block leaked; the error says so.
+                Ok(Some((ptr, bytes))) if bytes > 0 => {
                     self.resource().deallocate(ptr as *mut u8, bytes, DEFAULT_ALIGNMENT, view)
                 }
-                _ => Ok(()),
+                Ok(_) => Ok(()),
+                Err(e) => {
+                    if let Some((ptr, bytes)) = fresh {
+                        // Unused: the error that matters is the one that stopped the change.
+                        let _ = self.resource().deallocate(ptr as *mut u8, bytes, DEFAULT_ALIGNMENT, view);
+                    }
+                    Err(e)
+                }
             }
         })
         .py()?;
         drop(stream);
         Ok(())
+    }
+
+    /// The locked part of [`change`](Self::change): orders `view` after the buffer's stream,
+    /// moves the contents into `fresh` (a new block and its size) where that is larger than the
+    /// buffer's allocation, and moves the buffer to `view`, `stream` and `new_size`. Returns the
+    /// block the buffer let go of (its old one, or `fresh` unused where another thread grew the
+    /// buffer meanwhile) for the caller to free once the lock is released. On an error nothing
+    /// changed.
+    fn swap_in(
+        &self,
+        fresh: Option<(usize, usize)>,
+        view: CudaStreamView,
+        stream: &mut Py<Stream>,
+        new_size: Option<usize>,
+    ) -> rmm::Result<Option<(usize, usize)>> {
+        let mut st = self.state.lock();
+        self.order_after(&st, view)?;
+        let released = match fresh {
+            Some((ptr, capacity)) if capacity > st.capacity => {
+                // SAFETY: both allocations are live and distinct; `size <= capacity` of each; the
+                // copy is on `view`, which is ordered after the buffer's stream (`order_after`),
+                // and the old block is freed on `view` after it.
+                unsafe { copy_bytes(ptr, st.ptr, st.size, view, self.host_only())? };
+                let old = (st.ptr, st.capacity);
+                (st.ptr, st.capacity) = (ptr, capacity);
+                Some(old)
+            }
+            unused => unused,
+        };
+        st.view = view;
+        std::mem::swap(&mut st.stream, stream);
+        if let Some(size) = new_size {
+            st.size = size;
+        }
+        Ok(released)
+    }
+
+    /// The locked part of `copy()`: copies the buffer's `size` bytes into `dst` on `view` if the
+    /// buffer is still on `view` with `size` bytes (false, and nothing copied, where `reserve` or
+    /// `resize` changed it meanwhile).
+    fn copy_into(&self, dst: usize, size: usize, view: CudaStreamView) -> rmm::Result<bool> {
+        let st = self.state.lock();
+        if st.view != view || st.size != size {
+            return Ok(false);
+        }
+        // SAFETY: `dst` is a fresh allocation of `size` bytes, distinct from the buffer's live one
+        // of `size` bytes; both are used on the buffer's stream.
+        let enqueued = unsafe { copy_bytes(dst, st.ptr, size, view, self.host_only())? };
+        sync_if_default(view, enqueued)?;
+        Ok(true)
     }
 
     fn size_now(&self) -> usize {
@@ -335,38 +376,32 @@ impl DeviceBuffer {
         let py = slf.py();
         let this = slf.get();
         loop {
-            // The stream object is cloned with the GIL; the copy is made on its stream only if the
-            // buffer is still there when the lock is taken again without the GIL (else, moved
-            // meanwhile by `reserve` or `resize`, try again), so the new buffer's stream object
-            // is always the one that keeps its stream alive.
-            let (stream, view) = {
+            // The stream object is cloned with the GIL. The copy's memory is allocated without the
+            // lock (the resource may run Python), and the bytes are copied on the stream only if
+            // the buffer is still there with the same size when the lock is taken again (else,
+            // changed meanwhile by `reserve` or `resize`, try again), so the new buffer's stream
+            // object is always the one that keeps its stream alive.
+            let (stream, view, size) = {
                 let st = this.state.lock();
-                (st.stream.clone_ref(py), st.view)
+                (st.stream.clone_ref(py), st.view, st.size)
             };
             let copied = py
-                .detach(|| -> rmm::Result<Option<(usize, usize)>> {
+                .detach(|| -> rmm::Result<Option<usize>> {
+                    if size == 0 {
+                        return Ok(Some(0));
+                    }
                     // Same resource, same device: made with the source's device current.
                     let _on_device = this.on_device()?;
-                    let st = this.state.lock();
-                    if st.view != view {
-                        return Ok(None);
+                    let ptr = this.resource().allocate(size, DEFAULT_ALIGNMENT, view)? as usize;
+                    let filled = this.copy_into(ptr, size, view);
+                    if !matches!(filled, Ok(true)) {
+                        // Unused; on an error, the error that matters is the copy's.
+                        let _ = this.resource().deallocate(ptr as *mut u8, size, DEFAULT_ALIGNMENT, view);
                     }
-                    if st.size == 0 {
-                        return Ok(Some((0, 0)));
-                    }
-                    let ptr = this.resource().allocate(st.size, DEFAULT_ALIGNMENT, view)? as usize;
-                    // SAFETY: a fresh allocation and a live one, `size` bytes each, both used on
-                    // the buffer's stream.
-                    let copied = unsafe { copy_bytes(ptr, st.ptr, st.size, view, this.host_only()) }
-                        .and_then(|enqueued| sync_if_default(view, enqueued));
-                    if let Err(e) = copied {
-                        let _ = this.resource().deallocate(ptr as *mut u8, st.size, DEFAULT_ALIGNMENT, view);
-                        return Err(e);
-                    }
-                    Ok(Some((ptr, st.size)))
+                    Ok(filled?.then_some(ptr))
                 })
                 .py()?;
-            if let Some((ptr, size)) = copied {
+            if let Some(ptr) = copied {
                 let state = State { ptr, size, capacity: size, view, stream };
                 return Ok(DeviceBuffer { mr: this.mr.clone_ref(py), device: this.device, state: Mutex::new(state) });
             }

@@ -5,7 +5,10 @@ without a GPU) and over CudaMemoryResource (skipped without a GPU)."""
 
 import copy
 import gc
+import os
 import pickle
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -312,6 +315,154 @@ def test_threads_share_a_resource(host_mr):
     gc.collect()
     assert not errors
     assert stats.allocation_counts.current_bytes == 0
+
+
+def test_threads_changing_one_buffer_lose_no_memory(host_mr):
+    # Each resize or copy allocates without the buffer's lock, so another thread may change the
+    # buffer in between: a block another thread's resize outgrew, or the copy of a buffer resized
+    # meanwhile, is freed again, and the contents survive every move.
+    stats = StatisticsResourceAdaptor(host_mr)
+    data = payload(300)
+    buf = DeviceBuffer(size=data.size, mr=stats)
+    buf.copy_from_host(data)
+    errors = []
+
+    def work(seed):
+        try:
+            for i in range(300):
+                n = data.size + 64 * ((seed * 131 + i * 17) % 200)
+                if (seed + i) % 3 == 0:
+                    buf.reserve(n)
+                elif (seed + i) % 3 == 1:
+                    buf.resize(n)
+                else:
+                    assert buf.copy().tobytes()[: data.size] == data.tobytes()
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    gc.collect()
+    assert buf.tobytes()[: data.size] == data.tobytes()
+    assert stats.allocation_counts.current_bytes == buf.capacity()
+    del buf
+    gc.collect()
+    assert stats.allocation_counts.current_bytes == 0
+
+
+# A resource that runs Python takes the GIL inside the buffer's call. One thread calls `op` on a
+# buffer and pauses inside the resource (`where`: the allocate or deallocate callback of a
+# CallbackMemoryResource, or the failure callback of a FailureCallbackResourceAdaptor), sleeping
+# without the GIL; meanwhile the main thread, holding the GIL, reads the buffer. Were the buffer's
+# lock held across the resource call, the reader would wait for the lock while holding the GIL and
+# the resource for the GIL while holding the lock: the interpreter would hang, so the scenario
+# runs in a child process with a time limit. Host memory throughout: no GPU needed.
+LOCK_SCENARIO = r"""
+import sys, threading, time
+import rmm._native as native
+import rmm.mr as mr
+from rmm.pylibrmm.device_buffer import DeviceBuffer
+
+op, where = sys.argv[1], sys.argv[2]
+host = native._HostMemoryResource()
+pause, inside = threading.Event(), threading.Event()
+
+
+def maybe_pause():
+    if pause.is_set():
+        pause.clear()
+        inside.set()
+        time.sleep(0.5)  # without the GIL, which the main thread takes to read the buffer
+
+
+if where == "failure_callback":
+    limited = mr.LimitingResourceAdaptor(host, 8192)
+    hog = []
+
+    def on_oom(nbytes):
+        maybe_pause()
+        if hog:
+            limited.deallocate(hog.pop(), 8192 - 1024)
+            return True
+        return False
+
+    resource = mr.FailureCallbackResourceAdaptor(limited, on_oom)
+else:
+    def allocate(nbytes, stream):
+        if where == "allocate":
+            maybe_pause()
+        return host.allocate(nbytes, stream)
+
+    def deallocate(ptr, nbytes, stream):
+        if where == "deallocate":
+            maybe_pause()
+        host.deallocate(ptr, nbytes, stream)
+
+    resource = mr.CallbackMemoryResource(allocate, deallocate)
+
+data = bytes(range(256)) * 4
+buf = DeviceBuffer(size=len(data), mr=resource)
+buf.copy_from_host(data)
+if where == "failure_callback":
+    hog.append(limited.allocate(8192 - 1024))  # the next allocation runs out of room
+out = {}
+
+
+def work():
+    try:
+        out["result"] = getattr(buf, op)(*([4096] if op != "copy" else []))
+    except BaseException as e:
+        out["error"] = repr(e)
+
+
+pause.set()
+worker = threading.Thread(target=work)
+worker.start()
+assert inside.wait(10), "the resource never ran the pausing callback"
+seen = (len(buf), buf.size, buf.capacity(), buf.ptr != 0)  # with the GIL held
+worker.join(10)
+assert not worker.is_alive(), "the worker did not finish"
+assert "error" not in out, out["error"]
+assert seen[0] in (1024, 4096), seen
+if op == "copy":
+    assert bytes(out["result"]) == data and bytes(buf) == data
+else:
+    assert buf.capacity() == 4096 and buf.tobytes()[:1024] == data
+    assert buf.size == (4096 if op == "resize" else 1024)
+print("ok", op, where, seen)
+"""
+
+
+@pytest.mark.parametrize(
+    "op, where",
+    [
+        ("resize", "allocate"),
+        ("resize", "deallocate"),
+        ("reserve", "allocate"),
+        ("copy", "allocate"),
+        ("resize", "failure_callback"),
+        ("copy", "failure_callback"),
+    ],
+)
+def test_reading_a_buffer_while_its_resource_runs_python_does_not_deadlock(op, where):
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", LOCK_SCENARIO, op, where],
+            cwd=os.path.dirname(__file__),  # not python/, whose rmm/ has no _native
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    except subprocess.TimeoutExpired:
+        proc = None
+    if proc is None:
+        pytest.fail(f"{op} with the resource paused in {where}: deadlocked (no end within 30 s)", pytrace=False)
+    assert proc.returncode == 0, f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+    assert proc.stdout.startswith("ok "), proc.stdout
 
 
 # ---- GPU only: the current device resource, streams, interop ----

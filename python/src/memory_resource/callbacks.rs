@@ -23,16 +23,28 @@ fn stream_object(py: Python<'_>, stream: CudaStreamView) -> PyResult<Py<Stream>>
 }
 
 /// Allocates and frees through two Python functions (RMM's `callback_memory_resource`):
-/// `allocate_func(nbytes, stream) -> int` and `deallocate_func(ptr, nbytes, stream)`.
+/// `allocate_func(nbytes, stream) -> int` and `deallocate_func(ptr, nbytes, stream)`. For a
+/// non-empty request, an answer that is null is a `MemoryError`, one that is no int (or out of
+/// range) a `RuntimeError`, and one not aligned to 256 bytes a `RuntimeError` after it is handed
+/// back to `deallocate_func` (`docs/differences.md#callback-bad-address`).
 #[pyclass(module = "rmm.pylibrmm.memory_resource._memory_resource", extends = DeviceMemoryResource, subclass, frozen)]
 pub struct CallbackMemoryResource;
 
-/// Calls `allocate_func(bytes, stream)`; its answer as an address.
+/// Calls `allocate_func(bytes, stream)`; its answer as an address. An answer that is no int, or
+/// one out of an address's range, is a runtime error that shows it.
 fn call_allocate(func: &Py<PyAny>, bytes: usize, stream: CudaStreamView) -> rmm::Result<*mut u8> {
     Python::attach(|py| {
-        let called =
-            stream_object(py, stream).and_then(|s| func.call1(py, (bytes, s))).and_then(|ptr| ptr.extract::<usize>(py));
-        called.map(|ptr| ptr as *mut u8).map_err(|e| from_callback(py, e, bytes))
+        let answer = stream_object(py, stream)
+            .and_then(|s| func.call1(py, (bytes, s)))
+            .map_err(|e| from_callback(py, e, bytes))?;
+        let answer = answer.bind(py);
+        answer.extract::<usize>().map(|ptr| ptr as *mut u8).map_err(|e| {
+            let shown = answer.repr().map(|r| r.to_string()).unwrap_or_else(|_| "an object".into());
+            rmm::Error::BadUpstream(format!(
+                "allocate_func returned {shown} for {bytes} bytes, which is not an address ({})",
+                e.value(py)
+            ))
+        })
     })
 }
 
@@ -49,22 +61,55 @@ fn call_deallocate(func: &Py<PyAny>, ptr: *mut u8, bytes: usize, stream: CudaStr
 /// The core callback resource, plus what RMM's does and the core's leaves out: a zero-byte request
 /// and a free of a null pointer reach the Python functions too (RMM calls them for every request;
 /// the answer to a zero-byte request is handed back as it is, since no byte of it may be used).
+/// And what RMM leaves out: an address for a non-empty request that is not aligned to the
+/// effective alignment (at least 256 bytes) is handed back to `deallocate_func` and refused with
+/// [`rmm::Error::BadUpstream`] (a `RuntimeError`), as the core refuses null (a `MemoryError`):
+/// nothing misaligned is ever handed out.
 struct PyCallbackResource<R> {
     inner: R,
     allocate_func: Arc<Py<PyAny>>,
     deallocate_func: Arc<Py<PyAny>>,
 }
 
-// SAFETY: non-empty requests and non-null frees are the core resource's, which keeps the contract
-// (null refused) over functions whose promise the Python caller makes; a zero-byte answer gives
-// access to no byte, and a null free frees nothing Rust handed out.
+impl<R: MemoryResource> PyCallbackResource<R> {
+    /// Gives the misaligned `ptr` back to `deallocate_func` (with the size and stream it was
+    /// asked for, so a callback pair that tracks its blocks loses none) and says so in the error.
+    #[cold]
+    #[inline(never)]
+    fn refuse_misaligned(
+        &self,
+        ptr: *mut u8,
+        bytes: usize,
+        alignment: usize,
+        needed: usize,
+        stream: CudaStreamView,
+    ) -> rmm::Error {
+        let handed_back = match self.inner.deallocate(ptr, bytes, alignment, stream) {
+            Ok(()) => "it was handed back to deallocate_func".to_string(),
+            Err(e) => format!("handing it back to deallocate_func failed ({e})"),
+        };
+        rmm::Error::BadUpstream(format!(
+            "allocate_func returned {:#x} for {bytes} bytes, which is not aligned to {needed} bytes; {handed_back}",
+            ptr as usize
+        ))
+    }
+}
+
+// SAFETY: non-empty requests and non-null frees are the core resource's, which refuses null, and
+// its answers are refused here unless aligned, over functions whose remaining promise (the memory
+// is theirs to hand out until freed) the Python caller makes; a zero-byte answer gives access to
+// no byte, and a null free frees nothing Rust handed out.
 unsafe impl<R: MemoryResource> MemoryResource for PyCallbackResource<R> {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> rmm::Result<*mut u8> {
+        let needed = rmm::resource::effective_alignment(alignment)?;
         if bytes == 0 {
-            rmm::resource::effective_alignment(alignment)?;
             return call_allocate(&self.allocate_func, 0, stream);
         }
-        self.inner.allocate(bytes, alignment, stream)
+        let ptr = self.inner.allocate(bytes, alignment, stream)?;
+        if ptr as usize % needed != 0 {
+            return Err(self.refuse_misaligned(ptr, bytes, alignment, needed, stream));
+        }
+        Ok(ptr)
     }
 
     fn deallocate(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> rmm::Result<()> {
@@ -95,7 +140,9 @@ impl CallbackMemoryResource {
             call_deallocate(&dealloc, ptr, bytes, stream)
         };
         // SAFETY: the Python caller promises its functions return valid device memory and free
-        // only that, RMM's contract for this class; Python code is outside Rust's checks.
+        // only that, RMM's contract for this class; Python code is outside Rust's checks, so
+        // `PyCallbackResource` refuses a misaligned answer before anything uses it (the core
+        // refuses null).
         let inner = unsafe { rmm::resource::CallbackMemoryResource::new(allocate, deallocate) };
         let resource: SharedResource = Arc::new(PyCallbackResource { inner, allocate_func, deallocate_func });
         PyClassInitializer::from(DeviceMemoryResource::new(resource)).add_subclass(CallbackMemoryResource)
