@@ -37,7 +37,7 @@ struct State {
     size: usize,
     capacity: usize,
     /// The stream the memory is ordered and freed on, and the object that keeps it alive.
-    view: CudaStreamView,
+    view: CudaStreamView<'static>,
     stream: Py<Stream>,
 }
 
@@ -189,7 +189,7 @@ impl DeviceBuffer {
     fn swap_in(
         &self,
         fresh: Option<(usize, usize)>,
-        view: CudaStreamView,
+        view: CudaStreamView<'static>,
         stream: &mut Py<Stream>,
         new_size: Option<usize>,
     ) -> rmm::Result<Option<(usize, usize)>> {

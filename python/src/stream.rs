@@ -41,9 +41,12 @@ pub struct Stream {
 }
 
 impl Stream {
-    /// The stream as the Rust core names it.
-    pub fn view(&self) -> CudaStreamView {
-        CudaStreamView::from_handle(self.handle)
+    /// The stream as the Rust core names it, for as long as the caller holds this object (or
+    /// what holds it): the owner kept here keeps the stream alive, and a handle Python gave
+    /// without one names a live stream by RMM's contract for stream arguments.
+    pub fn view(&self) -> CudaStreamView<'static> {
+        // SAFETY: as said above; the callers use the view only while they hold this object.
+        unsafe { CudaStreamView::from_handle(self.handle) }
     }
 
     /// A borrowed view of a well-known handle (the default-stream constants).

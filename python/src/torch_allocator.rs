@@ -65,7 +65,8 @@ pub extern "C" fn rmm_rs_torch_allocate_or_null(size: usize, device: i32, stream
 
 /// The allocation both hooks make; the error is None for a panic, which is caught here.
 fn allocate(size: usize, device: i32, stream: *mut c_void) -> Result<*mut c_void, Option<rmm::Error>> {
-    let stream = CudaStreamView::from_handle(stream as usize);
+    // SAFETY: PyTorch passes the live stream the block is used on (its allocator's contract).
+    let stream = unsafe { CudaStreamView::from_handle(stream as usize) };
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         device::with_device(DeviceId(device), || {
             with_resource(device, |mr| {
@@ -110,7 +111,8 @@ pub extern "C" fn rmm_rs_torch_deallocate(ptr: *mut c_void, size: usize, device:
     if ptr.is_null() {
         return;
     }
-    let stream = CudaStreamView::from_handle(stream as usize);
+    // SAFETY: PyTorch passes the live stream the block is used on (its allocator's contract).
+    let stream = unsafe { CudaStreamView::from_handle(stream as usize) };
     let addr = ptr as usize;
     let _ = catch_unwind(AssertUnwindSafe(|| {
         let Some(owner) = shard(addr).lock().remove(&addr) else {

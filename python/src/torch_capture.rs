@@ -101,7 +101,8 @@ pub(crate) fn mark_if_captured(mr: &SharedResource, device: i32, stream: CudaStr
 fn end_mark(m: &mut Marked) {
     if !m.ended {
         if let Some(pool) = capture_pool_of(&*m.resource) {
-            pool.end(CudaStreamView::from_handle(m.stream));
+            // SAFETY: the stream PyTorch captures on, alive while its capture is marked.
+            pool.end(unsafe { CudaStreamView::from_handle(m.stream) });
         }
         m.ended = true;
     }

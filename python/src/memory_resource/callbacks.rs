@@ -126,6 +126,14 @@ unsafe impl<R: MemoryResource> MemoryResource for PyCallbackResource<R> {
     fn is_host_accessible(&self) -> bool {
         self.inner.is_host_accessible()
     }
+
+    fn claim(&self, ptr: *mut u8, bytes: usize) -> rmm::Result<()> {
+        self.inner.claim(ptr, bytes)
+    }
+
+    fn unclaim(&self, ptr: *mut u8, bytes: usize) -> rmm::Result<()> {
+        self.inner.unclaim(ptr, bytes)
+    }
 }
 
 #[pymethods]
@@ -186,6 +194,14 @@ unsafe impl MemoryResource for PyFailureCallback {
 
     fn is_host_accessible(&self) -> bool {
         self.inner.is_host_accessible()
+    }
+
+    fn claim(&self, ptr: *mut u8, bytes: usize) -> rmm::Result<()> {
+        self.inner.claim(ptr, bytes)
+    }
+
+    fn unclaim(&self, ptr: *mut u8, bytes: usize) -> rmm::Result<()> {
+        self.inner.unclaim(ptr, bytes)
     }
 }
 
