@@ -4,7 +4,10 @@
 //! host memory make sure of a context before every call with [`ensure_context`], which never lets
 //! a call fail for want of one.
 
-use super::{check, check_alloc, ensure_context, with_context, DeviceId, DevicePtr, StreamHandle};
+use super::{
+    check, check_alloc, ensure_context, entry_point, missing, with_context, DeviceId, DevicePtr, EntryPoint,
+    StreamHandle, Versioned,
+};
 use crate::error::Result;
 use cudarc::driver::sys;
 
@@ -133,17 +136,31 @@ pub(crate) fn pointer_memory_type(ptr: DevicePtr) -> Result<Option<(u32, bool)>>
 }
 
 /// Migrates `bytes` of managed memory at `ptr` to `device`, in stream order on `stream`
-/// (`cuMemPrefetchAsync_v2`); a negative device (`cudaCpuDeviceId`, -1) means host memory. Only for
-/// managed memory: callers check with [`pointer_is_managed`]. Migration moves pages, not data: it
-/// changes no byte of the range.
+/// (`cuMemPrefetchAsync_v2`, or `cuMemPrefetchAsync` on drivers before 12.2); a negative device
+/// (`cudaCpuDeviceId`, -1) means host memory. Only for managed memory: callers check with
+/// [`pointer_is_managed`]. Migration moves pages, not data: it changes no byte of the range.
 pub(crate) fn mem_prefetch_async(ptr: DevicePtr, bytes: usize, device: DeviceId, stream: StreamHandle) -> Result<()> {
+    let entry = entry_point(Versioned::Prefetch)?;
     ensure_context()?;
-    let location = if device.0 < 0 {
-        sys::CUmemLocation { type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_HOST, id: 0 }
-    } else {
-        sys::CUmemLocation { type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE, id: device.0 }
+    let status = match entry {
+        EntryPoint::Newer => {
+            let location = if device.0 < 0 {
+                sys::CUmemLocation { type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_HOST, id: 0 }
+            } else {
+                sys::CUmemLocation { type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE, id: device.0 }
+            };
+            // SAFETY: the driver exports the symbol (entry_point) and a context is current; the
+            // range is managed memory (the caller's check) and a bad stream handle is the
+            // caller's contract, as for every stream-ordered call.
+            unsafe { sys::cuMemPrefetchAsync_v2(ptr.raw(), bytes, location, 0, stream.raw()) }
+        }
+        #[cfg(feature = "cuda-12")]
+        EntryPoint::Older => {
+            let device = if device.0 < 0 { super::CU_DEVICE_CPU } else { device.0 };
+            // SAFETY: as for cuMemPrefetchAsync_v2 above, with a device ordinal for the location.
+            unsafe { sys::cuMemPrefetchAsync(ptr.raw(), bytes, device, stream.raw()) }
+        }
+        _ => return Err(missing(Versioned::Prefetch)),
     };
-    // SAFETY: a context is current; the range is managed memory (the caller's check) and a bad
-    // stream handle is the caller's contract, as for every stream-ordered call.
-    check(unsafe { sys::cuMemPrefetchAsync_v2(ptr.raw(), bytes, location, 0, stream.raw()) }, "cuMemPrefetchAsync")
+    check(status, "cuMemPrefetchAsync")
 }
