@@ -292,6 +292,56 @@ fn out_of_memory_writes_the_snapshot_and_the_map_and_names_them() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// A fresh folder holding `victim` (another user's file) for the symbolic-link tests.
+fn folder_with_a_victim(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!("rmm_history_{name}_{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let victim = dir.join("victim");
+    std::fs::write(&victim, KEPT).unwrap();
+    (dir, victim)
+}
+
+const KEPT: &str = "another user's file\n";
+
+#[test]
+fn a_snapshot_is_never_written_through_a_symbolic_link() {
+    let (dir, victim) = folder_with_a_victim("snapshot_link");
+    let link = dir.join("snapshot.pickle");
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    let mr = adaptor(MIB, None);
+    match mr.dump_snapshot(&link).unwrap_err() {
+        Error::Io { path, message } => {
+            assert_eq!(path, link.display().to_string());
+            assert!(message.contains("symbolic link"), "{message}");
+        }
+        other => panic!("expected Io, got {other:?}"),
+    }
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), KEPT);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn an_out_of_memory_dump_is_never_written_through_a_symbolic_link() {
+    let (dir, victim) = folder_with_a_victim("oom_link");
+    // Dumps are numbered per process, and other tests of this binary dump too: a link stands at
+    // each name the next dumps can take.
+    for n in 0..64 {
+        for extension in ["pickle", "svg"] {
+            let name = format!("rmm_oom_{}_{n}.{extension}", std::process::id());
+            std::os::unix::fs::symlink(&victim, dir.join(name)).unwrap();
+        }
+    }
+    let mr = adaptor(MIB, Some(2 * MIB));
+    mr.set_dump_on_oom(Some(dir.clone()));
+    let err = mr.allocate(4 * MIB, 256, S).unwrap_err();
+    let message = err.to_string();
+    assert!(matches!(err, Error::OutOfMemory { .. }), "{err:?}");
+    assert!(message.contains("no memory snapshot") && message.contains("symbolic link"), "{message}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), KEPT);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 #[test]
 fn a_resource_without_segments_snapshots_its_trace_only() {
     let host = HostMemoryResource::new();

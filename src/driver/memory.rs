@@ -4,7 +4,10 @@
 //! host memory make sure of a context before every call with [`ensure_context`], which never lets
 //! a call fail for want of one.
 
-use super::{check, check_alloc, ensure_context, with_context, DeviceId, DevicePtr, StreamHandle};
+use super::{
+    check, check_alloc, ensure_context, entry_point, missing, with_context, DeviceId, DevicePtr, EntryPoint,
+    StreamHandle, Versioned,
+};
 use crate::error::Result;
 use cudarc::driver::sys;
 
@@ -106,44 +109,81 @@ pub(crate) fn pointer_is_managed(ptr: DevicePtr) -> Result<bool> {
     Ok(managed != 0)
 }
 
-/// What the driver knows of an address: its `CU_POINTER_ATTRIBUTE_MEMORY_TYPE` (0 for memory it
-/// does not know, such as pageable host memory or no memory at all; `CU_MEMORYTYPE_HOST` for
-/// page-locked host memory; `CU_MEMORYTYPE_DEVICE` for device memory) and whether it is managed.
-/// As [`pointer_is_managed`], asked with `cuPointerGetAttributes`, which answers 0 for an unknown
-/// address instead of failing. None without a driver (every address is then host memory).
-pub(crate) fn pointer_memory_type(ptr: DevicePtr) -> Result<Option<(u32, bool)>> {
+/// What the driver knows of an address (see [`pointer_memory_type`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PointerInfo {
+    /// `CU_POINTER_ATTRIBUTE_MEMORY_TYPE`: 0 for memory the driver does not know (pageable host
+    /// memory, or no memory at all), `CU_MEMORYTYPE_HOST` for page-locked host memory,
+    /// `CU_MEMORYTYPE_DEVICE` for device memory.
+    pub memory_type: u32,
+    /// `CU_POINTER_ATTRIBUTE_IS_MANAGED`.
+    pub managed: bool,
+    /// `CU_POINTER_ATTRIBUTE_RANGE_START_ADDR`: where the allocation holding the address starts
+    /// (for mapped virtual memory, the reserved range it lies in). 0 for an unknown address.
+    pub range_start: usize,
+    /// `CU_POINTER_ATTRIBUTE_RANGE_SIZE`: the bytes of that allocation. 0 for an unknown address.
+    pub range_size: usize,
+}
+
+/// What the driver knows of an address: its memory type, whether it is managed, and the
+/// allocation it lies in. As [`pointer_is_managed`], asked with `cuPointerGetAttributes`, which
+/// answers 0 for each attribute of an unknown address instead of failing. None without a driver
+/// (every address is then host memory).
+pub(crate) fn pointer_memory_type(ptr: DevicePtr) -> Result<Option<PointerInfo>> {
     if super::ensure_driver().is_err() {
         return Ok(None);
     }
     ensure_context()?;
     let (mut memory_type, mut managed): (u32, u32) = (0, 0);
+    let (mut range_start, mut range_size): (sys::CUdeviceptr, usize) = (0, 0);
     let mut attributes = [
         sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
         sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_IS_MANAGED,
+        sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+        sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_RANGE_SIZE,
     ];
-    let mut data: [*mut std::ffi::c_void; 2] =
-        [(&mut memory_type as *mut u32).cast(), (&mut managed as *mut u32).cast()];
+    let mut data: [*mut std::ffi::c_void; 4] = [
+        (&mut memory_type as *mut u32).cast(),
+        (&mut managed as *mut u32).cast(),
+        (&mut range_start as *mut sys::CUdeviceptr).cast(),
+        (&mut range_size as *mut usize).cast(),
+    ];
     check(
-        // SAFETY: a context is current; two attributes and two out pointers to u32 (the attributes'
-        // documented types: a CUmemorytype and a boolean as unsigned int) are passed.
-        unsafe { sys::cuPointerGetAttributes(2, attributes.as_mut_ptr(), data.as_mut_ptr(), ptr.raw()) },
+        // SAFETY: a context is current; four attributes and four out pointers of the attributes'
+        // documented types (a CUmemorytype and a boolean as unsigned int, a CUdeviceptr, a size_t)
+        // are passed.
+        unsafe { sys::cuPointerGetAttributes(4, attributes.as_mut_ptr(), data.as_mut_ptr(), ptr.raw()) },
         "cuPointerGetAttributes",
     )?;
-    Ok(Some((memory_type, managed != 0)))
+    Ok(Some(PointerInfo { memory_type, managed: managed != 0, range_start: range_start as usize, range_size }))
 }
 
 /// Migrates `bytes` of managed memory at `ptr` to `device`, in stream order on `stream`
-/// (`cuMemPrefetchAsync_v2`); a negative device (`cudaCpuDeviceId`, -1) means host memory. Only for
-/// managed memory: callers check with [`pointer_is_managed`]. Migration moves pages, not data: it
-/// changes no byte of the range.
+/// (`cuMemPrefetchAsync_v2`, or `cuMemPrefetchAsync` on drivers before 12.2); a negative device
+/// (`cudaCpuDeviceId`, -1) means host memory. Only for managed memory: callers check with
+/// [`pointer_is_managed`]. Migration moves pages, not data: it changes no byte of the range.
 pub(crate) fn mem_prefetch_async(ptr: DevicePtr, bytes: usize, device: DeviceId, stream: StreamHandle) -> Result<()> {
+    let entry = entry_point(Versioned::Prefetch)?;
     ensure_context()?;
-    let location = if device.0 < 0 {
-        sys::CUmemLocation { type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_HOST, id: 0 }
-    } else {
-        sys::CUmemLocation { type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE, id: device.0 }
+    let status = match entry {
+        EntryPoint::Newer => {
+            let location = if device.0 < 0 {
+                sys::CUmemLocation { type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_HOST, id: 0 }
+            } else {
+                sys::CUmemLocation { type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE, id: device.0 }
+            };
+            // SAFETY: the driver exports the symbol (entry_point) and a context is current; the
+            // range is managed memory (the caller's check) and a bad stream handle is the
+            // caller's contract, as for every stream-ordered call.
+            unsafe { sys::cuMemPrefetchAsync_v2(ptr.raw(), bytes, location, 0, stream.raw()) }
+        }
+        #[cfg(feature = "cuda-12")]
+        EntryPoint::Older => {
+            let device = if device.0 < 0 { super::CU_DEVICE_CPU } else { device.0 };
+            // SAFETY: as for cuMemPrefetchAsync_v2 above, with a device ordinal for the location.
+            unsafe { sys::cuMemPrefetchAsync(ptr.raw(), bytes, device, stream.raw()) }
+        }
+        _ => return Err(missing(Versioned::Prefetch)),
     };
-    // SAFETY: a context is current; the range is managed memory (the caller's check) and a bad
-    // stream handle is the caller's contract, as for every stream-ordered call.
-    check(unsafe { sys::cuMemPrefetchAsync_v2(ptr.raw(), bytes, location, 0, stream.raw()) }, "cuMemPrefetchAsync")
+    check(status, "cuMemPrefetchAsync")
 }

@@ -28,6 +28,7 @@ mod advise;
 mod attribute;
 mod context;
 mod copy;
+mod entry_points;
 mod event;
 mod handles;
 mod memory;
@@ -49,7 +50,7 @@ pub use handles::{ContextHandle, DeviceId};
 pub(crate) use handles::{DevicePtr, EventHandle, MemPoolHandle, StreamHandle};
 pub(crate) use memory::{
     mem_alloc, mem_alloc_managed, mem_free, mem_free_host, mem_free_managed, mem_get_info, mem_host_alloc,
-    mem_prefetch_async, pointer_is_managed, pointer_memory_type,
+    mem_prefetch_async, pointer_is_managed, pointer_memory_type, PointerInfo,
 };
 pub(crate) use mempool::{
     mem_alloc_from_pool_async, mem_free_async, mem_get_default_managed_pool, mem_pool_check, mem_pool_create,
@@ -66,7 +67,12 @@ pub(crate) use vmm::{
     PhysicalHandle,
 };
 
+/// The device ordinal the older advice and prefetch entry points take for host memory.
+#[cfg(feature = "cuda-12")]
+const CU_DEVICE_CPU: i32 = -1;
+
 use context::with_context;
+use entry_points::{entry_point, missing, EntryPoint, Versioned};
 use status::{check, check_alloc};
 
 /// Loads and initialises the driver once; later calls return the cached outcome.
@@ -89,11 +95,15 @@ pub(crate) fn ensure_driver() -> Result<()> {
         .clone()
 }
 
-/// The driver's version, as `1000 * major + 10 * minor` (12040 for 12.4). The driver must be
-/// initialised.
+/// The driver's version, as `1000 * major + 10 * minor` (12040 for 12.4), asked once: it cannot
+/// change while the library is loaded. The driver must be initialised.
 pub(crate) fn driver_version() -> Result<i32> {
+    static VERSION: OnceLock<i32> = OnceLock::new();
+    if let Some(version) = VERSION.get() {
+        return Ok(*version);
+    }
     let mut version = 0;
     // SAFETY: the driver is initialised; version is a valid out pointer.
     check(unsafe { sys::cuDriverGetVersion(&mut version) }, "cuDriverGetVersion")?;
-    Ok(version)
+    Ok(*VERSION.get_or_init(|| version))
 }

@@ -1,6 +1,9 @@
 //! Streams: creation, destruction, synchronisation, identity and waiting on events.
 
-use super::{check, ensure_context, ensure_driver, with_context, ContextHandle, EventHandle, StreamHandle};
+use super::{
+    check, ensure_context, ensure_driver, entry_point, missing, with_context, ContextHandle, EntryPoint, EventHandle,
+    StreamHandle, Versioned,
+};
 use crate::error::Result;
 use cudarc::driver::sys;
 
@@ -70,15 +73,37 @@ pub(crate) fn stream_context(handle: StreamHandle) -> Result<ContextHandle> {
 /// The stream need not be of the current context; the per-thread and legacy default streams are
 /// those of the calling thread.
 pub(crate) fn stream_capture_id(handle: StreamHandle) -> Result<Option<u64>> {
+    let entry = entry_point(Versioned::CaptureInfo)?;
     let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
     let mut id: sys::cuuint64_t = 0;
     let none = std::ptr::null_mut();
-    // SAFETY: the caller names a live stream (or a default one); status and id are valid out
-    // pointers, and the graph, dependency and edge outputs are optional (null: not asked for).
-    let result = with_context(|| unsafe {
-        sys::cuStreamGetCaptureInfo_v3(handle.raw(), &mut status, &mut id, none, none.cast(), none.cast(), none.cast())
-    })?;
-    check(result, "cuStreamGetCaptureInfo_v3")?;
+    let result = match entry {
+        EntryPoint::Newer => with_context(|| {
+            // SAFETY: the driver exports the symbol (entry_point); the caller names a live stream
+            // (or a default one); status and id are valid out pointers, and the graph, dependency
+            // and edge outputs are optional (null: not asked for).
+            unsafe {
+                sys::cuStreamGetCaptureInfo_v3(
+                    handle.raw(),
+                    &mut status,
+                    &mut id,
+                    none,
+                    none.cast(),
+                    none.cast(),
+                    none.cast(),
+                )
+            }
+        })?,
+        #[cfg(feature = "cuda-12")]
+        EntryPoint::Older => with_context(|| {
+            // SAFETY: as for cuStreamGetCaptureInfo_v3 above, which adds only the edge output.
+            unsafe {
+                sys::cuStreamGetCaptureInfo_v2(handle.raw(), &mut status, &mut id, none, none.cast(), none.cast())
+            }
+        })?,
+        _ => return Err(missing(Versioned::CaptureInfo)),
+    };
+    check(result, "cuStreamGetCaptureInfo")?;
     Ok((status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE).then_some(id))
 }
 

@@ -19,8 +19,10 @@ use super::memory_map::memory_map_svg;
 use super::pickle::{to_pickle, Value};
 use super::recorder::Recorder;
 use crate::error::{Error, Result};
+use crate::logger::{open_log_file, LogFileMode};
 use crate::resource::{BlockState, MemoryResource, MemorySegment};
 use std::collections::HashMap;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -150,18 +152,22 @@ pub fn snapshot_pickle(resource: &dyn MemoryResource, recorder: Option<&Recorder
     to_pickle(&snapshot(resource, recorder))
 }
 
+/// Writes `bytes` to `path` as a log file is opened: dumps often go to a shared folder, where a
+/// symbolic link planted at the path is refused rather than followed.
 fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
-    std::fs::write(path, bytes).map_err(|e| Error::Io { path: path.display().to_string(), message: e.to_string() })
+    let mut file = open_log_file(path, LogFileMode::Truncate)?;
+    file.write_all(bytes).map_err(|e| Error::Io { path: path.display().to_string(), message: e.to_string() })
 }
 
-/// Writes [`snapshot_pickle`] to `path`.
+/// Writes [`snapshot_pickle`] to `path`, never through a symbolic link at `path` (see
+/// [`open_log_file`]).
 pub fn write_snapshot(path: &Path, resource: &dyn MemoryResource, recorder: Option<&Recorder>) -> Result<()> {
     write_file(path, &snapshot_pickle(resource, recorder))
 }
 
 /// Writes the snapshot and the memory map of `resource` into `dir` after a failed request of
 /// `requested` bytes: `rmm_oom_<pid>_<n>.pickle` and `rmm_oom_<pid>_<n>.svg`, `n` counting
-/// dumps of this process. Returns the two paths.
+/// dumps of this process, each opened as [`write_snapshot`] opens its file. Returns the two paths.
 pub fn write_oom_dump(
     dir: &Path,
     resource: &dyn MemoryResource,

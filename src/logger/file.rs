@@ -1,5 +1,6 @@
 //! Opening the files the library logs to: the default logger's (`RMM_DEBUG_LOG_FILE`), the logging
-//! adaptor's (`RMM_LOG_FILE` or a name given), the arena's dump and the C API's event log.
+//! adaptor's (`RMM_LOG_FILE` or a name given), the arena's dump, the C API's event log and the
+//! history adaptor's snapshots and out-of-memory dumps.
 //!
 //! Log paths often sit in shared directories (`/tmp`, a job's scratch directory). Opening them as
 //! `File::create` does would follow a symbolic link planted there by another local user and write
