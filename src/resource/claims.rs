@@ -81,6 +81,12 @@ impl ClaimTable {
     }
 }
 
+impl Default for ClaimTable {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
