@@ -1156,3 +1156,73 @@ fn stack_under_threads() {
         );
     }
 }
+
+/// Forwards to `inner` and notes every block handed out, so the test knows a chunk's address.
+struct Noting<U> {
+    inner: U,
+    blocks: Mutex<Vec<(usize, usize)>>,
+}
+
+// SAFETY: every call goes to `inner` unchanged; the accessibility answers are `inner`'s.
+unsafe impl<U: MemoryResource> MemoryResource for Noting<U> {
+    fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
+        let p = self.inner.allocate(bytes, alignment, stream)?;
+        self.blocks.lock().push((p as usize, bytes));
+        Ok(p)
+    }
+    fn deallocate(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<()> {
+        self.inner.deallocate(ptr, bytes, alignment, stream)
+    }
+    fn is_device_accessible(&self) -> bool {
+        self.inner.is_device_accessible()
+    }
+    fn is_host_accessible(&self) -> bool {
+        self.inner.is_host_accessible()
+    }
+    fn claim(&self, ptr: *mut u8, bytes: usize) -> Result<()> {
+        self.inner.claim(ptr, bytes)
+    }
+    fn unclaim(&self, ptr: *mut u8, bytes: usize) -> Result<()> {
+        self.inner.unclaim(ptr, bytes)
+    }
+}
+
+impl<U> Noting<U> {
+    fn new(inner: U) -> Arc<Self> {
+        Arc::new(Noting { inner, blocks: Mutex::new(Vec::new()) })
+    }
+
+    /// The last block handed out.
+    fn last(&self) -> (*mut u8, usize) {
+        let (p, n) = *self.blocks.lock().last().unwrap();
+        (p as *mut u8, n)
+    }
+}
+
+/// A pool's chunk taken through adaptors (or a binning resource's bins) is claimed where the
+/// memory comes from: a free of it through the adaptor is refused and counts nothing.
+#[test]
+fn a_claim_goes_through_adaptors_and_bins() {
+    use rmm::resource::{BinningMemoryResource, FixedSizeMemoryResource};
+    let s = CudaStreamView::DEFAULT;
+    let claimed = |r: Result<()>| matches!(r, Err(Error::Misuse(Misuse::ClaimedBlock { .. })));
+    let host = Arc::new(HostMemoryResource::new());
+    let stats = Noting::new(StatisticsResourceAdaptor::new(host.clone()));
+    let pool = PoolMemoryResource::new(stats.clone(), MIB, None).unwrap();
+    let (chunk, bytes) = stats.last();
+    assert!(claimed(stats.deallocate(chunk, bytes, 256, s)));
+    assert_eq!(stats.inner.bytes_counter().value, MIB as i64, "a refused free is not counted");
+    drop(pool);
+    assert_eq!(stats.inner.bytes_counter().value, 0);
+    assert_eq!(host.outstanding(), (0, 0));
+
+    let binning = Noting::new(BinningMemoryResource::with_bins(host.clone(), 10, 12).unwrap());
+    let fixed = FixedSizeMemoryResource::new(binning.clone(), 4 * KIB, 1).unwrap();
+    let (chunk, bytes) = binning.last();
+    assert!(claimed(binning.deallocate(chunk, bytes, 256, s)));
+    drop(fixed);
+    // Unclaimed and freed into its bin: the bin hands it out again.
+    let again = binning.allocate(bytes, 256, s).unwrap();
+    assert_eq!(again, chunk);
+    binning.deallocate(again, bytes, 256, s).unwrap();
+}

@@ -92,8 +92,7 @@ mod tests {
     use super::*;
     use crate::error::Error;
     use crate::resource::{
-        ArenaMemoryResource, BinningMemoryResource, FixedSizeMemoryResource, HostMemoryResource, MemoryResource,
-        PoolMemoryResource,
+        ArenaMemoryResource, FixedSizeMemoryResource, HostMemoryResource, MemoryResource, PoolMemoryResource,
     };
     use crate::stream::CudaStreamView;
     use std::sync::Arc;
@@ -179,29 +178,6 @@ mod tests {
         inner.check_invariants().unwrap();
         let p = inner.allocate(2 << 20, 256, S).unwrap();
         inner.deallocate(p, 2 << 20, 256, S).unwrap();
-    }
-
-    #[test]
-    fn a_claim_goes_through_adaptors_and_bins() {
-        let host = Arc::new(HostMemoryResource::new());
-        let stats = noting(crate::adaptor::StatisticsResourceAdaptor::new(host.clone()));
-        let pool = PoolMemoryResource::new(stats.clone(), 1 << 20, None).unwrap();
-        let (chunk, bytes) = last(&stats);
-        assert!(is_claimed_refusal(stats.deallocate(chunk, bytes, 256, S)));
-        assert_eq!(stats.inner.bytes_counter().value, 1 << 20, "a refused free is not counted");
-        drop(pool);
-        assert_eq!(stats.inner.bytes_counter().value, 0);
-        assert_eq!(host.outstanding(), (0, 0));
-
-        let binning = noting(BinningMemoryResource::with_bins(host.clone(), 10, 12).unwrap());
-        let fixed = FixedSizeMemoryResource::new(binning.clone(), 4096, 1).unwrap();
-        let (chunk, bytes) = last(&binning);
-        assert!(is_claimed_refusal(binning.deallocate(chunk, bytes, 256, S)));
-        drop(fixed);
-        // Unclaimed and freed into its bin: the bin hands it out again.
-        let again = binning.allocate(bytes, 256, S).unwrap();
-        assert_eq!(again, chunk);
-        binning.deallocate(again, bytes, 256, S).unwrap();
     }
 
     #[test]
