@@ -4,14 +4,16 @@
 //! CPU, and an unmapped address then kills the process).
 //!
 //! The driver is asked with `cuPointerGetAttributes`, which answers "unknown" for an address it
-//! does not know instead of failing, so the check makes no failing driver call. An address the
+//! does not know instead of failing, so the check makes no failing driver call. A range of memory
+//! the driver knows must lie inside the allocation its first byte lies in (the driver's range start
+//! and size for that byte), so that a range across two allocations side by side is refused. An address the
 //! driver does not know is host memory to the driver: its first and last bytes are read with
 //! `process_vm_readv`, which fails for memory that is not there or not readable (such as the
 //! inaccessible address ranges the driver reserves for itself, where freed device memory was)
 //! instead of faulting, and `mincore` finds unmapped pages between them; a copy's host
 //! destination is also looked up in the process's mappings (`/proc/self/maps`) to be writable.
 
-use crate::driver::{self, DevicePtr};
+use crate::driver::{self, DevicePtr, PointerInfo};
 use crate::error::{Error, Result};
 
 /// What memory an address lies in.
@@ -58,17 +60,39 @@ pub fn memory_kind(addr: usize) -> Result<MemoryKind> {
 /// The kind of memory the driver knows at `addr`, None for an address it does not know (or
 /// without a driver).
 fn driver_kind(addr: usize) -> Result<Option<MemoryKind>> {
-    Ok(match driver::pointer_memory_type(DevicePtr::new(addr))? {
-        Some((_, true)) => Some(MemoryKind::Managed),
-        Some((0, false)) | None => None,
-        Some((CU_MEMORYTYPE_HOST, false)) => Some(MemoryKind::PinnedHost),
-        Some((_, false)) => Some(MemoryKind::Device),
-    })
+    Ok(driver_memory(addr)?.map(|(kind, _)| kind))
+}
+
+/// As [`driver_kind`], with what the driver says of the allocation `addr` lies in.
+fn driver_memory(addr: usize) -> Result<Option<(MemoryKind, PointerInfo)>> {
+    let Some(info) = driver::pointer_memory_type(DevicePtr::new(addr))? else { return Ok(None) };
+    let kind = match (info.memory_type, info.managed) {
+        (_, true) => MemoryKind::Managed,
+        (0, false) => return Ok(None),
+        (CU_MEMORYTYPE_HOST, false) => MemoryKind::PinnedHost,
+        (_, false) => MemoryKind::Device,
+    };
+    Ok(Some((kind, info)))
+}
+
+/// Whether the `bytes` bytes at `addr` lie inside the allocation of `range_size` bytes at
+/// `range_start` (the driver's answer for `addr`). A size of 0 is no answer: the driver gave no
+/// range for memory it knows, and the range is not refused for want of one (the check of its last
+/// byte still applies).
+fn within_allocation(addr: usize, bytes: usize, range_start: usize, range_size: usize) -> bool {
+    if range_size == 0 {
+        return true;
+    }
+    match addr.checked_sub(range_start) {
+        Some(offset) => offset < range_size && bytes <= range_size - offset,
+        None => false,
+    }
 }
 
 /// Checks that the `bytes` bytes at `addr` can be used for `access`: Ok for 0 bytes; else
-/// [`Error::BadPointer`] for a null address, a range past the end of the address space, a first
-/// or last byte in memory that `access` cannot use, or host memory that is not readable (for
+/// [`Error::BadPointer`] for a null address, a range past the end of the address space, memory
+/// the driver handed out that the range does not lie inside one allocation of, a first or last
+/// byte in memory that `access` cannot use, or host memory that is not readable (for
 /// [`Access::CopyTo`], writable) from `addr` to the range's end.
 pub fn check(addr: usize, bytes: usize, access: Access) -> Result<()> {
     if bytes == 0 {
@@ -79,10 +103,14 @@ pub fn check(addr: usize, bytes: usize, access: Access) -> Result<()> {
         return Err(bad("a null pointer"));
     }
     let last = addr.checked_add(bytes - 1).ok_or_else(|| bad("the range runs past the end of the address space"))?;
-    let first = driver_kind(addr)?;
-    if first.is_some() {
-        // Memory the driver handed out: the range must end in such memory too (a device range
-        // that runs off its allocation into host addresses is not one copy).
+    if let Some((_, first)) = driver_memory(addr)? {
+        // Memory the driver handed out: one copy stays inside one allocation. Two allocations
+        // side by side are known at both ends, yet a range across them is not one buffer.
+        if !within_allocation(addr, bytes, first.range_start, first.range_size) {
+            return Err(bad("a range that runs past the end of its allocation"));
+        }
+        // Mapped virtual memory answers with its whole reserved range, parts of which may be
+        // unmapped: the range must end in memory the driver knows too.
         return match driver_kind(last)? {
             Some(_) => Ok(()),
             None => Err(bad("a range that runs past the end of its device memory")),
@@ -205,6 +233,24 @@ mod tests {
         // Code is readable, not writable.
         let code = check_refuses_null_unmapped_and_overflowing_ranges as fn() as usize;
         assert!(host_access(code, 1, b'r') && !host_access(code, 1, b'w'));
+    }
+
+    #[test]
+    fn a_range_must_lie_inside_the_allocation_of_its_first_byte() {
+        // An allocation of 0x100 bytes at 0x1000, with another right after it at 0x1100.
+        let (start, size) = (0x1000, 0x100);
+        for (addr, bytes) in [(0x1000, 0x100), (0x1080, 0x80), (0x10ff, 1), (0x1000, 1)] {
+            assert!(within_allocation(addr, bytes, start, size), "{addr:#x}+{bytes:#x}");
+        }
+        // Into the next allocation, both whole allocations, and an address before the range.
+        for (addr, bytes) in [(0x1080, 0x81), (0x10ff, 2), (0x1000, 0x200), (0xfff, 2)] {
+            assert!(!within_allocation(addr, bytes, start, size), "{addr:#x}+{bytes:#x}");
+        }
+        // Ranges at the top of the address space; no range from the driver decides nothing.
+        assert!(within_allocation(0x1000, 1 << 40, 0, 0));
+        assert!(!within_allocation(usize::MAX, 1, 0x1000, 0x100));
+        assert!(within_allocation(usize::MAX - 0xff, 0x100, usize::MAX - 0xff, 0x100));
+        assert!(!within_allocation(usize::MAX - 0xff, usize::MAX, usize::MAX - 0xff, 0x100));
     }
 
     #[test]

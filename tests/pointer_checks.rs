@@ -128,3 +128,34 @@ fn gpu_blocks_of_every_device_pool_are_device_memory() {
         }
     }
 }
+
+#[test]
+fn gpu_a_range_across_two_adjacent_allocations_is_refused() {
+    // Both ends of such a range are device memory the driver knows, yet it is two buffers: the
+    // check asks the driver for the allocation of its first byte and refuses what runs past it.
+    if !common::gpu() {
+        return;
+    }
+    const BLOCK: usize = 2 << 20;
+    let cuda = CudaMemoryResource::new();
+    // cuMemAlloc places blocks of its granularity side by side: some two of these touch.
+    let mut blocks: Vec<usize> = (0..16).map(|_| cuda.allocate(BLOCK, 256, S).unwrap() as usize).collect();
+    blocks.sort_unstable();
+    let low = blocks.windows(2).find(|w| w[0] + BLOCK == w[1]).map(|w| w[0]);
+    let low = low.unwrap_or_else(|| panic!("no two of 16 blocks from cuMemAlloc touch: {blocks:#x?}"));
+    let high = low + BLOCK;
+    assert_eq!(memory_kind(high - 1).unwrap(), MemoryKind::Device);
+    assert_eq!(memory_kind(high).unwrap(), MemoryKind::Device);
+    for access in [Access::CopyFrom, Access::CopyTo, Access::Device] {
+        let across = check(low + BLOCK / 2, BLOCK, access);
+        assert!(is_bad_pointer(&across), "{access:?}: {across:?}");
+        assert!(across.unwrap_err().to_string().contains("past the end of its allocation"));
+        assert!(is_bad_pointer(&check(low, 2 * BLOCK, access)), "{access:?}");
+        assert_eq!(check(low, BLOCK, access), Ok(()), "{access:?}");
+        assert_eq!(check(high, BLOCK, access), Ok(()), "{access:?}");
+        assert_eq!(check(low + BLOCK / 2, BLOCK / 2, access), Ok(()), "{access:?}");
+    }
+    for p in blocks {
+        cuda.deallocate(p as *mut u8, BLOCK, 256, S).unwrap();
+    }
+}

@@ -109,30 +109,53 @@ pub(crate) fn pointer_is_managed(ptr: DevicePtr) -> Result<bool> {
     Ok(managed != 0)
 }
 
-/// What the driver knows of an address: its `CU_POINTER_ATTRIBUTE_MEMORY_TYPE` (0 for memory it
-/// does not know, such as pageable host memory or no memory at all; `CU_MEMORYTYPE_HOST` for
-/// page-locked host memory; `CU_MEMORYTYPE_DEVICE` for device memory) and whether it is managed.
-/// As [`pointer_is_managed`], asked with `cuPointerGetAttributes`, which answers 0 for an unknown
-/// address instead of failing. None without a driver (every address is then host memory).
-pub(crate) fn pointer_memory_type(ptr: DevicePtr) -> Result<Option<(u32, bool)>> {
+/// What the driver knows of an address (see [`pointer_memory_type`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PointerInfo {
+    /// `CU_POINTER_ATTRIBUTE_MEMORY_TYPE`: 0 for memory the driver does not know (pageable host
+    /// memory, or no memory at all), `CU_MEMORYTYPE_HOST` for page-locked host memory,
+    /// `CU_MEMORYTYPE_DEVICE` for device memory.
+    pub memory_type: u32,
+    /// `CU_POINTER_ATTRIBUTE_IS_MANAGED`.
+    pub managed: bool,
+    /// `CU_POINTER_ATTRIBUTE_RANGE_START_ADDR`: where the allocation holding the address starts
+    /// (for mapped virtual memory, the reserved range it lies in). 0 for an unknown address.
+    pub range_start: usize,
+    /// `CU_POINTER_ATTRIBUTE_RANGE_SIZE`: the bytes of that allocation. 0 for an unknown address.
+    pub range_size: usize,
+}
+
+/// What the driver knows of an address: its memory type, whether it is managed, and the
+/// allocation it lies in. As [`pointer_is_managed`], asked with `cuPointerGetAttributes`, which
+/// answers 0 for each attribute of an unknown address instead of failing. None without a driver
+/// (every address is then host memory).
+pub(crate) fn pointer_memory_type(ptr: DevicePtr) -> Result<Option<PointerInfo>> {
     if super::ensure_driver().is_err() {
         return Ok(None);
     }
     ensure_context()?;
     let (mut memory_type, mut managed): (u32, u32) = (0, 0);
+    let (mut range_start, mut range_size): (sys::CUdeviceptr, usize) = (0, 0);
     let mut attributes = [
         sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
         sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_IS_MANAGED,
+        sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+        sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_RANGE_SIZE,
     ];
-    let mut data: [*mut std::ffi::c_void; 2] =
-        [(&mut memory_type as *mut u32).cast(), (&mut managed as *mut u32).cast()];
-    // SAFETY: a context is current; two attributes and two out pointers to u32 (the attributes'
-    // documented types: a CUmemorytype and a boolean as unsigned int) are passed.
+    let mut data: [*mut std::ffi::c_void; 4] = [
+        (&mut memory_type as *mut u32).cast(),
+        (&mut managed as *mut u32).cast(),
+        (&mut range_start as *mut sys::CUdeviceptr).cast(),
+        (&mut range_size as *mut usize).cast(),
+    ];
+    // SAFETY: a context is current; four attributes and four out pointers of the attributes'
+    // documented types (a CUmemorytype and a boolean as unsigned int, a CUdeviceptr, a size_t)
+    // are passed.
     check(
-        unsafe { sys::cuPointerGetAttributes(2, attributes.as_mut_ptr(), data.as_mut_ptr(), ptr.raw()) },
+        unsafe { sys::cuPointerGetAttributes(4, attributes.as_mut_ptr(), data.as_mut_ptr(), ptr.raw()) },
         "cuPointerGetAttributes",
     )?;
-    Ok(Some((memory_type, managed != 0)))
+    Ok(Some(PointerInfo { memory_type, managed: managed != 0, range_start: range_start as usize, range_size }))
 }
 
 /// Migrates `bytes` of managed memory at `ptr` to `device`, in stream order on `stream`

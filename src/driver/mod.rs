@@ -50,7 +50,7 @@ pub use handles::{ContextHandle, DeviceId};
 pub(crate) use handles::{DevicePtr, EventHandle, MemPoolHandle, StreamHandle};
 pub(crate) use memory::{
     mem_alloc, mem_alloc_managed, mem_free, mem_free_host, mem_free_managed, mem_get_info, mem_host_alloc,
-    mem_prefetch_async, pointer_is_managed, pointer_memory_type,
+    mem_prefetch_async, pointer_is_managed, pointer_memory_type, PointerInfo,
 };
 pub(crate) use mempool::{
     mem_alloc_from_pool_async, mem_free_async, mem_get_default_managed_pool, mem_pool_check, mem_pool_create,
