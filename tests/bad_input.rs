@@ -511,3 +511,123 @@ fn logging_to_a_path_that_cannot_be_written_is_io_error() {
     let p = upstream.allocate(MIB, 256, S).unwrap();
     upstream.deallocate(p, MIB, 256, S).unwrap();
 }
+
+/// Forwards to `inner` and notes every block handed out, so a test knows a chunk's address.
+struct Noting<U> {
+    inner: U,
+    blocks: Mutex<Vec<(usize, usize)>>,
+}
+
+// SAFETY: every call goes to `inner` unchanged; the accessibility answers are `inner`'s.
+unsafe impl<U: MemoryResource> MemoryResource for Noting<U> {
+    fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
+        let p = self.inner.allocate(bytes, alignment, stream)?;
+        self.blocks.lock().unwrap().push((p as usize, bytes));
+        Ok(p)
+    }
+    fn deallocate(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<()> {
+        self.inner.deallocate(ptr, bytes, alignment, stream)
+    }
+    fn is_device_accessible(&self) -> bool {
+        self.inner.is_device_accessible()
+    }
+    fn is_host_accessible(&self) -> bool {
+        self.inner.is_host_accessible()
+    }
+    fn claim(&self, ptr: *mut u8, bytes: usize) -> Result<()> {
+        self.inner.claim(ptr, bytes)
+    }
+    fn unclaim(&self, ptr: *mut u8, bytes: usize) -> Result<()> {
+        self.inner.unclaim(ptr, bytes)
+    }
+}
+
+impl<U> Noting<U> {
+    fn new(inner: U) -> Arc<Self> {
+        Arc::new(Noting { inner, blocks: Mutex::new(Vec::new()) })
+    }
+
+    /// The last block handed out.
+    fn last(&self) -> (*mut u8, usize) {
+        let (p, n) = *self.blocks.lock().unwrap().last().unwrap();
+        (p as *mut u8, n)
+    }
+}
+
+fn is_claimed_refusal(r: Result<()>) -> bool {
+    matches!(r, Err(Error::Misuse(Misuse::ClaimedBlock { .. })))
+}
+
+#[test]
+fn a_pool_chunk_cannot_be_freed_through_the_upstream_it_shares() {
+    let host = Arc::new(HostMemoryResource::new());
+    let pool = PoolMemoryResource::new(host.clone(), MIB, None).unwrap();
+    // The block spans the whole chunk: only the claim tells the two apart.
+    let p = pool.allocate(MIB, 256, S).unwrap();
+    let refused = host.deallocate(p, MIB, 256, S);
+    assert!(is_claimed_refusal(refused.clone()), "{refused:?}");
+    assert_eq!(host.outstanding(), (1, MIB), "the chunk is still the pool's");
+    // SAFETY: p is a live block of 1 MiB of host memory.
+    unsafe { p.write_bytes(0x5a, MIB) };
+    pool.deallocate(p, MIB, 256, S).unwrap();
+    let q = pool.allocate(MIB, 256, S).unwrap();
+    assert_eq!(q, p, "the pool still owns its chunk");
+    pool.deallocate(q, MIB, 256, S).unwrap();
+    drop(pool);
+    assert_eq!(host.outstanding(), (0, 0), "the pool gave its chunk back through the claim");
+}
+
+#[test]
+fn a_suballocator_chunk_cannot_be_freed_through_a_suballocator_upstream() {
+    use rmm::resource::{ArenaMemoryResource, FixedSizeMemoryResource};
+    let inner = Arc::new(PoolMemoryResource::new(HostMemoryResource::new(), 8 * MIB, None).unwrap());
+    let outer = PoolMemoryResource::new(inner.clone(), MIB, None).unwrap();
+    let p = outer.allocate(MIB, 256, S).unwrap();
+    assert!(is_claimed_refusal(inner.deallocate(p, MIB, 256, S)));
+    assert!(!inner.try_deallocate_immediately(p, MIB, 256, S), "nor without waiting");
+    // Were the free accepted, the inner pool would hand the same memory out again.
+    let other = inner.allocate(MIB, 256, S).unwrap();
+    assert_ne!(other, p);
+    inner.deallocate(other, MIB, 256, S).unwrap();
+    outer.deallocate(p, MIB, 256, S).unwrap();
+    drop(outer);
+    inner.check_invariants().unwrap();
+
+    let noted = Noting::new(inner.clone());
+    let arena = ArenaMemoryResource::new(noted.clone(), Some(MIB), false).unwrap();
+    let (chunk, bytes) = noted.last();
+    assert!(is_claimed_refusal(inner.deallocate(chunk, bytes, 256, S)));
+    let fixed = FixedSizeMemoryResource::new(noted.clone(), 1 << 16, 4).unwrap();
+    let (chunk, bytes) = noted.last();
+    assert!(is_claimed_refusal(noted.deallocate(chunk, bytes, 256, S)));
+    drop((arena, fixed));
+    inner.check_invariants().unwrap();
+    let p = inner.allocate(2 * MIB, 256, S).unwrap();
+    inner.deallocate(p, 2 * MIB, 256, S).unwrap();
+}
+
+/// A pool's chunk taken through adaptors (or a binning resource's bins) is claimed where the
+/// memory comes from: a free of it through the adaptor is refused and counts nothing.
+#[test]
+fn a_claim_goes_through_adaptors_and_bins() {
+    use rmm::resource::{BinningMemoryResource, FixedSizeMemoryResource};
+    let host = Arc::new(HostMemoryResource::new());
+    let stats = Noting::new(StatisticsResourceAdaptor::new(host.clone()));
+    let pool = PoolMemoryResource::new(stats.clone(), MIB, None).unwrap();
+    let (chunk, bytes) = stats.last();
+    assert!(is_claimed_refusal(stats.deallocate(chunk, bytes, 256, S)));
+    assert_eq!(stats.inner.bytes_counter().value, MIB as i64, "a refused free is not counted");
+    drop(pool);
+    assert_eq!(stats.inner.bytes_counter().value, 0);
+    assert_eq!(host.outstanding(), (0, 0));
+
+    let binning = Noting::new(BinningMemoryResource::with_bins(host.clone(), 10, 12).unwrap());
+    let fixed = FixedSizeMemoryResource::new(binning.clone(), 4096, 1).unwrap();
+    let (chunk, bytes) = binning.last();
+    assert!(is_claimed_refusal(binning.deallocate(chunk, bytes, 256, S)));
+    drop(fixed);
+    // Unclaimed and freed into its bin: the bin hands it out again.
+    let again = binning.allocate(bytes, 256, S).unwrap();
+    assert_eq!(again, chunk);
+    binning.deallocate(again, bytes, 256, S).unwrap();
+}
