@@ -1,6 +1,8 @@
 //! Soundness under any pointer: frees through the wrong resource, buffers lent to cudarc, views of
 //! driver pools. Every test needs a GPU and says `skipped` without one.
 
+mod common;
+
 use cudarc::driver::sys;
 use rmm::resource::{CudaMemoryResource, PoolMemoryResource};
 use rmm::{CudaStreamView, Error, MemoryResource, Misuse};
@@ -91,17 +93,9 @@ fn a_cudarc_view_with_the_context_of_another_stream_is_refused() {
     use cudarc::driver::{CudaContext, DeviceSlice};
     use rmm::{CudaStream, DeviceBuffer};
     let ctx = CudaContext::new(0).unwrap();
-    let mut device: sys::CUdevice = 0;
-    // SAFETY: the driver is initialised (CudaContext::new); device is a valid out pointer.
-    cu(unsafe { sys::cuDeviceGet(&mut device, 0) }, "cuDeviceGet");
-    let mut other: sys::CUcontext = std::ptr::null_mut();
-    // SAFETY: a valid out pointer; null parameters ask for a plain context, made current here.
-    cu(unsafe { sys::cuCtxCreate_v4(&mut other, std::ptr::null_mut(), 0, device) }, "cuCtxCreate");
+    let other = common::contexts::push_second_context();
     let foreign = CudaStream::new().unwrap(); // made in `other`, current now
-    let mut popped: sys::CUcontext = std::ptr::null_mut();
-    // SAFETY: pops `other`, pushed by cuCtxCreate on this thread.
-    cu(unsafe { sys::cuCtxPopCurrent_v2(&mut popped) }, "cuCtxPopCurrent");
-    assert_eq!(popped, other);
+    common::contexts::pop_context(other);
     {
         let cuda: rmm::SharedResource = std::sync::Arc::new(CudaMemoryResource::new());
         let mut buf = DeviceBuffer::<u8>::new_in(1024, foreign.view(), cuda.clone()).unwrap();

@@ -294,6 +294,15 @@ def test_prefetch_is_a_no_op_on_non_managed_memory(mr):
     assert buf.tobytes() == data.tobytes()
 
 
+def run_in_threads(work, n):
+    """Runs ``work(seed)`` for seeds ``0..n``, each in a thread of its own, and waits for all."""
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 def test_threads_share_a_resource(host_mr):
     stats = StatisticsResourceAdaptor(host_mr)
     errors = []
@@ -307,11 +316,7 @@ def test_threads_share_a_resource(host_mr):
         except Exception as e:  # reported below
             errors.append(e)
 
-    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_in_threads(work, 4)
     gc.collect()
     assert not errors
     assert stats.allocation_counts.current_bytes == 0
@@ -340,11 +345,7 @@ def test_threads_changing_one_buffer_lose_no_memory(host_mr):
         except Exception as e:  # reported below
             errors.append(e)
 
-    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_in_threads(work, 4)
     assert not errors
     gc.collect()
     assert buf.tobytes()[: data.size] == data.tobytes()

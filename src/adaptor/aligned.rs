@@ -79,8 +79,15 @@ impl<U: MemoryResource> AlignedResourceAdaptor<U> {
         };
         let entry = self.moved.lock().get(&(ptr as usize)).copied();
         let (raw, widened) = entry.unwrap_or((ptr as usize, false));
+        Ok((raw, Self::held_size(bytes, alignment, widened)))
+    }
+
+    /// The size of the upstream block that holds an aligned block of `bytes` (widened or not, as
+    /// it was taken); a size too large to compute was never allocated, and `bytes` stands in, for
+    /// the upstream to refuse.
+    fn held_size(bytes: usize, alignment: usize, widened: bool) -> usize {
         let size = if widened { Self::widened_size(bytes, alignment) } else { Self::upstream_size(bytes, alignment) };
-        Ok((raw, size.unwrap_or(bytes)))
+        size.unwrap_or(bytes)
     }
 
     /// What the upstream is asked for so that an aligned block of `bytes` fits.
@@ -171,9 +178,7 @@ unsafe impl<U: MemoryResource> MemoryResource for AlignedResourceAdaptor<U> {
         };
         let entry = self.moved.lock().remove(&(ptr as usize));
         let (raw, widened) = entry.unwrap_or((ptr as usize, false));
-        let size = if widened { Self::widened_size(bytes, alignment) } else { Self::upstream_size(bytes, alignment) };
-        // A size this large was never allocated: the upstream refuses it as it is.
-        let size = size.unwrap_or(bytes);
+        let size = Self::held_size(bytes, alignment, widened);
         self.upstream.deallocate(raw as *mut u8, size, DEFAULT_ALIGNMENT, stream).inspect_err(|_| {
             // A refused free leaves everything as it was.
             if let Some(entry) = entry {
@@ -182,15 +187,7 @@ unsafe impl<U: MemoryResource> MemoryResource for AlignedResourceAdaptor<U> {
         })
     }
 
-    fn is_equal(&self, other: &dyn MemoryResource) -> bool {
-        crate::resource::same_instance(self, other)
-    }
-
-    crate::resource::accessibility!(upstream);
-
-    fn memory_segments(&self) -> Option<Vec<crate::resource::MemorySegment>> {
-        self.upstream.memory_segments()
-    }
+    adaptor_identity_and_access!(upstream, claims by hand);
 
     // A claimed block is the upstream block that holds it (claimants ask for 256-byte alignment).
     fn claim(&self, ptr: *mut u8, bytes: usize) -> Result<()> {

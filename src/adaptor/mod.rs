@@ -21,6 +21,12 @@ use crate::resource::effective_alignment;
 /// and the upstream's segments.
 macro_rules! adaptor_identity_and_access {
     ($upstream:ident) => {
+        adaptor_identity_and_access!($upstream, claims by hand);
+
+        $crate::resource::forward_claims!($upstream);
+    };
+    // For an adaptor whose blocks are not its upstream's blocks (the aligned adaptor).
+    ($upstream:ident, claims by hand) => {
         fn is_equal(&self, other: &dyn $crate::resource::MemoryResource) -> bool {
             $crate::resource::same_instance(self, other)
         }
@@ -30,8 +36,6 @@ macro_rules! adaptor_identity_and_access {
         fn memory_segments(&self) -> Option<Vec<$crate::resource::MemorySegment>> {
             self.$upstream.memory_segments()
         }
-
-        $crate::resource::forward_claims!($upstream);
     };
 }
 

@@ -329,7 +329,7 @@ unsafe impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
 
     crate::resource::accessibility!(upstream);
 
-    crate::resource::claims_in!(claims);
+    crate::resource::forward_claims!(claims);
 }
 
 impl<U: MemoryResource> Drop for ArenaMemoryResource<U> {

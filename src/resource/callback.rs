@@ -72,5 +72,5 @@ where
         same_instance(self, other)
     }
 
-    crate::resource::claims_in!(claims);
+    crate::resource::forward_claims!(claims);
 }

@@ -430,7 +430,7 @@ unsafe impl<U: MemoryResource> MemoryResource for FixedSizeMemoryResource<U> {
 
     crate::resource::accessibility!(upstream);
 
-    crate::resource::claims_in!(claims);
+    crate::resource::forward_claims!(claims);
 }
 
 impl<U: MemoryResource> Drop for FixedSizeMemoryResource<U> {

@@ -2,6 +2,7 @@
 //! GPU, and a plain host resource in its own right.
 
 use crate::error::{Error, Misuse, Result};
+use crate::resource::live_blocks::mark_claimed;
 use crate::resource::{effective_alignment, same_instance, MemoryResource};
 use crate::stream::CudaStreamView;
 use parking_lot::Mutex;
@@ -43,14 +44,7 @@ impl HostMemoryResource {
         if block.layout.size() != bytes {
             return Err(Misuse::WrongSize { ptr: ptr as usize, allocated: block.layout.size(), given: bytes }.into());
         }
-        match (block.claimed, claimed) {
-            (true, true) => Err(Misuse::ClaimedBlock { ptr: ptr as usize }.into()),
-            (false, false) => Err(Misuse::UnknownPointer { ptr: ptr as usize }.into()),
-            _ => {
-                block.claimed = claimed;
-                Ok(())
-            }
-        }
+        Ok(mark_claimed(&mut block.claimed, ptr as usize, claimed)?)
     }
 }
 

@@ -58,14 +58,7 @@ impl LiveBlocks {
         let mut blocks = self.blocks.lock();
         Self::check(&blocks, ptr, bytes)?;
         let block = blocks.get_mut(&ptr).expect("checked above");
-        match (block.claimed, claimed) {
-            (true, true) => Err(Misuse::ClaimedBlock { ptr }),
-            (false, false) => Err(Misuse::UnknownPointer { ptr }),
-            _ => {
-                block.claimed = claimed;
-                Ok(())
-            }
-        }
+        mark_claimed(&mut block.claimed, ptr, claimed)
     }
 
     /// The misuse when `ptr` is not a live block of `bytes`.
@@ -96,6 +89,19 @@ impl LiveBlocks {
 impl Default for LiveBlocks {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+/// Sets the claim mark of the live block `ptr` to `claim`; the misuse, with nothing changed, when
+/// it is so already (a second claim, or the end of a claim never made).
+pub(crate) fn mark_claimed(mark: &mut bool, ptr: usize, claim: bool) -> Result<(), Misuse> {
+    match (*mark, claim) {
+        (true, true) => Err(Misuse::ClaimedBlock { ptr }),
+        (false, false) => Err(Misuse::UnknownPointer { ptr }),
+        _ => {
+            *mark = claim;
+            Ok(())
+        }
     }
 }
 

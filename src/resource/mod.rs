@@ -254,35 +254,21 @@ pub unsafe trait MemoryResource: Any + Send + Sync {
     }
 }
 
-/// The two claim methods of a `MemoryResource` impl that forwards them to the field named (an
-/// adaptor, whose blocks are its upstream's).
+/// The two claim methods of a `MemoryResource` impl that forwards them to the field named: an
+/// adaptor's upstream, whose blocks it hands out, or the [`ClaimTable`] a resource keeps its
+/// claims in (its frees check that table first).
 macro_rules! forward_claims {
-    ($upstream:ident) => {
+    ($field:ident) => {
         fn claim(&self, ptr: *mut u8, bytes: usize) -> $crate::error::Result<()> {
-            self.$upstream.claim(ptr, bytes)
+            self.$field.claim(ptr, bytes)
         }
 
         fn unclaim(&self, ptr: *mut u8, bytes: usize) -> $crate::error::Result<()> {
-            self.$upstream.unclaim(ptr, bytes)
+            self.$field.unclaim(ptr, bytes)
         }
     };
 }
 pub(crate) use forward_claims;
-
-/// The two claim methods of a `MemoryResource` impl that keeps its claims in the
-/// [`ClaimTable`](claims::ClaimTable) field named; its frees check that table first.
-macro_rules! claims_in {
-    ($table:ident) => {
-        fn claim(&self, ptr: *mut u8, bytes: usize) -> $crate::error::Result<()> {
-            self.$table.claim(ptr, bytes)
-        }
-
-        fn unclaim(&self, ptr: *mut u8, bytes: usize) -> $crate::error::Result<()> {
-            self.$table.unclaim(ptr, bytes)
-        }
-    };
-}
-pub(crate) use claims_in;
 
 /// A shared, type-erased resource: what the per-device table stores and what adaptors may share.
 pub type SharedResource = Arc<dyn MemoryResource>;

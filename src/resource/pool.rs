@@ -569,7 +569,7 @@ unsafe impl<U: MemoryResource> MemoryResource for PoolMemoryResource<U> {
         Some(self.segments())
     }
 
-    crate::resource::claims_in!(claims);
+    crate::resource::forward_claims!(claims);
 }
 
 impl<U: MemoryResource> Drop for PoolMemoryResource<U> {

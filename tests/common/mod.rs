@@ -4,6 +4,7 @@
 
 pub mod capture_order;
 pub mod clock_order;
+pub mod contexts;
 pub mod device_bytes;
 pub mod recording_order;
 pub mod threads_bench;
