@@ -1,6 +1,7 @@
 //! The pool on device memory (run on a GPU; elsewhere each test prints `skipped: no CUDA device`):
 //! the model checks of `tests/pool.rs` on real streams, data written on the device, threads, and
-//! the cross-stream hand-over waiting for the owner stream's work.
+//! the cross-stream hand-over waiting for the owner stream's work, and `release` waiting for the
+//! work queued on the blocks it gives back.
 
 mod common;
 
@@ -195,4 +196,47 @@ fn blocks_freed_on_destroyed_streams_are_reused_safely() {
         pool.deallocate(q, 16 * MIB, 256, s.view()).unwrap();
     }
     pool.check_invariants().unwrap();
+}
+
+#[test]
+fn release_waits_for_work_queued_on_freed_blocks_and_keeps_live_chunks() {
+    if !gpu() {
+        return;
+    }
+    let size = 64 * MIB;
+    // Counted at the upstream: exactly what the pool holds of the device.
+    let pool = PoolMemoryResource::new(StatisticsResourceAdaptor::new(CudaMemoryResource::new()), 0, None).unwrap();
+    let (a, b) = (CudaStream::new().unwrap(), CudaStream::new().unwrap());
+    let busy = pool.allocate(size, 256, a.view()).unwrap();
+    let kept = pool.allocate(size, 256, b.view()).unwrap();
+    let upstream_bytes = || pool.upstream().bytes_counter().value as usize;
+    assert_eq!(upstream_bytes(), pool.pool_size());
+    let before = pool.pool_size();
+    // Stream a is kept busy writing its block, then frees it: the free is queued behind the work.
+    for _ in 0..200 {
+        fill_async(busy, size, 0xAA, a.view());
+    }
+    pool.deallocate(busy, size, 256, a.view()).unwrap();
+    fill_async(kept, size, 0x3C, b.view());
+    let released = pool.release().unwrap();
+    // SAFETY: `a` is a live stream; the query only reads its state.
+    let done = unsafe { cudarc::driver::sys::cuStreamQuery(a.view().as_raw()) };
+    assert_eq!(done, cudarc::driver::sys::CUresult::CUDA_SUCCESS, "the chunk went back before a's work ended");
+    assert!(released >= size, "busy's chunk went back ({released} bytes)");
+    assert_eq!(pool.pool_size(), before - released);
+    assert_eq!(upstream_bytes(), pool.pool_size(), "the upstream got back exactly what the pool says");
+    // The live block's chunk stays, with its data.
+    assert!(pool.pool_size() >= size);
+    b.synchronize().unwrap();
+    assert!(read(kept, size).iter().all(|&x| x == 0x3C));
+    pool.check_invariants().unwrap();
+    // The pool keeps working, and gives everything back once all is free.
+    let again = pool.allocate(size, 256, a.view()).unwrap();
+    fill_async(again, size, 0x11, a.view());
+    a.synchronize().unwrap();
+    assert!(read(again, size).iter().all(|&x| x == 0x11));
+    pool.deallocate(again, size, 256, a.view()).unwrap();
+    pool.deallocate(kept, size, 256, b.view()).unwrap();
+    pool.release().unwrap();
+    assert_eq!((pool.pool_size(), upstream_bytes()), (0, 0));
 }

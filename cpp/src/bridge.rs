@@ -182,6 +182,8 @@ pub(crate) mod ffi {
         // moved-from one) the `Outcome` is a `Logic` error naming both kinds.
         /// Bytes a pool took from its upstream.
         fn pool_size(r: &RustResource) -> Outcome;
+        /// Gives a pool's wholly free chunks back to its upstream; the bytes given back.
+        fn pool_release(r: &RustResource) -> Outcome;
         /// A statistics adaptor's counters of the current region.
         fn statistics_counters(r: &RustResource, counters: &mut CounterPair) -> Outcome;
         /// Starts a region; `counters` gets those of the enclosing one.

@@ -22,6 +22,7 @@ mod stream;
 mod stream_pool;
 mod torch_allocator;
 mod torch_capture;
+mod torch_empty_cache;
 
 /// The module `rmm._native`.
 #[pymodule]
@@ -38,6 +39,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     stream_pool::register(m)?;
     legacy::register(m)?;
     torch_capture::register(m)?;
+    torch_empty_cache::register(m)?;
     m.add_function(wrap_pyfunction!(build_cuda_major, m)?)?;
     Ok(())
 }

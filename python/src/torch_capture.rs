@@ -135,6 +135,12 @@ fn release_pending(state: &mut State) -> usize {
     released
 }
 
+/// Gives back every released graph's capture whose tensors are all freed (for
+/// `torch.cuda.empty_cache()`); the number given back.
+pub(crate) fn release_released_graphs() -> usize {
+    release_pending(&mut STATE.lock())
+}
+
 /// Called by the begin hook with the number of pools now active.
 #[no_mangle]
 pub extern "C" fn rmm_rs_torch_pool_begun(device: i32, first: u64, second: u64, active: usize) {

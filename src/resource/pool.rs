@@ -22,6 +22,7 @@ mod growth;
 mod immediate;
 mod in_place;
 mod invariants;
+mod release;
 mod segments;
 mod slow_path;
 mod stream_identity;
@@ -60,7 +61,8 @@ struct Shard(SpinMutex<CoalescingPool>);
 /// doubling up to 4 GiB, then by an eighth of its size; either way backing off toward the
 /// request while the upstream runs out. It takes free blocks from other streams once their work is
 /// captured by an event, synchronises and merges all streams' free blocks before reporting
-/// out-of-memory, and gives every chunk back to the upstream when dropped.
+/// out-of-memory, and gives every chunk back to the upstream when dropped (wholly free ones
+/// earlier, at [`release`](Self::release)).
 ///
 /// Streams share one shard until a call finds it busy with another thread; that stream then gets a
 /// shard of its own (each shard has its own lock and its own address ranges), so threads working

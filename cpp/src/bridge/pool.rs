@@ -1,4 +1,4 @@
-//! `pool_memory_resource`: its constructor and its query.
+//! `pool_memory_resource`: its constructor, its query and its release.
 
 use super::ffi::Outcome;
 use super::handle::{query_outcome, Direct, Pool, RustResource};
@@ -26,4 +26,10 @@ pub(crate) fn new_pool_memory_resource(
 /// Bytes the pool took from its upstream (handed out and free).
 pub(crate) fn pool_size(r: &RustResource) -> Outcome {
     query_outcome("pool_size", || Ok(r.kind::<Pool>("pool_size", "pool_memory_resource")?.pool_size()))
+}
+
+/// Gives the pool's wholly free chunks back to its upstream, after synchronising every stream
+/// (see `PoolMemoryResource::release`); the bytes given back.
+pub(crate) fn pool_release(r: &RustResource) -> Outcome {
+    query_outcome("release", || r.kind::<Pool>("release", "pool_memory_resource")?.release())
 }

@@ -48,6 +48,21 @@ fn the_fast_path_keeps_the_error_for_take_allocate_error() {
 }
 
 #[test]
+fn a_pool_over_host_memory_releases_its_wholly_free_chunks() {
+    let pool = new_pool_memory_resource(&new_host_memory_resource(), 1 << 20, 0, false);
+    let a = pool.allocate(4096, 256, 0);
+    assert!(a.is_ok(), "{}", a.message);
+    assert_eq!(pool_release(&pool).ptr, 0, "a live block keeps its chunk");
+    assert!(pool.try_deallocate(a.ptr, 4096, 256, 0).is_ok());
+    let out = pool_release(&pool);
+    assert!(out.is_ok(), "{}", out.message);
+    assert_eq!((out.ptr, pool_size(&pool).ptr), (1 << 20, 0));
+    let wrong = pool_release(&new_host_memory_resource());
+    assert_eq!(wrong.kind, ErrorKind::Logic);
+    assert_eq!(wrong.message, "release: the resource is a host_memory_resource, not a pool_memory_resource");
+}
+
+#[test]
 fn bad_alignment_is_bad_alloc() {
     let r = new_host_memory_resource();
     assert_eq!(r.allocate(8, 3, 0).kind, ErrorKind::BadAlloc);

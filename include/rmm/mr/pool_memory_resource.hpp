@@ -1,7 +1,8 @@
 /*
  * rmm-rs: rmm::mr::pool_memory_resource, the Rust pool of rmm-rs (a coalescing sub-allocator
- * over an upstream resource, stream-ordered, thread-safe). Its allocation during CUDA stream
- * capture (begin_capture() and the members after it) is an addition of rmm-rs, not in RMM 26.10.
+ * over an upstream resource, stream-ordered, thread-safe). release() and its allocation during
+ * CUDA stream capture (begin_capture() and the members after it) are additions of rmm-rs, not in
+ * RMM 26.10.
  */
 #pragma once
 
@@ -61,6 +62,21 @@ class pool_memory_resource final
 
   /// Bytes taken from the upstream (handed out and free).
   [[nodiscard]] std::size_t pool_size() const noexcept { return detail::query_or_zero(rmm_rs::pool_size(handle())); }
+
+  /**
+   * @brief Gives every chunk whose blocks are all free back to the upstream (an addition of
+   * rmm-rs, not in RMM 26.10; what PyTorch's `torch.cuda.empty_cache()` does for its cache).
+   *
+   * Every stream is synchronised first (only where some chunk is wholly free), and only blocks
+   * freed before that go back: work queued on a stream may still use the blocks freed on it.
+   * Chunks holding a live block stay whole; the pool grows again as it needs. Where the
+   * synchronisation fails (while a stream is being captured, or without a CUDA driver for an
+   * upstream declared device accessible) nothing goes back.
+   * @return the bytes given back (pool_size() drops by as much)
+   * @throws rmm::logic_error for a moved-from pool; the upstream's error if it refuses a free
+   * (that chunk and those after it stay in the pool)
+   */
+  std::size_t release() { return detail::query(rmm_rs::pool_release(this->live_handle())); }
 
   /**
    * @name Allocation during CUDA stream capture (an addition of rmm-rs, not in RMM 26.10)

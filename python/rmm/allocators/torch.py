@@ -25,14 +25,26 @@ the same names:
   (``PoolMemoryResource``, a virtual pool) the first in the chain, its size (its chunks, handed
   out or free, as PyTorch's reserved memory is its cached segments); without a pool, the
   allocated bytes. ``max_memory_reserved(device=None)``: the largest reserved amount seen by these
-  functions since the last reset (a pool does not shrink while it lives, so for a pool this is
-  its size).
+  functions since the last reset (a pool shrinks only at ``torch.cuda.empty_cache()`` or its
+  ``release()``, so for a pool this is mostly its size).
 - ``reset_peak_memory_stats(device=None)``: sets both peaks to the current amounts.
 
 Each takes a device index or a ``torch.device`` (None: the current device) and raises
 ``ValueError`` when the device's resource has no ``StatisticsResourceAdaptor`` in its chain: wrap
 the resource in one to count, e.g.
 ``rmm.mr.set_current_device_resource(rmm.mr.StatisticsResourceAdaptor(pool))``.
+
+``torch.cuda.empty_cache()`` works over it: PyTorch's pluggable allocator calls the function
+set with ``set_reset_fn``, which this module sets. It gives back the private memory of released
+CUDA graphs whose tensors are freed (``release_graph_memory()``), then, on every device, releases
+the pool under the device's current resource (a ``PoolMemoryResource`` or a
+``VirtualPoolMemoryResource``, directly or under the adaptors named below for ``torch.cuda.graph``):
+every stream is synchronised, and the chunks whose blocks are all free go back to the upstream (a
+virtual pool unmaps its whole free granules), as PyTorch's own allocator gives back its cached
+segments. Errors cannot be reported through PyTorch's hook and are dropped; call the pool's
+``release()`` to see them. ``torch.cuda.set_per_process_memory_fraction`` calls no function of
+ours (none is set for it), so it limits nothing: put a ``LimitingResourceAdaptor`` in the
+resource chain instead.
 
 ``torch.cuda.graph`` works over it when the current device resource is a ``PoolMemoryResource``
 or a ``VirtualPoolMemoryResource`` (directly or under statistics, tracking, limiting, logging or
@@ -55,6 +67,16 @@ def release_graph_memory():
     from rmm._native import _torch_release_graph_memory
 
     return _torch_release_graph_memory()
+
+
+def _install_empty_cache_hook(allocator):
+    """Make ``torch.cuda.empty_cache()`` release the pools (PyTorch's ``set_reset_fn``: its
+    pluggable allocator's ``emptyCache`` calls that function, and does nothing without one)."""
+    from rmm._native import _torch_empty_cache_hook
+
+    hooks = allocator.allocator()
+    if hasattr(hooks, "set_reset_fn"):
+        hooks.set_reset_fn(_torch_empty_cache_hook())
 
 
 def _install_graph_hooks(allocator):
@@ -87,6 +109,7 @@ else:
             free_fn_name="rmm_rs_torch_deallocate",
         )
         _install_graph_hooks(rmm_torch_allocator)
+        _install_empty_cache_hook(rmm_torch_allocator)
         del _native_module
     del is_available
 

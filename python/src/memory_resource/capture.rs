@@ -1,5 +1,6 @@
 //! Allocation during CUDA stream capture (not in RMM 26.10: an addition of rmm-rs): the calls the
-//! two pool classes share, and the pool found under an adaptor stack (for the PyTorch hooks).
+//! two pool classes share, and the pool found under an adaptor stack (for the PyTorch hooks, which
+//! also release the pool's free memory for `torch.cuda.empty_cache()`).
 
 use rmm::adaptor as a;
 use rmm::resource as r;
@@ -39,6 +40,14 @@ impl CapturePool<'_> {
             CapturePool::Pool(p) => unsafe { p.release_capture(id) },
             // SAFETY: the caller's duty above.
             CapturePool::Virtual(v) => unsafe { v.release_capture(id) },
+        }
+    }
+
+    /// Gives the pool's wholly free memory back (`release()` of either pool); the bytes.
+    pub(crate) fn release_free(self) -> rmm::Result<usize> {
+        match self {
+            CapturePool::Pool(p) => p.release(),
+            CapturePool::Virtual(v) => v.release(),
         }
     }
 

@@ -84,6 +84,15 @@ impl PoolMemoryResource {
         self.pool.pool_size()
     }
 
+    /// Gives every chunk whose blocks are all free back to the upstream (an addition of rmm-rs,
+    /// not in RMM 26.10: what ``torch.cuda.empty_cache()`` and CuPy's ``free_all_blocks()`` do
+    /// for their pools). Every stream is synchronised first, and only blocks freed before that
+    /// go: work queued on a stream may still use the blocks freed on it. Chunks holding a live
+    /// block stay; the pool grows again as it needs. Returns the bytes given back.
+    fn release(&self, py: Python<'_>) -> PyResult<usize> {
+        py.detach(|| self.pool.release()).py()
+    }
+
     /// Announces that ``stream`` (a ``Stream``), whose CUDA graph capture has begun, allocates
     /// from memory private to its capture from now on (an addition of rmm-rs, not in RMM 26.10).
     /// Returns the capture's id, the key of ``release_capture``. ``ValueError`` when the stream

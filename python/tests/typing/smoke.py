@@ -34,6 +34,7 @@ def resources() -> rmm.mr.DeviceMemoryResource:
     cuda = rmm.mr.CudaMemoryResource()
     pool = rmm.mr.PoolMemoryResource(cuda, initial_pool_size="64MiB", maximum_pool_size=1 << 30)
     assert_type(pool.pool_size(), int)
+    assert_type(pool.release(), int)
     assert_type(pool.get_upstream(), rmm.mr.DeviceMemoryResource)
     stats = rmm.mr.StatisticsResourceAdaptor(pool)
     tracking = rmm.mr.TrackingResourceAdaptor(stats, capture_stacks=False)

@@ -1,11 +1,11 @@
-//! Growth of the pool: the size of the chunk asked of the upstream and, under a maximum pool
-//! size, wholly free chunks given back first when a request does not fit in the room left (as
-//! RMM's pool does before it grows).
+//! Growth of the pool: the size of the chunk asked of the upstream, and the room left under a
+//! maximum pool size (where a request does not fit in it, wholly free chunks are given back
+//! first, as RMM's pool does before it grows: see `release.rs`).
 
 use super::{Growth, PoolMemoryResource};
 use crate::error::Result;
 use crate::pool::{CoalescingPool, StreamKey, GRANULE, MAX_BLOCK_BYTES};
-use crate::resource::upstream_check::{allocate_chunk, give_back_chunk};
+use crate::resource::upstream_check::allocate_chunk;
 use crate::resource::MemoryResource;
 use crate::stream::CudaStreamView;
 use std::sync::atomic::Ordering;
@@ -144,81 +144,4 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             })
             .is_ok()
     }
-
-    /// Under a maximum, when `needed` does not fit in the room left but would below the maximum:
-    /// gives chunks that are wholly free (no block handed out, none cached, in any shard) back to
-    /// the upstream, lowest address first, until it fits, as RMM does before it grows. Free blocks
-    /// may still be used by work queued on their streams: where there is any such chunk, every
-    /// stream is synchronised first, and only blocks freed before that are given back.
-    pub(super) fn reclaim_free_chunks(&self, needed: usize) {
-        let Some(max) = self.maximum_size else { return };
-        if needed <= self.room() || needed > max {
-            return;
-        }
-        let _one_at_a_time = self.sync_lock.lock();
-        if needed <= self.room() {
-            return;
-        }
-        // Chunks whose every block is free, whatever stream it was freed on.
-        let mut pieces = Vec::new();
-        for shard in self.real_shards() {
-            pieces.extend(shard.0.lock().free_ranges());
-        }
-        pieces.sort_unstable();
-        let mut chunks = self.upstream_chunks.lock().clone();
-        chunks.sort_unstable();
-        if !chunks.iter().any(|&c| tiles(c, &pieces)) {
-            return;
-        }
-        if !self.synchronise_sealed() {
-            return;
-        }
-        // Lock every shard in index order (no other lock is held), so no two threads deadlock.
-        let mut guards: Vec<_> = self.real_shards().iter().map(|s| s.0.lock()).collect();
-        let mut free: Vec<(usize, usize, usize)> = Vec::new();
-        for (i, core) in guards.iter_mut().enumerate() {
-            let fresh = core.set_of(StreamKey::FRESH);
-            free.extend(core.detach_whole_free_chunks(fresh).into_iter().map(|(a, l)| (a, l, i)));
-        }
-        free.sort_unstable();
-        let ranges: Vec<(usize, usize)> = free.iter().map(|&(a, l, _)| (a, l)).collect();
-        let mut given_back = Vec::new();
-        for chunk @ (addr, size) in chunks {
-            if max.saturating_sub(self.pool_size()) >= needed {
-                break;
-            }
-            if !tiles(chunk, &ranges) {
-                continue;
-            }
-            if give_back_chunk(&self.upstream, addr as *mut u8, size, GRANULE, CudaStreamView::DEFAULT).is_err() {
-                // The upstream kept it, or says so: the pool keeps it too.
-                break;
-            }
-            self.upstream_chunks.lock().retain(|&(a, _)| a != addr);
-            self.pool_size.fetch_sub(size, Ordering::Relaxed);
-            self.segments.write().remove(addr, size & !(GRANULE - 1));
-            given_back.push(chunk);
-        }
-        // Every other range goes back, free and fresh, to the shard it came from.
-        for (addr, len, shard) in free {
-            if !given_back.iter().any(|&(a, s)| a <= addr && addr < a + s) {
-                self.adopt(shard, &mut guards[shard], addr, len, StreamKey::FRESH);
-            }
-        }
-    }
-}
-
-/// Whether the sorted, disjoint `ranges` cover all the pool uses of upstream chunk `(addr, size)`
-/// (its 256-byte multiple).
-fn tiles((addr, size): (usize, usize), ranges: &[(usize, usize)]) -> bool {
-    let end = addr + (size & !(GRANULE - 1));
-    let start = ranges.partition_point(|&(a, _)| a < addr);
-    let mut at = addr;
-    for &(a, l) in &ranges[start..] {
-        if a != at || a >= end {
-            break;
-        }
-        at += l;
-    }
-    at == end
 }
