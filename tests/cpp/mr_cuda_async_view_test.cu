@@ -50,6 +50,6 @@ TEST(CudaAsyncViewOfADestroyedPool, AllocationIsBadAllocNamingTheCudaError)
   rmm::mr::pool_memory_resource pool_over_view{view, 0};
   expect_throws_exactly<rmm::out_of_memory>([&] { (void)pool_over_view.allocate_sync(KiB); },
                                             "CUDA_ERROR_INVALID_VALUE");
-  EXPECT_EQ(pool_over_view.pool_size(), 0);
+  EXPECT_EQ(pool_over_view.pool_size(), std::size_t{0});
 }
 }  // namespace rmm::test
