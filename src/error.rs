@@ -107,6 +107,21 @@ pub enum Error {
         /// The `CUresult` name, e.g. `CUDA_ERROR_INVALID_VALUE`.
         name: String,
     },
+    /// An allocating CUDA driver call (`cuMemAlloc`, `cuMemAllocManaged`, `cuMemHostAlloc`,
+    /// `cuMemAllocFromPoolAsync`, `cuMemAddressReserve`, `cuMemCreate`, `cuMemMap`) failed with an
+    /// error other than out of memory, which is [`Error::OutOfMemory`]. RMM's `RMM_CUDA_TRY_ALLOC`
+    /// throws `rmm::bad_alloc` for it; C++ gets that, Python a `MemoryError`. Errors of frees and
+    /// queries stay [`Error::Cuda`].
+    CudaAlloc {
+        /// Bytes asked for.
+        requested: usize,
+        /// The driver function that failed.
+        call: &'static str,
+        /// The `CUresult` value.
+        code: u32,
+        /// The `CUresult` name, e.g. `CUDA_ERROR_INVALID_VALUE`.
+        name: String,
+    },
     /// The CUDA driver library (`libcuda.so.1`) could not be loaded, or there is no device.
     NoDriver(String),
     /// The caller broke the resource contract; nothing was changed.
@@ -151,6 +166,12 @@ impl Error {
     /// True for [`Error::OutOfMemory`], the one error that a retry after freeing memory can fix.
     pub fn is_out_of_memory(&self) -> bool {
         matches!(self, Error::OutOfMemory { .. })
+    }
+
+    /// True for the errors that RMM raises as a `std::bad_alloc` whatever the call:
+    /// [`Error::OutOfMemory`] (`rmm::out_of_memory`) and [`Error::CudaAlloc`] (`rmm::bad_alloc`).
+    pub fn is_bad_alloc(&self) -> bool {
+        matches!(self, Error::OutOfMemory { .. } | Error::CudaAlloc { .. })
     }
 }
 
@@ -206,6 +227,11 @@ impl fmt::Display for Error {
             ),
             Error::Unsupported(msg) => write!(f, "not supported: {msg}"),
             Error::Cuda { call, code, name } => write!(f, "CUDA error in {call}: {name} ({code})"),
+            // RMM's words (`CUDA error (failed to allocate N bytes) at: FILE:LINE: NAME TEXT`),
+            // with the driver call in place of RMM's source location.
+            Error::CudaAlloc { requested, call, code, name } => {
+                write!(f, "CUDA error (failed to allocate {requested} bytes) in {call}: {name} ({code})")
+            }
             Error::NoDriver(msg) => write!(f, "no CUDA driver: {msg}"),
             Error::Misuse(m) => write!(f, "misuse: {m}"),
             Error::BadUpstream(msg) => write!(f, "bad upstream: {msg}"),

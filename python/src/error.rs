@@ -23,6 +23,8 @@ pub fn to_py(err: rmm::Error) -> PyErr {
         // In RMM's words (a pool's or a limiting adaptor's refusal): RMM's what() is the message.
         E::OutOfMemory { verbatim: true, .. } => PyMemoryError::new_err(format!("{OUT_OF_MEMORY_WHAT}{msg}")),
         E::OutOfMemory { .. } => PyMemoryError::new_err(msg),
+        // A failed allocating CUDA call: RMM's `rmm::bad_alloc`, whose what() Cython raises.
+        E::CudaAlloc { .. } => PyMemoryError::new_err(format!("{BAD_ALLOC_WHAT}{msg}")),
         // No driver: RMM's first CUDA call (getDevice, in Python) raises CUDARuntimeError
         // (cudaErrorInsufficientDriver), a RuntimeError; ours says too what was not found.
         E::NoDriver(_) => Python::attach(|py| {
@@ -54,6 +56,9 @@ pub fn full_message(err: &rmm::Error) -> String {
         _ => err.to_string().trim_end().to_string(),
     }
 }
+
+/// What RMM's `rmm::bad_alloc` puts before the exception's message in its `what()`.
+const BAD_ALLOC_WHAT: &str = "std::bad_alloc: ";
 
 /// What RMM's `rmm::out_of_memory` (thrown for a callback's `MemoryError`) puts before the
 /// exception's message in its `what()`, which Cython raises as the `MemoryError`'s message.

@@ -15,14 +15,22 @@ pub(super) fn check(status: sys::CUresult, call: &'static str) -> Result<()> {
     Err(Error::Cuda { call, code: status as u32, name: error_name(status) })
 }
 
-/// Like [`check`], but out-of-memory carries the requested size.
+/// The status of an allocating call (RMM's `RMM_CUDA_TRY_ALLOC`): out-of-memory is
+/// [`Error::OutOfMemory`] carrying the requested size, any other error [`Error::CudaAlloc`].
 pub(super) fn check_alloc(status: sys::CUresult, call: &'static str, bytes: usize) -> Result<()> {
-    check(status, call).map_err(|e| match e {
-        Error::OutOfMemory { reason, pool, verbatim, .. } => {
-            Error::OutOfMemory { requested: bytes, pool, reason, verbatim }
-        }
-        other => other,
-    })
+    if status == sys::CUresult::CUDA_SUCCESS {
+        return Ok(());
+    }
+    Err(alloc_error(status, call, bytes))
+}
+
+#[cold]
+#[inline(never)]
+fn alloc_error(status: sys::CUresult, call: &'static str, bytes: usize) -> Error {
+    if status == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
+        return Error::out_of_memory(bytes, format!("{call} returned CUDA_ERROR_OUT_OF_MEMORY"));
+    }
+    Error::CudaAlloc { requested: bytes, call, code: status as u32, name: error_name(status) }
 }
 
 fn error_name(status: sys::CUresult) -> String {

@@ -243,6 +243,38 @@ mod tests {
         assert_eq!(FAKE_FREES.load(std::sync::atomic::Ordering::SeqCst), 1);
     }
 
+    /// A driver whose every allocating call fails with a CUDA error other than out of memory.
+    enum RefusingDriver {}
+
+    sealed_driver_kind!(RefusingDriver);
+
+    impl DriverAllocation for RefusingDriver {
+        const NAME: &'static str = "RefusingDriver";
+        const DEVICE_ACCESSIBLE: bool = true;
+        const HOST_ACCESSIBLE: bool = false;
+
+        fn allocate(bytes: usize) -> Result<*mut u8> {
+            Err(Error::CudaAlloc {
+                requested: bytes,
+                call: "cuMemAlloc",
+                code: 101,
+                name: "CUDA_ERROR_INVALID_DEVICE".into(),
+            })
+        }
+
+        unsafe fn free(_ptr: *mut u8) -> Result<()> {
+            unreachable!("nothing was handed out")
+        }
+    }
+
+    #[test]
+    fn a_failed_allocating_call_is_passed_on_and_records_nothing() {
+        let r = DriverBackedResource::<RefusingDriver>::new();
+        let e = r.allocate(4096, 256, CudaStreamView::DEFAULT).unwrap_err();
+        assert!(matches!(e, Error::CudaAlloc { requested: 4096, ref name, .. } if name == "CUDA_ERROR_INVALID_DEVICE"));
+        assert_eq!(<RefusingDriver as sealed::Sealed>::live().len(), 0);
+    }
+
     #[test]
     fn alignment_up_to_256_is_raised_and_above_is_refused() {
         assert_eq!(cuda_alignment(8), Ok(256));

@@ -221,7 +221,16 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             marked_streams: AtomicUsize::new(0),
         };
         if initial_size > 0 {
-            let ptr = allocate_chunk(&pool.upstream, initial_size, GRANULE, CudaStreamView::DEFAULT)?;
+            // As RMM's pool makes its first chunk (a growth by exactly the initial size): a refusal
+            // of the upstream is the pool's out-of-memory error quoting it. A range mapped in
+            // place passes its driver's errors on, as its growth does.
+            let ptr = allocate_chunk(&pool.upstream, initial_size, GRANULE, CudaStreamView::DEFAULT).map_err(|e| {
+                if pool.in_place.is_none() && growth::backs_off_from(&e) {
+                    pool.refusal(initial_size, initial_size, Some(e))
+                } else {
+                    e
+                }
+            })?;
             pool.pool_size.store(initial_size, Ordering::Relaxed);
             pool.upstream_chunks.lock().push((ptr as usize, initial_size));
             // An upstream may allocate in stream order; once nothing is pending, the chunk is fresh

@@ -1,9 +1,14 @@
 // The conformance suite (mr_conformance.hpp) for `rmm::mr::cuda_async_view_memory_resource`, over
-// the pool of a cuda_async_memory_resource that lives for the whole program.
+// the pool of a cuda_async_memory_resource that lives for the whole program; and what allocating
+// from a view of a pool destroyed afterwards throws (a CUDA call that fails on purpose: the suite
+// is listed in tests/gpu/failing_on_purpose.txt).
 #include "mr_conformance.hpp"
+#include "test_utils.hpp"
 
 #include <rmm/mr/cuda_async_memory_resource.hpp>
 #include <rmm/mr/cuda_async_view_memory_resource.hpp>
+#include <rmm/mr/pool_memory_resource.hpp>
+#include <rmm/mr/statistics_resource_adaptor.hpp>
 
 namespace rmm::test {
 namespace {
@@ -18,4 +23,33 @@ struct cuda_async_view_factory {
 }  // namespace
 
 INSTANTIATE_TYPED_TEST_SUITE_P(CudaAsyncView, MrConformance, cuda_async_view_factory);
+
+/// RMM_CUDA_TRY_ALLOC's rule: cudaMallocFromPoolAsync's cudaErrorInvalidValue is rmm::bad_alloc
+/// (not rmm::out_of_memory), naming the error; an adaptor lets it through and counts nothing; a
+/// pool over the view refuses with rmm::out_of_memory quoting it, as RMM's pool does.
+TEST(CudaAsyncViewOfADestroyedPool, AllocationIsBadAllocNamingTheCudaError)
+{
+  RMM_SKIP_WITHOUT_GPU();
+  constexpr std::size_t KiB = 1024;
+  cudaMemPoolProps props{};
+  props.allocType     = cudaMemAllocationTypePinned;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id   = rmm::get_current_cuda_device().value();
+  cudaMemPool_t pool{};
+  ASSERT_EQ(cudaMemPoolCreate(&pool, &props), cudaSuccess);
+  rmm::mr::cuda_async_view_memory_resource view{pool};
+  view.deallocate_sync(view.allocate_sync(KiB), KiB);
+  ASSERT_EQ(cudaMemPoolDestroy(pool), cudaSuccess);
+
+  expect_throws_exactly<rmm::bad_alloc>([&] { (void)view.allocate_sync(KiB); },
+                                        "CUDA_ERROR_INVALID_VALUE");
+  rmm::mr::statistics_resource_adaptor stats{view};
+  expect_throws_exactly<rmm::bad_alloc>([&] { (void)stats.allocate_sync(KiB); },
+                                        "std::bad_alloc: CUDA error (failed to allocate 1024 bytes)");
+  EXPECT_EQ(stats.get_allocations_counter().total, 0);
+  rmm::mr::pool_memory_resource pool_over_view{view, 0};
+  expect_throws_exactly<rmm::out_of_memory>([&] { (void)pool_over_view.allocate_sync(KiB); },
+                                            "CUDA_ERROR_INVALID_VALUE");
+  EXPECT_EQ(pool_over_view.pool_size(), std::size_t{0});
+}
 }  // namespace rmm::test

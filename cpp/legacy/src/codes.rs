@@ -33,7 +33,9 @@ impl RmmError {
     pub fn from_error(e: &Error) -> RmmError {
         match e {
             Error::OutOfMemory { .. } => RmmError::OUT_OF_MEMORY,
-            Error::Cuda { .. } | Error::NoDriver(_) | Error::Unsupported(_) => RmmError::CUDA_ERROR,
+            Error::Cuda { .. } | Error::CudaAlloc { .. } | Error::NoDriver(_) | Error::Unsupported(_) => {
+                RmmError::CUDA_ERROR
+            }
             Error::InvalidArgument(_) | Error::BadAlignment { .. } | Error::SizeOverflow { .. } | Error::Misuse(_) => {
                 RmmError::INVALID_ARGUMENT
             }
@@ -75,4 +77,17 @@ pub(crate) fn code(s: Status) -> RmmError {
 /// `"Internal error. Unknown error code."` for a value outside the enum. The string is static.
 pub fn rmmGetErrorString(errcode: RmmError) -> *const c_char {
     errcode.name().as_ptr().cast()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_allocating_cuda_call_is_a_cuda_error_and_out_of_memory_stays_out_of_memory() {
+        let failed =
+            Error::CudaAlloc { requested: 256, call: "cuMemAlloc", code: 1, name: "CUDA_ERROR_INVALID_VALUE".into() };
+        assert_eq!(RmmError::from_error(&failed), RmmError::CUDA_ERROR);
+        assert_eq!(RmmError::from_error(&Error::out_of_memory(256, "x")), RmmError::OUT_OF_MEMORY);
+    }
 }

@@ -48,10 +48,8 @@ fn add_bin(r: &RustResource, allocation_size: usize, bin: Option<SharedResource>
         };
         match binning.add_bin(allocation_size, bin) {
             Ok(()) => Outcome::ok(0),
-            // A fixed-size bin whose first chunk the upstream could not give is out of memory.
-            Err(e) => {
-                Outcome::from_error(&e, if e.is_out_of_memory() { Context::Allocate } else { Context::Construct })
-            }
+            // A fixed-size bin whose first chunk the upstream could not give fails as an allocation.
+            Err(e) => Outcome::from_error(&e, if e.is_bad_alloc() { Context::Allocate } else { Context::Construct }),
         }
     })
 }

@@ -10,6 +10,7 @@ pub(crate) enum Context {
     /// `allocate`: out-of-memory is `rmm::out_of_memory`, misuse `rmm::logic_error`, and every
     /// other failure (bad alignment, a CUDA error, no driver) `rmm::bad_alloc`, as RMM's
     /// `RMM_CUDA_TRY_ALLOC` throws: an allocation fails with a `std::bad_alloc` or not at all.
+    /// A failed allocating driver call ([`Error::CudaAlloc`]) is `rmm::bad_alloc` in either context.
     Allocate,
     /// A constructor or accessor: bad arguments are `rmm::logic_error`, as RMM_EXPECTS throws.
     Construct,
@@ -47,6 +48,9 @@ pub(crate) fn what_of(e: &Error) -> String {
 pub(crate) fn kind_of(e: &Error, ctx: Context) -> ErrorKind {
     match e {
         Error::OutOfMemory { .. } => ErrorKind::OutOfMemory,
+        // RMM_CUDA_TRY_ALLOC's `rmm::bad_alloc`, wherever the allocating call was made (a
+        // constructor's first chunk included).
+        Error::CudaAlloc { .. } => ErrorKind::BadAlloc,
         // A broken upstream is a programming error, not a shortage: no retry or back-off helps.
         Error::Misuse(_) | Error::Unsupported(_) | Error::BadUpstream(_) => ErrorKind::Logic,
         Error::Cuda { .. } | Error::NoDriver(_) => match ctx {
@@ -111,6 +115,14 @@ mod tests {
         assert_eq!(kind_of(&cuda, Context::Construct), ErrorKind::Cuda);
         assert_eq!(kind_of(&cuda, Context::Allocate), ErrorKind::BadAlloc);
         assert_eq!(kind_of(&Error::NoDriver("none".into()), Context::Allocate), ErrorKind::BadAlloc);
+        let alloc = Error::CudaAlloc {
+            requested: 256,
+            call: "cuMemAllocFromPoolAsync",
+            code: 1,
+            name: "CUDA_ERROR_INVALID_VALUE".into(),
+        };
+        assert_eq!(kind_of(&alloc, Context::Allocate), ErrorKind::BadAlloc);
+        assert_eq!(kind_of(&alloc, Context::Construct), ErrorKind::BadAlloc);
         let upstream = Error::BadUpstream("null".into());
         assert_eq!(kind_of(&upstream, Context::Allocate), ErrorKind::Logic);
         assert_eq!(kind_of(&upstream, Context::Construct), ErrorKind::Logic);

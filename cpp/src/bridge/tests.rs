@@ -176,3 +176,49 @@ fn tracking_reports_its_bytes_and_allocations() {
     assert_eq!((list.len(), list[0].ptr, list[0].bytes, list[0].captured), (1, a.ptr, 100, false));
     assert!(tracking.try_deallocate(a.ptr, 100, 256, 0).is_ok());
 }
+
+/// A resource whose allocating "driver call" fails with a CUDA error other than out of memory.
+fn failing_with_invalid_value() -> Box<RustResource> {
+    RustResource::make("failing", || {
+        // SAFETY: the function hands out no memory; the free function is never reached with any.
+        let r = unsafe {
+            rmm::resource::CallbackMemoryResource::new(
+                |bytes, _, _| {
+                    Err(Error::CudaAlloc {
+                        requested: bytes,
+                        call: "cuMemAllocFromPoolAsync",
+                        code: 1,
+                        name: "CUDA_ERROR_INVALID_VALUE".into(),
+                    })
+                },
+                |_, _, _, _| Ok(()),
+            )
+        };
+        Ok(std::sync::Arc::new(r) as rmm::SharedResource)
+    })
+}
+
+#[test]
+fn an_allocating_cuda_error_is_bad_alloc_not_out_of_memory() {
+    let failing = failing_with_invalid_value();
+    let direct = failing.allocate(1000, 256, 0);
+    assert_eq!(direct.kind, ErrorKind::BadAlloc);
+    assert_eq!(
+        direct.message,
+        "CUDA error (failed to allocate 1000 bytes) in cuMemAllocFromPoolAsync: CUDA_ERROR_INVALID_VALUE (1)"
+    );
+    // An adaptor lets it through as it is and counts nothing.
+    let stats = new_statistics_adaptor(&failing);
+    let through = stats.allocate(1000, 256, 0);
+    assert_eq!((through.kind, through.message), (ErrorKind::BadAlloc, direct.message.clone()));
+    assert_eq!(counters(&stats).allocations.total, 0);
+    // A pool refuses with its own out-of-memory error quoting it, as RMM's pool does.
+    let pool = new_pool_memory_resource(&failing, 0, 0, false);
+    let refused = pool.allocate(1000, 256, 0);
+    assert_eq!(refused.kind, ErrorKind::OutOfMemory, "{}", refused.message);
+    assert!(
+        refused.message.contains("std::bad_alloc: CUDA error") && refused.message.contains("CUDA_ERROR_INVALID_VALUE")
+    );
+    let not_made = new_pool_memory_resource(&failing, 1 << 20, 0, false);
+    assert_eq!(not_made.status().kind, ErrorKind::OutOfMemory, "{}", not_made.status().message);
+}

@@ -37,6 +37,53 @@ impl HostMemoryResource {
     }
 }
 
+/// A resource whose every non-empty allocation fails as an allocating CUDA call that returned the
+/// error `name` (`code`): not part of RMM's API. Tests use it to see, without a GPU, what such a
+/// failure raises through adaptors and suballocators.
+#[pyclass(module = "rmm._native", name = "_FailingAllocationResource", extends = DeviceMemoryResource, subclass, frozen)]
+pub struct FailingAllocationResource;
+
+#[pymethods]
+impl FailingAllocationResource {
+    #[new]
+    #[pyo3(signature = (name = "CUDA_ERROR_INVALID_VALUE".to_string(), code = 1))]
+    fn new(name: String, code: u32) -> PyClassInitializer<Self> {
+        PyClassInitializer::from(DeviceMemoryResource::new(Arc::new(FailingAllocation { name, code })))
+            .add_subclass(FailingAllocationResource)
+    }
+}
+
+/// The Rust side of [`FailingAllocationResource`].
+#[derive(Debug)]
+struct FailingAllocation {
+    name: String,
+    code: u32,
+}
+
+// SAFETY: hands out no memory (null for 0 bytes, an error otherwise), so there is nothing to keep
+// a promise about; a free of anything but null is refused.
+unsafe impl rmm::MemoryResource for FailingAllocation {
+    fn allocate(&self, bytes: usize, _alignment: usize, _stream: rmm::CudaStreamView) -> rmm::Result<*mut u8> {
+        if bytes == 0 {
+            return Ok(std::ptr::null_mut());
+        }
+        Err(rmm::Error::CudaAlloc { requested: bytes, call: "cuMemAlloc", code: self.code, name: self.name.clone() })
+    }
+
+    fn deallocate(
+        &self,
+        ptr: *mut u8,
+        _bytes: usize,
+        _alignment: usize,
+        _stream: rmm::CudaStreamView,
+    ) -> rmm::Result<()> {
+        if ptr.is_null() {
+            return Ok(());
+        }
+        Err(rmm::Misuse::UnknownPointer { ptr: ptr as usize }.into())
+    }
+}
+
 /// The coalescing pool over an upstream (RMM's `pool_memory_resource`).
 #[pyclass(module = "rmm.pylibrmm.memory_resource._memory_resource", extends = UpstreamResourceAdaptor, subclass, frozen)]
 pub struct PoolMemoryResource {
@@ -135,6 +182,7 @@ impl PoolMemoryResource {
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<CudaMemoryResource>()?;
     m.add_class::<HostMemoryResource>()?;
+    m.add_class::<FailingAllocationResource>()?;
     m.add_class::<PoolMemoryResource>()?;
     Ok(())
 }

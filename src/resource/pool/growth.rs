@@ -3,7 +3,7 @@
 //! first, as RMM's pool does before it grows: see `release.rs`).
 
 use super::{Growth, PoolMemoryResource};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::pool::{CoalescingPool, StreamKey, GRANULE, MAX_BLOCK_BYTES};
 use crate::resource::upstream_check::allocate_chunk;
 use crate::resource::MemoryResource;
@@ -41,6 +41,17 @@ fn granule_ceil(n: usize) -> usize {
     n.saturating_add(GRANULE - 1) & !(GRANULE - 1)
 }
 
+/// Whether the pool treats `e`, an error of its upstream's `allocate`, as a refusal: it asks for
+/// less, and once `needed` itself is refused it fails with its own out-of-memory error quoting
+/// `e`, as RMM's pool does with every exception of its upstream (`try_to_expand` catches
+/// `std::exception`): an out-of-memory error, a CUDA error of an allocating call
+/// ([`Error::CudaAlloc`]), a missing driver, a callback's exception alike. Only
+/// [`Error::BadUpstream`] is passed on unchanged: the check of what an upstream handed back,
+/// which RMM does not make, names a broken upstream that no smaller request would mend.
+pub(super) fn backs_off_from(e: &Error) -> bool {
+    !matches!(e, Error::BadUpstream(_))
+}
+
 impl<U: MemoryResource> PoolMemoryResource<U> {
     /// Takes a chunk of at least `needed` bytes from the upstream for shard `home`; when none
     /// could be had, says whether the room below the maximum was too small or the upstream refused
@@ -54,8 +65,8 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     ///   the next ones, and doubling now would leave the pool far larger than its use (RMM, which
     ///   records an event on every free, never has to wait for them).
     ///
-    /// While the upstream is out of memory the size halves toward `needed` (as in RMM), and fails
-    /// once `needed` itself is refused. A chunk whose size is not a multiple of 256 (as RMM's can
+    /// While the upstream refuses (see [`backs_off_from`]) the size halves toward `needed` (as in
+    /// RMM), and fails once `needed` itself is refused. A chunk whose size is not a multiple of 256 (as RMM's can
     /// be) is asked for and given back whole; the pool hands out its 256-byte multiple.
     pub(super) fn grow(
         &self,
@@ -97,7 +108,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
                 }
                 Err(e) => {
                     self.pool_size.fetch_sub(want, Ordering::Relaxed);
-                    if !e.is_out_of_memory() {
+                    if !backs_off_from(&e) {
                         return Err(e);
                     }
                     if want == needed {

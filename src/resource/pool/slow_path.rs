@@ -194,6 +194,8 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     pub(super) fn refusal(&self, bytes: usize, size: usize, refused: Option<Error>) -> Error {
         let cause = match refused {
             Some(e @ Error::OutOfMemory { .. }) => format!("std::bad_alloc: out_of_memory: {e}"),
+            // RMM's `rmm::bad_alloc` of RMM_CUDA_TRY_ALLOC, quoted by its what().
+            Some(e @ Error::CudaAlloc { .. }) => format!("std::bad_alloc: {e}"),
             Some(e) => e.to_string(),
             None => format!(
                 "Not enough room to grow, current/max/try size = {}, {}, {}",

@@ -144,6 +144,44 @@ void register_allocators()
     }
     cudaMemPoolDestroy(pool);
   });
+  // A view of a pool the user destroyed after making the view: cudaMallocFromPoolAsync fails with
+  // a CUDA error other than out-of-memory. Recorded: the exception's type and whether its message
+  // names a CUDA error (RMM spells the runtime's name after a source path, rmm-rs the driver's).
+  add("cuda_async", "view_of_destroyed_user_pool", [](trace& t) {
+    cudaMemPoolProps props{};
+    props.allocType     = cudaMemAllocationTypePinned;
+    props.handleTypes   = cudaMemHandleTypeNone;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id   = 0;
+    cudaMemPool_t pool{};
+    if (cudaMemPoolCreate(&pool, &props) != cudaSuccess) {
+      cudaGetLastError();
+      throw skip{"cudaMemPoolCreate failed"};
+    }
+    cuda_async_view_memory_resource v{pool};
+    v.deallocate(default_stream(), v.allocate(default_stream(), 4096, 256), 4096, 256);
+    cudaStreamSynchronize(nullptr);
+    t.add("destroy", static_cast<int>(cudaMemPoolDestroy(pool)));
+    auto failure = [&](std::string const& label, auto&& f) {
+      try {
+        f();
+        t.add(label, "no error");
+      } catch (std::exception const& e) {
+        std::string const what = e.what();
+        t.call(label, [&] { throw; });
+        t.add(label + ".names_cuda_error",
+              what.find("cudaError") != std::string::npos || what.find("CUDA_ERROR_") != std::string::npos);
+      }
+    };
+    failure("allocate", [&] { (void)v.allocate(default_stream(), 4096, 256); });
+    statistics_resource_adaptor stats{v};
+    failure("statistics", [&] { (void)stats.allocate(default_stream(), 4096, 256); });
+    t.add("statistics.count", static_cast<std::size_t>(stats.get_allocations_counter().total));
+    pool_memory_resource over{v, 0};
+    failure("pool_grows", [&] { (void)over.allocate(default_stream(), 4096, 256); });
+    failure("pool_initial", [&] { pool_memory_resource{v, 1 << 20}; });
+    cudaGetLastError();
+  });
   add("cuda_async", "handles", [](trace& t) {
     cuda_async_memory_resource a;
     auto b = a;

@@ -1,5 +1,8 @@
 """Errors: what each refusal raises (type; message where it is RMM's own text), exceptions thrown
-by user callbacks, double frees and frees through another resource, rmm._cuda.gpu's helpers."""
+by user callbacks, double frees and frees through another resource, rmm._cuda.gpu's helpers, and
+allocations whose upstream or driver fails with something other than out-of-memory."""
+
+import re
 
 from oracle_lib import register, scenario
 from scen_util import HUGE, make, ptr_facts
@@ -236,3 +239,85 @@ def cuda_errors_types(t):
         t.rec("has_status", hasattr(e, "status"))
         t.rec("status", str(getattr(e, "status", None)))
         t.rec("str", str(e))
+
+
+# An allocation that fails with a CUDA error other than out-of-memory (RMM_CUDA_TRY_ALLOC's
+# rmm::bad_alloc), or under a pool whose upstream throws: the exception's type, and whether its
+# message names a CUDA error. RMM names the runtime's (cudaErrorInvalidValue), rmm-rs the driver's
+# (CUDA_ERROR_INVALID_VALUE), and RMM's message holds a source path: the text is not compared.
+_CUDA_ERROR_NAME = re.compile(r"cudaError[A-Za-z]+|CUDA_ERROR_[A-Z_]+")
+
+
+def _allocation_failure(t, label, fn, *args, **kwargs):
+    try:
+        value = fn(*args, **kwargs)
+    except Exception as e:  # noqa: BLE001 - recording what raised is the point
+        t.rec(label, {"raises": type(e).__name__,
+                      "names_cuda_error": bool(_CUDA_ERROR_NAME.search(str(e)))})
+        return None
+    t.rec(label, {"returned": type(value).__name__})
+    return value
+
+
+@scenario(isolate=True)
+def allocation_failure_view_of_destroyed_pool(t):
+    import rmm
+
+    rt = t.need_module("cuda.bindings.runtime")
+    props = rt.cudaMemPoolProps()
+    props.allocType = rt.cudaMemAllocationType.cudaMemAllocationTypePinned
+    props.location.type = rt.cudaMemLocationType.cudaMemLocationTypeDevice
+    props.location.id = 0
+    err, pool = rt.cudaMemPoolCreate(props)
+    t.rec("create", int(err))
+    view = t.call("construct", rmm.mr.CudaAsyncViewMemoryResource, pool)
+    if view is None:
+        return
+    p = t.call("alloc_while_live", view.allocate, 256, conv=ptr_facts)
+    if p is not None:
+        view.deallocate(p, 256)
+    rt.cudaDeviceSynchronize()
+    t.rec("destroy", int(rt.cudaMemPoolDestroy(pool)[0]))
+    # The view still names the destroyed pool: cudaMallocFromPoolAsync fails.
+    _allocation_failure(t, "alloc", view.allocate, 256)
+    _allocation_failure(t, "buffer", rmm.DeviceBuffer, size=256, mr=view)
+    stats = rmm.mr.StatisticsResourceAdaptor(view)
+    _allocation_failure(t, "statistics", stats.allocate, 256)
+    t.rec("statistics_count", stats.allocation_counts.total_count)
+    limiting = rmm.mr.LimitingResourceAdaptor(view, 1 << 20)
+    _allocation_failure(t, "limiting", limiting.allocate, 256)
+    t.rec("limiting_allocated", limiting.get_allocated_bytes())
+    calls = []
+    fcb = rmm.mr.FailureCallbackResourceAdaptor(view, lambda n: calls.append(n) or False)
+    _allocation_failure(t, "failure_callback", fcb.allocate, 256)
+    t.rec("failure_callback_calls", len(calls))
+    pool_mr = rmm.mr.PoolMemoryResource(view, initial_pool_size=0)
+    _allocation_failure(t, "pool_grows", pool_mr.allocate, 256)
+    t.rec("pool_size", pool_mr.pool_size())
+    _allocation_failure(t, "pool_initial", rmm.mr.PoolMemoryResource, view, 1 << 20)
+    _allocation_failure(t, "fixed_size_initial", rmm.mr.FixedSizeMemoryResource, view, 1 << 16, 4)
+    _allocation_failure(t, "arena_initial", rmm.mr.ArenaMemoryResource, view, 1 << 24)
+
+
+def _callback_under_pool(exc_factory):
+    def run(t):
+        import rmm
+
+        def alloc(n, s):
+            raise exc_factory()
+
+        cb = rmm.mr.CallbackMemoryResource(alloc, lambda p, n, s: None)
+        pool = rmm.mr.PoolMemoryResource(cb, initial_pool_size=0)
+        _allocation_failure(t, "grows", pool.allocate, 1 << 20)
+        t.rec("pool_size", pool.pool_size())
+        stats = rmm.mr.StatisticsResourceAdaptor(pool)
+        _allocation_failure(t, "through_statistics", stats.allocate, 1 << 20)
+        t.rec("counts_after", stats.allocation_counts.total_count)
+        _allocation_failure(t, "initial", rmm.mr.PoolMemoryResource, cb, 1 << 20)
+        _allocation_failure(t, "fixed_size_initial", rmm.mr.FixedSizeMemoryResource, cb, 1 << 16, 4)
+
+    return run
+
+
+for _k in ["MemoryError", "RuntimeError", "ValueError"]:
+    register(_callback_under_pool(_EXCEPTIONS[_k]), __name__, f"callback_under_pool/{_k}")
