@@ -345,3 +345,73 @@ fn defragmentations_with_live_blocks_keep_the_accounting_exact() {
     let all = r.allocate(SIZE, 256, stream(1)).unwrap();
     r.deallocate(all, SIZE, 256, stream(1)).unwrap();
 }
+
+/// Threads on their own streams and on their per-thread default streams run a small arena out of
+/// room again and again, so defragmentations move superblocks with live blocks while other
+/// threads allocate, free their own blocks and free blocks other threads handed them: no block
+/// is handed out twice, no free of a live block fails, and every byte comes back.
+#[test]
+fn threads_free_blocks_whose_superblocks_defragmentations_move() {
+    const SIZE: usize = 8 << 20;
+    let r = Arc::new(arena(SIZE));
+    let handed: Arc<Mutex<Vec<(usize, usize, u8)>>> = Arc::default();
+    let threads: Vec<_> = (0..4u8)
+        .map(|t| {
+            let (r, handed) = (r.clone(), handed.clone());
+            std::thread::spawn(move || {
+                let mut rng = Rng::new(common::seed("arena_moving_superblocks", 0xa11 + t as u64));
+                let s = if t % 2 == 0 { CudaStreamView::PER_THREAD } else { stream(t as usize) };
+                let mut mine: Vec<(usize, usize)> = Vec::new();
+                let mut ooms = 0;
+                for _ in 0..20_000 {
+                    if mine.is_empty() || rng.below(100) < 55 {
+                        let max = if rng.below(30) == 0 { 2 << 20 } else { 128 << 10 };
+                        let bytes = 1 + rng.below(max);
+                        match r.allocate(bytes, 256, s) {
+                            Ok(p) => {
+                                // SAFETY: host memory of `bytes` bytes, just handed out to this thread.
+                                unsafe { p.write_bytes(t, bytes.min(256)) };
+                                mine.push((p as usize, bytes));
+                            }
+                            Err(e) => {
+                                assert!(e.is_out_of_memory(), "{e}");
+                                ooms += 1;
+                            }
+                        }
+                    } else {
+                        let (p, bytes) = mine.swap_remove(rng.below(mine.len()));
+                        // SAFETY: the block is live and only this thread wrote it.
+                        let first = unsafe { *(p as *const u8) };
+                        assert_eq!(first, t, "another thread was handed {p:#x}");
+                        if rng.below(4) == 0 {
+                            handed.lock().unwrap().push((p, bytes, t));
+                        } else {
+                            r.deallocate(p as *mut u8, bytes, 256, s).unwrap();
+                        }
+                    }
+                    if rng.below(50) == 0 {
+                        let taken: Vec<_> = std::mem::take(&mut *handed.lock().unwrap());
+                        for (p, bytes, owner) in taken {
+                            // SAFETY: handed over live; its owner wrote it and no longer touches it.
+                            assert_eq!(unsafe { *(p as *const u8) }, owner, "{p:#x} was handed out again");
+                            r.deallocate(p as *mut u8, bytes, 256, s).unwrap();
+                        }
+                    }
+                }
+                for (p, bytes) in mine {
+                    r.deallocate(p as *mut u8, bytes, 256, s).unwrap();
+                }
+                ooms
+            })
+        })
+        .collect();
+    let ooms: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
+    for (p, bytes, _) in std::mem::take(&mut *handed.lock().unwrap()) {
+        r.deallocate(p as *mut u8, bytes, 256, stream(9)).unwrap();
+    }
+    assert!(ooms > 100, "the arena ran out of room {ooms} times");
+    r.check_invariants().unwrap();
+    assert_eq!(r.state().free_bytes, SIZE, "every byte is free again");
+    let all = r.allocate(SIZE, 256, stream(9)).unwrap();
+    r.deallocate(all, SIZE, 256, stream(9)).unwrap();
+}

@@ -250,7 +250,7 @@ fn gaps<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::arena::MAX_SUPERBLOCK;
+    use crate::arena::{SmallArena, MAX_SUPERBLOCK};
 
     const BASE: usize = 1 << 32;
 
@@ -274,6 +274,81 @@ mod tests {
         g.deallocate(large, MIN_SUPERBLOCK + 1).unwrap();
         let s = g.state();
         assert_eq!((s.free_bytes, s.largest_free_block), (4 * MIN_SUPERBLOCK, 4 * MIN_SUPERBLOCK), "all merged");
+        g.check_invariants().unwrap();
+    }
+
+    /// The free bytes of the global arena and of small arenas together.
+    fn free(g: &GlobalArena, arenas: &[&SmallArena]) -> usize {
+        g.state().free_bytes + arenas.iter().map(|a| a.state().free_bytes).sum::<usize>()
+    }
+
+    #[test]
+    fn a_superblock_with_a_live_block_moves_through_the_global_arena_to_another_arena() {
+        const SIZE: usize = 2 * MIN_SUPERBLOCK;
+        let mut g = GlobalArena::new(BASE, SIZE);
+        let (mut thread, mut stream) = (SmallArena::new(), SmallArena::new());
+        // The thread's arena takes a superblock and hands out a block of it.
+        let (sb, live) = g.acquire(256, 0, 1).unwrap();
+        assert!(live.is_empty());
+        thread.adopt(sb);
+        let kept = thread.allocate(300, 512, 256).unwrap();
+        let freed = thread.allocate(4096, 4096, 256).unwrap();
+        thread.deallocate(freed, 4096).unwrap();
+        // A defragmentation takes it back with the block: parked, its free part counted.
+        for (superblock, live) in thread.release_all() {
+            g.give_back(superblock, live).unwrap();
+        }
+        g.check_invariants().unwrap();
+        assert_eq!(free(&g, &[&thread, &stream]), SIZE - 512);
+        assert_eq!(g.allocated_count(), 1, "the live block");
+        // Fresh memory goes first; then the parked superblock, with its block, to another arena.
+        let (fresh, live) = g.acquire(256, 0, 2).unwrap();
+        assert!(live.is_empty() && !fresh.contains(kept));
+        stream.adopt(fresh);
+        let (moved, live) = g.acquire(MIN_SUPERBLOCK - 512, 0, 2).unwrap();
+        assert_eq!((moved, live.as_slice()), (sb, &[LiveBlock { addr: kept, size: 512, requested: 300 }][..]));
+        assert_eq!(g.lookup(kept), Lookup::Held { owner: 2 });
+        stream.adopt_with_live(moved, &live);
+        g.check_invariants().unwrap();
+        stream.check_invariants().unwrap();
+        assert_eq!(free(&g, &[&thread, &stream]), SIZE - 512);
+        // Freed through the arena that holds it now: every byte comes back and merges.
+        assert!(matches!(stream.deallocate(kept, 512), Err(Misuse::WrongSize { .. })));
+        stream.deallocate(kept, 300).unwrap();
+        assert_eq!(free(&g, &[&thread, &stream]), SIZE);
+        for superblock in stream.release_empty() {
+            g.release(superblock).unwrap();
+        }
+        let s = g.state();
+        assert_eq!((s.free_bytes, s.largest_free_block, g.allocated_count()), (SIZE, SIZE, 0));
+        g.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn a_block_of_a_parked_superblock_is_freed_in_the_global_arena() {
+        let mut g = GlobalArena::new(BASE, 2 * MIN_SUPERBLOCK);
+        let mut arena = SmallArena::new();
+        let (sb, _) = g.acquire(256, 0, 1).unwrap();
+        arena.adopt(sb);
+        let a = arena.allocate(256, 256, 256).unwrap();
+        let b = arena.allocate(1024, 1024, 256).unwrap();
+        for (superblock, live) in arena.release_all() {
+            g.give_back(superblock, live).unwrap();
+        }
+        assert_eq!(g.lookup(a), Lookup::Global);
+        // Nothing parked serves a request larger than its free part.
+        assert!(g.acquire(MIN_SUPERBLOCK, 0, 2).is_some(), "the fresh superblock");
+        assert!(g.acquire(MIN_SUPERBLOCK, 0, 3).is_none());
+        assert!(matches!(g.deallocate(b + 1024, 256), Err(Misuse::DoubleFree { .. })), "free part");
+        assert!(matches!(g.deallocate(b + 256, 1024), Err(Misuse::InteriorPointer { .. })));
+        assert!(matches!(g.deallocate(b, 1000), Err(Misuse::WrongSize { .. })));
+        g.deallocate(a, 256).unwrap();
+        assert!(matches!(g.deallocate(a, 256), Err(Misuse::DoubleFree { .. })));
+        assert_eq!(g.state().free_bytes, MIN_SUPERBLOCK - 1024);
+        g.deallocate(b, 1024).unwrap();
+        // The last block freed: the superblock merges back and serves a whole one.
+        assert_eq!(g.state().free_bytes, MIN_SUPERBLOCK);
+        assert!(g.acquire(MIN_SUPERBLOCK, 0, 3).is_some());
         g.check_invariants().unwrap();
     }
 }
