@@ -68,13 +68,10 @@ impl SmallArena {
     }
 
     /// Takes every superblock out of this arena, each with the blocks still handed out in it (by
-    /// address), for the global arena. Cold: it scans the block records.
+    /// address), for the global arena. Cold: one pass over the block records.
     pub fn release_all(&mut self) -> Vec<(Superblock, Vec<LiveBlock>)> {
-        let starts: Vec<usize> = self.core.chunks().iter().map(|&(addr, _)| addr).collect();
-        starts
-            .into_iter()
-            .filter_map(|addr| self.core.detach_chunk(addr).map(|(size, live)| (Superblock { addr, size }, live)))
-            .collect()
+        let chunks = self.core.detach_all_chunks();
+        chunks.into_iter().map(|((addr, size), live)| (Superblock { addr, size }, live)).collect()
     }
 
     /// Bytes of the superblocks held.
@@ -153,6 +150,36 @@ mod tests {
         to.deallocate(a, 1000).unwrap();
         to.check_invariants().unwrap();
         assert_eq!(to.release_empty(), vec![sb], "the superblock is one free block again");
+    }
+
+    #[test]
+    fn every_superblock_leaves_with_its_own_live_blocks() {
+        let mut arena = SmallArena::new();
+        let (one, two) = (
+            Superblock { addr: 1 << 30, size: MIN_SUPERBLOCK },
+            Superblock { addr: (1 << 30) + 4 * MIN_SUPERBLOCK, size: 2 * MIN_SUPERBLOCK },
+        );
+        arena.adopt(two);
+        arena.adopt(one);
+        let blocks: Vec<usize> =
+            (0..6).map(|_| arena.allocate(MIN_SUPERBLOCK / 2, MIN_SUPERBLOCK / 2, 256).unwrap()).collect();
+        assert!(arena.allocate(256, 256, 256).is_none(), "both full");
+        for &b in blocks.iter().step_by(2) {
+            arena.deallocate(b, MIN_SUPERBLOCK / 2).unwrap();
+        }
+        let out = arena.release_all();
+        assert_eq!(out.iter().map(|(s, _)| *s).collect::<Vec<_>>(), vec![one, two], "by address");
+        for (superblock, live) in &out {
+            assert!(live.iter().all(|l| superblock.contains(l.addr) && l.size == MIN_SUPERBLOCK / 2));
+            assert!(live.windows(2).all(|w| w[0].addr < w[1].addr));
+        }
+        let mut kept: Vec<usize> = out.iter().flat_map(|(_, live)| live.iter().map(|l| l.addr)).collect();
+        kept.sort_unstable();
+        let mut want: Vec<usize> = blocks.iter().skip(1).step_by(2).copied().collect();
+        want.sort_unstable();
+        assert_eq!(kept, want);
+        assert_eq!((arena.held_bytes(), arena.allocated_count(), arena.state().free_bytes), (0, 0, 0));
+        arena.check_invariants().unwrap();
     }
 
     fn arena_start(a: usize) -> usize {

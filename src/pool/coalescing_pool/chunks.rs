@@ -1,6 +1,6 @@
 //! The chunks of a pool: ranges added from the upstream, and ranges cut out of this pool for
 //! another (a shard short of memory adopts them with `add_chunk`; an arena's superblock moves
-//! with the blocks still handed out in it through `detach_chunk` and `add_chunk_with_live`).
+//! with the blocks still handed out in it through `detach_all_chunks` and `add_chunk_with_live`).
 
 use super::{CoalescingPool, SetId, GRANULE, GRANULE_SHIFT};
 use crate::pool::block::{Block, BlockId, Owner, MAX_BLOCK_BYTES, NIL};
@@ -30,7 +30,7 @@ impl CoalescingPool {
         self.link_free(set, id);
     }
 
-    /// Adds a range that another pool gave up with [`detach_chunk`](Self::detach_chunk): the blocks
+    /// Adds a range that another pool gave up with [`detach_all_chunks`](Self::detach_all_chunks): the blocks
     /// of `live` (sorted by address, disjoint, each inside the range, on granules) stay handed out
     /// and are freed here later; the ranges between them are free on `set`.
     pub fn add_chunk_with_live(&mut self, addr: usize, size: usize, set: SetId, live: &[LiveBlock]) {
@@ -68,18 +68,16 @@ impl CoalescingPool {
         id
     }
 
-    /// Takes the chunk that starts at `addr` out of the pool with every block in it, free or
-    /// handed out: returns its size and the blocks still handed out, by address, for the pool that
-    /// adopts it with [`add_chunk_with_live`](Self::add_chunk_with_live). `None` (nothing changed)
-    /// when no chunk starts at `addr`. Cold: it scans the block records.
-    pub fn detach_chunk(&mut self, addr: usize) -> Option<(usize, Vec<LiveBlock>)> {
-        let &(start, size) = self.chunks.iter().find(|&&(a, _)| a == addr)?;
+    /// Takes every chunk out of the pool with every block in it, free or handed out: returns each
+    /// chunk's range, by address, with the blocks still handed out in it, by address, for the pool
+    /// that adopts it with [`add_chunk_with_live`](Self::add_chunk_with_live). Cold: one pass over
+    /// the block records.
+    pub fn detach_all_chunks(&mut self) -> Vec<((usize, usize), Vec<LiveBlock>)> {
         self.flush_caches();
-        let end = start + size;
-        let inside: Vec<BlockId> =
-            self.blocks.iter_live().filter(|(_, b)| start <= b.addr && b.addr < end).map(|(id, _)| id).collect();
-        let mut live = Vec::new();
-        for id in inside {
+        self.chunks.sort_unstable();
+        let mut out: Vec<((usize, usize), Vec<LiveBlock>)> = self.chunks.iter().map(|&c| (c, Vec::new())).collect();
+        let records: Vec<BlockId> = self.blocks.iter_live().map(|(id, _)| id).collect();
+        for id in records {
             let b = *self.blocks.get(id);
             if b.is_free() {
                 self.unlink_free(id);
@@ -87,13 +85,21 @@ impl CoalescingPool {
                 if let Some(slot) = self.allocated.find(b.addr, &self.blocks) {
                     self.allocated.remove_at(slot, &self.blocks);
                 }
-                live.push(LiveBlock { addr: b.addr, size: b.size(), requested: b.size() - b.slack() as usize });
+                // The chunk that holds it: the last one starting at or below it.
+                let i = out.partition_point(|((start, _), _)| *start <= b.addr);
+                debug_assert!(i > 0, "block {:#x} in no chunk", b.addr);
+                if let Some((_, live)) = out.get_mut(i.wrapping_sub(1)) {
+                    live.push(LiveBlock { addr: b.addr, size: b.size(), requested: b.size() - b.slack() as usize });
+                }
             }
             self.blocks.remove(id);
         }
-        live.sort_unstable_by_key(|l| l.addr);
-        self.cut_chunk(start, size);
-        Some((size, live))
+        for (_, live) in &mut out {
+            live.sort_unstable_by_key(|l| l.addr);
+        }
+        self.chunks.clear();
+        self.pool_size = 0;
+        out
     }
 
     /// The chunks taken from the upstream, to give back when the pool goes away.
