@@ -222,3 +222,196 @@ fn microbenchmark_threads_on_their_own_streams() {
     }
     arena.check_invariants().unwrap();
 }
+
+/// RMM's own scenario: a block of the per-thread default stream's arena stays live while its
+/// superblock goes back to the global arena in a defragmentation and on to another stream's
+/// arena, which serves from the superblock's free part; the block is then freed through the
+/// arena, and all memory comes back.
+#[test]
+fn a_live_block_follows_its_superblock_to_another_streams_arena() {
+    const MIB: usize = 1 << 20;
+    let r = arena(2 * MIB);
+    // The calling thread's per-thread default stream takes the first superblock.
+    let thread_block = r.allocate(256, 256, CudaStreamView::PER_THREAD).unwrap();
+    // Another stream takes the second and keeps it, empty.
+    let p = r.allocate(32 << 10, 256, stream(1)).unwrap();
+    r.deallocate(p, 32 << 10, 256, stream(1)).unwrap();
+    // The global arena has nothing left: a defragmentation gives both superblocks back, and the
+    // legacy default stream's arena takes a whole one...
+    let whole = r.allocate(MIB, 256, CudaStreamView::DEFAULT).unwrap();
+    // ... and then the one that still holds the live block, for the free part of it.
+    let part = r.allocate(32 << 10, 256, CudaStreamView::DEFAULT).unwrap();
+    r.check_invariants().unwrap();
+    let (base, _) = r.arena_range();
+    assert_eq!(part as usize & !(MIB - 1), thread_block as usize & !(MIB - 1), "one superblock");
+    assert!(base <= part as usize);
+    assert_eq!(r.state().free_bytes, MIB - 256 - (32 << 10));
+    // The block freed on the stream it was allocated on goes back to the arena that holds it now.
+    r.deallocate(thread_block, 256, 256, CudaStreamView::PER_THREAD).unwrap();
+    r.check_invariants().unwrap();
+    assert_eq!(r.state().free_bytes, MIB - (32 << 10));
+    assert!(matches!(
+        r.deallocate(thread_block, 256, 256, CudaStreamView::PER_THREAD),
+        Err(Error::Misuse(Misuse::DoubleFree { .. }))
+    ));
+    r.deallocate(whole, MIB, 256, CudaStreamView::DEFAULT).unwrap();
+    r.deallocate(part, 32 << 10, 256, CudaStreamView::DEFAULT).unwrap();
+    r.check_invariants().unwrap();
+    assert_eq!(r.state().free_bytes, 2 * MIB);
+    // Every byte merges again: the whole arena serves one request.
+    let all = r.allocate(2 * MIB, 256, stream(2)).unwrap();
+    r.deallocate(all, 2 * MIB, 256, stream(2)).unwrap();
+}
+
+/// A defragmentation parks a superblock with its live block in the global arena; the block, freed
+/// there from another thread's per-thread default stream, merges the superblock back.
+#[test]
+fn a_block_of_a_parked_superblock_is_freed_through_the_global_arena() {
+    const MIB: usize = 1 << 20;
+    let r = Arc::new(arena(2 * MIB));
+    let block = r.allocate(4096, 256, CudaStreamView::PER_THREAD).unwrap();
+    let err = r.allocate(2 * MIB, 256, CudaStreamView::DEFAULT).unwrap_err();
+    assert!(err.is_out_of_memory(), "{err}");
+    r.check_invariants().unwrap();
+    assert_eq!(r.state().free_bytes, 2 * MIB - 4096);
+    assert!(r.memory_log().contains("Parked superblock 0"), "{}", r.memory_log());
+    let addr = block as usize;
+    let r2 = r.clone();
+    std::thread::spawn(move || {
+        let ptds = CudaStreamView::PER_THREAD;
+        assert!(matches!(
+            r2.deallocate((addr + 256) as *mut u8, 4096, 256, ptds),
+            Err(Error::Misuse(Misuse::InteriorPointer { .. }))
+        ));
+        assert!(matches!(
+            r2.deallocate(addr as *mut u8, 4000, 256, ptds),
+            Err(Error::Misuse(Misuse::WrongSize { .. }))
+        ));
+        r2.deallocate(addr as *mut u8, 4096, 256, ptds).unwrap();
+        assert!(matches!(r2.deallocate(addr as *mut u8, 4096, 256, ptds), Err(Error::Misuse(_))));
+    })
+    .join()
+    .unwrap();
+    r.check_invariants().unwrap();
+    assert_eq!(r.state().free_bytes, 2 * MIB);
+    let all = r.allocate(2 * MIB, 256, CudaStreamView::DEFAULT).unwrap();
+    r.deallocate(all, 2 * MIB, 256, CudaStreamView::DEFAULT).unwrap();
+}
+
+/// Random requests on four streams (one the per-thread default stream) in an arena small enough
+/// that defragmentations move superblocks with live blocks often; frees go through any stream.
+/// The free bytes match the model after every operation.
+#[test]
+fn defragmentations_with_live_blocks_keep_the_accounting_exact() {
+    const SIZE: usize = 8 << 20;
+    let r = arena(SIZE);
+    let streams = [stream(0), stream(1), stream(2), CudaStreamView::PER_THREAD];
+    let mut rng = Rng::new(common::seed("arena_defragment_model", 0xdef4a));
+    let mut model = Model::default();
+    let mut live: Vec<(usize, usize)> = Vec::new();
+    let (mut used, mut ooms, mut parked_seen) = (0usize, 0, 0);
+    for op in 0..20_000 {
+        if live.is_empty() || rng.below(100) < 55 {
+            let bytes = if rng.below(20) == 0 { 1 + rng.below(3 << 20) } else { 1 + rng.below(192 << 10) };
+            match r.allocate(bytes, 256, streams[rng.below(4)]) {
+                Ok(p) => {
+                    model.insert(p, bytes, 256);
+                    live.push((p as usize, bytes));
+                    used += rounded(bytes);
+                }
+                Err(e) => {
+                    assert!(e.is_out_of_memory(), "{e}");
+                    ooms += 1;
+                    parked_seen += r.memory_log().contains("Parked superblock") as usize;
+                }
+            }
+        } else {
+            let (a, bytes) = live.swap_remove(rng.below(live.len()));
+            r.deallocate(a as *mut u8, bytes, 256, streams[rng.below(4)]).unwrap();
+            model.remove(a as *mut u8);
+            used -= rounded(bytes);
+        }
+        assert_eq!(r.state().free_bytes, SIZE - used, "free bytes after operation {op}");
+        if op % 1000 == 0 {
+            r.check_invariants().unwrap();
+        }
+    }
+    assert!(ooms > 100 && parked_seen > 10, "the arena ran full {ooms} times, {parked_seen} with parked superblocks");
+    for (a, bytes) in live.drain(..) {
+        r.deallocate(a as *mut u8, bytes, 256, stream(3)).unwrap();
+    }
+    r.check_invariants().unwrap();
+    assert_eq!(r.state().free_bytes, SIZE);
+    let all = r.allocate(SIZE, 256, stream(1)).unwrap();
+    r.deallocate(all, SIZE, 256, stream(1)).unwrap();
+}
+
+/// Threads on their own streams and on their per-thread default streams run a small arena out of
+/// room again and again, so defragmentations move superblocks with live blocks while other
+/// threads allocate, free their own blocks and free blocks other threads handed them: no block
+/// is handed out twice, no free of a live block fails, and every byte comes back.
+#[test]
+fn threads_free_blocks_whose_superblocks_defragmentations_move() {
+    const SIZE: usize = 8 << 20;
+    let r = Arc::new(arena(SIZE));
+    let handed: Arc<Mutex<Vec<(usize, usize, u8)>>> = Arc::default();
+    let threads: Vec<_> = (0..4u8)
+        .map(|t| {
+            let (r, handed) = (r.clone(), handed.clone());
+            std::thread::spawn(move || {
+                let mut rng = Rng::new(common::seed("arena_moving_superblocks", 0xa11 + t as u64));
+                let s = if t % 2 == 0 { CudaStreamView::PER_THREAD } else { stream(t as usize) };
+                let mut mine: Vec<(usize, usize)> = Vec::new();
+                let mut ooms = 0;
+                for _ in 0..20_000 {
+                    if mine.is_empty() || rng.below(100) < 55 {
+                        let max = if rng.below(30) == 0 { 2 << 20 } else { 128 << 10 };
+                        let bytes = 1 + rng.below(max);
+                        match r.allocate(bytes, 256, s) {
+                            Ok(p) => {
+                                // SAFETY: host memory of `bytes` bytes, just handed out to this thread.
+                                unsafe { p.write_bytes(t, bytes.min(256)) };
+                                mine.push((p as usize, bytes));
+                            }
+                            Err(e) => {
+                                assert!(e.is_out_of_memory(), "{e}");
+                                ooms += 1;
+                            }
+                        }
+                    } else {
+                        let (p, bytes) = mine.swap_remove(rng.below(mine.len()));
+                        // SAFETY: the block is live and only this thread wrote it.
+                        let first = unsafe { *(p as *const u8) };
+                        assert_eq!(first, t, "another thread was handed {p:#x}");
+                        if rng.below(4) == 0 {
+                            handed.lock().unwrap().push((p, bytes, t));
+                        } else {
+                            r.deallocate(p as *mut u8, bytes, 256, s).unwrap();
+                        }
+                    }
+                    if rng.below(50) == 0 {
+                        let taken: Vec<_> = std::mem::take(&mut *handed.lock().unwrap());
+                        for (p, bytes, owner) in taken {
+                            // SAFETY: handed over live; its owner wrote it and no longer touches it.
+                            assert_eq!(unsafe { *(p as *const u8) }, owner, "{p:#x} was handed out again");
+                            r.deallocate(p as *mut u8, bytes, 256, s).unwrap();
+                        }
+                    }
+                }
+                for (p, bytes) in mine {
+                    r.deallocate(p as *mut u8, bytes, 256, s).unwrap();
+                }
+                ooms
+            })
+        })
+        .collect();
+    let ooms: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
+    for (p, bytes, _) in std::mem::take(&mut *handed.lock().unwrap()) {
+        r.deallocate(p as *mut u8, bytes, 256, stream(9)).unwrap();
+    }
+    assert!(ooms > 100, "the arena ran out of room {ooms} times");
+    r.check_invariants().unwrap();
+    assert_eq!(r.state().free_bytes, SIZE, "every byte is free again");
+    let all = r.allocate(SIZE, 256, stream(9)).unwrap();
+    r.deallocate(all, SIZE, 256, stream(9)).unwrap();
+}

@@ -5,6 +5,11 @@ The names are a fact read from RMM's own package: ``data/rmm_26_10_names.json``,
 ``tools/extract_rmm_names.py`` run in a venv with RMM 26.10's wheels. A name that RMM imports from
 a package which is not installed here (numba, cupy, cuda-bindings) is checked only where that
 package is importable.
+
+RMM's type stubs bind names its modules do not have at run time (Cython's C-level
+``helper.parse_bytes`` and ``utils.as_stream``, names a module only ``cimport``s, a Protocol for
+type checkers): every name a stub of RMM's binds, the stub type checkers read for our module binds
+too, of the same kind, and the run-time names stay RMM's run-time names.
 """
 
 import ast
@@ -12,12 +17,25 @@ import importlib
 import importlib.util
 import inspect
 import json
+import os
 import pathlib
 
 import pytest
 
-DATA = json.loads((pathlib.Path(__file__).parent / "data" / "rmm_26_10_names.json").read_text())
+HERE = pathlib.Path(__file__).parent
+DATA = json.loads((HERE / "data" / "rmm_26_10_names.json").read_text())
 MODULES = DATA["modules"]
+STUBS = DATA["stubs"]
+
+
+def _load_extractor():
+    spec = importlib.util.spec_from_file_location("extract_rmm_names", HERE / "tools" / "extract_rmm_names.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+EXTRACTOR = _load_extractor()
 # Packages outside the standard library that RMM's modules import names from.
 THIRD_PARTY = {"cuda", "numba", "numba_cuda", "cupy", "torch", "llvmlite"}
 # Functions Cython adds to a module of cdef classes, and the builtins it caches as module names
@@ -51,7 +69,10 @@ def _missing_dependency(entry):
     """The third-party package a name comes from, where it is not installed here."""
     origin = entry.get("origin") or ""
     top = origin.split(".")[0]
-    if top in THIRD_PARTY and not _importable(top):
+    # `cuda` is a namespace package: a folder of that name (left by another CUDA package) does
+    # not make cuda-bindings importable.
+    package = "cuda.bindings" if top == "cuda" else top
+    if top in THIRD_PARTY and not _importable(package):
         return top
     return None
 
@@ -217,4 +238,33 @@ def test_the_data_is_rmm_26_10():
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_module_has_rmm_names_and_signatures(module):
     problems = _module_problems(module)
+    assert not problems, "\n".join(problems)
+
+
+def _our_stub(module):
+    """The file a type checker reads for our module: the stub beside it, else its source."""
+    origin = importlib.util.find_spec(module).origin
+    stub = os.path.splitext(origin)[0] + ".pyi"
+    return stub if os.path.exists(stub) else origin
+
+
+def test_the_data_has_rmms_stub_only_names():
+    assert STUBS["rmm.pylibrmm.helper"]["parse_bytes"] == {"kind": "function"}
+    assert "parse_bytes" not in MODULES["rmm.pylibrmm.helper"]
+    assert STUBS["rmm.pylibrmm.utils"]["as_stream"] == {"kind": "function"}
+    assert STUBS["rmm.pylibrmm.cuda_stream_pool"]["CudaStreamFlags"]["from"] == "rmm.pylibrmm.stream"
+    assert STUBS["rmm.pylibrmm.device_buffer"]["SupportsCUDAArrayInterface"] == {"kind": "class"}
+
+
+@pytest.mark.parametrize("module", sorted(STUBS))
+def test_module_stub_binds_rmms_stub_names(module):
+    ours = EXTRACTOR.stub_names(_our_stub(module))
+    problems = []
+    for name, entry in STUBS[module].items():
+        if name not in ours:
+            problems.append(f"{module}.{name}: missing from {os.path.basename(_our_stub(module))} ({entry['kind']})")
+        elif ours[name]["kind"] != entry["kind"]:
+            problems.append(f"{module}.{name}: a {ours[name]['kind']} in our stub, RMM's a {entry['kind']}")
+        elif entry["kind"] == "import" and entry["from"].startswith("rmm") and ours[name]["from"] != entry["from"]:
+            problems.append(f"{module}.{name}: imported from {ours[name]['from']}, RMM's from {entry['from']}")
     assert not problems, "\n".join(problems)

@@ -5,8 +5,10 @@
 //! [`Superblock`]s (at least [`MIN_SUPERBLOCK`] bytes) and into the blocks of large requests. Each
 //! thread and stream has a [`SmallArena`] that takes superblocks from the global arena and serves
 //! small requests from them under its own lock, so threads on their own streams never meet on a
-//! lock once their arenas hold enough superblocks. Superblocks go back to the global arena only
-//! when empty, where neighbouring ones merge again.
+//! lock once their arenas hold enough superblocks. Superblocks go back to the global arena when
+//! empty, where neighbouring ones merge again, and in a defragmentation all of them do, as in RMM:
+//! one with blocks still handed out is parked there with them until another small arena adopts
+//! it for its free part ([`LiveBlock`]s move with it).
 //!
 //! Which stream may reuse a block is the resource's concern: a small arena only ever serves one
 //! stream, and the resource synchronises before a block crosses from one stream to another.
@@ -15,7 +17,8 @@ mod global_arena;
 mod small_arena;
 mod superblock;
 
-pub use global_arena::{GlobalArena, Lookup};
+pub use crate::pool::LiveBlock;
+pub use global_arena::{Acquired, GlobalArena, Lookup};
 pub use small_arena::SmallArena;
 pub use superblock::{superblock_size, Superblock, MAX_SUPERBLOCK, MIN_SUPERBLOCK};
 

@@ -34,6 +34,7 @@ mod retirement;
 mod search;
 mod walk;
 
+pub use chunks::LiveBlock;
 pub use walk::BlockView;
 
 /// Granularity of every block size and address.

@@ -27,7 +27,7 @@ mod spin_lock;
 pub mod stream_order;
 
 pub use address_space::{AddressSpace, HostMappings, HostPhysicalMemory, Partial, PhysicalMemory};
-pub use coalescing_pool::{rounded_size, BlockView, CoalescingPool, SetId, GRANULE};
+pub use coalescing_pool::{rounded_size, BlockView, CoalescingPool, LiveBlock, SetId, GRANULE};
 pub(crate) use segment_map::SegmentMap;
 pub(crate) use shard_map::ShardMap;
 pub(crate) use spin_lock::{RawSpinLock, SpinMutex};

@@ -77,7 +77,9 @@ struct Shared {
 /// other than its arena's goes back to its arena after that stream is synchronised (as RMM does);
 /// a large block freed on any stream goes back to the global arena after the same synchronisation;
 /// superblocks go back to the global arena only after a synchronisation of the device, when a
-/// request finds the arena out of memory. A stream destroyed while an arena holds its blocks is
+/// request finds the arena out of memory: all of them, as in RMM, those with blocks still handed
+/// out too, which then serve other arenas from their free part and take those blocks' frees
+/// wherever they are. A stream destroyed while an arena holds its blocks is
 /// synchronised while still alive (streams of this library), or found replaced by the driver's
 /// stream id, and then everything is synchronised before its arena serves the new stream.
 pub struct ArenaMemoryResource<U: MemoryResource> {
@@ -274,8 +276,14 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
         align: usize,
     ) -> Option<usize> {
         let search = search_size(size, align)?;
-        let superblock = self.shared.global.lock().acquire(search, state.arena.held_bytes(), arena.number)?;
-        state.arena.adopt(superblock);
+        let (superblock, live) = self.shared.global.lock().acquire(search, state.arena.held_bytes(), arena.number)?;
+        if live.is_empty() {
+            state.arena.adopt(superblock);
+        } else {
+            // A superblock a defragmentation took back: its free part was free then, after a
+            // synchronisation of everything, or was freed to the global arena after its stream's.
+            state.arena.adopt_with_live(superblock, &live);
+        }
         state.arena.allocate(requested, size, align)
     }
 

@@ -1,6 +1,6 @@
 // callback_memory_resource: an exception of the allocate callback reaches the caller with its own
-// type, whichever way the resource is called, and never leaks into a later, unrelated failure.
-// Host memory only (no GPU).
+// type, whichever way the resource is called, and never leaks into a later, unrelated failure; one
+// of the deallocate callback is reported and the process goes on. Host memory only (no GPU).
 #include "mr_conformance.hpp"
 
 #include <rmm/error.hpp>
@@ -41,6 +41,11 @@ void deallocate_nothing(void*, std::size_t, cuda::stream_ref, void*) {}
 
 void* new_bytes(std::size_t bytes, cuda::stream_ref, void*) { return ::operator new(bytes); }
 void delete_bytes(void* p, std::size_t, cuda::stream_ref, void*) { ::operator delete(p); }
+void delete_then_throw(void* p, std::size_t, cuda::stream_ref, void*)
+{
+  ::operator delete(p);
+  throw std::runtime_error{"the free callback says no"};
+}
 
 TEST(CallbackExceptions, ReachTheCallerWithTheirOwnType)
 {
@@ -125,6 +130,23 @@ TEST(CallbackExceptions, PassThroughANestedCallbackResource)
   rmm::mr::callback_memory_resource inner_null{return_null, deallocate_nothing};
   rmm::mr::callback_memory_resource outer_null{allocate_through, deallocate_nothing, &inner_null};
   EXPECT_THROW((void)outer_null.allocate(default_stream(), 48), rmm::out_of_memory);
+}
+
+// RMM's deallocate is noexcept: there the exception ends the process. Here it is caught, reported
+// on stderr, and the resource goes on serving.
+TEST(CallbackExceptions, AThrowingDeallocateCallbackIsReportedAndTheProcessGoesOn)
+{
+  rmm::mr::callback_memory_resource mr{new_bytes, delete_then_throw};
+  void* p = mr.allocate(default_stream(), 256);
+  testing::internal::CaptureStderr();
+  mr.deallocate(default_stream(), p, 256);
+  std::string const reported = testing::internal::GetCapturedStderr();
+  EXPECT_NE(reported.find("the free callback says no"), std::string::npos) << reported;
+  void* q = mr.allocate(default_stream(), 512);
+  EXPECT_NE(q, nullptr);
+  testing::internal::CaptureStderr();
+  mr.deallocate(default_stream(), q, 512);
+  EXPECT_NE(testing::internal::GetCapturedStderr(), "");
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // The conformance suite (mr_conformance.hpp) for `rmm::mr::arena_memory_resource` over host memory
-// and over `cuda_memory_resource`, and the arena's constructor and exceptions.
+// and over `cuda_memory_resource`, the arena's constructor and exceptions, and a block freed after
+// a defragmentation moved its superblock to another stream's arena.
 #include "mr_conformance.hpp"
 
 #include <rmm/error.hpp>
@@ -8,8 +9,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cuda_runtime_api.h>
+
 #include <cstddef>
+#include <cstdint>
 #include <optional>
+#include <thread>
 
 namespace rmm::test {
 namespace {
@@ -52,6 +57,34 @@ TEST(ArenaMemoryResource, CopiesShareTheArena)
   EXPECT_TRUE(mr == copy);
   void* p = copy.allocate_sync(512);
   mr.deallocate_sync(p, 512);
+}
+
+// RMM's own scenario (its arena tests' PerThreadToStreamDealloc), with a second thread's
+// per-thread default stream as the other stream, so that it runs without a GPU too.
+TEST(ArenaMemoryResource, APerThreadStreamBlockIsFreedAfterItsSuperblockMoved)
+{
+  constexpr std::size_t small = std::size_t{32} << 10;
+  rmm::mr::arena_memory_resource mr{new_delete_resource{}, 2 * MiB};
+  cuda::stream_ref const per_thread{cudaStreamPerThread};
+  cuda::stream_ref const legacy{cudaStream_t{}};
+  // This thread's per-thread default stream takes one superblock and keeps a block in it.
+  void* thread_block = mr.allocate(per_thread, 256, 256);
+  // Another thread's takes the other superblock and keeps it, empty.
+  std::thread{[&] {
+    void* p = mr.allocate(per_thread, small, 256);
+    mr.deallocate(per_thread, p, small, 256);
+  }}.join();
+  // No superblock is left: a defragmentation gives both back, and the legacy default stream takes
+  // the empty one whole, then the one with the live block for its free part.
+  void* whole = mr.allocate(legacy, MiB, 256);
+  void* part  = mr.allocate(legacy, small, 256);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(part) / MiB, reinterpret_cast<std::uintptr_t>(thread_block) / MiB);
+  mr.deallocate(per_thread, thread_block, 256, 256);
+  mr.deallocate(legacy, whole, MiB, 256);
+  mr.deallocate(legacy, part, small, 256);
+  // Every byte merged again: the whole arena serves one request.
+  void* all = mr.allocate_sync(2 * MiB);
+  mr.deallocate_sync(all, 2 * MiB);
 }
 
 TEST(ArenaMemoryResource, DefaultSizeIsHalfTheFreeDeviceMemory)

@@ -1,5 +1,7 @@
 # Type stubs of rmm.pylibrmm.cuda_stream_pool (the class is in the extension rmm._native).
 
+from typing import Optional
+
 from typing_extensions import Self, final
 
 from rmm.pylibrmm.stream import CudaStreamFlags, Stream

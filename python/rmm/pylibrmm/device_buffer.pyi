@@ -2,7 +2,7 @@
 # rmm._native).
 
 from collections.abc import Callable
-from typing import Any, Protocol, TypeAlias, TypedDict, TypeVar, overload
+from typing import Any, Optional, Protocol, TypeAlias, TypedDict, TypeVar, overload
 
 import numpy as np
 from numpy.typing import NDArray

@@ -1,7 +1,8 @@
 """Helper functions (RMM's ``rmm.pylibrmm.helper``).
 
 As in RMM, the byte-size parser behind ``rmm.reinitialize``'s pool sizes is not a Python-level
-name here; only the pattern it matches sizes against is.
+name here; only the pattern it matches sizes against is. The stub declares ``parse_bytes``, as
+RMM's does, for type checkers only.
 """
 
 import re

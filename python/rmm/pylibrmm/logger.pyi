@@ -9,3 +9,14 @@ def flush_logger() -> None: ...
 def set_flush_level(level: level_enum) -> None: ...
 def get_flush_level() -> level_enum: ...
 def _validate_level_type(level: object) -> None: ...
+
+# As RMM's stub: the public names, level_enum with them (the module itself has no __all__).
+__all__ = [
+    "flush_logger",
+    "get_flush_level",
+    "get_logging_level",
+    "level_enum",
+    "set_flush_level",
+    "set_logging_level",
+    "should_log",
+]

@@ -1,7 +1,7 @@
 # Type stubs of rmm.pylibrmm.stream (the classes are in the extension rmm._native).
 
 from enum import IntEnum
-from typing import Any
+from typing import Any, Optional
 
 from typing_extensions import Self, disjoint_base, final
 

@@ -10,6 +10,13 @@ For each module: every name ``dir()`` lists but the interpreter's own dunders, w
 (``module``, ``class``, ``function``, ``value``), the module it was defined in (``origin``), and
 for functions and classes the signature (each parameter's name, kind and default). For a class,
 the same for each member its own ``__dict__`` defines (methods, properties, attributes).
+
+Under ``stubs``, for each module with a ``.pyi`` stub beside it: every name the stub binds at
+module level (``function``, ``class``, ``value``, or ``import`` with the module it comes from),
+imports included. A compiled module's stub declares names that ``dir()`` does not list: Cython's
+C-level functions (``cdef``: ``helper.parse_bytes``, ``utils.as_stream``), names a module only
+``cimport``s (``cuda_stream_pool.CudaStreamFlags``) and classes for type checkers only
+(``device_buffer.SupportsCUDAArrayInterface``). Type checkers see them; ``import`` does not.
 """
 
 import ast
@@ -175,6 +182,37 @@ def stub_of(module):
     return out
 
 
+def stub_path(module):
+    """The ``.pyi`` stub beside a module's file (compiled or source), or None."""
+    path = getattr(module, "__file__", None) or ""
+    stub = os.path.join(os.path.dirname(path), os.path.basename(path).split(".")[0] + ".pyi")
+    return stub if path and os.path.exists(stub) else None
+
+
+def stub_names(path):
+    """Every name a stub (or a module's source) binds at module level: ``{"kind": "function"}``,
+    ``"class"``, ``"value"``, or ``{"kind": "import", "from": module}``."""
+    out = {}
+    for node in ast.parse(open(path).read()).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out[node.name] = {"kind": "function"}
+        elif isinstance(node, ast.ClassDef):
+            out[node.name] = {"kind": "class"}
+        elif isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                out[alias.asname or alias.name] = {"kind": "import", "from": node.module}
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                name = alias.asname or alias.name.split(".")[0]
+                out[name] = {"kind": "import", "from": alias.name if alias.asname else name}
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    out[target.id] = {"kind": "value"}
+    return out
+
+
 def add_stub(entry, name, stubs):
     """Adds the stub's signature where the compiled object does not show a usable one."""
     if entry["kind"] == "function" and name in stubs:
@@ -187,9 +225,12 @@ def add_stub(entry, name, stubs):
 
 
 def main():
-    result = {}
+    result, stubs_of = {}, {}
     for name in MODULES:
         module = importlib.import_module(name)
+        path = stub_path(module)
+        if path is not None:
+            stubs_of[name] = stub_names(path)
         names = sorted(n for n in dir(module) if n not in MODULE_DUNDERS)
         stubs = stub_of(module)
         result[name] = {n: describe(getattr(module, n)) for n in names}
@@ -197,7 +238,7 @@ def main():
             if entry["origin"] == name:
                 add_stub(entry, n, stubs)
     json.dump(
-        {"rmm_version": importlib.import_module("rmm").__version__, "modules": result},
+        {"rmm_version": importlib.import_module("rmm").__version__, "modules": result, "stubs": stubs_of},
         sys.stdout, indent=1, sort_keys=True,
     )
     sys.stdout.write("\n")

@@ -27,6 +27,15 @@ from rmm.pylibrmm.stream import DEFAULT_STREAM, CudaStreamFlags, Stream
 
 if TYPE_CHECKING:  # importing it imports PyTorch, which a run of this script leaves alone
     from rmm.allocators.torch import rmm_torch_allocator
+    # Names RMM's stubs declare for type checkers only (C-level functions, a Protocol): no
+    # import finds them at run time, in RMM or here.
+    from rmm.pylibrmm.device_buffer import SupportsCUDAArrayInterface
+    from rmm.pylibrmm.helper import parse_bytes
+    from rmm.pylibrmm.utils import as_stream
+
+    assert_type(parse_bytes("1GiB"), int)
+    assert_type(as_stream(DEFAULT_STREAM), Stream)
+    interface: SupportsCUDAArrayInterface = rmm.DeviceBuffer(size=8)
 
 
 def resources() -> rmm.mr.DeviceMemoryResource:

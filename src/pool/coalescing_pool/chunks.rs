@@ -1,10 +1,22 @@
 //! The chunks of a pool: ranges added from the upstream, and ranges cut out of this pool for
-//! another (a shard short of memory adopts them with `add_chunk`).
+//! another (a shard short of memory adopts them with `add_chunk`; an arena's superblock moves
+//! with the blocks still handed out in it through `detach_all_chunks` and `add_chunk_with_live`).
 
 use super::{CoalescingPool, SetId, GRANULE, GRANULE_SHIFT};
 use crate::pool::block::{Block, BlockId, Owner, MAX_BLOCK_BYTES, NIL};
 use crate::pool::free_list::split;
 use crate::pool::size_class::map_ceil;
+
+/// A block handed out, as it moves with its chunk from one pool to another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LiveBlock {
+    /// First byte.
+    pub addr: usize,
+    /// Bytes the block occupies (a multiple of 256).
+    pub size: usize,
+    /// Bytes the caller asked for: what its free must give.
+    pub requested: usize,
+}
 
 impl CoalescingPool {
     /// Adds a range taken from the upstream as one free block on `set`. `addr` and `size` must be
@@ -16,6 +28,78 @@ impl CoalescingPool {
         self.pool_size += size;
         let id = self.blocks.insert(Block::new(addr, (size >> GRANULE_SHIFT) as u32, Owner::Set(set)));
         self.link_free(set, id);
+    }
+
+    /// Adds a range that another pool gave up with [`detach_all_chunks`](Self::detach_all_chunks): the blocks
+    /// of `live` (sorted by address, disjoint, each inside the range, on granules) stay handed out
+    /// and are freed here later; the ranges between them are free on `set`.
+    pub fn add_chunk_with_live(&mut self, addr: usize, size: usize, set: SetId, live: &[LiveBlock]) {
+        debug_assert!(addr % GRANULE == 0 && size % GRANULE == 0 && size > 0 && size <= MAX_BLOCK_BYTES);
+        debug_assert!(live.windows(2).all(|w| w[0].addr + w[0].size <= w[1].addr), "live blocks sorted, disjoint");
+        debug_assert!(live.iter().all(|l| addr <= l.addr && l.addr + l.size <= addr + size && l.requested <= l.size));
+        self.chunks.push((addr, size));
+        self.pool_size += size;
+        let end = addr + size;
+        let (mut at, mut prev) = (addr, NIL);
+        let pieces = live.iter().map(|l| Some(*l)).chain(std::iter::once(None));
+        for piece in pieces {
+            let gap_end = piece.map_or(end, |l| l.addr);
+            if gap_end > at {
+                let id = self.new_block_after(prev, at, gap_end - at, Owner::Set(set));
+                self.link_free(set, id);
+                prev = id;
+            }
+            let Some(l) = piece else { break };
+            let id = self.new_block_after(prev, l.addr, l.size, Owner::HandedOut);
+            self.blocks.get_mut(id).set_slack((l.size - l.requested) as u32);
+            self.allocated.insert_at(id, l.addr, &self.blocks);
+            (at, prev) = (l.addr + l.size, id);
+        }
+    }
+
+    /// A record for `[addr, addr + size)` held by `owner`, linked after `prev` (NIL: first of its
+    /// chunk); in no free list yet.
+    fn new_block_after(&mut self, prev: BlockId, addr: usize, size: usize, owner: Owner) -> BlockId {
+        let id = self.blocks.insert(Block::new(addr, (size >> GRANULE_SHIFT) as u32, owner));
+        if prev != NIL {
+            self.blocks.get_mut(prev).next_phys = id;
+            self.blocks.get_mut(id).prev_phys = prev;
+        }
+        id
+    }
+
+    /// Takes every chunk out of the pool with every block in it, free or handed out: returns each
+    /// chunk's range, by address, with the blocks still handed out in it, by address, for the pool
+    /// that adopts it with [`add_chunk_with_live`](Self::add_chunk_with_live). Cold: one pass over
+    /// the block records.
+    pub fn detach_all_chunks(&mut self) -> Vec<((usize, usize), Vec<LiveBlock>)> {
+        self.flush_caches();
+        self.chunks.sort_unstable();
+        let mut out: Vec<((usize, usize), Vec<LiveBlock>)> = self.chunks.iter().map(|&c| (c, Vec::new())).collect();
+        let records: Vec<BlockId> = self.blocks.iter_live().map(|(id, _)| id).collect();
+        for id in records {
+            let b = *self.blocks.get(id);
+            if b.is_free() {
+                self.unlink_free(id);
+            } else {
+                if let Some(slot) = self.allocated.find(b.addr, &self.blocks) {
+                    self.allocated.remove_at(slot, &self.blocks);
+                }
+                // The chunk that holds it: the last one starting at or below it.
+                let i = out.partition_point(|((start, _), _)| *start <= b.addr);
+                debug_assert!(i > 0, "block {:#x} in no chunk", b.addr);
+                if let Some((_, live)) = out.get_mut(i.wrapping_sub(1)) {
+                    live.push(LiveBlock { addr: b.addr, size: b.size(), requested: b.size() - b.slack() as usize });
+                }
+            }
+            self.blocks.remove(id);
+        }
+        for (_, live) in &mut out {
+            live.sort_unstable_by_key(|l| l.addr);
+        }
+        self.chunks.clear();
+        self.pool_size = 0;
+        out
     }
 
     /// The chunks taken from the upstream, to give back when the pool goes away.

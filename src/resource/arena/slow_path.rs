@@ -62,25 +62,36 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
         }
     }
 
-    /// After a synchronisation of everything, gives every arena's empty superblocks back to the
-    /// global arena, where neighbours merge, and forgets arenas that hold nothing and that no
-    /// thread caches. False (nothing moved) when the synchronisation failed.
+    /// After a synchronisation of everything, gives every arena's superblocks back to the global
+    /// arena (as RMM's defragmentation does): empty ones merge with their free neighbours there,
+    /// the others are parked with the blocks still handed out in them until an arena adopts them.
+    /// Arenas that hold nothing and that no thread caches are forgotten. False (nothing moved)
+    /// when the synchronisation failed.
+    ///
+    /// Every arena stays locked from before the synchronisation until its superblocks are back:
+    /// a block freed into an arena meanwhile, on its own stream, would otherwise reach another
+    /// stream with that stream's work still queued.
     pub(super) fn defragment(&self) -> bool {
         let _one_at_a_time = self.defrag_lock.lock();
+        let mut arenas: Vec<Arc<Arena>> = self.shared.registry.lock().by_key.values().cloned().collect();
+        // One order for taking many arena locks; only a defragmentation takes more than one.
+        arenas.sort_unstable_by_key(|a| a.number);
+        let mut locked: Vec<_> = arenas.iter().map(|a| a.state.lock()).collect();
         if without_driver_ok(self.order.synchronize_all()).is_err() {
             return false;
         }
-        let arenas: Vec<Arc<Arena>> = self.shared.registry.lock().by_key.values().cloned().collect();
-        for arena in &arenas {
-            let empty = arena.state.lock().arena.release_empty();
-            if !empty.is_empty() {
-                let mut global = self.shared.global.lock();
-                for superblock in empty {
-                    let released = global.release(superblock);
-                    debug_assert!(released.is_ok(), "an arena held a superblock the global arena did not give it");
-                }
+        for state in &mut locked {
+            let superblocks = state.arena.release_all();
+            if superblocks.is_empty() {
+                continue;
+            }
+            let mut global = self.shared.global.lock();
+            for (superblock, live) in superblocks {
+                let released = global.give_back(superblock, live);
+                debug_assert!(released.is_ok(), "an arena held a superblock the global arena did not give it");
             }
         }
+        drop(locked);
         drop(arenas);
         let mut registry = self.shared.registry.lock();
         let idle: Vec<(usize, StreamKey)> = registry
@@ -97,9 +108,11 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
         true
     }
 
-    /// Frees a block the calling thread's arena for `key` did not hand out: a large block, or a
-    /// block of another arena. Unless that arena serves the same stream, `stream` is synchronised
-    /// first (RMM does the same): the block then serves another stream at once.
+    /// Frees a block the calling thread's arena for `key` did not hand out: a large block, a block
+    /// of a parked superblock, or a block of another arena. Unless that arena serves the same
+    /// stream, `stream` is synchronised first (RMM does the same): the block then serves another
+    /// stream at once. A superblock may move while this runs (a defragmentation parks it, an arena
+    /// adopts it): the block is then looked for again where it went.
     #[cold]
     #[inline(never)]
     pub(super) fn deallocate_elsewhere(
@@ -109,26 +122,43 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
         key: StreamKey,
         stream: CudaStreamView,
     ) -> Result<()> {
-        let lookup = self.shared.global.lock().lookup(ptr);
-        match lookup {
-            Lookup::Outside => Err(Error::Misuse(Misuse::UnknownPointer { ptr })),
-            Lookup::Global => {
-                self.synchronize(stream)?;
-                self.shared.global.lock().deallocate_large(ptr, bytes).map_err(Error::Misuse)
-            }
-            Lookup::Held { owner } => {
-                let arena = {
-                    let registry = self.shared.registry.lock();
-                    registry.by_number.get(&owner).and_then(|k| registry.by_key.get(k)).cloned()
-                };
-                let Some(arena) = arena else {
-                    return Err(Error::Misuse(Misuse::UnknownPointer { ptr }));
-                };
-                if arena.key != key {
-                    self.synchronize(stream)?;
+        let mut synced = false;
+        loop {
+            let lookup = self.shared.global.lock().lookup(ptr);
+            match lookup {
+                Lookup::Outside => return Err(Error::Misuse(Misuse::UnknownPointer { ptr })),
+                Lookup::Global => {
+                    if !synced {
+                        self.synchronize(stream)?;
+                        synced = true;
+                    }
+                    let mut global = self.shared.global.lock();
+                    if global.lookup(ptr) == Lookup::Global {
+                        return global.deallocate(ptr, bytes).map_err(Error::Misuse);
+                    }
                 }
-                let freed = arena.state.lock().arena.deallocate(ptr, bytes);
-                freed.map_err(Error::Misuse)
+                Lookup::Held { owner } => {
+                    let arena = {
+                        let registry = self.shared.registry.lock();
+                        registry.by_number.get(&owner).and_then(|k| registry.by_key.get(k)).cloned()
+                    };
+                    let Some(arena) = arena else {
+                        return Err(Error::Misuse(Misuse::UnknownPointer { ptr }));
+                    };
+                    if arena.key != key && !synced {
+                        self.synchronize(stream)?;
+                        synced = true;
+                    }
+                    let mut state = arena.state.lock();
+                    if let Some(freed) = state.arena.try_deallocate(ptr, bytes) {
+                        return freed.map_err(Error::Misuse);
+                    }
+                    // While the arena is locked its superblocks stay: if `ptr` is still in one of
+                    // them, it is no block handed out there, and the arena says why.
+                    if self.shared.global.lock().lookup(ptr) == lookup {
+                        return state.arena.deallocate(ptr, bytes).map_err(Error::Misuse);
+                    }
+                }
             }
         }
     }
@@ -149,6 +179,7 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
         let global = self.shared.global.lock();
         let state = global.state();
         let held: Vec<_> = global.held().collect();
+        let parked: Vec<_> = global.parked().collect();
         drop(global);
         let _ = writeln!(out, "  Arena size: {} bytes", self.size);
         let _ = writeln!(out, "  # superblocks: {}", held.len());
@@ -172,6 +203,15 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
             let _ = writeln!(
                 out,
                 "    Superblock {i}: start={:#x}, end={:#x}, size={} bytes, arena={owner}",
+                superblock.addr,
+                superblock.end(),
+                superblock.size
+            );
+        }
+        for (i, (superblock, blocks)) in parked.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "    Parked superblock {i}: start={:#x}, end={:#x}, size={} bytes, blocks in use={blocks}",
                 superblock.addr,
                 superblock.end(),
                 superblock.size

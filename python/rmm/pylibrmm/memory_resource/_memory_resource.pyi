@@ -5,6 +5,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from cuda.bindings import driver, runtime
 from typing_extensions import Self, disjoint_base
 
 from rmm.pylibrmm.stream import Stream
