@@ -28,10 +28,10 @@
 #   make std-check           # every public header in one TU, -std=c++17 and -std=c++20, and
 #                            # header-check: each of RMM 26.10's header paths alone
 #   make bundle              # build/cpp/bundle: what a machine without cargo needs to build
-#   make gpu-check GPU_REPEAT=20  # on a GPU machine: every Rust test binary, the C++ tests, the
+#   make gpu-check GPU_REPEAT=20  # on a GPU host: every Rust test binary, the C++ tests, the
 #                            # examples and the stress programs, GPU_REPEAT rounds (default 1)
 #                            # (tests/gpu/check.sh; tests/gpu/README.md)
-#   make gpu-sanitize        # on a GPU machine: the same programs under compute-sanitizer memcheck,
+#   make gpu-sanitize        # on a GPU host: the same programs under compute-sanitizer memcheck,
 #                            # racecheck, synccheck and initcheck (tests/stress/run_sanitizers.sh)
 #
 # Variables (override on the command line or in the environment):
@@ -350,7 +350,7 @@ clean:
 
 -include $(shell find $(OBJ) -name '*.d' 2>/dev/null)
 
-# On a GPU machine: every test program built (cargo test --release --no-run and make all) and
+# On a GPU host: every test program built (cargo test --release --no-run and make all) and
 # collected in GPU_BIN (tests/gpu/package.sh --no-strip), then run GPU_REPEAT rounds
 # (tests/gpu/check.sh; LOGS, RMM_MODEL_OPS, CHECK_TIMEOUT from the environment) or under
 # compute-sanitizer (tests/stress/run_sanitizers.sh; TOOLS, JOBS, SANITIZER_TIMEOUT, LOGS, PRINT_LIMIT). A

@@ -13,7 +13,7 @@ venv=${RMM_CUDA_VENV:-$repo/.venv-cuda}
 jobs=${JOBS:-$(nproc)}
 
 # The five pins together: nvcc 13.0.88 alone would pull crt, nvvm and runtime 13.5 (a mixed
-# toolkit), and 13.0.88 matches the GPU machine's nvcc.
+# toolkit), and 13.0.88 matches the GPU host's nvcc.
 cuda_home() { "$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"] + "/nvidia/cu13")'; }
 if [ ! -x "$venv/bin/python" ] || [ ! -x "$(cuda_home)/bin/nvcc" ]; then
   echo "== installing the CUDA toolchain into $venv"

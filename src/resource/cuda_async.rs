@@ -176,7 +176,7 @@ mod tests {
         let (a, b) = (fake(0), fake(0));
         assert!(a.is_equal(&b));
         assert!(!a.is_equal(&CudaMemoryResource::new()));
-        // Never dropped: a fake non-null pool must not reach cuMemPoolDestroy on a GPU machine.
+        // Never dropped: a fake non-null pool must not reach cuMemPoolDestroy on a GPU host.
         let c = std::mem::ManuallyDrop::new(fake(0x10));
         assert!(!a.is_equal(&*c));
     }
