@@ -11,7 +11,8 @@
 #                            # safety-comments), cargo test of the workspace (and model_scale in
 #                            # release), then every C++ example and test built and run,
 #                            # std-check, and the Python tests; on all cores (-j$(nproc)) unless
-#                            # given -j
+#                            # given -j. Ends with one line: passed, failed and skipped for
+#                            # Rust, C++ (GoogleTest) and Python (tests/tools/summary.sh)
 #   make layering            # no two modules of a crate import each other; the driver uses nothing above it
 #   make safety-comments     # every unsafe block of the Rust sources, tests included, has a // SAFETY: comment
 #   make valgrind            # every host test binary under valgrind (CI runs it)
@@ -264,10 +265,17 @@ example: $(BIN)/thrust_sort
 .PHONY: test-steps print-cuda-major
 print-cuda-major:
 	@echo $(CUDA_MAJOR)
+# The steps' output goes to the terminal and to a log, from which tests/tools/summary.sh prints the
+# closing line (passed, failed, skipped per runner); make test exits with the steps' status.
 test:
 	+@case " $$MAKEFLAGS " in *jobserver*|*" -j"*) jobs= ;; *) jobs=-j$(NPROC) ;; esac; \
 	  echo "rmm-rs: make test$${jobs:+ $$jobs} (CUDA $(CUDA_MAJOR), CPU $(CPU))"; \
-	  $(MAKE) --no-print-directory $$jobs test-steps
+	  log=$$(mktemp); \
+	  { $(MAKE) --no-print-directory $$jobs test-steps 2>&1; echo $$? > "$$log.status"; } | tee "$$log"; \
+	  status=$$(cat "$$log.status"); \
+	  bash $(REPO)/tests/tools/summary.sh "$$log"; \
+	  rm -f "$$log" "$$log.status"; \
+	  exit $$status
 test-steps: all layering safety-comments
 ifeq ($(NO_CARGO),)
 	+$(CARGO_ENV) $(CARGO) test $(CARGO_FEATURES) --manifest-path $(REPO)/Cargo.toml
