@@ -27,8 +27,8 @@ pub struct CudaAsyncMemoryResource {
     device: DeviceId,
 }
 
-/// Drivers before 11.5 mishandle opportunistic reuse (spark-rapids issue 4710); RMM turns it off
-/// there, and so do we.
+/// Drivers before 11.5 mishandle opportunistic reuse
+/// (<https://github.com/NVIDIA/spark-rapids/issues/4710>); RMM turns it off there, and so do we.
 const MIN_OPPORTUNISTIC_DRIVER: i32 = 11050;
 
 impl CudaAsyncMemoryResource {
