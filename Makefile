@@ -11,7 +11,8 @@
 #                            # safety-comments), cargo test of the workspace (and model_scale in
 #                            # release), then every C++ example and test built and run,
 #                            # std-check, and the Python tests; on all cores (-j$(nproc)) unless
-#                            # given -j
+#                            # given -j. Ends with one line: passed, failed and skipped for
+#                            # Rust, C++ (GoogleTest) and Python (tests/tools/summary.sh)
 #   make layering            # no two modules of a crate import each other; the driver uses nothing above it
 #   make safety-comments     # every unsafe block of the Rust sources, tests included, has a // SAFETY: comment
 #   make valgrind            # every host test binary under valgrind (CI runs it)
@@ -28,10 +29,10 @@
 #   make std-check           # every public header in one TU, -std=c++17 and -std=c++20, and
 #                            # header-check: each of RMM 26.10's header paths alone
 #   make bundle              # build/cpp/bundle: what a machine without cargo needs to build
-#   make gpu-check GPU_REPEAT=20  # on a GPU machine: every Rust test binary, the C++ tests, the
+#   make gpu-check GPU_REPEAT=20  # on a GPU host: every Rust test binary, the C++ tests, the
 #                            # examples and the stress programs, GPU_REPEAT rounds (default 1)
 #                            # (tests/gpu/check.sh; tests/gpu/README.md)
-#   make gpu-sanitize        # on a GPU machine: the same programs under compute-sanitizer memcheck,
+#   make gpu-sanitize        # on a GPU host: the same programs under compute-sanitizer memcheck,
 #                            # racecheck, synccheck and initcheck (tests/stress/run_sanitizers.sh)
 #
 # Variables (override on the command line or in the environment):
@@ -264,10 +265,17 @@ example: $(BIN)/thrust_sort
 .PHONY: test-steps print-cuda-major
 print-cuda-major:
 	@echo $(CUDA_MAJOR)
+# The steps' output goes to the terminal and to a log, from which tests/tools/summary.sh prints the
+# closing line (passed, failed, skipped per runner); make test exits with the steps' status.
 test:
 	+@case " $$MAKEFLAGS " in *jobserver*|*" -j"*) jobs= ;; *) jobs=-j$(NPROC) ;; esac; \
 	  echo "rmm-rs: make test$${jobs:+ $$jobs} (CUDA $(CUDA_MAJOR), CPU $(CPU))"; \
-	  $(MAKE) --no-print-directory $$jobs test-steps
+	  log=$$(mktemp); \
+	  { $(MAKE) --no-print-directory $$jobs test-steps 2>&1; echo $$? > "$$log.status"; } | tee "$$log"; \
+	  status=$$(cat "$$log.status"); \
+	  bash $(REPO)/tests/tools/summary.sh "$$log"; \
+	  rm -f "$$log" "$$log.status"; \
+	  exit $$status
 test-steps: all layering safety-comments
 ifeq ($(NO_CARGO),)
 	+$(CARGO_ENV) $(CARGO) test $(CARGO_FEATURES) --manifest-path $(REPO)/Cargo.toml
@@ -350,7 +358,7 @@ clean:
 
 -include $(shell find $(OBJ) -name '*.d' 2>/dev/null)
 
-# On a GPU machine: every test program built (cargo test --release --no-run and make all) and
+# On a GPU host: every test program built (cargo test --release --no-run and make all) and
 # collected in GPU_BIN (tests/gpu/package.sh --no-strip), then run GPU_REPEAT rounds
 # (tests/gpu/check.sh; LOGS, RMM_MODEL_OPS, CHECK_TIMEOUT from the environment) or under
 # compute-sanitizer (tests/stress/run_sanitizers.sh; TOOLS, JOBS, SANITIZER_TIMEOUT, LOGS, PRINT_LIMIT). A

@@ -2,7 +2,7 @@
 # Installs what building the C++ side needs on a machine with no CUDA, into a venv of its own:
 #
 #   CUDA_MAJOR=13 (the default): nvcc 13.0.88 with its crt, nvvm and runtime pinned to match (the
-#     GPU machine's compiler), from PyPI into .venv-cuda (toolkit root: its nvidia/cu13);
+#     compiler of the GPU hosts in docs/benchmarks/), from PyPI into .venv-cuda (toolkit root: its nvidia/cu13);
 #   CUDA_MAJOR=12: CUDA 12.4 into .venv-cuda12 (toolkit root: .venv-cuda12/cuda12). PyPI has no
 #     nvcc 12 driver (its CUDA 12 nvcc wheels hold ptxas and libdevice only) and no static cudart
 #     before 12.9, so nvcc, cudafe++, cicc, fatbinary and nvlink 12.4.131 come from Debian's
@@ -40,7 +40,7 @@ if [ ! -x "$venv/bin/pip" ]; then
   python3 -m venv "$venv" || die "python3 -m venv $venv failed (Debian: apt-get install python3-venv)"
 fi
 # The five pins together: nvcc 13.0.88 alone would pull crt, nvvm and runtime 13.5 (a mixed
-# toolkit), and 13.0.88 matches the GPU machine's nvcc.
+# toolkit), and 13.0.88 matches the nvcc of the GPU hosts in docs/benchmarks/.
 if [ "$major" = 13 ] && [ ! -x "$(cuda_home)/bin/nvcc" ]; then
   echo "install-toolchain: nvcc 13.0.88 and CCCL 3.5 from PyPI into $venv"
   pip_install nvidia-cuda-nvcc==13.0.88 nvidia-cuda-crt==13.0.88 nvidia-nvvm==13.0.88 \

@@ -1,6 +1,7 @@
-//! The fixed random trace of issue 2: 200k operations, sizes log-uniform 8 B – 1 MiB, at most 1000
-//! live blocks, replayed through each resource; prints ns per allocate-or-free. glibc malloc/free
-//! runs the same trace as a yardstick. With a GPU, the CUDA resources run it too.
+//! The fixed random trace (`fixed_trace` in docs/benchmarks.md): 200k operations, sizes log-uniform
+//! 8 B – 1 MiB, at most 1000 live blocks, replayed through each resource; prints ns per
+//! allocate-or-free. glibc malloc/free runs the same trace as a yardstick. With a GPU, the CUDA
+//! resources run it too.
 //!
 //! `cargo bench --bench pool_trace` (add `-- --threads` for the shared-pool thread scaling rows).
 //! Each row: median and minimum of 31 replays after a 300 ms warm-up.

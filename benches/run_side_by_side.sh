@@ -4,27 +4,27 @@
 # (tests/data/logs/*.csv) against pool_memory_resource and reports peak upstream bytes.
 #
 #   bash benches/run_side_by_side.sh build   # here (no GPU needed): all binaries and logs into .bench/
-#   bash benches/run_side_by_side.sh run     # on the GPU machine: run both (alloc_bench + replay), table
-#   bash benches/run_side_by_side.sh replay  # on the GPU machine: only the log replays, their table
-#   bash benches/run_side_by_side.sh rounds  # on the GPU machine: only the alternating rounds (ROUNDS)
-#   bash benches/run_side_by_side.sh threads # on the GPU machine: the threads matrix (every resource,
+#   bash benches/run_side_by_side.sh run     # on the GPU host: run both (alloc_bench + replay), table
+#   bash benches/run_side_by_side.sh replay  # on the GPU host: only the log replays, their table
+#   bash benches/run_side_by_side.sh rounds  # on the GPU host: only the alternating rounds (ROUNDS)
+#   bash benches/run_side_by_side.sh threads # on the GPU host: the threads matrix (every resource,
 #                                            # stream pattern and thread count), both sides in
 #                                            # alternating rounds (THREAD_ROUNDS), table and plots
 #   bash benches/run_side_by_side.sh table   # the table again from the CSVs of the last run
 #   bash benches/run_side_by_side.sh selftest  # here: the workload logic against a fake resource
 #
 # build also makes stream_reuse_stress_rmm_rs and stream_reuse_stress_rmm_26_10 (tests/stress/
-# stream_reuse_stress.cu on both sides): run each on the GPU machine to compare how the two pools
+# stream_reuse_stress.cu on both sides): run each on the GPU host to compare how the two pools
 # treat the blocks of streams destroyed with work queued.
 #
 # build needs: cargo (for librmm_cpp.a), nvcc 13.0 + CCCL 3.5 (.venv-cuda, see .ci/install-toolchain.sh,
 # or CUDA_HOME), and network for `pip download` of the RMM 26.10 wheels unless RMM_WHEEL_DIR
-# already holds them. It writes .bench/ (the binaries and RMM's two .so files beside them; carry
-# this folder to the GPU machine) and build/bench/ (wheels, objects).
+# already holds them. It writes .bench/ (the binaries and RMM's two .so files beside them; copy
+# this folder to the GPU host) and build/bench/ (wheels, objects).
 #
 # run needs only the .bench/ folder, python3 (and matplotlib for the plot, optional): no cargo, pip
-# or network. It writes the results to $RESULTS_DIR (default: $OUT when set, as on the device
-# machine, else .bench/results): rmm-rs.csv, rmm-26.10.csv, raw.csv (the CUDA/Thrust baselines),
+# or network. It writes the results to $RESULTS_DIR (default: $OUT when set, else
+# .bench/results): rmm-rs.csv, rmm-26.10.csv, raw.csv (the CUDA/Thrust baselines),
 # replay-rmm-rs.csv, replay-rmm-26.10.csv (replay.cu on both sides), replay-rmm-rs-native.csv (the
 # Rust rmm_replay, pool over cuda), side_by_side.csv, side_by_side.txt, threads_pool.png,
 # run_threads_own.svg, rounds.csv and rounds.txt (the rows the targets name, both sides
@@ -61,7 +61,7 @@
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-CARRY="$REPO/.bench"
+BUNDLE="$REPO/.bench"
 WORK="$REPO/build/bench"
 ARCH="${ARCH:-sm_90}"
 RMM_VERSION=26.10.0
@@ -105,13 +105,13 @@ build() {
   cccl="${CCCL_INCLUDE:-$cuda_home/include/cccl}"
   target="${CARGO_TARGET_DIR:-$REPO/target}"
   case "$target" in /*) ;; *) target="$REPO/$target" ;; esac
-  "$nvcc" --version | grep -q 'release 13\.0' || echo "warning: $("$nvcc" --version | tail -1): the GPU machine has 13.0" >&2
+  "$nvcc" --version | grep -q 'release 13\.0' || echo "warning: $("$nvcc" --version | tail -1): the benchmark pages used 13.0" >&2
 
   echo "== cargo build --release (librmm_cpp.a, rmm_replay)"
   CARGO_TARGET_DIR="$target" cargo build --release --quiet --manifest-path "$REPO/Cargo.toml"
   fetch_rmm
 
-  mkdir -p "$WORK/obj" "$CARRY"
+  mkdir -p "$WORK/obj" "$BUNDLE"
   local rmm="$WORK/rmm"
   # The same CCCL configuration on both sides, so that Thrust runs the same kernels: the flags RMM
   # 26.10's wheel needs (its CCCL is built without the namespace magic and without PDL) are
@@ -144,9 +144,9 @@ build() {
     "$nvcc" -arch="$ARCH" "$WORK/obj/$theirs.o" -o "$WORK/$theirs" \
       -L"$cuda_home/lib" -L"$cuda_home/lib64" -L"$rmm/librmm/lib64" -L"$rmm/rapids_logger/lib64" \
       -lrmm -lrapids_logger -Xlinker -rpath -Xlinker '$ORIGIN'
-    rm -f "$CARRY/$ours" "$CARRY/$theirs"
-    strip -o "$CARRY/$ours" "$WORK/$ours"
-    strip -o "$CARRY/$theirs" "$WORK/$theirs"
+    rm -f "$BUNDLE/$ours" "$BUNDLE/$theirs"
+    strip -o "$BUNDLE/$ours" "$WORK/$ours"
+    strip -o "$BUNDLE/$theirs" "$WORK/$theirs"
   }
   build_pair "$REPO/benches/cpp/alloc_bench.cu" "$OURS" "$THEIRS"
   build_pair "$REPO/benches/cpp/replay.cu" "$REPLAY_OURS" "$REPLAY_THEIRS"
@@ -154,34 +154,34 @@ build() {
   # the driver gives to the next stream it creates.
   build_pair "$REPO/tests/stress/stream_reuse_stress.cu" stream_reuse_stress_rmm_rs stream_reuse_stress_rmm_26_10
 
-  rm -f "$CARRY/librmm.so" "$CARRY/librapids_logger.so" "$CARRY/$NATIVE"
-  cp "$rmm/librmm/lib64/librmm.so" "$rmm/rapids_logger/lib64/librapids_logger.so" "$CARRY/"
-  strip --strip-unneeded "$CARRY/librmm.so" "$CARRY/librapids_logger.so"
-  chmod 755 "$CARRY/librmm.so" "$CARRY/librapids_logger.so"
-  strip -o "$CARRY/$NATIVE" "$target/release/$NATIVE"
+  rm -f "$BUNDLE/librmm.so" "$BUNDLE/librapids_logger.so" "$BUNDLE/$NATIVE"
+  cp "$rmm/librmm/lib64/librmm.so" "$rmm/rapids_logger/lib64/librapids_logger.so" "$BUNDLE/"
+  strip --strip-unneeded "$BUNDLE/librmm.so" "$BUNDLE/librapids_logger.so"
+  chmod 755 "$BUNDLE/librmm.so" "$BUNDLE/librapids_logger.so"
+  strip -o "$BUNDLE/$NATIVE" "$target/release/$NATIVE"
 
   # The logs: the committed ones, and the whole fixed trace.
-  rm -rf "$CARRY/logs" && mkdir -p "$CARRY/logs"
-  cp "$REPO"/tests/data/logs/*.csv "$CARRY/logs/"
-  "$CARRY/$NATIVE" generate random "$CARRY/logs/random_200k.csv" --ops 200000
+  rm -rf "$BUNDLE/logs" && mkdir -p "$BUNDLE/logs"
+  cp "$REPO"/tests/data/logs/*.csv "$BUNDLE/logs/"
+  "$BUNDLE/$NATIVE" generate random "$BUNDLE/logs/random_200k.csv" --ops 200000
 
-  echo "== $CARRY"
-  (cd "$CARRY" && ls -l "$OURS" "$THEIRS" "$REPLAY_OURS" "$REPLAY_THEIRS" "$NATIVE" librmm.so librapids_logger.so logs \
+  echo "== $BUNDLE"
+  (cd "$BUNDLE" && ls -l "$OURS" "$THEIRS" "$REPLAY_OURS" "$REPLAY_THEIRS" "$NATIVE" librmm.so librapids_logger.so logs \
      && du -ch "$OURS" "$THEIRS" "$REPLAY_OURS" "$REPLAY_THEIRS" "$NATIVE" librmm.so librapids_logger.so logs | tail -1)
   # All must start here: without a GPU they print "skipped: no CUDA device" and exit 0.
-  "$CARRY/$OURS" && "$CARRY/$THEIRS" || die "a binary does not start here"
-  "$CARRY/$REPLAY_OURS" "$CARRY"/logs/*.csv && "$CARRY/$REPLAY_THEIRS" "$CARRY"/logs/*.csv || die "a replay binary does not start here"
+  "$BUNDLE/$OURS" && "$BUNDLE/$THEIRS" || die "a binary does not start here"
+  "$BUNDLE/$REPLAY_OURS" "$BUNDLE"/logs/*.csv && "$BUNDLE/$REPLAY_THEIRS" "$BUNDLE"/logs/*.csv || die "a replay binary does not start here"
   # The three log readers (C++ on both sides, Rust) must agree on every log.
   local check="$WORK/replay-check"
   mkdir -p "$check"
-  "$CARRY/$REPLAY_OURS" --check "$CARRY"/logs/*.csv > "$check/ours.csv" || die "$REPLAY_OURS --check failed"
-  "$CARRY/$REPLAY_THEIRS" --check "$CARRY"/logs/*.csv > "$check/theirs.csv" || die "$REPLAY_THEIRS --check failed"
-  "$CARRY/$NATIVE" --check "$CARRY"/logs/*.csv > "$check/native.csv" || die "$NATIVE --check failed"
+  "$BUNDLE/$REPLAY_OURS" --check "$BUNDLE"/logs/*.csv > "$check/ours.csv" || die "$REPLAY_OURS --check failed"
+  "$BUNDLE/$REPLAY_THEIRS" --check "$BUNDLE"/logs/*.csv > "$check/theirs.csv" || die "$REPLAY_THEIRS --check failed"
+  "$BUNDLE/$NATIVE" --check "$BUNDLE"/logs/*.csv > "$check/native.csv" || die "$NATIVE --check failed"
   local f
   for f in ours theirs native; do grep -v '^#' "$check/$f.csv" | cut -d, -f3- > "$check/$f.values"; done
   cmp -s "$check/ours.values" "$check/theirs.values" && cmp -s "$check/ours.values" "$check/native.values" \
     || die "the log readers disagree: see $check/*.csv"
-  echo "== log readers agree on $(ls "$CARRY"/logs/*.csv | wc -l) logs (ops, peak_live_bytes)"
+  echo "== log readers agree on $(ls "$BUNDLE"/logs/*.csv | wc -l) logs (ops, peak_live_bytes)"
 }
 
 # The workload logic (traces, replay, RMM's random loop) against a host-side shadow resource.
@@ -214,9 +214,9 @@ run_one() {
 }
 
 run() {
-  local dir="${RESULTS_DIR:-${OUT:-$CARRY/results}}"
+  local dir="${RESULTS_DIR:-${OUT:-$BUNDLE/results}}"
   mkdir -p "$dir"
-  [ -x "$CARRY/$OURS" ] && [ -x "$CARRY/$THEIRS" ] || die "no binaries in $CARRY: run 'build' first (on the build machine)"
+  [ -x "$BUNDLE/$OURS" ] && [ -x "$BUNDLE/$THEIRS" ] || die "no binaries in $BUNDLE: run 'build' first (on the build machine)"
   command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total --format=csv,noheader || true
   # The single pass runs the threads workload in the stream-per-thread pattern only (RUN_PATTERNS):
   # `threads` runs every pattern, in rounds, within a budget.
@@ -226,9 +226,9 @@ run() {
   local failed=0
   # One implementation at a time, each in its own process; the raw CUDA / Thrust baselines once
   # (from our binary; they do not touch rmm::).
-  run_one "$dir/rmm-26.10.csv" "$CARRY/$THEIRS" "${args[@]}" || failed=1
-  run_one "$dir/rmm-rs.csv" "$CARRY/$OURS" "${args[@]}" || failed=1
-  run_one "$dir/raw.csv" "$CARRY/$OURS" --baselines \
+  run_one "$dir/rmm-26.10.csv" "$BUNDLE/$THEIRS" "${args[@]}" || failed=1
+  run_one "$dir/rmm-rs.csv" "$BUNDLE/$OURS" "${args[@]}" || failed=1
+  run_one "$dir/raw.csv" "$BUNDLE/$OURS" --baselines \
     --resources cudaMallocAsync,cudaMalloc,thrust_default,preallocated "${args[@]}" || failed=1
   run_replays "$dir" || failed=1
   table "$dir" || failed=1
@@ -249,24 +249,24 @@ run() {
 # The log replays: replay.cu on both sides, then the Rust rmm_replay (pool over cuda).
 run_replays() {
   local dir="$1"
-  [ -x "$CARRY/$REPLAY_OURS" ] && [ -x "$CARRY/$REPLAY_THEIRS" ] || die "no replay binaries in $CARRY: run 'build' first"
-  local logs=("$CARRY"/logs/*.csv)
-  [ -e "${logs[0]}" ] || die "no logs in $CARRY/logs: run 'build' first"
+  [ -x "$BUNDLE/$REPLAY_OURS" ] && [ -x "$BUNDLE/$REPLAY_THEIRS" ] || die "no replay binaries in $BUNDLE: run 'build' first"
+  local logs=("$BUNDLE"/logs/*.csv)
+  [ -e "${logs[0]}" ] || die "no logs in $BUNDLE/logs: run 'build' first"
   local args=()
   # shellcheck disable=SC2206
   [ -z "${REPLAY_ARGS:-}" ] || args=($REPLAY_ARGS)
   local failed=0
-  run_one "$dir/replay-rmm-26.10.csv" "$CARRY/$REPLAY_THEIRS" "${args[@]}" "${logs[@]}" || failed=1
-  run_one "$dir/replay-rmm-rs.csv" "$CARRY/$REPLAY_OURS" "${args[@]}" "${logs[@]}" || failed=1
-  if [ -x "$CARRY/$NATIVE" ]; then
-    run_one "$dir/replay-rmm-rs-native.csv" "$CARRY/$NATIVE" --resource pool --upstream cuda \
+  run_one "$dir/replay-rmm-26.10.csv" "$BUNDLE/$REPLAY_THEIRS" "${args[@]}" "${logs[@]}" || failed=1
+  run_one "$dir/replay-rmm-rs.csv" "$BUNDLE/$REPLAY_OURS" "${args[@]}" "${logs[@]}" || failed=1
+  if [ -x "$BUNDLE/$NATIVE" ]; then
+    run_one "$dir/replay-rmm-rs-native.csv" "$BUNDLE/$NATIVE" --resource pool --upstream cuda \
       "${args[@]}" "${logs[@]}" || failed=1
   fi
   return "$failed"
 }
 
 replay() {
-  local dir="${RESULTS_DIR:-${OUT:-$CARRY/results}}"
+  local dir="${RESULTS_DIR:-${OUT:-$BUNDLE/results}}"
   mkdir -p "$dir"
   local failed=0
   run_replays "$dir" || failed=1
@@ -313,10 +313,10 @@ rounds() {
       local order=("$THEIRS" "$OURS")
       [ $((r % 2)) -eq 0 ] && order=("$OURS" "$THEIRS")
       for side in "${order[@]}"; do
-        "${pin[@]}" "$CARRY/$side" --only "$workloads" --resources "$resource" 2>> "$dir/rounds.log" | keep_round "$r"
+        "${pin[@]}" "$BUNDLE/$side" --only "$workloads" --resources "$resource" 2>> "$dir/rounds.log" | keep_round "$r"
       done
       if [ -n "$raw" ]; then
-        "${pin[@]}" "$CARRY/$OURS" --baselines --only "$workloads" --resources "$raw" 2>> "$dir/rounds.log" |
+        "${pin[@]}" "$BUNDLE/$OURS" --baselines --only "$workloads" --resources "$raw" 2>> "$dir/rounds.log" |
           keep_round "$r"
       fi
     done
@@ -347,8 +347,8 @@ threads_matrix() {
   resources="${THREADS_RESOURCES:-pool,arena,fixed_size,binning,cuda_async,stats_tracking_pool}"
   patterns="${THREADS_PATTERNS:-own,shared,ptds}"
   counts="${THREADS_COUNTS:-1,2,4,8,16}"
-  [ -x "$CARRY/$OURS" ] && [ -x "$CARRY/$THEIRS" ] || die "no binaries in $CARRY: run 'build' first (on the build machine)"
-  if "$CARRY/$OURS" --only threads --resources none | grep -q '^skipped: no CUDA device'; then
+  [ -x "$BUNDLE/$OURS" ] && [ -x "$BUNDLE/$THEIRS" ] || die "no binaries in $BUNDLE: run 'build' first (on the build machine)"
+  if "$BUNDLE/$OURS" --only threads --resources none | grep -q '^skipped: no CUDA device'; then
     echo "skipped: no CUDA device"
     return 0
   fi
@@ -374,7 +374,7 @@ threads_matrix() {
       local order=("$THEIRS" "$OURS")
       [ $(((r + i) % 2)) -eq 0 ] && order=("$OURS" "$THEIRS")
       for side in "${order[@]}"; do
-        timeout --kill-after=5 "$process_limit" "${pin[@]}" "$CARRY/$side" --only threads --resources "$resource" \
+        timeout --kill-after=5 "$process_limit" "${pin[@]}" "$BUNDLE/$side" --only threads --resources "$resource" \
           --patterns "$patterns" --threads "$counts" --budget-s "$budget" 2>> "$log" |
           awk -F, -v r="$r" '!/^#/ && NF == 6 && ($5 ~ /^[0-9.eE+-]+$/ || $5 == "timeout" || $5 == "error") {print r "," $0}' >> "$csv" ||
           echo "   round $r $side $resource: exit status $? (see $log)" >&2
@@ -396,7 +396,7 @@ threads_matrix() {
 }
 
 table() {
-  local dir="${1:-${RESULTS_DIR:-${OUT:-$CARRY/results}}}"
+  local dir="${1:-${RESULTS_DIR:-${OUT:-$BUNDLE/results}}}"
   local inputs=("$dir/rmm-rs.csv" "$dir/rmm-26.10.csv" "$dir/raw.csv")
   [ -f "$dir/replay-rmm-rs.csv" ] && inputs+=("$dir/replay-rmm-rs.csv" "$dir/replay-rmm-26.10.csv")
   python3 "$REPO/benches/combine.py" "${inputs[@]}" --csv "$dir/side_by_side.csv" | tee "$dir/side_by_side.txt"
@@ -406,8 +406,8 @@ case "${1:-}" in
   build) build ;;
   run) run ;;
   replay) replay ;;
-  rounds) d="${RESULTS_DIR:-${OUT:-$CARRY/results}}"; mkdir -p "$d"; rounds "$d" || die "a round failed (see $d/rounds.log)" ;;
-  threads) d="${RESULTS_DIR:-${OUT:-$CARRY/results}}"; mkdir -p "$d"; threads_matrix "$d" ;;
+  rounds) d="${RESULTS_DIR:-${OUT:-$BUNDLE/results}}"; mkdir -p "$d"; rounds "$d" || die "a round failed (see $d/rounds.log)" ;;
+  threads) d="${RESULTS_DIR:-${OUT:-$BUNDLE/results}}"; mkdir -p "$d"; threads_matrix "$d" ;;
   table) table "${2:-}" ;;
   selftest) selftest ;;
   *) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;

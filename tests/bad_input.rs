@@ -346,7 +346,7 @@ fn bad_frees_are_refused_and_change_nothing() {
         let before = (s.state)();
         for (what, ptr, bytes, expected) in cases {
             if what == "wrong size" && matches!(s.blocks, Blocks::Tracking) {
-                continue; // freed with the allocated size: tests/issue_22_adaptors.rs
+                continue; // freed with the allocated size: tests/adaptors_zero_bytes_bad_frees.rs
             }
             assert_eq!(s.mr.deallocate(ptr, bytes, 256, S), Err(expected), "{}: {what}", s.name);
             assert_eq!((s.state)(), before, "{}: {what} changed the state", s.name);

@@ -193,7 +193,7 @@ fn memory_is_exported_as_a_file_descriptor_where_supported() {
     p.deallocate(b, MIB, 256, CudaStreamView::DEFAULT).unwrap();
 }
 
-/// The measurement of giving memory back and taking it again: 50 blocks of 1 GiB mapped,
+/// A measurement of giving memory back and taking it again: 50 blocks of 1 GiB mapped,
 /// freed, released (unmapped) and allocated again, with the time of each step and every address
 /// checked unchanged. Needs 50 GiB free on the device; a measurement, so run by hand:
 /// `cargo test --release --test gpu_virtual_pool -- --ignored --nocapture release_and_regrow`.

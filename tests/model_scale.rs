@@ -90,7 +90,7 @@ enum BadCalls {
     /// told apart.
     Pool,
     /// As `Host`, but no free with a wrong size: the tracking adaptor frees such a block with the
-    /// size it was allocated with, as RMM's does (tests/issue_22_adaptors.rs).
+    /// size it was allocated with, as RMM's does (tests/adaptors_zero_bytes_bad_frees.rs).
     Tracking,
 }
 

@@ -2,7 +2,7 @@
 // SplitMix64 seed 42) through rmm::mr::pool_memory_resource or rmm::mr::arena_memory_resource (both
 // 256 MiB), over a host upstream, on one thread and the default stream: the C++ face, the bridge
 // and the Rust resource without a GPU, for instruction counts under cachegrind, so two builds, or
-// the two resources, can be compared exactly where GPU machines are too noisy to
+// the two resources, can be compared exactly where GPU hosts are too noisy to
 // (docs/benchmarks.md).
 //
 //   nvcc -O2 -std=c++17 -I$CUDA_HOME/include/cccl -Iinclude -Itarget/cxxbridge \

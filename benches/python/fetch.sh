@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Run on a machine with network (not the GPU machine): downloads RMM 26.10's Python wheels for
+# Run on a machine with network (not the GPU host): downloads RMM 26.10's Python wheels for
 # Python 3.12 manylinux x86_64 into .bench/py/wheels/ and builds our wheel into .whl/. Both folders
-# are then carried to the GPU machine, where benches/python/gpu_run.sh installs them.
+# are then copied to the GPU host, where benches/python/gpu_run.sh installs them.
 #
 #   bash benches/python/fetch.sh            # both
 #   bash benches/python/fetch.sh --no-build # RMM's wheels only
 #
-# What `import rmm` of RMM 26.10 needs that the GPU machine lacks (it has cuda-bindings 13.3.1,
+# What `import rmm` of RMM 26.10 needs that the GPU host lacks (it has cuda-bindings 13.3.1,
 # numpy, torch 2.11, cupy 14.2, numba-cuda): rmm-cu13 requires cuda-bindings>=13.0.1,<14,
 # librmm-cu13==26.10.*, numpy>=2,<3; librmm-cu13 requires rapids-logger==0.3.*. cuda-python and
 # cuda-core are only in rmm-cu13's "test" extra, so not fetched.
@@ -17,12 +17,12 @@ build=yes
 dest=.bench/py/wheels
 mkdir -p "$dest"
 python=${PYTHON:-python3}
-# --only-binary with an explicit platform and Python: the wheels the GPU machine's Python 3.12
+# --only-binary with an explicit platform and Python: the wheels the GPU host's Python 3.12
 # installs, whatever Python runs this script.
 "$python" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
   --platform manylinux_2_28_x86_64 --implementation cp --abi cp312 --abi abi3 --abi none \
   -d "$dest" rmm-cu13==26.10.0 librmm-cu13==26.10.0 'rapids-logger==0.3.*'
-# pytest and its dependencies, for a GPU machine whose Python has no pytest (gpu_run.sh uses them
+# pytest and its dependencies, for a GPU host whose Python has no pytest (gpu_run.sh uses them
 # only then).
 "$python" -m pip download -q --only-binary=:all: --python-version 3.12 \
   --platform manylinux_2_28_x86_64 --implementation cp --abi cp312 --abi abi3 --abi none \

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Dask, distributed, Dask-CUDA 26.10 and the pure-Python (or small binary) packages they import,
-# as CPython 3.12 x86_64 wheels, for a GPU machine that has numpy, cupy, torch and numba-cuda (and
+# as CPython 3.12 x86_64 wheels, for a GPU host that has numpy, cupy, torch and numba-cuda (and
 # through numba-cuda cuda-bindings/cuda-core) but no network.
 #
 #   benches/python/fetch_dask.sh                 # here: download into .bench/py/dask-wheels/, print the size
@@ -49,4 +49,4 @@ find "$dest" -name 'dask-2*.whl' ! -name 'dask-2026.7.1-*' -delete
 find "$dest" -name 'distributed-*.whl' ! -name 'distributed-2026.7.1-*' -delete
 ls -1 "$dest"
 total=$(du -cb "$dest"/*.whl | tail -1 | cut -f1)
-echo "total: $((total / 1024)) KiB in $(ls "$dest"/*.whl | wc -l) wheels (carry limit 64 MiB with our wheel)"
+echo "total: $((total / 1024)) KiB in $(ls "$dest"/*.whl | wc -l) wheels"

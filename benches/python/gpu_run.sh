@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# On the GPU machine (no network; Python 3.12 with torch, cupy, numba-cuda, cuda-bindings): our
+# On the GPU host (no network; Python 3.12 with torch, cupy, numba-cuda, cuda-bindings): our
 # wheel and RMM 26.10's wheels installed into separate --target folders, our pytest suite, then
 # every Python benchmark side by side. Everything it writes goes under $OUT.
 #
 #   bash benches/python/fetch.sh                       # first, on a machine with network
-#   # carry .whl and .bench/py/wheels (about 8 MiB), then on the GPU machine:
+#   # copy .whl and .bench/py/wheels there (about 8 MiB), then on the GPU host:
 #   OUT=/some/dir bash benches/python/gpu_run.sh [run.sh options: --budget S --steps N]
 #
 # $OUT receives env.txt (versions, GPU), pytest.log and pytest.xml (ours), and bench/ (run.sh's
@@ -34,7 +34,7 @@ ls "$wheels"/rmm_cu13-*.whl >/dev/null 2>&1 || { echo "gpu_run.sh: no $wheels/rm
 } >"$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
 
-# Fresh installs: the wheels carried now, not those of an earlier run.
+# Fresh installs: the wheels copied now, not those of an earlier run.
 unpack() {  # unpack DIR WHEEL...: the wheels' files into DIR, afresh
   local dir=$1; shift
   rm -rf "$dir" && mkdir -p "$dir"

@@ -27,8 +27,8 @@ pub struct CudaAsyncMemoryResource {
     device: DeviceId,
 }
 
-/// Drivers before 11.5 mishandle opportunistic reuse (spark-rapids issue 4710); RMM turns it off
-/// there, and so do we.
+/// Drivers before 11.5 mishandle opportunistic reuse
+/// (<https://github.com/NVIDIA/spark-rapids/issues/4710>); RMM turns it off there, and so do we.
 const MIN_OPPORTUNISTIC_DRIVER: i32 = 11050;
 
 impl CudaAsyncMemoryResource {
@@ -176,7 +176,7 @@ mod tests {
         let (a, b) = (fake(0), fake(0));
         assert!(a.is_equal(&b));
         assert!(!a.is_equal(&CudaMemoryResource::new()));
-        // Never dropped: a fake non-null pool must not reach cuMemPoolDestroy on a GPU machine.
+        // Never dropped: a fake non-null pool must not reach cuMemPoolDestroy on a GPU host.
         let c = std::mem::ManuallyDrop::new(fake(0x10));
         assert!(!a.is_equal(&*c));
     }

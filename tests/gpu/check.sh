@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every GPU test of rmm-rs, N rounds: the one command to run on a GPU machine
+# Every GPU test of rmm-rs, N rounds: the one command to run on a GPU host
 # (`make gpu-check GPU_REPEAT=20` builds everything and runs it; tests/gpu/README.md).
 #
 # One round runs, each in turn with its output in $LOGS/round-NN/NAME.log:

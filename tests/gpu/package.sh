@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds every test program and puts the binaries in one folder, for a GPU machine that has no
+# Builds every test program and puts the binaries in one folder, for a GPU host that has no
 # cargo (or no toolchain at all) to run with tests/gpu/check.sh --bin and
 # tests/stress/run_sanitizers.sh:
 #
@@ -9,8 +9,8 @@
 #                  rmm_exit_child and the stress programs
 #
 # The binaries are stripped of debug information (strip --strip-debug); where that leaves more than
-# MAX_MIB (default 56, well inside a 64 MiB carry limit for the folder and the working tree
-# together), of all symbols (strip --strip-all: host stack frames in sanitizer reports lose their
+# MAX_MIB (default 56: the folder is meant to be copied to a GPU host beside the working tree,
+# so it is kept small), of all symbols (strip --strip-all: host stack frames in sanitizer reports lose their
 # names; kernel names and -lineinfo stay). The script prints the total size, and fails when the
 # folder is still over MAX_MIB. OUT/rust/.build-paths records where the binaries were built: a
 # test that reads files by its build-time path (benches/replay/tests/replay.rs) can only run where those paths
@@ -153,4 +153,4 @@ if [ "$strip" != none ] && [ "$bytes" -gt "$limit" ]; then
   echo "package: $mib MiB is over the limit of $max_mib MiB (MAX_MIB)" >&2
   exit 1
 fi
-echo "package: on the GPU machine, from the repository root: bash tests/gpu/check.sh --bin ${out#"$repo"/} --repeat N"
+echo "package: on the GPU host, from the repository root: bash tests/gpu/check.sh --bin ${out#"$repo"/} --repeat N"

@@ -3,7 +3,7 @@
 #
 #   OUT=/some/dir bash tests/oracle/run.sh [runner options, e.g. --only 'buffers/*']
 #
-# Needs (carried to the GPU machine): .whl/rmm_rs-*.whl (make python) and .bench/py/wheels
+# Needs (copied to the GPU host): .whl/rmm_rs-*.whl (make python) and .bench/py/wheels
 # (rmm_cu13, librmm_cu13, rapids_logger: benches/python/fetch.sh), Python 3.11+ with numpy and
 # cuda-bindings (torch, cupy, numba-cuda where present: their scenarios skip otherwise).
 #

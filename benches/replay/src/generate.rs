@@ -10,7 +10,7 @@
 //! - `multi_stream`: four threads, each on its own stream, keeping up to eight buffers (256 B to
 //!   2 MiB, log-uniform) and a 4-byte scalar per iteration; one free in twenty goes to the default
 //!   stream instead. Real threads: rows interleave differently each run.
-//! - `random`: the start of the fixed trace of issue 2 and `alloc_bench`'s `fixed_trace`
+//! - `random`: the start of the fixed trace of `pool_trace` and `alloc_bench`'s `fixed_trace`
 //!   (SplitMix64 seed 42, sizes log-uniform in [8 B, 1 MiB], at most 1000 live, allocate with
 //!   probability 0.5), `--ops` operations (default 3000; 200000 gives the whole trace). Blocks live
 //!   at the end stay live, as in the benchmark.

@@ -1,7 +1,8 @@
-//! The `rmm_replay` binary (issue 4, item 3) on the committed logs under `tests/data/logs/`, on logs
-//! it generates, on an RMM-written-style log, and on malformed logs; its command line, its memory
-//! maps, and a closed standard output. Host only: the pool replays over host memory; without a GPU
-//! the CUDA resources are checked to exit with status 3.
+//! The `rmm_replay` binary (peak memory of allocation logs replayed through a pool) on the
+//! committed logs under `tests/data/logs/`, on logs it generates, on an RMM-written-style log, and
+//! on malformed logs; its command line, its memory maps, and a closed standard output. Host only:
+//! the pool replays over host memory; without a GPU the CUDA resources are checked to exit with
+//! status 3.
 //!
 //! Peak live bytes are recomputed here by a reader of its own, independent of the binary's.
 
@@ -132,9 +133,10 @@ const RMM_26_10_PEAK_UPSTREAM: [(&str, usize); 6] = [
     ("thrust", 45_088_768),
 ];
 
-/// Issue 4's fragmentation target, on the host: replayed with the device pool's stream ordering
-/// (`--upstream host-ordered`, whose peaks equalled the H100's on every log), our pool takes no
-/// more from its upstream than RMM's did on any committed log.
+/// The replay target of docs/benchmarks.md (peak upstream bytes at most RMM's), on the host:
+/// replayed with the device pool's stream ordering (`--upstream host-ordered`, whose peaks equalled
+/// the H100's on every log), our pool takes no more from its upstream than RMM's did on any
+/// committed log.
 #[test]
 fn committed_logs_take_no_more_upstream_memory_than_rmm() {
     // The whole fixed trace is generated, as the benchmark script does, rather than committed.

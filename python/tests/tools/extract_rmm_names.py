@@ -2,7 +2,7 @@
 
 Run it with the interpreter of a venv into which RMM's wheels are installed (``rmm-cu13``,
 ``librmm-cu13``, ``rapids-logger`` and their dependency ``cuda-bindings``); RMM's package imports
-without a GPU. The JSON is the fact that ``test_issue_22_names.py`` checks our package against:
+without a GPU. The JSON is the fact that ``test_rmm_names.py`` checks our package against:
 
     python extract_rmm_names.py > ../data/rmm_26_10_names.json
 

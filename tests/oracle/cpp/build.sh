@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the C++ oracle scenarios twice, into .oracle/ (carry it to the GPU machine):
+# Builds the C++ oracle scenarios twice, into .oracle/ (copy it to the GPU host):
 #   .oracle/oracle_cpp_rmm    against RMM 26.10 (its headers, librmm.so; both .so files beside it)
 #   .oracle/oracle_cpp_ours   against rmm-rs (include/, target/release/librmm_cpp.a, cxx bridge headers
 #                             staged under build/oracle-cpp/cxxbridge)
@@ -12,7 +12,7 @@ set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
 SRC="$REPO/tests/oracle/cpp"
-CARRY="$REPO/.oracle"
+BUNDLE="$REPO/.oracle"
 WORK="$REPO/build/oracle-cpp"
 ARCH="${ARCH:-sm_90}"
 SIDES="${SIDES:-ours rmm}"
@@ -53,7 +53,7 @@ common=(-std=c++20 -O1 -arch="$ARCH" -Xcompiler=-Wall -Xcompiler=-Wno-unused-var
         --extended-lambda)
 sources=("$SRC"/*.cu)
 objs() { local s; for s in "${sources[@]}"; do echo "$WORK/$1/$(basename "${s%.cu}").o"; done; }
-mkdir -p "$CARRY" "$WORK"
+mkdir -p "$BUNDLE" "$WORK"
 
 # compile SIDE: every source into $WORK/SIDE/*.o, two at a time.
 compile() {
@@ -91,7 +91,7 @@ for side in $SIDES; do
       compile ours
       "$nvcc" -arch="$ARCH" $(objs ours) -o "$WORK/oracle_cpp_ours" \
         "$target/release/librmm_cpp.a" -lpthread -ldl -L"$cuda_home/lib" -L"$cuda_home/lib64"
-      strip -o "$CARRY/oracle_cpp_ours" "$WORK/oracle_cpp_ours"
+      strip -o "$BUNDLE/oracle_cpp_ours" "$WORK/oracle_cpp_ours"
       ;;
     rmm)
       rmm="$(find_rmm)"
@@ -100,18 +100,18 @@ for side in $SIDES; do
       "$nvcc" -arch="$ARCH" $(objs rmm) -o "$WORK/oracle_cpp_rmm" \
         -L"$cuda_home/lib" -L"$cuda_home/lib64" -L"$rmm/librmm/lib64" -L"$rmm/rapids_logger/lib64" \
         -lrmm -lrapids_logger -Xlinker -rpath -Xlinker '$ORIGIN'
-      strip -o "$CARRY/oracle_cpp_rmm" "$WORK/oracle_cpp_rmm"
-      rm -f "$CARRY/librmm.so" "$CARRY/librapids_logger.so"
-      cp "$rmm/librmm/lib64/librmm.so" "$rmm/rapids_logger/lib64/librapids_logger.so" "$CARRY/"
-      strip --strip-unneeded "$CARRY/librmm.so" "$CARRY/librapids_logger.so"
-      chmod 755 "$CARRY/librmm.so" "$CARRY/librapids_logger.so"
+      strip -o "$BUNDLE/oracle_cpp_rmm" "$WORK/oracle_cpp_rmm"
+      rm -f "$BUNDLE/librmm.so" "$BUNDLE/librapids_logger.so"
+      cp "$rmm/librmm/lib64/librmm.so" "$rmm/rapids_logger/lib64/librapids_logger.so" "$BUNDLE/"
+      strip --strip-unneeded "$BUNDLE/librmm.so" "$BUNDLE/librapids_logger.so"
+      chmod 755 "$BUNDLE/librmm.so" "$BUNDLE/librapids_logger.so"
       ;;
     *) die "unknown side $side (ours or rmm)" ;;
   esac
 done
-du -ch "$CARRY" | tail -1
+du -ch "$BUNDLE" | tail -1
 for side in $SIDES; do
-  echo "oracle_cpp_$side: $("$CARRY/oracle_cpp_$side" --list | wc -l) scenarios"
+  echo "oracle_cpp_$side: $("$BUNDLE/oracle_cpp_$side" --list | wc -l) scenarios"
 done
 if [ "$SIDES" = "ours rmm" ] || [ "$SIDES" = "rmm ours" ]; then
   bash "$SRC/selftest.sh"

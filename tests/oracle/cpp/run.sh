@@ -18,7 +18,7 @@ have=()
 for side in rmm ours; do
   b="$BIN/oracle_cpp_$side"
   if [ ! -x "$b" ]; then
-    echo "cpp oracle: skipped $side: $b missing (run tests/oracle/cpp/build.sh and carry .oracle/)"
+    echo "cpp oracle: skipped $side: $b missing (run tests/oracle/cpp/build.sh and copy .oracle/ here)"
     continue
   fi
   if ! n="$("$b" --probe 2>"$OUTDIR/cpp-$side.log")"; then

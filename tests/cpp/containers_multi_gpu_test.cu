@@ -111,7 +111,7 @@ static_assert(cuda::mr::resource_with<device_checking_resource, cuda::mr::device
 /// On each of the first two devices: a checking resource (made with that device current) set as
 /// the device's resource, and a stream of that device. TearDown puts back the previous resources
 /// and the device current at SetUp, and checks that everything allocated was freed.
-class Issue22MultiGpuContainers : public ::testing::Test {
+class MultiGpuContainers : public ::testing::Test {
  protected:
   void SetUp() override
   {
@@ -172,7 +172,7 @@ class Issue22MultiGpuContainers : public ::testing::Test {
 };
 
 // The crash of the report: made on one device, resized and shrunk with the other current.
-TEST_F(Issue22MultiGpuContainers, DeviceBufferResizeThenShrinkToFit)
+TEST_F(MultiGpuContainers, DeviceBufferResizeThenShrinkToFit)
 {
   for (int made_on = 0; made_on < 2; ++made_on) {
     int const other = 1 - made_on;
@@ -200,7 +200,7 @@ TEST_F(Issue22MultiGpuContainers, DeviceBufferResizeThenShrinkToFit)
   EXPECT_EQ(mr(1).s->allocations.load(), 4);
 }
 
-TEST_F(Issue22MultiGpuContainers, DeviceBufferReserveAndDestroy)
+TEST_F(MultiGpuContainers, DeviceBufferReserveAndDestroy)
 {
   for (int made_on = 0; made_on < 2; ++made_on) {
     RMM_CUDA_TRY(cudaSetDevice(made_on));
@@ -219,7 +219,7 @@ TEST_F(Issue22MultiGpuContainers, DeviceBufferReserveAndDestroy)
 }
 
 // A default-constructed buffer records the device current then, and takes that device's resource.
-TEST_F(Issue22MultiGpuContainers, DefaultConstructedBufferGrowsOnItsDevice)
+TEST_F(MultiGpuContainers, DefaultConstructedBufferGrowsOnItsDevice)
 {
   for (int made_on = 0; made_on < 2; ++made_on) {
     RMM_CUDA_TRY(cudaSetDevice(made_on));
@@ -233,7 +233,7 @@ TEST_F(Issue22MultiGpuContainers, DefaultConstructedBufferGrowsOnItsDevice)
 
 // The copy is a new buffer of the device current at the copy (as in RMM), with that device's
 // resource; the source is untouched.
-TEST_F(Issue22MultiGpuContainers, DeviceBufferCopyConstructOnTheOtherDevice)
+TEST_F(MultiGpuContainers, DeviceBufferCopyConstructOnTheOtherDevice)
 {
   for (int made_on = 0; made_on < 2; ++made_on) {
     int const other = 1 - made_on;
@@ -254,7 +254,7 @@ TEST_F(Issue22MultiGpuContainers, DeviceBufferCopyConstructOnTheOtherDevice)
   }
 }
 
-TEST_F(Issue22MultiGpuContainers, DeviceBufferMoveAssignFromTheOtherDevice)
+TEST_F(MultiGpuContainers, DeviceBufferMoveAssignFromTheOtherDevice)
 {
   for (int made_on = 0; made_on < 2; ++made_on) {
     int const other = 1 - made_on;
@@ -274,7 +274,7 @@ TEST_F(Issue22MultiGpuContainers, DeviceBufferMoveAssignFromTheOtherDevice)
   }
 }
 
-TEST_F(Issue22MultiGpuContainers, DeviceBufferMoveConstructAndSetStream)
+TEST_F(MultiGpuContainers, DeviceBufferMoveConstructAndSetStream)
 {
   for (int made_on = 0; made_on < 2; ++made_on) {
     int const other = 1 - made_on;
@@ -299,7 +299,7 @@ TEST_F(Issue22MultiGpuContainers, DeviceBufferMoveConstructAndSetStream)
   }
 }
 
-TEST_F(Issue22MultiGpuContainers, DeviceUvectorMembers)
+TEST_F(MultiGpuContainers, DeviceUvectorMembers)
 {
   for (int made_on = 0; made_on < 2; ++made_on) {
     int const other = 1 - made_on;
@@ -342,7 +342,7 @@ TEST_F(Issue22MultiGpuContainers, DeviceUvectorMembers)
   EXPECT_EQ(current_device(), 0);
 }
 
-TEST_F(Issue22MultiGpuContainers, DeviceScalarMembers)
+TEST_F(MultiGpuContainers, DeviceScalarMembers)
 {
   for (int made_on = 0; made_on < 2; ++made_on) {
     int const other = 1 - made_on;
@@ -366,7 +366,7 @@ TEST_F(Issue22MultiGpuContainers, DeviceScalarMembers)
   }
 }
 
-TEST_F(Issue22MultiGpuContainers, ThrustAllocatorAndDeviceVector)
+TEST_F(MultiGpuContainers, ThrustAllocatorAndDeviceVector)
 {
   for (int made_on = 0; made_on < 2; ++made_on) {
     int const other = 1 - made_on;
@@ -392,7 +392,7 @@ TEST_F(Issue22MultiGpuContainers, ThrustAllocatorAndDeviceVector)
   }
 }
 
-TEST_F(Issue22MultiGpuContainers, ExecPolicyAllocatorKeepsItsDevice)
+TEST_F(MultiGpuContainers, ExecPolicyAllocatorKeepsItsDevice)
 {
   for (int made_on = 0; made_on < 2; ++made_on) {
     RMM_CUDA_TRY(cudaSetDevice(made_on));
@@ -410,7 +410,7 @@ TEST_F(Issue22MultiGpuContainers, ExecPolicyAllocatorKeepsItsDevice)
   }
 }
 
-TEST_F(Issue22MultiGpuContainers, CudaSetDeviceRaiiSwitchesAndRestores)
+TEST_F(MultiGpuContainers, CudaSetDeviceRaiiSwitchesAndRestores)
 {
   RMM_CUDA_TRY(cudaSetDevice(1));
   {
@@ -433,7 +433,7 @@ namespace {
 
 // One GPU is enough: what a move leaves behind, as RMM 26.10 leaves it (empty, alignment 1, no
 // device), and a moved-from buffer grown again records the device current then.
-TEST(Issue22MultiGpuMovedFrom, EmptyWithAlignmentOneAndNoDevice)
+TEST(MultiGpuMovedFrom, EmptyWithAlignmentOneAndNoDevice)
 {
   RMM_SKIP_WITHOUT_GPU();
   auto const s = rmm::test::default_stream();

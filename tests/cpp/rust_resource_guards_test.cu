@@ -42,7 +42,7 @@ struct null_resource {
   friend void get_property(null_resource const&, cuda::mr::device_accessible) noexcept {}
 };
 
-TEST(Issue28NullPointer, ANonZeroRequestNeverReturnsNull)
+TEST(RustResourceNullPointer, ANonZeroRequestNeverReturnsNull)
 {
   mr::statistics_resource_adaptor stats{null_resource{}};
   void* p = reinterpret_cast<void*>(0x1);
@@ -56,7 +56,7 @@ TEST(Issue28NullPointer, ANonZeroRequestNeverReturnsNull)
   EXPECT_EQ(stats.allocate(default_stream(), 0), nullptr);
 }
 
-TEST(Issue28NullPointer, TheFailureCallbackAdaptorDoesNotPassNullOn)
+TEST(RustResourceNullPointer, TheFailureCallbackAdaptorDoesNotPassNullOn)
 {
   // Its allocations call the C++ upstream from C++, not through Rust.
   mr::failure_callback_resource_adaptor<rmm::bad_alloc> adaptor{null_resource{}, rmm::test::stateful::never_retry, nullptr};
@@ -66,7 +66,7 @@ TEST(Issue28NullPointer, TheFailureCallbackAdaptorDoesNotPassNullOn)
 
 constexpr char moved[] = "moved from";
 
-TEST(Issue28MovedFrom, AllocateThrowsLogicErrorAndDeallocateFreesNothing)
+TEST(RustResourceMovedFrom, AllocateThrowsLogicErrorAndDeallocateFreesNothing)
 {
   new_delete_resource upstream;
   mr::statistics_resource_adaptor from{upstream};
@@ -98,12 +98,12 @@ TEST(Issue28MovedFrom, AllocateThrowsLogicErrorAndDeallocateFreesNothing)
 using namespace rmm::test::stateful;
 
 template <class Factory>
-class Issue28MovedFromEach : public ::testing::Test {};
+class RustResourceMovedFromEach : public ::testing::Test {};
 using Stateful = ::testing::
   Types<pool, statistics, tracking, limiting, logging, aligned, thread_safe, failure_callback>;
-TYPED_TEST_SUITE(Issue28MovedFromEach, Stateful);
+TYPED_TEST_SUITE(RustResourceMovedFromEach, Stateful);
 
-TYPED_TEST(Issue28MovedFromEach, AllocateThrowsDeallocateAndTheUpstreamDoNoHarm)
+TYPED_TEST(RustResourceMovedFromEach, AllocateThrowsDeallocateAndTheUpstreamDoNoHarm)
 {
   auto from = TypeParam::make();
   auto to   = std::move(from);
@@ -120,7 +120,7 @@ TYPED_TEST(Issue28MovedFromEach, AllocateThrowsDeallocateAndTheUpstreamDoNoHarm)
   to.deallocate(default_stream(), p, 256);  // still `to`'s: freed once, here
 }
 
-TEST(Issue28MovedFrom, ThrowingMembersThrowAndNoexceptOnesAnswerZero)
+TEST(RustResourceMovedFrom, ThrowingMembersThrowAndNoexceptOnesAnswerZero)
 {
   new_delete_resource upstream;
   mr::statistics_resource_adaptor stats{upstream};
@@ -161,7 +161,7 @@ TEST(Issue28MovedFrom, ThrowingMembersThrowAndNoexceptOnesAnswerZero)
   EXPECT_FALSE(pool == pool_to);
 }
 
-TEST(Issue28MovedFrom, CannotBeAnUpstreamOrTheCurrentResource)
+TEST(RustResourceMovedFrom, CannotBeAnUpstreamOrTheCurrentResource)
 {
   new_delete_resource upstream;
   mr::pool_memory_resource pool{upstream, 0};

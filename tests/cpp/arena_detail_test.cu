@@ -36,7 +36,7 @@ static_assert(!std::is_copy_constructible_v<global_arena> && !std::is_move_const
 static_assert(!std::is_copy_constructible_v<arena::arena>);
 static_assert(superblock::minimum_size == MiB && superblock::maximum_size == (std::size_t{1} << 40));
 
-TEST(Issue22ArenaDetail, SizeClasses)
+TEST(ArenaDetail, SizeClasses)
 {
   EXPECT_EQ(arena::align_to_size_class(1), 256u);
   EXPECT_EQ(arena::align_to_size_class(256), 256u);
@@ -48,7 +48,7 @@ TEST(Issue22ArenaDetail, SizeClasses)
   EXPECT_EQ(arena::align_to_size_class((std::size_t{256} << 30) + 1), SIZE_MAX);
 }
 
-TEST(Issue22ArenaDetail, ByteSpan)
+TEST(ArenaDetail, ByteSpan)
 {
   byte_span const none{};
   EXPECT_FALSE(none.is_valid());
@@ -63,7 +63,7 @@ TEST(Issue22ArenaDetail, ByteSpan)
   EXPECT_EQ(arena::total_memory_size(blocks), 768u);
 }
 
-TEST(Issue22ArenaDetail, Block)
+TEST(ArenaDetail, Block)
 {
   block const b{address(0), 1024};
   EXPECT_TRUE(b.fits(1024));
@@ -82,7 +82,7 @@ TEST(Issue22ArenaDetail, Block)
   EXPECT_TRUE(arena::block_size_compare(head, tail));
 }
 
-TEST(Issue22ArenaDetail, Superblock)
+TEST(ArenaDetail, Superblock)
 {
   superblock const none{};
   EXPECT_FALSE(none.is_valid());
@@ -130,7 +130,7 @@ TEST(Issue22ArenaDetail, Superblock)
   EXPECT_EQ(arena::max_free_size(set), 2 * MiB);
 }
 
-TEST(Issue22ArenaDetail, GlobalArena)
+TEST(ArenaDetail, GlobalArena)
 {
   new_delete_resource up;
   {
@@ -170,7 +170,7 @@ TEST(Issue22ArenaDetail, GlobalArena)
   EXPECT_EQ(up.s->outstanding, 0) << "the arena's memory went back to the upstream";
 }
 
-TEST(Issue22ArenaDetail, GlobalArenaBelowTheMinimumIsRefused)
+TEST(ArenaDetail, GlobalArenaBelowTheMinimumIsRefused)
 {
   new_delete_resource up;
   EXPECT_THROW((global_arena{cuda::mr::any_resource<cuda::mr::device_accessible>{up}, MiB - 1}),
@@ -178,7 +178,7 @@ TEST(Issue22ArenaDetail, GlobalArenaBelowTheMinimumIsRefused)
   EXPECT_EQ(up.s->allocations, 0);
 }
 
-TEST(Issue22ArenaDetail, PerThreadArena)
+TEST(ArenaDetail, PerThreadArena)
 {
   new_delete_resource up;
   global_arena ga{cuda::mr::any_resource<cuda::mr::device_accessible>{up}, 4 * MiB};
@@ -204,7 +204,7 @@ TEST(Issue22ArenaDetail, PerThreadArena)
 }
 
 /// The stream-ordered frees synchronise the stream first (a CUDA call), as RMM's do.
-TEST(Issue22ArenaDetail, StreamOrderedFreesOnTheGpu)
+TEST(ArenaDetail, StreamOrderedFreesOnTheGpu)
 {
   RMM_SKIP_WITHOUT_GPU();
   new_delete_resource up;

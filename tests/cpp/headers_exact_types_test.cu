@@ -65,7 +65,7 @@ using stats = rmm::mr::statistics_resource_adaptor;
 static_assert(std::is_same_v<stats::read_lock_t, std::shared_lock<std::shared_mutex>>);
 static_assert(std::is_same_v<stats::write_lock_t, std::unique_lock<std::shared_mutex>>);
 
-TEST(Issue22Headers, CudaAsyncViewEveryOverloadOnTheGpu)
+TEST(HeadersExactTypes, CudaAsyncViewEveryOverloadOnTheGpu)
 {
   RMM_SKIP_WITHOUT_GPU();
   if (!rmm::detail::runtime_async_alloc::is_supported()) { GTEST_SKIP() << "skipped: no cudaMallocAsync"; }

@@ -21,7 +21,7 @@ namespace {
 
 std::string temp_path(char const* name)
 {
-  return ::testing::TempDir() + "rmm_issue28_" + std::to_string(::getpid()) + "_" + name;
+  return ::testing::TempDir() + "rmm_log_files_" + std::to_string(::getpid()) + "_" + name;
 }
 
 std::string read_file(std::string const& path)
@@ -30,7 +30,7 @@ std::string read_file(std::string const& path)
   return std::string{std::istreambuf_iterator<char>{in}, {}};
 }
 
-TEST(Issue28LogFiles, FileSinkRefusesASymbolicLink)
+TEST(LogFiles, FileSinkRefusesASymbolicLink)
 {
   auto const victim = temp_path("victim");
   auto const link   = temp_path("link.log");
@@ -52,7 +52,7 @@ TEST(Issue28LogFiles, FileSinkRefusesASymbolicLink)
   std::remove(victim.c_str());
 }
 
-TEST(Issue28LogFiles, FileSinkCreatesMode0644AndKeepsTruncateAndAppend)
+TEST(LogFiles, FileSinkCreatesMode0644AndKeepsTruncateAndAppend)
 {
   auto const path = temp_path("mode.log");
   std::remove(path.c_str());
@@ -88,7 +88,7 @@ long c_library_offset_now()
   return tm.tm_gmtoff;
 }
 
-TEST(Issue28LocalTime, ChangingTzAfterwardsChangesNoLine)
+TEST(LoggerLocalTime, ChangingTzAfterwardsChangesNoLine)
 {
   std::ostringstream out;
   rapids_logger::logger log{"tz", out};

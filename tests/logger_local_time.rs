@@ -41,7 +41,7 @@ fn setup() {
 }
 
 fn temp(name: &str) -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("rmm-issue28-time-{}-{name}", std::process::id()))
+    std::env::temp_dir().join(format!("rmm-local-time-{}-{name}", std::process::id()))
 }
 
 /// UTC `HH:MM` now.

@@ -54,7 +54,7 @@ void both_on_the_initial_resource(int id)
               rmm::device_async_resource_ref{mr::detail::initial_resource()});
 }
 
-TEST(Issue28PerDevice, OurResourceIsCurrentInRustHoweverItIsPassed)
+TEST(PerDeviceTables, OurResourceIsCurrentInRustHoweverItIsPassed)
 {
   new_delete_resource upstream;
   mr::statistics_resource_adaptor stats{upstream};
@@ -82,7 +82,7 @@ TEST(Issue28PerDevice, OurResourceIsCurrentInRustHoweverItIsPassed)
   both_on_the_initial_resource(dev.value());
 }
 
-TEST(Issue28PerDevice, AUserResourceIsCalledFromRust)
+TEST(PerDeviceTables, AUserResourceIsCalledFromRust)
 {
   new_delete_resource upstream;
   rmm::cuda_device_id const dev{first_id + 1};
@@ -103,7 +103,7 @@ TEST(Issue28PerDevice, AUserResourceIsCalledFromRust)
   both_on_the_initial_resource(dev.value());
 }
 
-TEST(Issue28PerDevice, CppTakesOverWhatRustCodeSet)
+TEST(PerDeviceTables, CppTakesOverWhatRustCodeSet)
 {
   new_delete_resource upstream;
   mr::statistics_resource_adaptor stats{upstream};
@@ -131,7 +131,7 @@ TEST(Issue28PerDevice, CppTakesOverWhatRustCodeSet)
   both_on_the_initial_resource(dev.value());
 }
 
-TEST(Issue28PerDevice, CurrentDeviceSettersAgreeToo)
+TEST(PerDeviceTables, CurrentDeviceSettersAgreeToo)
 {
   RMM_SKIP_WITHOUT_GPU();
   int const dev = rmm::get_current_cuda_device().value();
@@ -148,7 +148,7 @@ TEST(Issue28PerDevice, CurrentDeviceSettersAgreeToo)
   both_on_the_initial_resource(dev);
 }
 
-TEST(Issue28PerDevice, RmmInitializeAndFinalizeSetTheCppSideToo)
+TEST(PerDeviceTables, RmmInitializeAndFinalizeSetTheCppSideToo)
 {
   RMM_SKIP_WITHOUT_GPU();
   mr::reset_current_device_resource();

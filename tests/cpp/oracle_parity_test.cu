@@ -72,7 +72,7 @@ struct callback_record {
   std::vector<void*> args;
 };
 
-TEST(Issue22Oracle, CallbacksReceiveZeroBytesAndNullFrees)
+TEST(OracleParity, CallbacksReceiveZeroBytesAndNullFrees)
 {
   callback_record rec;
   auto allocate = [](std::size_t bytes, cuda::stream_ref, void* arg) -> void* {
@@ -100,7 +100,7 @@ TEST(Issue22Oracle, CallbacksReceiveZeroBytesAndNullFrees)
   EXPECT_EQ(rec.args, (std::vector<void*>(6, &rec)));
 }
 
-TEST(Issue22Oracle, PoppingWithNothingPushedSaysRmmsText)
+TEST(OracleParity, PoppingWithNothingPushedSaysRmmsText)
 {
   counting_resource up;
   rmm::mr::statistics_resource_adaptor stats{up};
@@ -112,7 +112,7 @@ TEST(Issue22Oracle, PoppingWithNothingPushedSaysRmmsText)
   }
 }
 
-TEST(Issue22Oracle, LimitingCountsSizesAtItsAllocationAlignment)
+TEST(OracleParity, LimitingCountsSizesAtItsAllocationAlignment)
 {
   struct row {
     std::size_t alignment, size, counted;
@@ -132,7 +132,7 @@ TEST(Issue22Oracle, LimitingCountsSizesAtItsAllocationAlignment)
   }
 }
 
-TEST(Issue22Oracle, LimitingRefusesInRmmsWords)
+TEST(OracleParity, LimitingRefusesInRmmsWords)
 {
   counting_resource up;
   rmm::mr::limiting_resource_adaptor limiting{up, std::size_t{1} << 20};
@@ -143,7 +143,7 @@ TEST(Issue22Oracle, LimitingRefusesInRmmsWords)
   limiting.deallocate(default_stream(), p, 1000);
 }
 
-TEST(Issue22Oracle, PoolRefusesInRmmsWords)
+TEST(OracleParity, PoolRefusesInRmmsWords)
 {
   counting_resource up;
   rmm::mr::pool_memory_resource none{up, 0, std::optional<std::size_t>{0}};
@@ -162,7 +162,7 @@ TEST(Issue22Oracle, PoolRefusesInRmmsWords)
   pool.deallocate(default_stream(), a, 1000);
 }
 
-TEST(Issue22Oracle, BinningWithoutBinsSendsEveryRequestUpstreamOnce)
+TEST(OracleParity, BinningWithoutBinsSendsEveryRequestUpstreamOnce)
 {
   counting_resource up;
   rmm::mr::binning_memory_resource binning{up};
@@ -185,7 +185,7 @@ std::string logic_error_what(F&& f)
   return "";
 }
 
-TEST(Issue22Oracle, ArgumentErrorsOfArenaAndAlignedAdaptorReadAsRmms)
+TEST(OracleParity, ArgumentErrorsOfArenaAndAlignedAdaptorReadAsRmms)
 {
   counting_resource up;
   EXPECT_EQ(logic_error_what([&] { rmm::mr::arena_memory_resource arena{up, std::size_t{0}}; }),

@@ -22,7 +22,7 @@ static PROCESS_WIDE: Mutex<()> = Mutex::new(());
 
 /// A fresh directory of its own for `name`.
 fn fresh_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("rmm-issue28-logs-{}-{name}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("rmm-log-files-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -66,7 +66,7 @@ fn logger_sinks_refuse_a_link() {
         assert_refused_link(&Sink::file(&log, truncate).unwrap_err(), &log);
     }
     // RMM_DEBUG_LOG_FILE naming a link: the default sink falls back to stderr.
-    let var = "RMM_ISSUE_28_DEBUG_LOG_FILE";
+    let var = "RMM_TEST_LINKED_DEBUG_LOG_FILE";
     std::env::set_var(var, &log);
     let sink = Sink::from_env(var);
     std::env::remove_var(var);

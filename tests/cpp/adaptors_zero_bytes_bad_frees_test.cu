@@ -75,7 +75,7 @@ using call = std::pair<bool, std::size_t>;
 call const alloc0{true, 0};
 call const free0{false, 0};
 
-TEST(Issue22Adaptors, StatisticsCountsZeroByteAllocations)
+TEST(AdaptorsAsRmm, StatisticsCountsZeroByteAllocations)
 {
   recording_resource up;
   rmm::mr::statistics_resource_adaptor stats{up};
@@ -94,7 +94,7 @@ TEST(Issue22Adaptors, StatisticsCountsZeroByteAllocations)
   EXPECT_EQ(up.calls(), (std::vector<call>{alloc0, alloc0, free0, free0}));
 }
 
-TEST(Issue22Adaptors, TrackingLimitingAndLoggingPassZeroBytesUpstream)
+TEST(AdaptorsAsRmm, TrackingLimitingAndLoggingPassZeroBytesUpstream)
 {
   recording_resource up_t;
   rmm::mr::tracking_resource_adaptor tracking{up_t};
@@ -124,7 +124,7 @@ TEST(Issue22Adaptors, TrackingLimitingAndLoggingPassZeroBytesUpstream)
   EXPECT_NE(log.str().find(",free,(nil),0,"), std::string::npos) << log.str();
 }
 
-TEST(Issue22Adaptors, BinningSendsZeroBytesToTheSmallestBin)
+TEST(AdaptorsAsRmm, BinningSendsZeroBytesToTheSmallestBin)
 {
   rmm::test::new_delete_resource up;
   recording_resource small;
@@ -136,7 +136,7 @@ TEST(Issue22Adaptors, BinningSendsZeroBytesToTheSmallestBin)
   EXPECT_EQ(small.calls(), (std::vector<call>{alloc0, free0}));
 }
 
-TEST(Issue22Adaptors, TrackingOverTrackingEndsWithNothingOutstanding)
+TEST(AdaptorsAsRmm, TrackingOverTrackingEndsWithNothingOutstanding)
 {
   rmm::test::new_delete_resource up;
   rmm::mr::tracking_resource_adaptor inner{up};
@@ -157,7 +157,7 @@ TEST(Issue22Adaptors, TrackingOverTrackingEndsWithNothingOutstanding)
   EXPECT_EQ(up.s->outstanding, 0);
 }
 
-TEST(Issue22Adaptors, TrackingLogsAWrongSizeAndFreesTheAllocatedSize)
+TEST(AdaptorsAsRmm, TrackingLogsAWrongSizeAndFreesTheAllocatedSize)
 {
   recording_resource up;
   rmm::mr::tracking_resource_adaptor tracking{up};
@@ -171,7 +171,7 @@ TEST(Issue22Adaptors, TrackingLogsAWrongSizeAndFreesTheAllocatedSize)
   EXPECT_EQ(up.calls(), (std::vector<call>{{true, 1000}, {false, 1000}}));
 }
 
-TEST(Issue22Adaptors, CappedPoolGrowsAsRmm)
+TEST(AdaptorsAsRmm, CappedPoolGrowsAsRmm)
 {
   rmm::test::new_delete_resource up;
   rmm::mr::limiting_resource_adaptor limited{up, 6000};
@@ -185,7 +185,7 @@ TEST(Issue22Adaptors, CappedPoolGrowsAsRmm)
   pool.deallocate(default_stream(), a, 1000);
 }
 
-TEST(Issue22Adaptors, CappedPoolHalvesTheRoomAsRmm)
+TEST(AdaptorsAsRmm, CappedPoolHalvesTheRoomAsRmm)
 {
   // RMM's own numbers: the room left rounded up to 256 bytes, its half not rounded again.
   constexpr std::size_t MiB = std::size_t{1} << 20;
@@ -210,7 +210,7 @@ TEST(Issue22Adaptors, CappedPoolHalvesTheRoomAsRmm)
   EXPECT_EQ(up.s->outstanding, 0);
 }
 
-TEST(Issue22Adaptors, CappedPoolGivesFreeChunksBackAsRmm)
+TEST(AdaptorsAsRmm, CappedPoolGivesFreeChunksBackAsRmm)
 {
   // Over device-accessible memory the pool gives a chunk back only after synchronising every
   // stream, which needs a CUDA device (without one it keeps the chunk, and the request fails).
@@ -228,7 +228,7 @@ TEST(Issue22Adaptors, CappedPoolGivesFreeChunksBackAsRmm)
   pool.deallocate(default_stream(), a, 1500 * 1024);
 }
 
-TEST(Issue22Adaptors, PoolSizeArgumentsAsRmm)
+TEST(AdaptorsAsRmm, PoolSizeArgumentsAsRmm)
 {
   rmm::test::new_delete_resource up;
   expect_throws_exactly<rmm::logic_error>([&] { rmm::mr::pool_memory_resource{up, 1000}; },

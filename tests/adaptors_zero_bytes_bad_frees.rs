@@ -173,7 +173,7 @@ fn tempdir() -> std::path::PathBuf {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static N: AtomicUsize = AtomicUsize::new(0);
     let d =
-        std::env::temp_dir().join(format!("rmm-issue22-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+        std::env::temp_dir().join(format!("rmm-adaptors-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
     std::fs::create_dir_all(&d).unwrap();
     d
 }
