@@ -68,7 +68,6 @@ for path in sys.argv[2:]:
                 f.write(f"# {path}:{j + 2}\n" + "\n".join(lines[j + 1:k]) + "\n")
             i = k
         i += 1
-print(n)
 PY
 count=$(ls "$work/blocks" | wc -l)
 [ "$count" -ge 2 ] || fail "found $count marked blocks in README.md and cpp/README.md (expected at least 2)"

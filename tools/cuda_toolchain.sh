@@ -201,9 +201,9 @@ nvcc_codes() { "$nvcc" --list-gpu-code 2>/dev/null | sed -n 's/^sm_\([0-9]*\)$/\
 gpu_caps() {
   local q out
   q=$(dirname "$nvcc")/__nvcc_device_query
-  if [ -x "$q" ] && out=$("$q" 2>/dev/null) && [ -n "$out" ]; then
-    echo "$out" | tr ', ;' '\n\n\n' | sed -n 's/^\([0-9]\)\.\([0-9]\)$/\1\2/p; s/^\([0-9][0-9][0-9]*\)$/\1/p' | sort -n | uniq
-    return
+  if [ -x "$q" ] && out=$("$q" 2>/dev/null); then
+    out=$(echo "$out" | tr ', ;' '\n\n\n' | sed -n 's/^sm_//; s/^\([0-9][0-9]*\)\.\([0-9]\)$/\1\2/p; t; s/^\([0-9][0-9][0-9]*\)$/\1/p' | sort -n | uniq)
+    if [ -n "$out" ]; then echo "$out"; return; fi
   fi
   if command -v nvidia-smi >/dev/null && out=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null); then
     echo "$out" | sed -n 's/^ *\([0-9]*\)\.\([0-9]*\) *$/\1\2/p' | sort -n | uniq
@@ -216,16 +216,27 @@ gencode() {  # NUMBERS... -> machine code for each, PTX of the last (the newest)
   echo "${flags[*]}"
 }
 arch= arch_flags= arch_how= cmake_archs=
+arm_only=" 72 87 88 101 110 121 "
 if [ -n "$given_arch" ]; then
   list=$(echo "$given_arch" | tr ',;' '  ')
   set -- $list
   if [ $# -eq 1 ] && [[ $1 =~ ^(native|all|all-major)$ ]]; then
     arch=$1 arch_flags="-arch=$1" cmake_archs=$1
+  else
+    for a in "$@"; do
+      a=${a#sm_}; a=${a#compute_}
+      if ! [[ $a =~ ^[0-9]+[af]?$ ]]; then
+        echo "rmm-rs: ARCH=\"$given_arch\" is not a GPU architecture: give sm_90, a list (\"sm_80 sm_90\"), native, all or all-major" >&2
+        exit 2
+      fi
+    done
+  fi
+  if [ -n "$arch" ]; then :
   elif [ $# -eq 1 ]; then
     n=${1#sm_}; n=${n#compute_}
     arch=sm_$n arch_flags="-arch=sm_$n" cmake_archs=$n
   else
-    nums=$(for a in "$@"; do a=${a#sm_}; echo "${a#compute_}"; done | sort -n | uniq | tr '\n' ' ')
+    nums=$(for a in "$@"; do a=${a#sm_}; echo "${a#compute_}"; done | sort -V | uniq | tr '\n' ' ')
     set -- $nums
     arch=$(printf 'sm_%s ' "$@"); arch=${arch% }
     arch_flags=$(gencode "$@")
@@ -237,22 +248,28 @@ if [ -z "$arch" ] && [ -n "$version" ]; then
   caps=$(gpu_caps | tr '\n' ' ')
   codes=$(nvcc_codes | tr '\n' ' ')
   if [ -n "${caps// }" ]; then
-    # Each GPU's own architecture; one newer than this nvcc knows runs the newest PTX it makes.
-    keep=() newer=()
+    # Each GPU's own architecture as machine code, and PTX of the newest; a GPU newer than this
+    # nvcc knows runs the PTX of the newest architecture it makes (not an Arm-only one) instead.
+    sass=() newer=()
     for c in $caps; do
-      if [[ " $codes " == *" $c "* ]]; then keep+=("$c"); else newer+=("$c"); fi
+      if [[ " $codes " == *" $c "* ]]; then sass+=("$c"); else newer+=("$c"); fi
     done
+    ptx=${sass[-1]:-}
     if [ ${#newer[@]} -gt 0 ]; then
-      ptx=$(for c in $codes; do [ "$c" -le "${newer[-1]}" ] && echo "$c"; done | tail -1)
-      [ -z "$ptx" ] || keep+=("$ptx")
+      ptx=$(for c in $codes; do [ "$c" -le "${newer[-1]}" ] && [[ $arm_only != *" $c "* ]] && echo "$c"; done | tail -1)
     fi
-    set -- $(printf '%s\n' "${keep[@]}" | sort -n | uniq)
-    if [ $# -eq 1 ]; then arch=sm_$1 arch_flags="-arch=sm_$1" cmake_archs=$1
-    else arch=$(printf 'sm_%s ' "$@"); arch=${arch% }; arch_flags=$(gencode "$@")
-         cmake_archs=$(printf '%s-real;' "${@:1:$#-1}")${*: -1}; fi
-    arch_how="GPU present$([ ${#newer[@]} -eq 0 ] || echo ", sm_${newer[*]} newer than nvcc $version: PTX")"
+    if [ ${#sass[@]} -eq 1 ] && [ "$ptx" = "${sass[0]}" ]; then
+      arch=sm_$ptx arch_flags="-arch=sm_$ptx" cmake_archs=$ptx
+    else
+      flags=() arch= cmake_archs=
+      for c in "${sass[@]}"; do flags+=("-gencode arch=compute_$c,code=sm_$c"); arch+="sm_$c "; cmake_archs+="$c-real;"; done
+      if [ -n "$ptx" ]; then flags+=("-gencode arch=compute_$ptx,code=compute_$ptx"); cmake_archs+="$ptx-virtual"; fi
+      arch_flags=${flags[*]}
+      if [ ${#newer[@]} -gt 0 ] && [ -n "$ptx" ]; then arch+="compute_$ptx"; fi
+      arch=${arch% } cmake_archs=${cmake_archs%;}
+    fi
+    arch_how="GPU present$([ ${#newer[@]} -eq 0 ] || echo ": sm_${newer[*]} is newer than nvcc $version, which makes PTX for it")"
   else
-    arm_only=" 72 87 88 101 110 121 "
     set -- $(for c in $codes; do [ "$c" -ge 75 ] && [[ $arm_only != *" $c "* ]] && echo "$c"; done)
     if [ $# -gt 0 ]; then
       arch=$(printf 'sm_%s ' "$@"); arch=${arch% }
