@@ -172,7 +172,12 @@ if [ -n "$nvcc_missing$cccl_missing" ]; then
   if [ -n "$nvcc_missing" ]; then
     what="nvcc $([ "$major" = 12 ] && echo 12.4 || echo 13.0.88) and CCCL 3.5" part=cuda why=$nvcc_why
   else
-    what="CCCL 3.5" part=cccl why="CCCL: ${cccl_how#PyPI: }"
+    what="CCCL 3.5" part=cccl
+    case $cccl_how in
+      *"toolkit has none") why="the toolkit has no CCCL" ;;
+      *"toolkit has "*) why="the toolkit's CCCL is ${cccl_how##*has }, older than 3.5" ;;
+      *) why="${cccl_how#PyPI: }, older than 3.5" ;;
+    esac
   fi
   where="$(rel "$pinned_venv") (CUDA_MAJOR=$major bash .ci/install-toolchain.sh $part)"
   case $mode in
