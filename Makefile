@@ -37,80 +37,76 @@
 #
 # Variables (override on the command line or in the environment):
 #   CUDA_MAJOR        12 or 13: the CUDA major of everything built (nvcc, cudart, the cargo feature
-#                     cuda-12 or cuda-13 of every crate); default: that of the nvcc at CUDA_HOME or
-#                     NVCC where one is given, else 13. CUDA 12 builds go to their own folders
+#                     cuda-12 or cuda-13 of every crate); default: that of the nvcc chosen (see
+#                     NVCC below), else 13. CUDA 12 builds go to their own folders
 #                     (CARGO_TARGET_DIR target/cu12, BUILD build/cpp-cu12) unless given
 #   CPU               the x86-64 level of all host code (Rust, nvcc's host compiler, C):
 #                     x86-64 (the default: any x86-64 CPU), x86-64-v2, x86-64-v3, x86-64-v4 or
 #                     native. Rust gets -Ctarget-cpu=CPU, the C and C++ compilers -march=CPU; after
 #                     a change, make clean (make does not track flags; cargo does)
-#   CUDA_HOME         toolkit root: nvcc in bin/, cudart in lib/ (PyPI) or lib64/ (toolkit);
-#                     default: the pinned toolchain of CUDA_MAJOR (.venv-cuda, .venv-cuda12)
-#   CCCL_INCLUDE      CCCL 3.5 headers; put first on the include path (a toolkit's own CCCL may be
-#                     older: CUDA 13.0 ships 3.0.1)
+#   NVCC, CUDA_HOME   the CUDA toolkit: nvcc, or the root with nvcc in bin/ and cudart in lib64/
+#                     (a toolkit) or lib/ (PyPI). Default: the first CUDA 12 or 13 nvcc of NVCC,
+#                     CUDA_HOME, the PATH and /usr/local/cuda; with none, the pinned toolchain of
+#                     CUDA_MAJOR (.venv-cuda, .venv-cuda12; installed there first)
+#   CCCL_INCLUDE      CCCL 3.5 headers, put first on the include path. Default: the toolkit's own
+#                     where it is 3.5 or newer, else CCCL 3.5 from PyPI (the nvidia-cuda-cccl wheel
+#                     in .venv-cuda: CUDA 13.0 ships CCCL 3.0.1)
+#   ARCH              GPU architectures: sm_90, a list ("sm_80 sm_90" or sm_80,sm_90: machine code
+#                     for each and PTX of the newest), native, all or all-major. Default: those of
+#                     the GPUs present; with no GPU, every architecture of the nvcc from sm_75
+#                     (Turing) on and PTX of the newest (tools/cuda_toolchain.sh lists them)
 #   CARGO_TARGET_DIR  where cargo puts librmm_cpp.a and the cxx bridge headers
 #   NO_CARGO=1        do not run cargo; use RMM_LIB and CXXBRIDGE as given (e.g. from a bundle)
-#   ARCH, CXX_STD     GPU architecture (sm_90: H100) and C++ standard (17 or 20)
+#   CXX_STD           C++ standard (17 or 20)
 #
-# Where no nvcc of CUDA_MAJOR or no CCCL >= 3.5 is found there, every goal that runs nvcc first
-# installs the pinned toolchain (CUDA_MAJOR=N bash .ci/install-toolchain.sh: into .venv-cuda or
-# .venv-cuda12) and uses it for what was missing. A working CUDA_HOME and CCCL_INCLUDE install
-# nothing.
+# Every goal that runs nvcc starts with one line saying which nvcc, which CCCL and which
+# architectures it uses and why (tools/cuda_toolchain.sh). Where no usable nvcc or no CCCL 3.5 is
+# found, it first says so and installs what is missing from PyPI into the repository
+# (.ci/install-toolchain.sh cuda or cccl); nothing is installed outside the repository. make test
+# also needs GoogleTest: where none is found it says so and installs Debian's libgtest-dev
+# (apt-get, as root or through sudo -n) before anything else.
 
 REPO             := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
-# The CUDA major: given, or that of the nvcc given, or 13.
-ifeq ($(origin CUDA_MAJOR),undefined)
-ifneq ($(origin NVCC)$(origin CUDA_HOME),undefinedundefined)
-CUDA_MAJOR       := $(shell '$(or $(NVCC),$(CUDA_HOME)/bin/nvcc)' --version 2>/dev/null | sed -n 's/.*release \([0-9]*\)\..*/\1/p')
+# The toolkit, CCCL and GPU architectures: tools/cuda_toolchain.sh chooses them (its header says
+# how) from what is given (NVCC, CUDA_HOME, CCCL_INCLUDE, CUDA_MAJOR, ARCH: on the command line or
+# in the environment), and prints one line saying what it chose and why. Goals that never run
+# nvcc only ask (no line, nothing installed); the others install what is missing into the
+# repository's .venv-cuda (.venv-cuda12) first, after saying so; under make -n they only say so.
+# A sub-make chooses again (cheaply) and prints the line only where its choice differs.
+rmm_given         = $(if $(filter command% environment%,$(origin $(1))),$(1)='$($(1))')
+rmm_no_nvcc_goals := clean fuzz print-cuda-major safety-comments layering test-scale staticlib python python-venv \
+                     python-test wheels python-typecheck python-typecheck-installed gtest-check
+rmm_needs_nvcc    := $(filter-out $(rmm_no_nvcc_goals),$(or $(MAKECMDGOALS),all))
+rmm_dry_run       := $(findstring n,$(firstword -$(MAKEFLAGS)))
+rmm_tc_mode       := $(if $(rmm_needs_nvcc),$(if $(rmm_dry_run),--dry-run,--install),--quiet)
+rmm_tc_out        := $(shell $(foreach v,NVCC CUDA_HOME CCCL_INCLUDE CUDA_MAJOR ARCH,$(call rmm_given,$(v))) \
+                       bash '$(REPO)/tools/cuda_toolchain.sh' --make $(rmm_tc_mode))
+ifeq ($(rmm_tc_out),)
+$(error rmm-rs: tools/cuda_toolchain.sh failed (its output is above))
 endif
-CUDA_MAJOR       := $(or $(CUDA_MAJOR),13)
-endif
-ifeq ($(filter 12 13,$(CUDA_MAJOR)),)
-$(error rmm-rs: CUDA_MAJOR must be 12 or 13, not "$(CUDA_MAJOR)")
-endif
-export CUDA_MAJOR
-# The pinned toolchain of the major: CUDA 13's wheels in .venv-cuda's site-packages, whose path
-# carries the venv's Python version (asked of the venv's Python, as .ci/install-toolchain.sh does);
-# CUDA 12's toolkit assembled in .venv-cuda12/cuda12, CCCL 3.5 in that venv's site-packages.
-PINNED_VENV       = $(REPO)/.venv-cuda$(if $(filter 12,$(CUDA_MAJOR)),12)
-PINNED_SITE       = $(shell '$(PINNED_VENV)/bin/python' -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' 2>/dev/null)
-PINNED_CUDA_HOME  = $(if $(PINNED_SITE),$(if $(filter 12,$(CUDA_MAJOR)),$(PINNED_VENV)/cuda12,$(PINNED_SITE)/nvidia/cu13))
-PINNED_CCCL       = $(PINNED_SITE)/nvidia/cu13/include/cccl
-ifeq ($(origin CUDA_HOME),undefined)
-CUDA_HOME        := $(PINNED_CUDA_HOME)
-rmm_no_venv      := $(if $(CUDA_HOME),,yes)
-CUDA_HOME        := $(or $(CUDA_HOME),$(PINNED_VENV)/nvidia/cu13)
-CCCL_INCLUDE     ?= $(PINNED_CCCL)
-endif
-NVCC             ?= $(CUDA_HOME)/bin/nvcc
-CCCL_INCLUDE     ?= $(CUDA_HOME)/include/cccl
+define rmm_newline
 
-# nvcc of CUDA_MAJOR and CCCL 3.5 or newer, for every goal but those that never run nvcc. What is
-# missing is taken from the pinned toolchain, installed first. (A sub-make checks again: cheap
-# once installed.)
-rmm_nvcc_ok       = $(shell $(NVCC) --version 2>/dev/null | grep -q 'release $(CUDA_MAJOR)\.' && echo yes)
-rmm_cccl_version  = $(shell sed -n 's/^.*define CCCL_VERSION \([0-9]*\).*/\1/p' '$(CCCL_INCLUDE)/cuda/std/__cccl/version.h' 2>/dev/null)
-rmm_cccl_ok       = $(if $(rmm_cccl_version),$(shell [ $(rmm_cccl_version) -ge 3005000 ] && echo yes))
-ifneq ($(filter-out clean fuzz print-cuda-major safety-comments test test-scale staticlib python python-venv python-test wheels python-typecheck python-typecheck-installed,$(or $(MAKECMDGOALS),all)),)
-ifneq ($(rmm_nvcc_ok)$(rmm_cccl_ok),yesyes)
-$(info rmm-rs: $(if $(rmm_no_venv),no CUDA_HOME given and no CUDA $(CUDA_MAJOR) toolchain in $(PINNED_VENV) yet,not found: $(strip $(if $(rmm_nvcc_ok),,nvcc $(CUDA_MAJOR).x at $(NVCC);) $(if $(rmm_cccl_ok),,CCCL >= 3.5 at $(CCCL_INCLUDE)))))
-$(info rmm-rs: installing the pinned toolchain: CUDA_MAJOR=$(CUDA_MAJOR) bash .ci/install-toolchain.sh)
-ifneq ($(shell CUDA_MAJOR=$(CUDA_MAJOR) bash '$(REPO)/.ci/install-toolchain.sh' >&2 && echo ok),ok)
-$(error rmm-rs: could not install the pinned CUDA toolchain (.ci/install-toolchain.sh; its output is above). Install nvcc $(CUDA_MAJOR).x and CCCL 3.5 and pass them: make CUDA_HOME=<toolkit root> CCCL_INCLUDE=<CCCL 3.5 include directory>)
-endif
-ifneq ($(rmm_nvcc_ok),yes)
-override CUDA_HOME := $(PINNED_CUDA_HOME)
-override NVCC := $(CUDA_HOME)/bin/nvcc
-endif
-ifneq ($(rmm_cccl_ok),yes)
-override CCCL_INCLUDE := $(PINNED_CCCL)
-endif
-ifneq ($(rmm_nvcc_ok)$(rmm_cccl_ok),yesyes)
-$(error rmm-rs: .ci/install-toolchain.sh ran, but there is still no nvcc $(CUDA_MAJOR).x at $(NVCC) or no CCCL >= 3.5 at $(CCCL_INCLUDE))
-endif
-$(info rmm-rs: using CUDA_HOME=$(CUDA_HOME) NVCC=$(NVCC) CCCL_INCLUDE=$(CCCL_INCLUDE))
+
+endef
+$(eval $(subst |,$(rmm_newline),$(rmm_tc_out)))
+ifneq ($(rmm_needs_nvcc),)
+ifneq ($(rmm_tc_READY)$(rmm_dry_run),yes)
+ifeq ($(rmm_dry_run),)
+$(error rmm-rs: no usable nvcc or CCCL 3.5 after installing (see above): $(rmm_tc_SUMMARY))
 endif
 endif
+endif
+# What was chosen wins over what was given (a given toolkit that is too old is replaced).
+override CUDA_MAJOR   := $(rmm_tc_CUDA_MAJOR)
+override CUDA_HOME    := $(rmm_tc_CUDA_HOME)
+override NVCC         := $(rmm_tc_NVCC)
+override CCCL_INCLUDE := $(rmm_tc_CCCL_INCLUDE)
+override ARCH         := $(rmm_tc_ARCH)
+ARCH_FLAGS            := $(rmm_tc_ARCH_FLAGS)
+# The library folder of the toolkit: lib64 in a toolkit, lib in the PyPI one.
+CUDA_LIBDIR           := $(or $(rmm_tc_CUDA_LIBDIR),$(CUDA_HOME)/lib64)
+export CUDA_MAJOR
+export RMM_TOOLCHAIN_SHOWN := $(rmm_tc_SUMMARY)
 
 CARGO            ?= cargo
 CARGO_TARGET_DIR ?= $(REPO)/target$(if $(filter 12,$(CUDA_MAJOR)),/cu12)
@@ -122,7 +118,6 @@ CPU              ?= x86-64
 CARGO_ENV        := CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)$(if $(filter-out x86-64,$(CPU)), RUSTFLAGS="$$RUSTFLAGS -Ctarget-cpu=$(CPU)")
 RMM_LIB          ?= $(CARGO_TARGET_DIR)/release/librmm_cpp.a
 CXXBRIDGE        ?= $(CARGO_TARGET_DIR)/cxxbridge
-ARCH             ?= sm_90
 CXX_STD          ?= 17
 BUILD            ?= $(REPO)/build/cpp$(if $(filter 12,$(CUDA_MAJOR)),-cu12)
 BIN              := $(BUILD)/bin
@@ -145,9 +140,21 @@ BRIDGE_INCLUDE := $(CXXBRIDGE)
 endif
 INCLUDES   := -I$(CCCL_INCLUDE) -I$(REPO)/include -I$(BRIDGE_INCLUDE)
 NVCCFLAGS  ?= -O2 -lineinfo
-NVCCFLAGS  += -std=c++$(CXX_STD) -arch=$(ARCH) $(INCLUDES) -Xcompiler=-Wall,-Wno-unknown-pragmas,-march=$(CPU) -MMD -MP
+NVCCFLAGS  += -std=c++$(CXX_STD) $(ARCH_FLAGS) $(INCLUDES) -Xcompiler=-Wall,-Wno-unknown-pragmas,-march=$(CPU) -MMD -MP
 # The Rust staticlib, then what it needs; cudart is static (nvcc's default).
-LDLIBS     := $(RMM_LIB) -lpthread -ldl -L$(CUDA_HOME)/lib -L$(CUDA_HOME)/lib64
+LDLIBS     := $(RMM_LIB) -lpthread -ldl -L$(CUDA_LIBDIR)
+# nvcc, CCCL and the architectures the objects were built with: rewritten when they change, so
+# that every nvcc object and program is rebuilt for a new choice (make tracks no flags itself).
+TOOLCHAIN_STAMP := $(BUILD)/toolchain
+rmm_stamp_text  := $(NVCC) $(CCCL_INCLUDE) $(ARCH_FLAGS)
+ifneq ($(rmm_needs_nvcc),)
+ifeq ($(rmm_dry_run),)
+$(shell mkdir -p '$(BUILD)' && { [ "$$(cat '$(TOOLCHAIN_STAMP)' 2>/dev/null)" = '$(rmm_stamp_text)' ] || \
+          printf '%s\n' '$(rmm_stamp_text)' > '$(TOOLCHAIN_STAMP)'; })
+endif
+endif
+$(TOOLCHAIN_STAMP):
+	@mkdir -p $(@D) && printf '%s\n' '$(rmm_stamp_text)' > $@
 
 EXAMPLES   := $(patsubst $(REPO)/examples/%.cu,$(BIN)/%,$(wildcard $(REPO)/examples/*.cu))
 # The test sources in batches of TEST_BATCH_SIZE, each batch one translation unit
@@ -177,24 +184,24 @@ staticlib:
 $(RMM_LIB): staticlib
 endif
 
-$(OBJ)/examples/%.o: $(REPO)/examples/%.cu | $(RMM_LIB)
+$(OBJ)/examples/%.o: $(REPO)/examples/%.cu $(TOOLCHAIN_STAMP) | $(RMM_LIB)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
-$(BIN)/%: $(OBJ)/examples/%.o $(RMM_LIB)
+$(BIN)/%: $(OBJ)/examples/%.o $(RMM_LIB) $(TOOLCHAIN_STAMP)
 	@mkdir -p $(@D)
-	$(NVCC) -arch=$(ARCH) $< -o $@ $(LDLIBS)
+	$(NVCC) $(ARCH_FLAGS) $< -o $@ $(LDLIBS)
 
-$(OBJ)/tests/%.o: $(REPO)/tests/cpp/% | $(RMM_LIB)
+$(OBJ)/tests/%.o: $(REPO)/tests/cpp/% $(TOOLCHAIN_STAMP) | $(RMM_LIB)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) $(TEST_FLAGS) -x cu -c $< -o $@
 
-$(OBJ)/tests/batches/%.o: $(OBJ)/tests/batches/%.cu | $(RMM_LIB)
+$(OBJ)/tests/batches/%.o: $(OBJ)/tests/batches/%.cu $(TOOLCHAIN_STAMP) | $(RMM_LIB)
 	$(NVCC) $(NVCCFLAGS) $(TEST_FLAGS) -c $< -o $@
 
-$(TESTS): $(TEST_OBJS) $(RMM_LIB) $(GTEST_LIB)
+$(TESTS): $(TEST_OBJS) $(RMM_LIB) $(GTEST_LIB) $(TOOLCHAIN_STAMP)
 	@mkdir -p $(@D)
-	$(NVCC) -arch=$(ARCH) $(TEST_OBJS) -o $@ $(GTEST_LIB) $(LDLIBS)
+	$(NVCC) $(ARCH_FLAGS) $(TEST_OBJS) -o $@ $(GTEST_LIB) $(LDLIBS)
 
 # The GPU stress programs (tests/stress/*.cu but stream_order_probe.cu, a probe built by hand):
 # built and run with the rest; without a GPU they print "skipped: no CUDA device". On a GPU
@@ -206,21 +213,21 @@ run: run-stress
 run-stress: $(STRESS)
 	@status=0; for b in $(STRESS); do echo "== $$b"; $$b || { echo "FAILED: $$b"; status=1; }; done; exit $$status
 
-$(OBJ)/stress/%.o: $(REPO)/tests/stress/%.cu | $(RMM_LIB)
+$(OBJ)/stress/%.o: $(REPO)/tests/stress/%.cu $(TOOLCHAIN_STAMP) | $(RMM_LIB)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
-$(STRESS): $(BIN)/%: $(OBJ)/stress/%.o $(RMM_LIB)
+$(STRESS): $(BIN)/%: $(OBJ)/stress/%.o $(RMM_LIB) $(TOOLCHAIN_STAMP)
 	@mkdir -p $(@D)
-	$(NVCC) -arch=$(ARCH) $< -o $@ $(LDLIBS)
+	$(NVCC) $(ARCH_FLAGS) $< -o $@ $(LDLIBS)
 
-$(OBJ)/exit_child/%.o: $(REPO)/tests/cpp/exit_child/%.cu | $(RMM_LIB)
+$(OBJ)/exit_child/%.o: $(REPO)/tests/cpp/exit_child/%.cu $(TOOLCHAIN_STAMP) | $(RMM_LIB)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
-$(EXIT_CHILD): $(OBJ)/exit_child/rmm_exit_child.o $(RMM_LIB)
+$(EXIT_CHILD): $(OBJ)/exit_child/rmm_exit_child.o $(RMM_LIB) $(TOOLCHAIN_STAMP)
 	@mkdir -p $(@D)
-	$(NVCC) -arch=$(ARCH) $< -o $@ $(LDLIBS)
+	$(NVCC) $(ARCH_FLAGS) $< -o $@ $(LDLIBS)
 
 # The legacy C API (include/rmm/rmm.h) from plain C: the example and the C test, built with the C
 # compiler (not nvcc) against librmm_cpp.a and the CUDA runtime (they fill memory with cudaMemcpy and
@@ -228,7 +235,7 @@ $(EXIT_CHILD): $(OBJ)/exit_child/rmm_exit_child.o $(RMM_LIB)
 # as C++17/20 without CUDA headers.
 C_PROGRAMS := $(patsubst $(REPO)/examples/c/%.c,$(BIN)/%,$(wildcard $(REPO)/examples/c/*.c)) \
               $(patsubst $(REPO)/tests/c/%.c,$(BIN)/%,$(wildcard $(REPO)/tests/c/*.c))
-C_LDLIBS   := $(RMM_LIB) -L$(CUDA_HOME)/lib -L$(CUDA_HOME)/lib64 -l:libcudart_static.a -lrt -lstdc++ -lpthread -ldl -lm
+C_LDLIBS   := $(RMM_LIB) -L$(CUDA_LIBDIR) -l:libcudart_static.a -lrt -lstdc++ -lpthread -ldl -lm
 C_FLAGS    := -std=c11 -O2 -march=$(CPU) -Wall -Wextra -pedantic -I$(REPO)/include
 C_PROG_FLAGS := $(C_FLAGS) -I$(CUDA_HOME)/include
 all: $(C_PROGRAMS)
@@ -252,6 +259,7 @@ c-header-check:
 	@echo "c-header-check: rmm.h and rmm_api.h compile as C11, C++17 and C++20"
 
 $(BUILD)/gtest/libgtest.a:
+	@test -f $(GTEST_SRC)/src/gtest-all.cc || { echo "rmm-rs: the C++ tests need GoogleTest: no libgtest.a installed and no sources in GTEST_SRC=$(GTEST_SRC). Install Debian's libgtest-dev (make test offers to), or give GTEST_SRC=<googletest>/googletest"; exit 1; }
 	@mkdir -p $(@D)
 	g++ -std=c++17 -O2 -march=$(CPU) -I$(GTEST_SRC)/include -I$(GTEST_SRC) -c $(GTEST_SRC)/src/gtest-all.cc -o $(BUILD)/gtest/gtest-all.o
 	ar rcs $@ $(BUILD)/gtest/gtest-all.o
@@ -262,12 +270,22 @@ $(BUILD)/gtest/libgtest.a:
 NPROC := $(shell nproc 2>/dev/null || echo 2)
 example: $(BIN)/thrust_sort
 	$(BIN)/thrust_sort
-.PHONY: test-steps print-cuda-major
+.PHONY: test-steps print-cuda-major gtest-check
 print-cuda-major:
 	@echo $(CUDA_MAJOR)
+# GoogleTest for the C++ tests: the system's (Debian's libgtest-dev: a library or its sources);
+# where neither is there, make test says so and installs libgtest-dev with apt-get (as root, or
+# through sudo without a password) before anything else, and stops where it cannot.
+gtest-check:
+	@if [ -z "$(filter-out $(BUILD)/gtest/libgtest.a,$(GTEST_LIB))" ] && [ ! -f $(GTEST_SRC)/src/gtest-all.cc ]; then \
+	  echo "rmm-rs: make test needs GoogleTest (for the C++ tests): none in /usr/lib or $(GTEST_SRC); installing Debian's libgtest-dev with apt-get (bash .ci/install-toolchain.sh gtest)"; \
+	  bash $(REPO)/.ci/install-toolchain.sh gtest; \
+	  if [ ! -f /usr/lib/x86_64-linux-gnu/libgtest.a ] && [ ! -f $(GTEST_SRC)/src/gtest-all.cc ]; then \
+	    echo "rmm-rs: still no GoogleTest: install libgtest-dev (or googletest's sources and give GTEST_SRC=<googletest>/googletest), then make test again"; exit 1; fi; \
+	fi
 # The steps' output goes to the terminal and to a log, from which tests/tools/summary.sh prints the
 # closing line (passed, failed, skipped per runner); make test exits with the steps' status.
-test:
+test: gtest-check
 	+@case " $$MAKEFLAGS " in *jobserver*|*" -j"*) jobs= ;; *) jobs=-j$(NPROC) ;; esac; \
 	  echo "rmm-rs: make test$${jobs:+ $$jobs} (CUDA $(CUDA_MAJOR), CPU $(CPU))"; \
 	  log=$$(mktemp); \
@@ -322,13 +340,14 @@ run-examples: examples
 run-tests: tests
 	$(TESTS)
 
-# Every public header, once with each standard.
+# Every public header, once with each standard (for one architecture: a compile check).
+STD_CHECK_FLAGS := $(filter-out -std=c++$(CXX_STD) -MMD -MP -gencode arch=% -arch=%,$(NVCCFLAGS)) -arch=$(rmm_tc_ARCH_ONE)
 HEADERS := $(patsubst $(REPO)/include/%,%,$(shell find $(REPO)/include/rmm -name '*.hpp' -not -path '*/detail/*'))
 std-check: | $(RMM_LIB)
 	@mkdir -p $(OBJ)
 	@printf '$(foreach h,$(HEADERS),#include <$(h)>\n)int main() { return 0; }\n' > $(OBJ)/all_headers.cu
-	$(NVCC) $(filter-out -std=c++$(CXX_STD) -MMD -MP,$(NVCCFLAGS)) -std=c++17 -c $(OBJ)/all_headers.cu -o $(OBJ)/all_headers17.o
-	$(NVCC) $(filter-out -std=c++$(CXX_STD) -MMD -MP,$(NVCCFLAGS)) -std=c++20 -c $(OBJ)/all_headers.cu -o $(OBJ)/all_headers20.o
+	$(NVCC) $(STD_CHECK_FLAGS) -std=c++17 -c $(OBJ)/all_headers.cu -o $(OBJ)/all_headers17.o
+	$(NVCC) $(STD_CHECK_FLAGS) -std=c++20 -c $(OBJ)/all_headers.cu -o $(OBJ)/all_headers20.o
 	@echo "std-check: $(words $(HEADERS)) headers compile with -std=c++17 and -std=c++20"
 
 # RMM 26.10's header paths (tests/cpp/rmm_26_10_headers.txt): each exists under include/ and
@@ -337,7 +356,7 @@ std-check: | $(RMM_LIB)
 .PHONY: header-check
 std-check: header-check
 header-check: | $(RMM_LIB)
-	NVCC='$(NVCC)' INCLUDES='$(INCLUDES)' ARCH='$(ARCH)' CUDA_INCLUDE='$(CUDA_HOME)/include' WORK='$(OBJ)/header_check' bash $(REPO)/tests/cpp/check_headers.sh
+	NVCC='$(NVCC)' INCLUDES='$(INCLUDES)' ARCH='$(rmm_tc_ARCH_ONE)' CUDA_INCLUDE='$(CUDA_HOME)/include' WORK='$(OBJ)/header_check' bash $(REPO)/tests/cpp/check_headers.sh
 
 # A self-contained tree for a machine without cargo (or without CCCL 3.5): this Makefile, the
 # sources of the examples and tests, our headers with the generated bridge headers, the stripped
@@ -346,7 +365,7 @@ header-check: | $(RMM_LIB)
 bundle: | $(RMM_LIB)
 	rm -rf $(BUILD)/bundle && mkdir -p $(BUILD)/bundle/lib $(BUILD)/bundle/tests
 	strip --strip-debug -o $(BUILD)/bundle/lib/librmm_cpp.a $(RMM_LIB)
-	cp -r $(REPO)/include $(REPO)/examples $(REPO)/Makefile $(BUILD)/bundle/
+	cp -r $(REPO)/include $(REPO)/examples $(REPO)/Makefile $(REPO)/tools $(BUILD)/bundle/
 	cp -r $(REPO)/tests/cpp $(REPO)/tests/stress $(BUILD)/bundle/tests/
 	cp -rL $(CXXBRIDGE)/rust $(CXXBRIDGE)/rmm-rs $(BUILD)/bundle/include/
 	rm -f $(BUILD)/bundle/include/rmm-rs/src/*.cc
@@ -368,7 +387,7 @@ GPU_BIN    ?= $(REPO)/build/gpu
 .PHONY: gpu-bin gpu-check gpu-sanitize
 ifeq ($(NO_CARGO),)
 gpu-bin: all
-	+$(CARGO_ENV) BUILD=$(BUILD) ARCH=$(ARCH) CARGO=$(CARGO) CUDA_HOME=$(CUDA_HOME) CCCL_INCLUDE=$(CCCL_INCLUDE) \
+	+$(CARGO_ENV) BUILD=$(BUILD) ARCH='$(ARCH)' CARGO=$(CARGO) CUDA_HOME=$(CUDA_HOME) CCCL_INCLUDE=$(CCCL_INCLUDE) \
 	  bash $(REPO)/tests/gpu/package.sh --out $(GPU_BIN) --no-strip
 else
 gpu-bin:
@@ -390,6 +409,7 @@ WHEEL_DIR ?= $(REPO)/.whl
 .PHONY: python python-venv python-test
 python-venv: $(VENV_PY)/bin/maturin
 $(VENV_PY)/bin/maturin:
+	@echo "rmm-rs: the Python package needs maturin, numpy, pytest, dask and distributed: a venv $(VENV_PY) from PyPI"
 	$(PYTHON3) -m venv $(VENV_PY)
 	$(VENV_PY)/bin/pip install -q --disable-pip-version-check 'maturin>=1.16,<1.17' numpy pytest \
 	  'distributed==2026.7.1' 'dask==2026.7.1'

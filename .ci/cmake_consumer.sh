@@ -9,6 +9,8 @@
 #   4. rmm-rs with tests on: builds rmm_cpp_tests, rmm_exit_child and gpu_stress, as `make` does;
 #      then ctest. (Examples off here: `make test` has built and run them; RMM_BUILD_EXAMPLES=ON
 #      adds them to ctest.)
+#   5. the default CMAKE_CUDA_ARCHITECTURES (none given), configure only: native with a GPU, else
+#      every architecture of the nvcc from 75 on (steps 1 to 4 build for 90 alone, to save time).
 # Without a GPU the programs print "skipped: no CUDA device" and pass. Exits non-zero on any failure.
 #
 # Environment: CUDA_HOME (default: the pinned toolchain in .venv-cuda, installed if missing),
@@ -23,7 +25,7 @@ start=$SECONDS
 jobs=${JOBS:-2}
 
 if [ -z "${CUDA_HOME:-}" ] || [ -z "${CMAKE:-}" ]; then
-  bash .ci/install-toolchain.sh   # idempotent: nothing to do when the toolchain is there
+  bash .ci/install-toolchain.sh cuda cmake   # idempotent: nothing to do when they are there
 fi
 if [ -z "${CUDA_HOME:-}" ]; then
   CUDA_HOME=$(.venv-cuda/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/nvidia/cu13
@@ -110,5 +112,16 @@ if [ "${RMM_CMAKE_TESTS:-1}" != 0 ]; then
   done
   (cd "$work/tests" && "$ctest" --output-on-failure) || fail "ctest"
 fi
+
+step "5. the default CUDA architectures (configure only): native with a GPU, else nvcc's list from 75 on"
+"$cmake" -S . -B "$work/archs" -DRMM_BUILD_EXAMPLES=OFF -DRMM_CARGO_TARGET_DIR="$target" \
+  -DRMM_CCCL_INCLUDE_DIR="$cccl" -DCMAKE_CUDA_COMPILER="$CUDA_HOME/bin/nvcc" \
+  -DCUDAToolkit_ROOT="$CUDA_HOME" > "$work/archs.log" || { cat "$work/archs.log"; fail "configure"; }
+line=$(grep -E "^-- rmm-rs: CUDA architectures" "$work/archs.log") || { cat "$work/archs.log"; fail "no architectures line"; }
+echo "$line"
+case $line in
+  *"GPU present"*) [[ $line == *" native "* ]] || fail "a GPU is present but the default is not native" ;;
+  *) [[ $line == *"75-real"*"-virtual"* ]] || fail "no GPU, but the default is not the list from 75 on" ;;
+esac
 
 step "OK"

@@ -12,10 +12,27 @@
 #     libdevice 12.4 from PyPI;
 #
 # and in both CCCL 3.5.0 (what RMM 26.10 uses; it supports CUDA 12 and 13) and CMake (for
-# .ci/cmake_consumer.sh) from PyPI, and GoogleTest and valgrind from Debian. Idempotent. `make`
-# runs it by itself when it finds no nvcc of the CUDA major or no CCCL 3.5.
+# .ci/cmake_consumer.sh) from PyPI, and GoogleTest and valgrind from Debian. Idempotent.
+#
+#   bash .ci/install-toolchain.sh [PART...]     # default: cuda cmake gtest valgrind (CI)
+#
+#   cuda      nvcc of CUDA_MAJOR and CCCL 3.5, into the venv above
+#   cccl      CCCL 3.5 alone (the nvidia-cuda-cccl wheel), into the venv above: for a toolkit of
+#             one's own whose CCCL is older
+#   cmake     CMake from PyPI, into the venv above
+#   gtest     GoogleTest (Debian's libgtest-dev), as root or through sudo -n
+#   valgrind  valgrind (Debian's), as root or through sudo -n
+#
+# `make` runs it with `cuda` or `cccl` only (into the repository's venv, nothing outside it) where
+# tools/cuda_toolchain.sh finds no usable nvcc or no CCCL 3.5; `make test` with `gtest` where no
+# GoogleTest is found, after saying so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+parts=" ${*:-cuda cmake gtest valgrind} "
+for p in $parts; do
+  case $p in cuda|cccl|cmake|gtest|valgrind) ;; *) echo "install-toolchain: unknown part $p" >&2; exit 2 ;; esac
+done
+want() { [[ $parts == *" $1 "* ]]; }
 major=${CUDA_MAJOR:-13}
 case $major in
   13) venv=.venv-cuda ;;
@@ -35,18 +52,22 @@ pip_install() {
     || die "pip install $* failed (output above); is PyPI reachable?"
 }
 
-if [ ! -x "$venv/bin/pip" ]; then
+if { want cuda || want cccl || want cmake; } && [ ! -x "$venv/bin/pip" ]; then
   command -v python3 >/dev/null || die "python3 is needed to install the CUDA toolchain from PyPI"
   python3 -m venv "$venv" || die "python3 -m venv $venv failed (Debian: apt-get install python3-venv)"
 fi
 # The five pins together: nvcc 13.0.88 alone would pull crt, nvvm and runtime 13.5 (a mixed
 # toolkit), and 13.0.88 matches the nvcc of the GPU hosts in docs/benchmarks/.
-if [ "$major" = 13 ] && [ ! -x "$(cuda_home)/bin/nvcc" ]; then
+if want cccl && ! want cuda && [ ! -f "$(site)/nvidia/cu13/include/cccl/cuda/std/__cccl/version.h" ]; then
+  echo "install-toolchain: CCCL 3.5 (nvidia-cuda-cccl 13.3.5.0.6) from PyPI into $venv"
+  pip_install nvidia-cuda-cccl==13.3.5.0.6
+fi
+if want cuda && [ "$major" = 13 ] && [ ! -x "$(cuda_home)/bin/nvcc" ]; then
   echo "install-toolchain: nvcc 13.0.88 and CCCL 3.5 from PyPI into $venv"
   pip_install nvidia-cuda-nvcc==13.0.88 nvidia-cuda-crt==13.0.88 nvidia-nvvm==13.0.88 \
     nvidia-cuda-runtime==13.0.96 nvidia-cuda-cccl==13.3.5.0.6
 fi
-if [ "$major" = 12 ] && [ ! -x "$(cuda_home)/bin/nvcc" ]; then
+if want cuda && [ "$major" = 12 ] && [ ! -x "$(cuda_home)/bin/nvcc" ]; then
   echo "install-toolchain: CUDA 12.4 (Debian's nvcc and static cudart, PyPI's headers) and CCCL 3.5 into $venv"
   pip_install nvidia-cuda-nvcc-cu12==12.4.131 nvidia-cuda-runtime-cu12==12.4.127 nvidia-cuda-cccl==13.3.5.0.6
   command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null \
@@ -90,13 +111,14 @@ PROFILE
   cp "$work/deb/usr/lib/nvidia-cuda-toolkit/bin/nvcc" "$root/bin/nvcc"
   "$root/bin/nvcc" --version | tail -2
 fi
-if [ ! -x "$venv/bin/cmake" ]; then
+if want cmake && [ ! -x "$venv/bin/cmake" ]; then
   echo "install-toolchain: CMake from PyPI into $venv"
   pip_install cmake==3.31.10
 fi
 
 # Debian packages, as root or through sudo without a password. Not fatal: `make example` needs
 # neither (make test needs GoogleTest, make valgrind valgrind), so say what is missing and go on.
+# (Their callers check again and stop with a clear message where they need them.)
 apt_install() {
   local sudo=()
   if [ "$(id -u)" -ne 0 ]; then
@@ -111,10 +133,12 @@ apt_install() {
     echo "install-toolchain: warning: apt-get install $* failed: install it yourself" >&2
   fi
 }
-if [ ! -e /usr/lib/x86_64-linux-gnu/libgtest.a ] && [ ! -e /usr/src/googletest/googletest/src/gtest-all.cc ]; then
+if want gtest && [ ! -e /usr/lib/x86_64-linux-gnu/libgtest.a ] && [ ! -e /usr/src/googletest/googletest/src/gtest-all.cc ]; then
+  echo "install-toolchain: GoogleTest: apt-get install libgtest-dev"
   apt_install libgtest-dev
 fi
 # valgrind: .ci/valgrind.sh runs every host test binary under memcheck.
-if ! command -v valgrind >/dev/null; then
+if want valgrind && ! command -v valgrind >/dev/null; then
+  echo "install-toolchain: valgrind: apt-get install valgrind"
   apt_install valgrind
 fi

@@ -25,8 +25,9 @@
 # Environment: CUDA_MAJOR (12 or 13; default: make's, that of the toolkit found, else 13: the cargo
 # feature cuda-12 or cuda-13 and make's toolkit), CPU (make's: x86-64 unless given; Rust gets
 # -Ctarget-cpu), CARGO_TARGET_DIR (default ./target, ./target/cu12 for CUDA 12), BUILD (make's
-# build folder, default ./build/cpp, ./build/cpp-cu12 for CUDA 12), ARCH (default sm_90: H100),
-# MAX_MIB, CARGO, MAKE. Every other make variable can be passed in the environment too
+# build folder, default ./build/cpp, ./build/cpp-cu12 for CUDA 12), ARCH (default sm_90: H100;
+# one architecture on purpose: make's own default without a GPU, every one from sm_75 on, would
+# repeat each program's kernels eight times and put the folder over MAX_MIB), MAX_MIB, CARGO, MAKE. Every other make variable can be passed in the environment too
 # (CUDA_HOME, CCCL_INCLUDE, ...).
 set -euo pipefail
 
