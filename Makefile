@@ -442,6 +442,23 @@ python-typecheck-installed: $(VENV_PY)/bin/mypy
 $(VENV_PY)/bin/mypy: | $(VENV_PY)/bin/maturin
 	$(VENV_PY)/bin/pip install -q --disable-pip-version-check 'mypy==$(MYPY_VERSION)'
 
+# The API references, warnings denied: the Rust one (cargo doc, every crate of the workspace) in
+# DOCS_DIR/rust, the Python one (pdoc, from the installed wheel's docstrings and .pyi stubs:
+# python/tools/api_docs.py) in DOCS_DIR/python. Open DOCS_DIR/rust/rmm/index.html and
+# DOCS_DIR/python/index.html.
+DOCS_DIR     ?= $(REPO)/build/docs
+PDOC_VERSION ?= 16.0.0
+.PHONY: docs
+docs: python $(VENV_PY)/bin/pdoc
+	cd $(REPO) && RUSTDOCFLAGS="-D warnings" PYO3_PYTHON=$(VENV_PY)/bin/python $(CARGO_ENV) cargo doc --workspace --no-deps --quiet
+	rm -rf $(DOCS_DIR)/rust $(DOCS_DIR)/python && mkdir -p $(DOCS_DIR)
+	cp -r $(CARGO_TARGET_DIR)/doc $(DOCS_DIR)/rust
+	$(VENV_PY)/bin/pip install -q --disable-pip-version-check --no-deps --force-reinstall $(WHEEL_DIR)/rmm_rs-*.whl
+	cd $(REPO)/build && $(VENV_PY)/bin/python $(REPO)/python/tools/api_docs.py $(DOCS_DIR)/python
+	@echo "rmm-rs: API references in $(DOCS_DIR)/rust/rmm/index.html and $(DOCS_DIR)/python/index.html"
+$(VENV_PY)/bin/pdoc: | $(VENV_PY)/bin/maturin
+	$(VENV_PY)/bin/pip install -q --disable-pip-version-check 'pdoc==$(PDOC_VERSION)'
+
 # The wheel a user installs, one per CUDA major: distribution rmm-rs-cu13 or rmm-rs-cu12, import
 # name rmm, with the stubs and py.typed; maturin builds it (release) as rmm-rs and
 # python/tools/name_wheel.py renames it into DIST_DIR. WHEEL_CUDA_MAJOR follows CUDA_MAJOR

@@ -4,6 +4,7 @@
 # paths (rmm.pylibrmm.stream, .device_buffer, .cuda_stream_pool, .memory_resource), and re-exported
 # here; the names with a leading underscore and the legacy_* functions serve this package's own
 # Python modules and librmm_cffi.
+from __future__ import annotations
 
 from typing import Any
 

@@ -1,4 +1,5 @@
 # Type stubs of rmm.allocators.torch.
+from __future__ import annotations
 
 from torch.cuda.memory import CUDAPluggableAllocator
 

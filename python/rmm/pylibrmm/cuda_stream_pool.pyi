@@ -1,4 +1,5 @@
 # Type stubs of rmm.pylibrmm.cuda_stream_pool (the class is in the extension rmm._native).
+from __future__ import annotations
 
 from typing import Optional
 

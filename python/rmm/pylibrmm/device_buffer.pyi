@@ -1,5 +1,6 @@
 # Type stubs of rmm.pylibrmm.device_buffer (the class and functions are in the extension
 # rmm._native).
+from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any, Optional, Protocol, TypeAlias, TypedDict, TypeVar, overload

@@ -1,4 +1,5 @@
 # Type stubs of rmm.pylibrmm.helper.
+from __future__ import annotations
 
 import re
 

@@ -1,4 +1,5 @@
 # Type stubs of rmm.pylibrmm.logger.
+from __future__ import annotations
 
 from rmm.librmm._logger import level_enum as level_enum
 

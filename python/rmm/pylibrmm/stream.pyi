@@ -1,4 +1,5 @@
 # Type stubs of rmm.pylibrmm.stream (the classes are in the extension rmm._native).
+from __future__ import annotations
 
 from enum import IntEnum
 from typing import Any, Optional

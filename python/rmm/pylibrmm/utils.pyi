@@ -1,4 +1,5 @@
 # Type stubs of rmm.pylibrmm.utils.
+from __future__ import annotations
 
 from rmm.pylibrmm.stream import Stream
 

@@ -1,5 +1,6 @@
 # Type stubs of rmm.pylibrmm.memory_resource._memory_resource: the resource classes (in the
 # extension rmm._native) and the per-device current resource.
+from __future__ import annotations
 
 import os
 from collections.abc import Callable

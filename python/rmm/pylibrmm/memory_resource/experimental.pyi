@@ -1,5 +1,6 @@
 # Type stubs of rmm.pylibrmm.memory_resource.experimental (the class is in the extension
 # rmm._native).
+from __future__ import annotations
 
 from typing_extensions import Self, disjoint_base
 
