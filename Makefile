@@ -1,10 +1,11 @@
 # rmm-rs C++ face: the Rust staticlib, the examples and the C++ tests, built with nvcc.
 #
-# The Cargo workspace (one Cargo.lock): the core crate rmm-rs (src/), the C and C++ face rmm-cpp
-# (cpp/: the cxx bridge and the legacy C API, building target/<profile>/librmm_cpp.a that every
-# program here links), the legacy API's Rust functions rmm-legacy (cpp/legacy/), the replay tool
-# rmm-replay (benches/replay/: target/<profile>/rmm_replay) and the Python face (python/, built by
-# maturin only). `cargo build` and `cargo test` at the root build every member but python/.
+# The Cargo workspace (one Cargo.lock): the core crate rmm-rs (src/) over the CUDA-free allocation
+# algorithms rmm-algorithms (algorithms/), the C and C++ face rmm-cpp (cpp/: the cxx bridge and the
+# legacy C API, building target/<profile>/librmm_cpp.a that every program here links), the legacy
+# API's Rust functions rmm-legacy (cpp/legacy/), the replay tool rmm-replay (benches/replay/:
+# target/<profile>/rmm_replay) and the Python face (python/, built by maturin only). `cargo build`
+# and `cargo test` at the root build every member but python/.
 #
 #   make example             # the Rust staticlib and the Thrust sort example, and run it
 #   make test                # the layering check (make layering), the SAFETY-comment check (make
@@ -305,7 +306,7 @@ endif
 
 # No two modules of a crate import each other, and the driver door uses nothing above it
 # (tests/tools/module_cycles.py, and its own tests).
-LAYERED := src cpp/src cpp/legacy/src python/src benches/replay/src
+LAYERED := src algorithms/src cpp/src cpp/legacy/src python/src benches/replay/src
 .PHONY: layering
 layering:
 	python3 -m unittest -q $(REPO)/tests/tools/test_module_cycles.py
@@ -315,7 +316,7 @@ layering:
 # examples alike, has a `// SAFETY:` comment above it or above the statement that holds it
 # (tests/tools/safety_comments.py, and its own tests). `cargo clippy` checks the same through
 # the workspace lint clippy::undocumented_unsafe_blocks.
-SAFETY_CHECKED := src cpp python benches tests fuzz examples
+SAFETY_CHECKED := src algorithms cpp python benches tests fuzz examples
 .PHONY: safety-comments
 safety-comments:
 	python3 -m unittest -q $(REPO)/tests/tools/test_safety_comments.py

@@ -20,20 +20,11 @@
 //! - **shard**: one lock's share of a pool: its own sets and chunks. Streams spread over shards
 //!   when threads contend; ranges of free memory move between shards.
 //!
-//! ## Changes from the original TLSF
-//! The pool's free lists follow TLSF (Masmano et al., 2004; drawn at the top of
-//! `src/pool/free_list.rs`). Changed for device memory and streams:
-//! - **host-side block records**: device memory cannot be read from the host, so block headers live
-//!   in a host table indexed by id, not in the managed memory;
-//! - **stream sets**: one set of free lists per stream (private and published), blocks cross
-//!   between streams only through an event or a synchronisation;
-//! - **exact-size cache**: a stream that has a pool to itself keeps small freed blocks whole by
-//!   exact size and serves the same size from there first, skipping split and merge;
-//! - **sentinel record**: id 0 is a block record that is never free or live, so list links are
-//!   written without testing for "none".
-//!
-//! The allocation algorithms in [`pool`] know nothing about CUDA: they manage address ranges, so
-//! the same code is tested on host memory and runs on the GPU.
+//! The allocation algorithms are a crate of their own, [`rmm_algorithms`], which cannot see CUDA:
+//! they manage address ranges, so the same code is tested on host memory and runs on the GPU (its
+//! crate documentation draws the pool's TLSF free lists and what they change). Their public items
+//! keep their paths here: [`pool`], [`arena`], [`fixed_size`], [`error`]. The resources that wrap
+//! them with CUDA are in [`resource`].
 //!
 //! Without a CUDA driver nothing panics: CUDA-backed calls return [`Error::NoDriver`].
 //!
@@ -67,29 +58,48 @@ compile_error!(
 compile_error!("rmm-rs: choose the CUDA major: the feature `cuda-13` (the default) or `cuda-12`");
 
 pub mod adaptor;
-pub mod arena;
 pub mod buffer;
 pub mod capabilities;
 pub mod copy;
 pub mod device;
 mod driver;
-pub mod error;
 pub mod event;
-pub mod fixed_size;
 pub mod history;
 pub mod logger;
 pub mod per_device_resource;
 pub mod pointer;
-pub mod pool;
 pub mod prefetch;
 pub mod process_exit;
 pub mod resource;
 pub mod stream;
-mod stream_key;
 pub mod stream_pool;
 pub mod stream_registry;
 #[doc(hidden)]
 pub mod testing;
+
+#[doc(inline)]
+pub use rmm_algorithms::{arena, error};
+
+/// The allocation algorithm behind
+/// [`FixedSizeMemoryResource`](resource::FixedSizeMemoryResource): blocks of one size kept on
+/// per-stream stacks, from [`rmm_algorithms::fixed_size`] (which has the full story).
+pub mod fixed_size {
+    pub use rmm_algorithms::fixed_size::{ChunkTable, FixedSizeFreeList, StreamSets, FRESH_SLOT};
+}
+
+/// The allocation algorithm behind [`PoolMemoryResource`](resource::PoolMemoryResource) and the
+/// seams every pool shares, from [`rmm_algorithms`] (which has the full story): the pool itself
+/// ([`coalescing_pool`](pool::coalescing_pool)), the address space of the virtual pool
+/// ([`address_space`](pool::address_space)) and the ordering of work between streams
+/// ([`stream_order`](pool::stream_order)).
+pub mod pool {
+    pub use rmm_algorithms::{
+        address_space, coalescing_pool, current_thread_number, next_retirement_number, rounded_size, stream_order,
+        AddressSpace, BlockView, CoalescingPool, HostMappings, HostOrder, HostPhysicalMemory, LiveBlock, Partial,
+        PhysicalMemory, SetId, SimulatedDeviceOrder, StreamKey, StreamKind, StreamOrder, CAPTURE_MODE_RELAXED, GRANULE,
+        IDENTITY_TRUSTED, IDENTITY_UNKNOWN, MAX_BLOCK_BYTES,
+    };
+}
 
 pub use buffer::{DeviceBuffer, DeviceUvector};
 pub use device::{available_device_memory, percent_of_free_device_memory, DeviceGuard, DeviceId};

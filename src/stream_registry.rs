@@ -14,8 +14,8 @@
 //!   id as well as its handle; a pool that finds a different id behind a handle retires the old
 //!   stream's blocks until a synchronisation of everything covers its work.
 
-use crate::stream_key::StreamKey;
 use parking_lot::Mutex;
+use rmm_algorithms::StreamKey;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

@@ -2,9 +2,9 @@
 
 use crate::adaptor::never_allocated;
 use crate::error::{Error, Result};
-use crate::pool::GRANULE;
 use crate::resource::{align_up, effective_alignment, MemoryResource};
 use crate::stream::CudaStreamView;
+use rmm_algorithms::GRANULE;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Refuses allocations that would take the bytes outstanding through it above a limit.

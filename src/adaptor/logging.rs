@@ -97,7 +97,7 @@ pub fn log_thread_id() -> u64 {
     }
     #[cfg(not(target_os = "linux"))]
     {
-        crate::pool::current_thread_number() as u64
+        rmm_algorithms::current_thread_number() as u64
     }
 }
 

@@ -3,9 +3,9 @@
 
 use crate::adaptor::never_allocated;
 use crate::error::{Error, Result};
-use crate::pool::SpinMutex;
 use crate::resource::MemoryResource;
 use crate::stream::CudaStreamView;
+use rmm_algorithms::SpinMutex;
 
 /// The current, peak and total value of one quantity.
 ///

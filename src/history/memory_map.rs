@@ -4,8 +4,8 @@
 //! blue over the free memory's grey, each band labelled with its size and how much of it is
 //! handed out. The output depends only on the segments.
 
+use super::format::{human_bytes as human, xml_escape as escape};
 use crate::resource::{BlockState, MemorySegment};
-use crate::testing::{human_bytes as human, xml_escape as escape};
 use std::fmt::Write;
 
 const LEFT: usize = 240;

@@ -17,6 +17,7 @@
 
 mod clock;
 mod event;
+pub(crate) mod format;
 mod memory_map;
 mod native_stack;
 pub mod pickle;

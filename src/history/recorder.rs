@@ -10,8 +10,8 @@
 use super::clock::Clock;
 use super::event::{Action, Event, Frame, Frames};
 use crate::error::{Error, Result};
-use crate::pool::SpinMutex;
 use parking_lot::RwLock;
+use rmm_algorithms::SpinMutex;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

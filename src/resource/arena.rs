@@ -3,11 +3,7 @@
 //! stream, found through a thread-local cache, so an allocation or free takes no global lock and
 //! makes no CUDA call while the thread's arena holds enough memory.
 
-use crate::arena::{is_large, search_size, GlobalArena, SmallArena, MIN_SUPERBLOCK};
 use crate::error::{Error, Result};
-use crate::pool::{
-    current_thread_number, rounded_size, SpinMutex, StreamKey, StreamOrder, GRANULE, IDENTITY_TRUSTED, MAX_BLOCK_BYTES,
-};
 use crate::resource::claims::ClaimTable;
 use crate::resource::cuda_event_order::default_order;
 use crate::resource::pool::stream_key;
@@ -16,6 +12,10 @@ use crate::resource::{effective_alignment, MemoryResource};
 use crate::stream::CudaStreamView;
 use crate::PoolState;
 use parking_lot::Mutex;
+use rmm_algorithms::arena::{is_large, search_size, GlobalArena, SmallArena, MIN_SUPERBLOCK};
+use rmm_algorithms::{
+    current_thread_number, rounded_size, SpinMutex, StreamKey, StreamOrder, GRANULE, IDENTITY_TRUSTED, MAX_BLOCK_BYTES,
+};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -114,8 +114,8 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
     /// # Safety
     /// `order` orders work on the streams as `upstream`'s memory needs: CUDA events (a
     /// [`CudaEventOrder`](crate::resource::CudaEventOrder)) for memory kernels or the driver's
-    /// copies use; an order that waits for nothing ([`HostOrder`](crate::pool::HostOrder),
-    /// [`SimulatedDeviceOrder`](crate::pool::SimulatedDeviceOrder)) only for memory no device
+    /// copies use; an order that waits for nothing ([`HostOrder`](rmm_algorithms::HostOrder),
+    /// [`SimulatedDeviceOrder`](rmm_algorithms::SimulatedDeviceOrder)) only for memory no device
     /// work touches. A wrong order hands a block to a stream while work on another may still use
     /// it.
     pub unsafe fn with_stream_order(
@@ -239,7 +239,7 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
         }
         registry.next_number += 1;
         let number = registry.next_number;
-        let identity = self.order.identity(key, crate::pool::IDENTITY_UNKNOWN);
+        let identity = self.order.identity(key, rmm_algorithms::IDENTITY_UNKNOWN);
         let arena =
             Arc::new(Arena { number, key, state: SpinMutex::new(ArenaState { arena: SmallArena::new(), identity }) });
         registry.by_key.insert((thread, key), arena.clone());

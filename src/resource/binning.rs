@@ -2,10 +2,10 @@
 //! `binning_memory_resource`.
 
 use crate::error::{Error, Result};
-use crate::fixed_size::GrowOnly;
 use crate::resource::fixed_size::{FixedSizeMemoryResource, DEFAULT_BLOCKS_TO_PREALLOCATE};
 use crate::resource::{align_up, effective_alignment, MemoryResource, SharedResource, DEFAULT_ALIGNMENT};
 use crate::stream::CudaStreamView;
+use rmm_algorithms::fixed_size::GrowOnly;
 use std::sync::Arc;
 
 /// Bins of allocation sizes, each served by its own resource: a request of `bytes` goes to the bin

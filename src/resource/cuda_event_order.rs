@@ -8,10 +8,10 @@ use crate::driver::{
 };
 use crate::error::{Error, Result};
 use crate::event::CudaEvent;
-use crate::pool::{next_retirement_number, HostOrder, StreamKey, StreamOrder, IDENTITY_TRUSTED, IDENTITY_UNKNOWN};
 use crate::resource::MemoryResource;
 use crate::stream::CudaStreamView;
 use parking_lot::Mutex;
+use rmm_algorithms::{next_retirement_number, HostOrder, StreamKey, StreamOrder, IDENTITY_TRUSTED, IDENTITY_UNKNOWN};
 use std::collections::HashMap;
 
 /// How a resource that carves blocks out of `upstream`'s memory orders streams by default: with

@@ -2,10 +2,6 @@
 //! RMM's `fixed_size_memory_resource`.
 
 use crate::error::{Error, Result};
-use crate::fixed_size::magazine::{self, Magazine};
-use crate::fixed_size::{ChunkTable, FixedSizeFreeList, FRESH_SLOT};
-use crate::pool::{next_retirement_number, StreamKey, StreamOrder, IDENTITY_TRUSTED, IDENTITY_UNKNOWN};
-use crate::pool::{RawSpinLock, SpinMutex};
 use crate::resource::claims::ClaimTable;
 use crate::resource::cuda_event_order::default_order;
 use crate::resource::pool::stream_key;
@@ -15,6 +11,10 @@ use crate::stream::CudaStreamView;
 use crate::stream_registry::{add_tenant, StreamTenant, Tenancy};
 use parking_lot::lock_api::MutexGuard;
 use parking_lot::Mutex;
+use rmm_algorithms::fixed_size::magazine::{self, Magazine};
+use rmm_algorithms::fixed_size::{ChunkTable, FixedSizeFreeList, FRESH_SLOT};
+use rmm_algorithms::{next_retirement_number, StreamKey, StreamOrder, IDENTITY_TRUSTED, IDENTITY_UNKNOWN};
+use rmm_algorithms::{RawSpinLock, SpinMutex};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
@@ -92,8 +92,8 @@ impl<U: MemoryResource> FixedSizeMemoryResource<U> {
     /// # Safety
     /// `order` orders work on the streams as `upstream`'s memory needs: CUDA events (a
     /// [`CudaEventOrder`](crate::resource::CudaEventOrder)) for memory kernels or the driver's
-    /// copies use; an order that waits for nothing ([`HostOrder`](crate::pool::HostOrder),
-    /// [`SimulatedDeviceOrder`](crate::pool::SimulatedDeviceOrder)) only for memory no device
+    /// copies use; an order that waits for nothing ([`HostOrder`](rmm_algorithms::HostOrder),
+    /// [`SimulatedDeviceOrder`](rmm_algorithms::SimulatedDeviceOrder)) only for memory no device
     /// work touches. A wrong order hands a block to a stream while work on another may still use
     /// it.
     pub unsafe fn with_stream_order(

@@ -1,10 +1,6 @@
 //! A coalescing, stream-ordered pool over any upstream resource, sharded by stream.
 
 use crate::error::{Error, Result};
-use crate::pool::{
-    current_thread_number, rounded_size, CoalescingPool, SegmentMap, SetId, ShardMap, SpinMutex, StreamKey,
-    StreamOrder, GRANULE, MAX_BLOCK_BYTES,
-};
 use crate::resource::claims::ClaimTable;
 use crate::resource::cuda_event_order::default_order;
 use crate::resource::upstream_check::{allocate_chunk, give_back_chunks};
@@ -13,6 +9,10 @@ use crate::stream::CudaStreamView;
 use crate::PoolState;
 pub(crate) use in_place::ReservedRange;
 use parking_lot::{Mutex, RwLock};
+use rmm_algorithms::{
+    current_thread_number, rounded_size, CoalescingPool, SegmentMap, SetId, ShardMap, SpinMutex, StreamKey,
+    StreamOrder, GRANULE, MAX_BLOCK_BYTES,
+};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -54,7 +54,7 @@ struct Shard(SpinMutex<CoalescingPool>);
 
 /// A pool that takes chunks from `U` and hands out blocks from them in stream order.
 ///
-/// Allocation and free are O(1) in the number of free blocks (see [`crate::pool`]); a stream that
+/// Allocation and free are O(1) in the number of free blocks (see [`rmm_algorithms::coalescing_pool`]); a stream that
 /// has its shard to itself makes no CUDA call on either. The pool grows on demand: under a
 /// `maximum_size` as RMM's pool does (by the larger of the request and half the room left, giving
 /// wholly free chunks back first where the request does not fit in that room), without one by
@@ -135,8 +135,8 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// # Safety
     /// `order` orders work on the streams as `upstream`'s memory needs: CUDA events (a
     /// [`CudaEventOrder`](crate::resource::CudaEventOrder)) for memory kernels or the driver's
-    /// copies use; an order that waits for nothing ([`HostOrder`](crate::pool::HostOrder),
-    /// [`SimulatedDeviceOrder`](crate::pool::SimulatedDeviceOrder)) only for memory no device
+    /// copies use; an order that waits for nothing ([`HostOrder`](rmm_algorithms::HostOrder),
+    /// [`SimulatedDeviceOrder`](rmm_algorithms::SimulatedDeviceOrder)) only for memory no device
     /// work touches. A wrong order hands a block to a stream while work on another may still use
     /// it.
     pub unsafe fn with_stream_order(
@@ -299,7 +299,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         &self,
         home: usize,
         key: StreamKey,
-    ) -> parking_lot::lock_api::MutexGuard<'_, crate::pool::RawSpinLock, CoalescingPool> {
+    ) -> parking_lot::lock_api::MutexGuard<'_, rmm_algorithms::RawSpinLock, CoalescingPool> {
         match self.shards[home].0.try_lock() {
             Some(guard) => guard,
             None => self.lock_contended(home, key),
@@ -312,7 +312,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         &self,
         home: usize,
         key: StreamKey,
-    ) -> parking_lot::lock_api::MutexGuard<'_, crate::pool::RawSpinLock, CoalescingPool> {
+    ) -> parking_lot::lock_api::MutexGuard<'_, rmm_algorithms::RawSpinLock, CoalescingPool> {
         if home == 0 {
             self.shard_map.spread(key);
         } else {

@@ -8,9 +8,9 @@
 //! `failure_callback_resource_adaptor`) treat it as they treat the upstream's own.
 
 use crate::error::{Error, Result};
-use crate::pool::StreamOrder;
 use crate::resource::MemoryResource;
 use crate::stream::CudaStreamView;
+use rmm_algorithms::StreamOrder;
 
 /// `ptr` as the upstream returned it for a request of `bytes`, or [`Error::OutOfMemory`] when it is
 /// null although `bytes` is not 0: a null pointer is never handed on as memory (there is nothing

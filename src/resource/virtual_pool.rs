@@ -13,17 +13,17 @@
 //! stream-ordered hand-overs. What the range changes is growth (new memory is mapped right after
 //! the free tail, so the two are one block; addresses released earlier are mapped again first)
 //! and [`release`](VirtualPoolMemoryResource::release) (whole free granules are unmapped, their
-//! addresses kept). The mapping logic is [`crate::pool::AddressSpace`], tested on the host; the
+//! addresses kept). The mapping logic is [`rmm_algorithms::AddressSpace`], tested on the host; the
 //! device's side is [`DevicePhysicalMemory`], through the driver's virtual memory management
 //! (`cuMemAddressReserve`, `cuMemCreate`, `cuMemMap`, `cuMemSetAccess`).
 
 use crate::device::DeviceId;
 use crate::error::{Error, Result};
-use crate::pool::{AddressSpace, PhysicalMemory, StreamOrder, MAX_BLOCK_BYTES};
 use crate::resource::pool::{PoolMemoryResource, DEFAULT_SHARDS};
 use crate::resource::{CudaEventOrder, MemoryResource};
 use crate::stream::CudaStreamView;
 use crate::PoolState;
+use rmm_algorithms::{AddressSpace, PhysicalMemory, StreamOrder, MAX_BLOCK_BYTES};
 use std::sync::Arc;
 
 mod device;
@@ -112,7 +112,7 @@ impl<P: PhysicalMemory + 'static> VirtualPoolMemoryResource<P> {
     /// Memory that `phys` maps is memory the device may use where `phys.is_device_memory()` is
     /// true, host memory otherwise (the promise every [`MemoryResource`] makes of its blocks). A
     /// stand-in whose addresses no code reads or writes, such as
-    /// [`HostPhysicalMemory`](crate::pool::HostPhysicalMemory) in tests of the algorithm, keeps it
+    /// [`HostPhysicalMemory`](rmm_algorithms::HostPhysicalMemory) in tests of the algorithm, keeps it
     /// as long as nothing touches the blocks.
     pub unsafe fn with_physical(
         phys: P,

@@ -6,7 +6,7 @@
 //! 1 µs per operation on an H200 host; a count of bytes in one atomic still moved one cache line
 //! between cores on every call.
 
-use crate::pool::SpinMutex;
+use rmm_algorithms::SpinMutex;
 use std::backtrace::Backtrace;
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
@@ -103,7 +103,7 @@ impl LiveMap {
 
     /// The shard of the block at `addr`, locked.
     #[inline]
-    pub fn lock(&self, addr: usize) -> parking_lot::lock_api::MutexGuard<'_, crate::pool::RawSpinLock, ShardState> {
+    pub fn lock(&self, addr: usize) -> parking_lot::lock_api::MutexGuard<'_, rmm_algorithms::RawSpinLock, ShardState> {
         self.shards[shard_index(addr)].0.lock()
     }
 
@@ -112,7 +112,7 @@ impl LiveMap {
     pub fn try_lock(
         &self,
         addr: usize,
-    ) -> Option<parking_lot::lock_api::MutexGuard<'_, crate::pool::RawSpinLock, ShardState>> {
+    ) -> Option<parking_lot::lock_api::MutexGuard<'_, rmm_algorithms::RawSpinLock, ShardState>> {
         self.shards[shard_index(addr)].0.try_lock()
     }
 
@@ -199,7 +199,7 @@ impl LiveMap {
     }
 
     /// Every shard locked, in index order (the only order two threads ever lock several in).
-    fn lock_all(&self) -> Vec<parking_lot::lock_api::MutexGuard<'_, crate::pool::RawSpinLock, ShardState>> {
+    fn lock_all(&self) -> Vec<parking_lot::lock_api::MutexGuard<'_, rmm_algorithms::RawSpinLock, ShardState>> {
         self.shards.iter().map(|s| s.0.lock()).collect()
     }
 }

@@ -2,12 +2,12 @@
 //! defragmentation before out-of-memory, the dump of the arenas' state, and retiring streams.
 
 use super::{without_driver_ok, Arena, ArenaMemoryResource, Shared, IDENTITY_STALE};
-use crate::arena::{is_large, Lookup};
 use crate::error::{Error, Misuse, Result};
-use crate::pool::StreamKey;
 use crate::resource::MemoryResource;
 use crate::stream::CudaStreamView;
 use crate::stream_registry::{add_tenant, StreamTenant, Tenancy};
+use rmm_algorithms::arena::{is_large, Lookup};
+use rmm_algorithms::StreamKey;
 use std::sync::{Arc, Weak};
 
 /// Where a failed allocation's dump goes (RMM's file name).

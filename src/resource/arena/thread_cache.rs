@@ -2,7 +2,7 @@
 //! takes no lock. The most recently used arena is first; others are found by a short scan.
 
 use super::Arena;
-use crate::pool::StreamKey;
+use rmm_algorithms::StreamKey;
 use std::cell::RefCell;
 use std::sync::Arc;
 

@@ -1,12 +1,12 @@
 //! The fixed-size resource's side of the threads' magazines (see
-//! [`crate::fixed_size::magazine`]): finding the calling thread's, filling it from the stream's
+//! [`rmm_algorithms::fixed_size::magazine`]): finding the calling thread's, filling it from the stream's
 //! own blocks, and taking the blocks of every thread's magazines back into the shared sets.
 
 use super::FixedSizeMemoryResource;
-use crate::fixed_size::magazine::{self, Magazine};
-use crate::fixed_size::FixedSizeFreeList;
-use crate::pool::{StreamKey, IDENTITY_TRUSTED};
 use crate::resource::MemoryResource;
+use rmm_algorithms::fixed_size::magazine::{self, Magazine};
+use rmm_algorithms::fixed_size::FixedSizeFreeList;
+use rmm_algorithms::{StreamKey, IDENTITY_TRUSTED};
 use std::sync::Arc;
 
 impl<U: MemoryResource> FixedSizeMemoryResource<U> {

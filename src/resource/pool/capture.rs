@@ -31,10 +31,10 @@
 
 use super::PoolMemoryResource;
 use crate::error::{Error, Result};
-use crate::pool::{next_retirement_number, CoalescingPool, SetId, StreamKey, StreamOrder, GRANULE, MAX_BLOCK_BYTES};
 use crate::resource::upstream_check::allocate_chunk;
 use crate::resource::MemoryResource;
 use crate::stream::CudaStreamView;
+use rmm_algorithms::{next_retirement_number, CoalescingPool, SetId, StreamKey, StreamOrder, GRANULE, MAX_BLOCK_BYTES};
 use std::sync::atomic::Ordering;
 
 /// The owner of a capture's chunk in the segment map: past every shard, the capture shard included.
@@ -45,7 +45,7 @@ const CAPTURE_CHUNK: usize = 2 << 20;
 
 /// One capture's memory for the pool's segments: its id, the chunks it took from the upstream,
 /// the blocks of its memory.
-pub(super) type CaptureWalk = (u64, Vec<(usize, usize)>, Vec<crate::pool::BlockView>);
+pub(super) type CaptureWalk = (u64, Vec<(usize, usize)>, Vec<rmm_algorithms::BlockView>);
 
 /// The private memory of every capture the pool has served and not yet released.
 #[derive(Default)]

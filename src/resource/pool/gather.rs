@@ -33,8 +33,8 @@
 use super::in_place::whole_granules;
 use super::slow_path::{Gathered, Request};
 use super::PoolMemoryResource;
-use crate::pool::{SetId, StreamKey};
 use crate::resource::MemoryResource;
+use rmm_algorithms::{SetId, StreamKey};
 
 /// Free memory in pieces below the free tail is recycled once it is at least this fraction
 /// (inverse) of the pool (see the top of this file).

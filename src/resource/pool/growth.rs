@@ -4,10 +4,10 @@
 
 use super::{Growth, PoolMemoryResource};
 use crate::error::{Error, Result};
-use crate::pool::{CoalescingPool, StreamKey, GRANULE, MAX_BLOCK_BYTES};
 use crate::resource::upstream_check::allocate_chunk;
 use crate::resource::MemoryResource;
 use crate::stream::CudaStreamView;
+use rmm_algorithms::{CoalescingPool, StreamKey, GRANULE, MAX_BLOCK_BYTES};
 use std::sync::atomic::Ordering;
 
 /// Below [`GEOMETRIC_FROM`], a shard grows by at least the smaller of the pool size and this. With

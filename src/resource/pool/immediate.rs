@@ -3,9 +3,9 @@
 //! calls that may wait.
 
 use super::{stream_key, PoolMemoryResource};
-use crate::pool::{rounded_size, IDENTITY_TRUSTED, IDENTITY_UNKNOWN};
 use crate::resource::{effective_alignment, MemoryResource};
 use crate::stream::CudaStreamView;
+use rmm_algorithms::{rounded_size, IDENTITY_TRUSTED, IDENTITY_UNKNOWN};
 
 impl<U: MemoryResource> PoolMemoryResource<U> {
     /// A block from the stream's own free blocks in its home shard, if that shard's lock is free

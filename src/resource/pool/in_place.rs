@@ -19,8 +19,8 @@
 
 use super::{Growth, PoolMemoryResource};
 use crate::error::Result;
-use crate::pool::{CoalescingPool, Partial, SetId, StreamKey};
 use crate::resource::MemoryResource;
+use rmm_algorithms::{CoalescingPool, Partial, SetId, StreamKey};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -35,7 +35,7 @@ pub(crate) trait ReservedRange: Send + Sync {
 
     /// Maps at least `needed` bytes in one run, where `free_around(start, end)` says how many
     /// bytes the pool has free just below `start` and from `end` on, in blocks that would join a
-    /// range mapped there (see [`crate::pool::AddressSpace::grow`]).
+    /// range mapped there (see [`rmm_algorithms::AddressSpace::grow`]).
     fn grow(
         &self,
         needed: usize,
@@ -54,7 +54,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         upstream: U,
         range: Arc<dyn ReservedRange>,
         initial_size: usize,
-        order: Box<dyn crate::pool::StreamOrder>,
+        order: Box<dyn rmm_algorithms::StreamOrder>,
         shards: usize,
     ) -> Result<Self> {
         debug_assert_eq!(initial_size % range.granularity(), 0);

@@ -1,8 +1,8 @@
 //! The pool's invariants, checked for tests and debugging.
 
 use super::PoolMemoryResource;
-use crate::pool::GRANULE;
 use crate::resource::MemoryResource;
+use rmm_algorithms::GRANULE;
 
 impl<U: MemoryResource> PoolMemoryResource<U> {
     /// Checks the pool's internal invariants; for tests and debugging.

@@ -22,10 +22,10 @@
 
 use super::PoolMemoryResource;
 use crate::error::Result;
-use crate::pool::{StreamKey, GRANULE};
 use crate::resource::upstream_check::give_back_chunk;
 use crate::resource::MemoryResource;
 use crate::stream::CudaStreamView;
+use rmm_algorithms::{StreamKey, GRANULE};
 use std::sync::atomic::Ordering;
 
 impl<U: MemoryResource> PoolMemoryResource<U> {

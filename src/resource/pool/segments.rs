@@ -4,9 +4,9 @@
 //! its ranges now. A cold, read-only walk: it takes each shard's lock in turn, as `state` does.
 
 use super::PoolMemoryResource;
-use crate::pool::BlockView;
 use crate::resource::segments::tile_segments;
 use crate::resource::{BlockState, MemoryResource, MemorySegment, SegmentBlock};
+use rmm_algorithms::BlockView;
 
 /// A block of the pool's walk as a segment block.
 pub(super) fn segment_block(b: BlockView) -> SegmentBlock {

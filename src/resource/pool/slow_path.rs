@@ -8,9 +8,9 @@
 
 use super::{Growth, PoolMemoryResource};
 use crate::error::{format_bytes, Error, Result};
-use crate::pool::{CoalescingPool, SetId, StreamKey, GRANULE};
 use crate::resource::MemoryResource;
 use crate::stream::CudaStreamView;
+use rmm_algorithms::{CoalescingPool, SetId, StreamKey, GRANULE};
 
 /// The smallest range a shard takes from another shard's free memory at once.
 const MIN_SEGMENT: usize = 1 << 20;

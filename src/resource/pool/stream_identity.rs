@@ -16,11 +16,11 @@
 //!    everything, which the pool makes before it would grow by as much.
 
 use super::{PoolMemoryResource, Shard};
-use crate::pool::{
-    next_retirement_number, CoalescingPool, SetId, StreamKey, StreamOrder, IDENTITY_TRUSTED, IDENTITY_UNKNOWN,
-};
 use crate::resource::MemoryResource;
 use crate::stream_registry::{add_tenant, StreamTenant, Tenancy};
+use rmm_algorithms::{
+    next_retirement_number, CoalescingPool, SetId, StreamKey, StreamOrder, IDENTITY_TRUSTED, IDENTITY_UNKNOWN,
+};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 

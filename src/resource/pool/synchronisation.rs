@@ -10,8 +10,8 @@
 
 use super::slow_path::Request;
 use super::PoolMemoryResource;
-use crate::pool::{next_retirement_number, StreamKey, GRANULE, MAX_BLOCK_BYTES};
 use crate::resource::MemoryResource;
+use rmm_algorithms::{next_retirement_number, StreamKey, GRANULE, MAX_BLOCK_BYTES};
 
 /// How many times step 7 lets other threads run before out-of-memory is reported.
 const PUBLISH_WAIT_ROUNDS: usize = 64;

@@ -4,7 +4,7 @@
 
 use crate::driver::{self, DeviceId, DevicePtr, PhysicalHandle};
 use crate::error::{Error, Result};
-use crate::pool::{Partial, PhysicalMemory};
+use rmm_algorithms::{Partial, PhysicalMemory};
 
 /// How a [`DevicePhysicalMemory`] is made.
 #[derive(Debug, Clone, Default)]

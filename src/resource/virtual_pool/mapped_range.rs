@@ -2,11 +2,11 @@
 //! upstream (its initial chunk, and every range still mapped given back when it is dropped).
 
 use crate::error::{Error, Result};
-use crate::pool::{AddressSpace, Partial, PhysicalMemory};
 use crate::resource::pool::ReservedRange;
 use crate::resource::MemoryResource;
 use crate::stream::CudaStreamView;
 use parking_lot::{Mutex, MutexGuard};
+use rmm_algorithms::{AddressSpace, Partial, PhysicalMemory};
 use std::sync::Arc;
 
 /// An [`AddressSpace`] behind a lock. Taken after a shard's lock, never before one.

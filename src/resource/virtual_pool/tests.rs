@@ -2,7 +2,7 @@
 //! failures of the physical side, and random runs against a model.
 
 use super::*;
-use crate::pool::{HostMappings, HostOrder, HostPhysicalMemory, StreamKey};
+use rmm_algorithms::{HostMappings, HostOrder, HostPhysicalMemory, StreamKey};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -246,7 +246,7 @@ fn bad_reservations_are_refused() {
 #[test]
 fn random_runs_keep_every_live_block_mapped_and_apart() {
     for seed in 1..=12 {
-        let mut rng = crate::testing::SplitMix64::new(seed);
+        let mut rng = rmm_algorithms::testing::SplitMix64::new(seed);
         let shards = [1, 4][seed as usize % 2];
         let order: Box<dyn StreamOrder> =
             if seed % 3 == 0 { Box::new(HostOrder) } else { Box::new(CountingOrder::default()) };

@@ -4,7 +4,7 @@
 //! blocks handed out are unmapped before a large growth, where threads have shards of their own.
 
 use super::*;
-use crate::pool::{HostMappings, HostPhysicalMemory};
+use rmm_algorithms::{HostMappings, HostPhysicalMemory};
 use std::sync::mpsc;
 
 const MIB: usize = 1 << 20;
@@ -19,7 +19,7 @@ fn pool(ordered: bool) -> (Pool, HostMappings) {
     let phys = HostPhysicalMemory::new(BASE, 4 << 30, G);
     let view = phys.mappings();
     let order: Box<dyn StreamOrder> =
-        if ordered { Box::new(crate::pool::SimulatedDeviceOrder) } else { Box::new(crate::pool::HostOrder) };
+        if ordered { Box::new(rmm_algorithms::SimulatedDeviceOrder) } else { Box::new(rmm_algorithms::HostOrder) };
     // SAFETY: no test reads or writes the blocks of the stand-in.
     (unsafe { Pool::with_physical(phys, 0, order, 8) }.unwrap(), view)
 }

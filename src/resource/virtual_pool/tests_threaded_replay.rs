@@ -4,7 +4,7 @@
 //! peak of live bytes, as on one thread.
 
 use super::*;
-use crate::pool::HostPhysicalMemory;
+use rmm_algorithms::HostPhysicalMemory;
 use std::collections::HashMap;
 use std::sync::{Condvar, Mutex};
 
@@ -36,7 +36,7 @@ fn replay(spread: bool) -> (usize, usize) {
     let phys = HostPhysicalMemory::new(1 << 40, 64 << 30, 2 << 20);
     // SAFETY: no test reads or writes the blocks of the stand-in.
     let p = unsafe {
-        VirtualPoolMemoryResource::with_physical(phys, 256 << 20, Box::new(crate::pool::SimulatedDeviceOrder), 32)
+        VirtualPoolMemoryResource::with_physical(phys, 256 << 20, Box::new(rmm_algorithms::SimulatedDeviceOrder), 32)
     }
     .unwrap();
     let s = CudaStreamView::DEFAULT;

@@ -3,7 +3,7 @@
  * block, superblock, global_arena, arena, arena_cleaner}` with their free functions, so that code
  * written against them compiles and behaves as with RMM. They are plain C++ over address ranges
  * taken from any `cuda::mr` resource, written for this project; `rmm::mr::arena_memory_resource`
- * does not use them (its algorithm lives in Rust, src/arena/).
+ * does not use them (its algorithm lives in Rust, algorithms/src/arena/).
  *
  * Vocabulary: a byte_span is an address range; a block is a span handed out or free inside a
  * superblock; a superblock is a span of at least 1 MiB with its own address-ordered free list; the

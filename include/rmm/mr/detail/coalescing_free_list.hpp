@@ -1,6 +1,6 @@
 /*
  * Here because RMM 26.10 ships this path: C++ code written against RMM's detail API includes it and
- * compiles unchanged. rmm-rs's own pools are Rust (src/pool/) and do not use it. It is RMM's
+ * compiles unchanged. rmm-rs's own pools are Rust (algorithms/) and do not use it. It is RMM's
  * coalescing free list of address ranges, a host-side building block.
  */
 #pragma once

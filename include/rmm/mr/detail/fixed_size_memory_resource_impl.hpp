@@ -1,6 +1,6 @@
 /*
  * rmm-rs: RMM's path for the fixed-size resource's implementation. In rmm-rs that lives in the Rust core
- * (src/fixed_size/, src/resource/); this header exists so that code including RMM's path
+ * (algorithms/src/fixed_size/, src/resource/); this header exists so that code including RMM's path
  * compiles, and gives the public class.
  */
 #pragma once

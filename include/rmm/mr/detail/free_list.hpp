@@ -1,6 +1,6 @@
 /*
  * Here because RMM 26.10 ships this path: C++ code written against RMM's detail API includes it and
- * compiles unchanged. rmm-rs's own free lists are Rust (src/pool/, src/fixed_size/) and do not use
+ * compiles unchanged. rmm-rs's own free lists are Rust (the crate in algorithms/) and do not use
  * it. It is RMM's base of host-side free lists, the base of coalescing_free_list.hpp and
  * fixed_size_free_list.hpp.
  */

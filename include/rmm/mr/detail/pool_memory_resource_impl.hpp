@@ -1,5 +1,5 @@
 /*
- * rmm-rs: the path of RMM's pool implementation. In rmm-rs the pool is the Rust pool (src/pool/,
+ * rmm-rs: the path of RMM's pool implementation. In rmm-rs the pool is the Rust pool (algorithms/,
  * src/resource/pool.rs) behind rmm::mr::pool_memory_resource; including this header gives that
  * class and the detail pieces RMM's header includes.
  */

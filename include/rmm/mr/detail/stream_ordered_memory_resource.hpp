@@ -1,6 +1,6 @@
 /*
  * rmm-rs: the path of RMM's base of its C++ pools (stream_ordered_memory_resource: per-stream free
- * lists with events between streams). In rmm-rs that algorithm is the Rust pool (src/pool/,
+ * lists with events between streams). In rmm-rs that algorithm is the Rust pool (algorithms/,
  * src/resource/pool.rs), which every pool class of rmm::mr uses through the bridge; its stream
  * ordering is described in the top-level README. This header keeps the path and the small CRTP
  * helper RMM declares here; it does not provide RMM's C++ base class.

@@ -4,7 +4,7 @@
 //! request a small arena serves fits in one; a small arena asks for larger ones as it grows, so a
 //! thread that keeps much memory live comes back to the global arena (and its lock) rarely.
 
-use crate::pool::GRANULE;
+use crate::GRANULE;
 
 /// The smallest superblock: 1 MiB, as in RMM. Requests searching for more go to the global arena.
 pub const MIN_SUPERBLOCK: usize = 1 << 20;
@@ -24,11 +24,13 @@ pub struct Superblock {
 
 impl Superblock {
     /// One past the last byte.
+    #[inline]
     pub fn end(&self) -> usize {
         self.addr + self.size
     }
 
     /// True when `addr` lies inside.
+    #[inline]
     pub fn contains(&self, addr: usize) -> bool {
         self.addr <= addr && addr < self.end()
     }

@@ -10,7 +10,7 @@
 //! next, so set ids do not pile up as streams come and go.
 
 use super::{CoalescingPool, SetId, StreamSet};
-use crate::pool::stream_order::{next_retirement_number, StreamKey, IDENTITY_TRUSTED};
+use crate::stream_order::{next_retirement_number, StreamKey, IDENTITY_TRUSTED};
 
 /// Sets of retired streams whose work a capture covers, at most, per pool: beyond it the oldest
 /// waits for a synchronisation instead, so sets do not pile up while fresh memory lasts (a stream

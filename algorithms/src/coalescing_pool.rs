@@ -245,6 +245,7 @@ impl CoalescingPool {
     }
 
     /// Records which stream `set` belongs to, once the first call on it has asked.
+    #[inline]
     pub fn set_identity(&mut self, set: SetId, identity: u64) {
         self.sets[set].identity = identity;
         if self.last.set == set {
@@ -265,6 +266,7 @@ impl CoalescingPool {
     }
 
     /// The stream key of a set (a published set has its owner's key).
+    #[inline]
     pub fn key_of(&self, set: SetId) -> StreamKey {
         self.sets[set].key
     }
@@ -455,6 +457,7 @@ impl CoalescingPool {
 
     /// True when `set`'s free blocks may go to another stream after a wait (or at once, if fresh):
     /// fresh memory, a published set, or the set of a retired stream.
+    #[inline]
     pub fn is_published(&self, set: SetId) -> bool {
         let s = &self.sets[set];
         s.key == StreamKey::FRESH || s.published_by.is_some() || s.key.is_retired()

@@ -4,8 +4,8 @@
 //! the memory added after it are one block, and a range mapped again joins both of its neighbours.
 
 use super::{CoalescingPool, SetId, GRANULE, GRANULE_SHIFT};
-use crate::pool::block::{Block, BlockId, Owner, MAX_BLOCK_BYTES, NIL};
-use crate::pool::free_list::split;
+use crate::block::{Block, BlockId, Owner, MAX_BLOCK_BYTES, NIL};
+use crate::free_list::split;
 
 impl CoalescingPool {
     /// Adds `[addr, addr + size)` as free memory of `set`, joined to the chunk that ends at `addr`
@@ -189,7 +189,7 @@ impl CoalescingPool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pool::StreamKey;
+    use crate::StreamKey;
 
     const MIB: usize = 1 << 20;
 

@@ -2,7 +2,7 @@
 //! own sets, or another stream's published set.
 
 use super::{search_size, CoalescingPool, SetId, StreamKey, GRANULE_SHIFT};
-use crate::pool::size_class::{map_ceil, Class};
+use crate::size_class::{map_ceil, Class};
 
 impl CoalescingPool {
     /// A set of free lists other than `set`'s private ones that holds a fitting block and may hand

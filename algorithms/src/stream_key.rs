@@ -118,6 +118,7 @@ impl StreamKey {
     }
 
     /// The key of the per-thread default stream of thread number `thread`.
+    #[inline]
     pub const fn per_thread(thread: usize) -> Self {
         StreamKey((thread << Self::NUMBER_SHIFT) | Self::PER_THREAD_TAG)
     }

@@ -172,7 +172,7 @@ impl AddressMap {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pool::block::{Block, Owner};
+    use crate::block::{Block, Owner};
     use std::collections::HashMap;
 
     #[test]

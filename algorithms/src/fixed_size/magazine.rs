@@ -10,7 +10,7 @@
 //! The thread's cache finds its magazine by `(resource, stream)` with no lock; a thread that exits
 //! leaves its magazines in the registry, where the next reclaim takes their blocks.
 
-use crate::pool::{SpinMutex, StreamKey};
+use crate::{SpinMutex, StreamKey};
 use std::cell::RefCell;
 use std::sync::Arc;
 

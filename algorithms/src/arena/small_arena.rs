@@ -9,7 +9,7 @@
 
 use super::Superblock;
 use crate::error::{Misuse, PoolState};
-use crate::pool::{CoalescingPool, LiveBlock, SetId, StreamKey};
+use crate::{CoalescingPool, LiveBlock, SetId, StreamKey};
 
 /// The superblocks of one arena and their blocks.
 pub struct SmallArena {

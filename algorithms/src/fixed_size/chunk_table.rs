@@ -38,6 +38,7 @@ impl ChunkTable {
     }
 
     /// The size of every block.
+    #[inline]
     pub fn block_size(&self) -> usize {
         self.block_size
     }

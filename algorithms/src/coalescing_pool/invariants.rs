@@ -2,7 +2,7 @@
 //! fuzz targets after every call.
 
 use super::{CoalescingPool, CACHE_CLASSES};
-use crate::pool::block::{BlockId, Owner, NIL};
+use crate::block::{BlockId, Owner, NIL};
 
 impl CoalescingPool {
     /// Checks every invariant listed at the top of this file; for tests. Returns a description of

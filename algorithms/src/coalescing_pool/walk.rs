@@ -2,7 +2,7 @@
 //! maps. Cold: it indexes the block records by address first, and no allocation path calls it.
 
 use super::CoalescingPool;
-use crate::pool::block::{BlockId, NIL};
+use crate::block::{BlockId, NIL};
 use std::collections::HashMap;
 
 /// One block as [`CoalescingPool::walk_chunks`] sees it.

@@ -8,6 +8,7 @@ pub use crate::stream_key::{StreamKey, StreamKind};
 ///
 /// While the thread's locals are being torn down every call gets a fresh number instead of
 /// panicking; a pool then treats each such call as another stream, which only orders more.
+#[inline]
 pub fn current_thread_number() -> usize {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static NEXT: AtomicUsize = AtomicUsize::new(1);

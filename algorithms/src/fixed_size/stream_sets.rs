@@ -6,7 +6,7 @@
 //! Fresh memory, which no stream has used, sits under [`StreamKey::FRESH`] and any stream takes
 //! from it at once. Blocks of retired streams sit under their retired keys, all published.
 
-use crate::pool::{StreamKey, IDENTITY_UNKNOWN};
+use crate::{StreamKey, IDENTITY_UNKNOWN};
 
 /// One stream's free blocks.
 struct Set {
@@ -76,6 +76,7 @@ impl StreamSets {
     }
 
     /// The key of the set in `slot`.
+    #[inline]
     pub fn key_of(&self, slot: usize) -> StreamKey {
         self.sets[slot].key
     }
@@ -87,6 +88,7 @@ impl StreamSets {
     }
 
     /// Notes which stream fills the set in `slot`.
+    #[inline]
     pub fn set_identity(&mut self, slot: usize, identity: u64) {
         self.sets[slot].identity = identity;
     }
@@ -116,6 +118,7 @@ impl StreamSets {
     }
 
     /// A block of fresh memory.
+    #[inline]
     pub fn pop_fresh(&mut self) -> Option<usize> {
         self.sets[FRESH_SLOT].private.pop()
     }
@@ -147,11 +150,13 @@ impl StreamSets {
     }
 
     /// True when the set in `slot` has published blocks.
+    #[inline]
     pub fn has_published(&self, slot: usize) -> bool {
         !self.sets[slot].published.is_empty()
     }
 
     /// True when the set in `slot` has private blocks.
+    #[inline]
     pub fn has_private(&self, slot: usize) -> bool {
         !self.sets[slot].private.is_empty()
     }
@@ -183,7 +188,7 @@ impl StreamSets {
         let set = &mut self.sets[slot];
         set.key = retired;
         set.wanted = false;
-        set.identity = crate::pool::IDENTITY_TRUSTED;
+        set.identity = crate::IDENTITY_TRUSTED;
         let mut private = std::mem::take(&mut set.private);
         set.published.append(&mut private);
     }

@@ -1,4 +1,5 @@
-//! The one error type of the crate.
+//! The one error type of rmm-rs, here so that the algorithms and the resources share it. It names
+//! CUDA failures only as data (a call's name and its code): nothing here calls CUDA.
 //!
 //! Every fallible operation returns [`Result`]. Messages say what happened and what to do about it,
 //! because they reach users unchanged (as `what()` of a C++ exception through the bridge).
@@ -35,7 +36,7 @@ pub enum Misuse {
         given: usize,
     },
     /// The block is lent whole to a resource that carves blocks out of it (a pool's chunk, see
-    /// [`MemoryResource::claim`](crate::MemoryResource::claim)): only that resource gives it back.
+    /// `rmm::MemoryResource::claim`): only that resource gives it back.
     ClaimedBlock {
         /// The pointer passed to `deallocate`.
         ptr: usize,
@@ -61,7 +62,7 @@ pub struct PoolState {
     pub largest_free_block: usize,
 }
 
-/// Errors of every resource, adaptor and helper in this crate.
+/// Errors of every resource, adaptor and helper of rmm-rs, and of the algorithms here.
 ///
 /// Non-exhaustive: a later version may add a kind, so a `match` outside the crate needs a `_` arm.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,7 +132,7 @@ pub enum Error {
     /// returned was given back. RMM has no such check; the C++ face throws `rmm::logic_error`.
     BadUpstream(String),
     /// An address a caller handed over is not memory the operation can use (see
-    /// [`crate::pointer::check`]).
+    /// `rmm::pointer::check`).
     BadPointer {
         /// The address.
         ptr: usize,
@@ -149,7 +150,7 @@ pub enum Error {
     },
 }
 
-/// Shorthand used throughout the crate.
+/// Shorthand used throughout rmm-rs.
 pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {

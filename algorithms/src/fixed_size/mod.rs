@@ -1,19 +1,18 @@
-//! The allocation algorithm behind
-//! [`FixedSizeMemoryResource`](crate::resource::FixedSizeMemoryResource): blocks of one size,
+//! The allocation algorithm behind `rmm::resource::FixedSizeMemoryResource`: blocks of one size,
 //! carved from chunks the resource takes from its upstream, kept on per-stream stacks.
 //!
 //! It knows nothing about CUDA: it manages addresses. Which stream may take which free block is
-//! decided by the resource through the [`StreamOrder`](crate::pool::StreamOrder) seam, as for the
+//! decided by the resource through the [`StreamOrder`](crate::StreamOrder) seam, as for the
 //! pool; this module only keeps the blocks where those decisions put them, and checks every free
 //! (a block of this resource, at its start, handed out) before accepting it.
 
 mod chunk_table;
 mod grow_only;
-pub(crate) mod magazine;
+pub mod magazine;
 mod stream_sets;
 
 pub use chunk_table::ChunkTable;
-pub(crate) use grow_only::GrowOnly;
+pub use grow_only::GrowOnly;
 pub use stream_sets::{StreamSets, FRESH_SLOT};
 
 use crate::error::Misuse;
@@ -53,6 +52,7 @@ impl FixedSizeFreeList {
     }
 
     /// Hands out a block of fresh memory, if there is one.
+    #[inline]
     pub fn allocate_fresh(&mut self) -> Option<usize> {
         let block = self.sets.pop_fresh()?;
         self.table.mark_live(block);
@@ -96,7 +96,7 @@ impl FixedSizeFreeList {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pool::StreamKey;
+    use crate::StreamKey;
 
     #[test]
     fn blocks_go_round_and_bad_frees_change_nothing() {

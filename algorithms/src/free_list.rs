@@ -175,7 +175,7 @@ pub(super) fn absorb_next(blocks: &mut BlockTable, id: BlockId) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pool::block::{Block, Owner, SetId};
+    use crate::block::{Block, Owner, SetId};
 
     fn block(addr: usize, units: u32) -> Block {
         Block::new(addr, units, Owner::Set(SetId::default()))

@@ -3,9 +3,9 @@
 //! with the blocks still handed out in it through `detach_all_chunks` and `add_chunk_with_live`).
 
 use super::{CoalescingPool, SetId, GRANULE, GRANULE_SHIFT};
-use crate::pool::block::{Block, BlockId, Owner, MAX_BLOCK_BYTES, NIL};
-use crate::pool::free_list::split;
-use crate::pool::size_class::map_ceil;
+use crate::block::{Block, BlockId, Owner, MAX_BLOCK_BYTES, NIL};
+use crate::free_list::split;
+use crate::size_class::map_ceil;
 
 /// A block handed out, as it moves with its chunk from one pool to another.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -241,8 +241,8 @@ impl CoalescingPool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pool::coalescing_pool::GRANULE;
-    use crate::pool::StreamKey;
+    use crate::coalescing_pool::GRANULE;
+    use crate::StreamKey;
 
     const KIB: usize = 1 << 10;
 

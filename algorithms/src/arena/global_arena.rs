@@ -14,7 +14,7 @@
 
 use super::{superblock_size, Superblock, MIN_SUPERBLOCK};
 use crate::error::{Misuse, PoolState};
-use crate::pool::{CoalescingPool, LiveBlock, SetId, StreamKey, GRANULE};
+use crate::{CoalescingPool, LiveBlock, SetId, StreamKey, GRANULE};
 use std::collections::BTreeMap;
 
 /// The global arena's state; the caller locks it.
@@ -51,7 +51,7 @@ pub enum Lookup {
 
 impl GlobalArena {
     /// An arena over `[base, base + size)`; `size` a multiple of 256 of at least
-    /// [`MIN_SUPERBLOCK`] and at most [`crate::pool::MAX_BLOCK_BYTES`].
+    /// [`MIN_SUPERBLOCK`] and at most [`crate::MAX_BLOCK_BYTES`].
     pub fn new(base: usize, size: usize) -> Self {
         let mut core = CoalescingPool::new();
         let set = core.set_of(StreamKey::LEGACY_DEFAULT);

@@ -1,5 +1,5 @@
-//! The allocation algorithm behind [`ArenaMemoryResource`](crate::resource::ArenaMemoryResource),
-//! after RMM's arena allocator. It knows nothing about CUDA.
+//! The allocation algorithm behind `rmm::resource::ArenaMemoryResource`, after RMM's arena
+//! allocator. It knows nothing about CUDA.
 //!
 //! A [`GlobalArena`] holds one range taken from the upstream at construction and carves it into
 //! [`Superblock`]s (at least [`MIN_SUPERBLOCK`] bytes) and into the blocks of large requests. Each
@@ -17,7 +17,7 @@ mod global_arena;
 mod small_arena;
 mod superblock;
 
-pub use crate::pool::LiveBlock;
+pub use crate::LiveBlock;
 pub use global_arena::{Acquired, GlobalArena, Lookup};
 pub use small_arena::SmallArena;
 pub use superblock::{superblock_size, Superblock, MAX_SUPERBLOCK, MIN_SUPERBLOCK};
@@ -26,7 +26,7 @@ pub use superblock::{superblock_size, Superblock, MAX_SUPERBLOCK, MIN_SUPERBLOCK
 /// of 256, `align` a power of two of at least 256); `None` on overflow.
 #[inline]
 pub fn search_size(size: usize, align: usize) -> Option<usize> {
-    size.checked_add(align - crate::pool::GRANULE)
+    size.checked_add(align - crate::GRANULE)
 }
 
 /// True when a request searching for `search` bytes goes to the global arena directly (RMM's

@@ -51,7 +51,7 @@ impl SegmentMap {
 
     /// Number of ranges (for tests).
     #[cfg(test)]
-    pub fn len(&self) -> usize {
+    fn len(&self) -> usize {
         self.ranges.len()
     }
 
