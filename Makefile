@@ -305,12 +305,16 @@ endif
 	+$(MAKE) --no-print-directory python-test
 
 # No two modules of a crate import each other, and the driver door uses nothing above it
-# (tests/tools/module_cycles.py, and its own tests).
+# (tests/tools/module_cycles.py, and its own tests); the allocation algorithms (rmm-algorithms)
+# depend on no CUDA crate, so that Cargo, not discipline, keeps CUDA out of them.
 LAYERED := src algorithms/src cpp/src cpp/legacy/src python/src benches/replay/src
 .PHONY: layering
 layering:
 	python3 -m unittest -q $(REPO)/tests/tools/test_module_cycles.py
 	cd $(REPO) && python3 tests/tools/module_cycles.py $(LAYERED)
+	@cd $(REPO) && deps=$$(cargo tree -p rmm-algorithms -e normal --prefix none --offline 2>/dev/null || cargo tree -p rmm-algorithms -e normal --prefix none); \
+	  if echo "$$deps" | grep -q '^cudarc '; then echo "layering: rmm-algorithms depends on cudarc: the algorithms must not see CUDA"; exit 1; fi; \
+	  echo "layering: rmm-algorithms depends on no CUDA crate ($$(echo "$$deps" | sed 1d | cut -d' ' -f1 | sort -u | tr '\n' ' '))"
 
 # Every unsafe block of the repository's Rust, library, tests, benchmarks, fuzz targets and
 # examples alike, has a `// SAFETY:` comment above it or above the statement that holds it
