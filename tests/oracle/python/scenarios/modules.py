@@ -68,6 +68,36 @@ _BUILD_NAMES = {"__builtins__", "__cached__", "__file__", "__loader__", "__spec_
                 "__setstate_cython__", "__annotate__", "__conditional_annotations__"}
 
 
+#: Names rmm-rs adds to RMM's modules on purpose (docs/differences.md#additions): left out on both
+#: sides, so that a name RMM has and we lack, or an extra name not listed here, still diverges.
+ADDITIONS = {
+    "rmm.mr": {"HistoryResourceAdaptor", "VirtualPoolMemoryResource", "capture_allocations", "_capture"},
+    "rmm.pylibrmm.memory_resource": {"HistoryResourceAdaptor", "VirtualPoolMemoryResource"},
+    "rmm.pylibrmm.memory_resource._memory_resource": {"HistoryResourceAdaptor", "VirtualPoolMemoryResource"},
+    "rmm.allocators.torch": {
+        "max_memory_allocated", "max_memory_reserved", "memory_allocated", "memory_reserved",
+        "release_graph_memory", "reset_peak_memory_stats",
+        "_chain", "_device_index", "_install_empty_cache_hook", "_install_graph_hooks",
+        "_max_reserved", "_reserved", "_statistics",
+    },
+}
+#: Methods rmm-rs adds to RMM's classes (docs/differences.md#additions): graph capture and
+#: giving wholly free memory back.
+CLASS_ADDITIONS = {
+    ("rmm.mr", "PoolMemoryResource"): {"begin_capture", "capture_pool_size", "captures", "end_capture",
+                                       "release", "release_capture"},
+}
+#: Keyword-only parameters rmm-rs adds to RMM's functions (docs/differences.md#additions), cut
+#: from the signature before it is recorded.
+_ADDED_PARAMETERS = re.compile(r", \*, virtual_pool_allocator=False(?=\))")
+
+
+def _dir(mod, modname):
+    """``dir(mod)`` without the names rmm-rs adds on purpose."""
+    added = ADDITIONS.get(modname, set())
+    return [n for n in dir(mod) if n not in added]
+
+
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 # What a compiled method's signature says about how it was compiled, not how it is called: RMM's
 # Cython methods show `(self, ...)`, a `-> 'size_t'` return annotation and the default stream as
@@ -94,6 +124,7 @@ def signature_of(obj):
                       return_annotation=inspect.Signature.empty)
     text = _ADDRESS.sub(" at 0x...", str(sig))
     text = _POSITIONAL_SELF.sub("(self", _RETURN.sub("", text))
+    text = _ADDED_PARAMETERS.sub("", text)
     return _STREAM_DEFAULT.sub("=<default stream>", text)
 
 
@@ -167,11 +198,12 @@ def _names_scenario(modname):
         if mod is None:
             return
         # `_native` is rmm-rs's compiled core: the one name it must add.
-        names = [n for n in dir(mod) if not _is_build_name(n) and n != "_native"
+        names = [n for n in _dir(mod, modname) if not _is_build_name(n) and n != "_native"
                  and not is_foreign(n, getattr(mod, n))]
         t.rec("public", sorted(n for n in names if not n.startswith("_")))
         t.rec("private", sorted(n for n in names if n.startswith("_")))
-        t.rec("__all__", sorted(getattr(mod, "__all__", [])) if hasattr(mod, "__all__") else None)
+        t.rec("__all__", sorted(n for n in getattr(mod, "__all__", []) if n not in ADDITIONS.get(modname, ()))
+              if hasattr(mod, "__all__") else None)
         t.rec("is_package", hasattr(mod, "__path__"))
 
     return run
@@ -182,7 +214,7 @@ def _imports_scenario(modname):
         mod = _import(t, modname)
         if mod is None:
             return
-        t.rec("foreign", sorted(n for n in dir(mod) if not _is_build_name(n)
+        t.rec("foreign", sorted(n for n in _dir(mod, modname) if not _is_build_name(n)
                                 and is_foreign(n, getattr(mod, n))
                                 and not _is_builtin_class(getattr(mod, n))))
 
@@ -194,7 +226,7 @@ def _kinds_scenario(modname):
         mod = _import(t, modname)
         if mod is None:
             return
-        for n in sorted(dir(mod)):
+        for n in sorted(_dir(mod, modname)):
             if n.startswith("_") or is_foreign(n, getattr(mod, n)):
                 continue
             v = getattr(mod, n)
@@ -216,7 +248,7 @@ def _signatures_scenario(modname):
         mod = _import(t, modname)
         if mod is None:
             return
-        for n in sorted(dir(mod)):
+        for n in sorted(_dir(mod, modname)):
             if n.startswith("_") or is_foreign(n, getattr(mod, n)):
                 continue
             v = getattr(mod, n)
@@ -237,7 +269,8 @@ def _class_scenario(modname, clsname):
         t.rec("module", cls.__module__)
         t.rec("qualname", cls.__qualname__)
         t.rec("mro", [c.__name__ for c in cls.__mro__])
-        members = sorted(n for n in dir(cls) if not n.startswith("_"))
+        added = CLASS_ADDITIONS.get((modname, clsname), set())
+        members = sorted(n for n in dir(cls) if not n.startswith("_") and n not in added)
         t.rec("members", members)
         dunders = sorted(n for n in dir(cls) if n.startswith("__") and n not in _BUILD_NAMES
                          and n not in _BUILD_DUNDERS and n in vars(cls))
