@@ -74,6 +74,8 @@ fn a_parked_block_is_freed_through_the_global_arena_on_another_thread() {
     let addr = block as usize;
     let r2 = r.clone();
     std::thread::spawn(move || {
+        // A new thread has no current context: the test's own memset needs device 0's.
+        rmm::device::set_current_device(rmm::DeviceId(0)).unwrap();
         let ptds = CudaStreamView::PER_THREAD;
         fill_async(addr as *mut u8, 4096, 0x7c, ptds);
         r2.deallocate(addr as *mut u8, 4096, 256, ptds).unwrap();
