@@ -106,7 +106,7 @@ pub use device::{available_device_memory, percent_of_free_device_memory, DeviceG
 pub use error::{Error, Misuse, PoolState, Result};
 pub use process_exit::process_is_exiting;
 pub use resource::{MemoryResource, SharedResource, DEFAULT_ALIGNMENT};
-pub use stream::{CudaStream, CudaStreamView};
+pub use stream::{CudaStream, CudaStreamView, RawStream};
 pub use stream_pool::CudaStreamPool;
 
 /// The CUDA major this build follows (12 or 13), chosen by the feature `cuda-12` or `cuda-13`:

@@ -5,6 +5,10 @@ use crate::error::Result;
 use cudarc::driver::sys;
 use std::marker::PhantomData;
 
+/// A stream handle as C and C++ code pass it: `cudaStream_t` and `CUstream` are the same type.
+/// [`CudaStreamView::from_raw`] takes one and [`CudaStreamView::as_raw`] returns one.
+pub type RawStream = sys::CUstream;
+
 /// A non-owning, copyable view of a CUDA stream: the legacy default stream, the per-thread default
 /// stream, a [`CudaStream`] it borrows, or any `CUstream`/`cudaStream_t` created elsewhere.
 ///
@@ -55,7 +59,7 @@ impl CudaStreamView<'static> {
     /// undefined behaviour in CUDA, and the driver may give it to the next stream created. A
     /// handle no driver call ever sees (a stream name for a resource over host memory) needs
     /// nothing.
-    pub unsafe fn from_raw(stream: sys::CUstream) -> Self {
+    pub unsafe fn from_raw(stream: RawStream) -> Self {
         CudaStreamView(stream as usize, PhantomData)
     }
 
@@ -77,8 +81,8 @@ impl Default for CudaStreamView<'_> {
 
 impl<'a> CudaStreamView<'a> {
     /// The raw handle.
-    pub fn as_raw(self) -> sys::CUstream {
-        self.0 as sys::CUstream
+    pub fn as_raw(self) -> RawStream {
+        self.0 as RawStream
     }
 
     /// The handle as an integer.

@@ -3,7 +3,7 @@
 //! to the function of the same name in `rmm-legacy` (which holds the session, the table of live
 //! pointers and the event log, and catches every panic). C code links against `librmm_cpp.a`.
 
-use cudarc::driver::sys::CUstream;
+use rmm::RawStream;
 use std::ffi::{c_char, c_long, c_uint, c_void};
 
 pub use rmm_legacy::{RmmAllocationMode, RmmError, RmmOptions};
@@ -16,7 +16,7 @@ pub use rmm_legacy::{RmmAllocationMode, RmmError, RmmOptions};
 pub unsafe extern "C" fn rmmAlloc(
     ptr: *mut *mut c_void,
     size: usize,
-    stream: CUstream,
+    stream: RawStream,
     file: *const c_char,
     line: c_uint,
 ) -> RmmError {
@@ -32,7 +32,7 @@ pub unsafe extern "C" fn rmmAlloc(
 pub unsafe extern "C" fn rmmRealloc(
     ptr: *mut *mut c_void,
     new_size: usize,
-    stream: CUstream,
+    stream: RawStream,
     file: *const c_char,
     line: c_uint,
 ) -> RmmError {
@@ -45,7 +45,7 @@ pub unsafe extern "C" fn rmmRealloc(
 /// # Safety
 /// As [`rmm_legacy::rmmFree`].
 #[no_mangle]
-pub unsafe extern "C" fn rmmFree(ptr: *mut c_void, stream: CUstream, file: *const c_char, line: c_uint) -> RmmError {
+pub unsafe extern "C" fn rmmFree(ptr: *mut c_void, stream: RawStream, file: *const c_char, line: c_uint) -> RmmError {
     // SAFETY: the caller upholds `rmm_legacy::rmmFree`'s contract, which is this one.
     unsafe { rmm_legacy::rmmFree(ptr, stream, file, line) }
 }
@@ -55,7 +55,7 @@ pub unsafe extern "C" fn rmmFree(ptr: *mut c_void, stream: CUstream, file: *cons
 /// # Safety
 /// As [`rmm_legacy::rmmGetAllocationOffset`].
 #[no_mangle]
-pub unsafe extern "C" fn rmmGetAllocationOffset(offset: *mut c_long, ptr: *mut c_void, stream: CUstream) -> RmmError {
+pub unsafe extern "C" fn rmmGetAllocationOffset(offset: *mut c_long, ptr: *mut c_void, stream: RawStream) -> RmmError {
     // SAFETY: the caller upholds `rmm_legacy::rmmGetAllocationOffset`'s contract, which is this one.
     unsafe { rmm_legacy::rmmGetAllocationOffset(offset, ptr, stream) }
 }
@@ -97,7 +97,7 @@ pub unsafe extern "C" fn rmmGetLog(buffer: *mut c_char, buffer_size: usize) -> R
 /// # Safety
 /// As [`rmm_legacy::rmmGetInfo`].
 #[no_mangle]
-pub unsafe extern "C" fn rmmGetInfo(free_size: *mut usize, total_size: *mut usize, stream: CUstream) -> RmmError {
+pub unsafe extern "C" fn rmmGetInfo(free_size: *mut usize, total_size: *mut usize, stream: RawStream) -> RmmError {
     // SAFETY: the caller upholds `rmm_legacy::rmmGetInfo`'s contract, which is this one.
     unsafe { rmm_legacy::rmmGetInfo(free_size, total_size, stream) }
 }

@@ -13,6 +13,10 @@ use cudarc::driver::sys;
 use std::any::Any;
 use std::sync::Arc;
 
+/// A memory pool handle as C and C++ code pass it: `cudaMemPool_t` and `CUmemoryPool` are the
+/// same type. [`CudaAsyncViewMemoryResource::new`] takes one.
+pub type RawMemoryPool = sys::CUmemoryPool;
+
 /// Device memory from an existing `CUmemoryPool` (`cudaMemPool_t`) that this resource does not
 /// own: dropping it leaves the pool alone. Two views are equal when they view the same pool, and a
 /// view equals the owning [`CudaAsyncMemoryResource`] of its pool (memory of one may be freed
@@ -46,7 +50,7 @@ impl CudaAsyncViewMemoryResource {
     /// # Safety
     /// A non-null `pool` must be a live memory pool that outlives every use of this resource and
     /// of the memory it hands out.
-    pub unsafe fn new(pool: sys::CUmemoryPool) -> Result<Self> {
+    pub unsafe fn new(pool: RawMemoryPool) -> Result<Self> {
         if !pool.is_null() {
             if !async_alloc_supported(DeviceId::current()?)? {
                 return Err(Error::Unsupported(
@@ -65,7 +69,7 @@ impl CudaAsyncViewMemoryResource {
     }
 
     /// The pool viewed (null for an empty view).
-    pub fn pool_handle(&self) -> sys::CUmemoryPool {
+    pub fn pool_handle(&self) -> RawMemoryPool {
         self.pool.raw()
     }
 

@@ -63,7 +63,7 @@ pub use claims::ClaimTable;
 pub use cuda::CudaMemoryResource;
 pub use cuda_async::CudaAsyncMemoryResource;
 pub use cuda_async_managed::CudaAsyncManagedMemoryResource;
-pub use cuda_async_view::CudaAsyncViewMemoryResource;
+pub use cuda_async_view::{CudaAsyncViewMemoryResource, RawMemoryPool};
 pub use cuda_event_order::CudaEventOrder;
 pub use driver_backed::{DriverAllocation, DriverBackedResource};
 pub use fixed_size::FixedSizeMemoryResource;

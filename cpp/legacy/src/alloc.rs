@@ -12,9 +12,9 @@ use super::guarded;
 use super::live::Live;
 use super::session::{with_session, Session};
 
-use cudarc::driver::sys::CUstream;
 use rmm::resource::DEFAULT_ALIGNMENT;
 use rmm::stream::CudaStreamView;
+use rmm::RawStream;
 use std::ffi::{c_char, c_long, c_uint, c_void};
 
 /// Allocates `size` bytes into `*out` and records them.
@@ -155,7 +155,7 @@ fn allocation_offset(offset: *mut c_long, ptr: usize) -> Status {
 pub unsafe fn rmmAlloc(
     ptr: *mut *mut c_void,
     size: usize,
-    stream: CUstream,
+    stream: RawStream,
     file: *const c_char,
     line: c_uint,
 ) -> RmmError {
@@ -180,7 +180,7 @@ pub unsafe fn rmmAlloc(
 pub unsafe fn rmmRealloc(
     ptr: *mut *mut c_void,
     new_size: usize,
-    stream: CUstream,
+    stream: RawStream,
     file: *const c_char,
     line: c_uint,
 ) -> RmmError {
@@ -195,7 +195,7 @@ pub unsafe fn rmmRealloc(
 /// # Safety
 /// `stream` is a live stream (or a default-stream handle); `file` is null or a NUL-terminated
 /// string.
-pub unsafe fn rmmFree(ptr: *mut c_void, stream: CUstream, file: *const c_char, line: c_uint) -> RmmError {
+pub unsafe fn rmmFree(ptr: *mut c_void, stream: RawStream, file: *const c_char, line: c_uint) -> RmmError {
     guarded(RmmError::UNKNOWN, || code(free(ptr as usize, CudaStreamView::from_raw(stream), Site { file, line })))
 }
 
@@ -206,7 +206,7 @@ pub unsafe fn rmmFree(ptr: *mut c_void, stream: CUstream, file: *const c_char, l
 ///
 /// # Safety
 /// `offset` is null or writable.
-pub unsafe fn rmmGetAllocationOffset(offset: *mut c_long, ptr: *mut c_void, _stream: CUstream) -> RmmError {
+pub unsafe fn rmmGetAllocationOffset(offset: *mut c_long, ptr: *mut c_void, _stream: RawStream) -> RmmError {
     guarded(RmmError::UNKNOWN, || code(allocation_offset(offset, ptr as usize)))
 }
 

@@ -3,8 +3,8 @@
 use super::codes::{code, status, RmmError};
 use super::guarded;
 use super::session::with_session;
-use cudarc::driver::sys::CUstream;
 use rmm::device::{available_device_memory, with_device};
+use rmm::RawStream;
 
 /// `rmmError_t rmmGetInfo(size_t* freeSize, size_t* totalSize, cudaStream_t stream)`: free and
 /// total memory of the device `rmmInitialize` ran on, in bytes (`cuMemGetInfo`; a pool's free
@@ -13,7 +13,7 @@ use rmm::device::{available_device_memory, with_device};
 ///
 /// # Safety
 /// `freeSize` and `totalSize` are null or writable.
-pub unsafe fn rmmGetInfo(free_size: *mut usize, total_size: *mut usize, _stream: CUstream) -> RmmError {
+pub unsafe fn rmmGetInfo(free_size: *mut usize, total_size: *mut usize, _stream: RawStream) -> RmmError {
     guarded(RmmError::UNKNOWN, || {
         code(with_session(|s| {
             if free_size.is_null() || total_size.is_null() {

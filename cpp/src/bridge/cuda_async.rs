@@ -38,7 +38,7 @@ pub(crate) fn new_cuda_async_memory_resource(
 pub(crate) fn new_cuda_async_view_memory_resource(pool: usize) -> Box<RustResource> {
     RustResource::make("cuda_async_view_memory_resource", || {
         // SAFETY: the C++ contract of cuda_async_view_memory_resource: the pool outlives the view.
-        let view = unsafe { CudaAsyncViewMemoryResource::new(pool as cudarc::driver::sys::CUmemoryPool) }?;
+        let view = unsafe { CudaAsyncViewMemoryResource::new(pool as rmm::resource::RawMemoryPool) }?;
         Ok(Arc::new(view) as SharedResource)
     })
 }
