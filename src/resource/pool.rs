@@ -3,17 +3,17 @@
 use crate::error::{Error, Result};
 use crate::resource::claims::ClaimTable;
 use crate::resource::cuda_event_order::default_order;
-use crate::resource::upstream_check::{allocate_chunk, give_back_chunks};
 use crate::resource::{effective_alignment, MemoryResource};
 use crate::stream::CudaStreamView;
 use crate::PoolState;
+use growth::Growth;
 pub(crate) use in_place::ReservedRange;
 use parking_lot::{Mutex, RwLock};
 use rmm_algorithms::{
     current_thread_number, rounded_size, CoalescingPool, SegmentMap, SetId, ShardMap, SpinMutex, StreamKey,
     StreamOrder, GRANULE, MAX_BLOCK_BYTES,
 };
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
 mod capture;
@@ -85,15 +85,10 @@ pub struct PoolMemoryResource<U: MemoryResource> {
     shard_map: ShardMap,
     /// Which shard owns which range: for frees on a stream of another shard.
     segments: RwLock<SegmentMap>,
-    /// What was taken from the upstream (start → size), given back on drop.
-    upstream_chunks: Mutex<Vec<(usize, usize)>>,
-    /// Bytes taken from the upstream; reserved before the upstream is asked, so that shards
-    /// growing at once never pass `maximum_size` together.
-    pool_size: AtomicUsize,
-    upstream: U,
+    /// The chunks taken from the upstream, the pool's size and maximum, and the growth rule.
+    growth: Growth<U>,
     order: Arc<dyn StreamOrder>,
     ordered: bool,
-    maximum_size: Option<usize>,
     /// One synchronisation of everything at a time (see `synchronisation.rs`).
     sync_lock: Mutex<()>,
     /// Keeps the pool among those told of retiring streams (pools that order streams only).
@@ -111,7 +106,7 @@ pub struct PoolMemoryResource<U: MemoryResource> {
 }
 
 /// What one attempt to grow the pool came to.
-pub(super) enum Growth {
+pub(super) enum Grew {
     /// A new chunk is in the shard.
     Grown,
     /// The room left below the maximum is smaller than what was needed.
@@ -207,13 +202,10 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             shards: shard_list,
             shard_map: ShardMap::new(shards),
             segments: RwLock::new(SegmentMap::new()),
-            upstream_chunks: Mutex::new(Vec::new()),
+            growth: Growth::new(upstream, maximum_size),
             claims: ClaimTable::new(),
-            pool_size: AtomicUsize::new(0),
-            upstream,
             order,
             ordered,
-            maximum_size,
             sync_lock: Mutex::new(()),
             _tenancy: tenancy,
             in_place,
@@ -224,15 +216,13 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             // As RMM's pool makes its first chunk (a growth by exactly the initial size): a refusal
             // of the upstream is the pool's out-of-memory error quoting it. A range mapped in
             // place passes its driver's errors on, as its growth does.
-            let ptr = allocate_chunk(&pool.upstream, initial_size, GRANULE, CudaStreamView::DEFAULT).map_err(|e| {
+            let ptr = pool.growth.take_initial(initial_size).map_err(|e| {
                 if pool.in_place.is_none() && growth::backs_off_from(&e) {
                     pool.refusal(initial_size, initial_size, Some(e))
                 } else {
                     e
                 }
             })?;
-            pool.pool_size.store(initial_size, Ordering::Relaxed);
-            pool.upstream_chunks.lock().push((ptr as usize, initial_size));
             // An upstream may allocate in stream order; once nothing is pending, the chunk is fresh
             // memory every stream may take without waiting. If that cannot be established, it
             // belongs to the default stream it was allocated on, and other streams take it through
@@ -240,19 +230,19 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             let fresh = !pool.ordered || pool.order.synchronize_all().is_ok();
             let owner = if fresh { StreamKey::FRESH } else { StreamKey::LEGACY_DEFAULT };
             let shard = if fresh { 0 } else { pool.shard_map.shard(owner) };
-            pool.adopt(shard, &mut pool.shards[shard].0.lock(), ptr as usize, initial_size, owner);
+            pool.adopt(shard, &mut pool.shards[shard].0.lock(), ptr, initial_size, owner);
         }
         Ok(pool)
     }
 
     /// The upstream resource.
     pub fn upstream(&self) -> &U {
-        &self.upstream
+        self.growth.upstream()
     }
 
     /// Bytes currently taken from the upstream.
     pub fn pool_size(&self) -> usize {
-        self.pool_size.load(Ordering::Relaxed)
+        self.growth.size()
     }
 
     /// Number of shards.
@@ -263,8 +253,8 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// Pool size, free bytes and largest free block. A chunk's bytes past its last 256-byte
     /// multiple (under a maximum, as in RMM) are never handed out and count as free.
     pub fn state(&self) -> PoolState {
-        let tails: usize = self.upstream_chunks.lock().iter().map(|&(_, size)| size & (GRANULE - 1)).sum();
-        let mut state = PoolState { pool_size: self.pool_size(), free_bytes: tails, largest_free_block: 0 };
+        let mut state =
+            PoolState { pool_size: self.pool_size(), free_bytes: self.growth.tails(), largest_free_block: 0 };
         for shard in self.real_shards() {
             let s = shard.0.lock().state();
             state.free_bytes += s.free_bytes;
@@ -275,7 +265,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
 
     /// The maximum pool size, if one was set.
     pub fn maximum_size(&self) -> Option<usize> {
-        self.maximum_size
+        self.growth.maximum()
     }
 
     /// The shards that hold memory: all but the empty capture shard at the end.
@@ -574,7 +564,13 @@ unsafe impl<U: MemoryResource> MemoryResource for PoolMemoryResource<U> {
         !self.claims.is_claimed(ptr) && self.deallocate_immediately(ptr, bytes, stream)
     }
 
-    crate::resource::accessibility!(upstream);
+    fn is_device_accessible(&self) -> bool {
+        self.upstream().is_device_accessible()
+    }
+
+    fn is_host_accessible(&self) -> bool {
+        self.upstream().is_host_accessible()
+    }
 
     fn memory_segments(&self) -> Option<Vec<crate::resource::MemorySegment>> {
         Some(self.segments())
@@ -587,8 +583,7 @@ impl<U: MemoryResource> Drop for PoolMemoryResource<U> {
     fn drop(&mut self) {
         // Work still queued may use blocks freed on its stream; the upstream must not get them
         // back before it finishes.
-        let mut chunks = std::mem::take(self.upstream_chunks.get_mut());
-        chunks.extend(self.captures.get_mut().take_chunks());
-        give_back_chunks(&self.upstream, &*self.order, GRANULE, || chunks);
+        let captured = self.captures.get_mut().take_chunks();
+        self.growth.give_back_all(&*self.order, captured);
     }
 }

@@ -31,7 +31,6 @@
 
 use super::PoolMemoryResource;
 use crate::error::{Error, Result};
-use crate::resource::upstream_check::allocate_chunk;
 use crate::resource::MemoryResource;
 use crate::stream::CudaStreamView;
 use rmm_algorithms::{next_retirement_number, CoalescingPool, SetId, StreamKey, StreamOrder, GRANULE, MAX_BLOCK_BYTES};
@@ -226,9 +225,8 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         let retired = StreamKey::retired_after_sync(next_retirement_number());
         {
             let mut core = self.shards[0].0.lock();
-            let mut chunks = self.upstream_chunks.lock();
+            self.growth.list(&pool.chunks);
             for &(addr, len) in &pool.chunks {
-                chunks.push((addr, len));
                 self.adopt(0, &mut core, addr, len & !(GRANULE - 1), retired);
             }
         }
@@ -379,26 +377,21 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             let g = range.granularity();
             let want = needed.max(CAPTURE_CHUNK).div_ceil(g) * g;
             let (addr, len) = relaxed(&*self.order, || range.grow(want, &mut |_, _| (0, 0)))?;
-            self.pool_size.fetch_add(len, Ordering::Relaxed);
+            self.growth.count_unlisted(len);
             return Ok((addr, len));
         }
-        let room = self.room();
+        let room = self.growth.room();
         if needed > room {
             return Err(self.refusal(needed, needed, None));
         }
         let want = needed.max(CAPTURE_CHUNK).min(room).min(MAX_BLOCK_BYTES);
-        if !self.reserve(want) {
-            return Err(self.refusal(needed, needed, None));
-        }
         // The per-thread default stream: an upstream that orders its memory on a stream must not
         // be asked on the capturing one (that would capture the allocation) nor on the legacy one
         // (which waits for every blocking stream, the capturing one included).
-        match relaxed(&*self.order, || allocate_chunk(&self.upstream, want, GRANULE, CudaStreamView::PER_THREAD)) {
-            Ok(ptr) => Ok((ptr as usize, want)),
-            Err(e) => {
-                self.pool_size.fetch_sub(want, Ordering::Relaxed);
-                Err(e)
-            }
+        let relax = |f: &dyn Fn() -> Result<*mut u8>| relaxed(&*self.order, f);
+        match self.growth.take_unlisted(want, CudaStreamView::PER_THREAD, relax)? {
+            Some(addr) => Ok((addr, want)),
+            None => Err(self.refusal(needed, needed, None)),
         }
     }
 }

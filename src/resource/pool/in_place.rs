@@ -17,11 +17,10 @@
 //!   may still be used by work queued on them, as before a hand-over), takes the whole granules
 //!   of the blocks that were free before it started out of the shards and unmaps them.
 
-use super::{Growth, PoolMemoryResource};
+use super::{Grew, PoolMemoryResource};
 use crate::error::Result;
 use crate::resource::MemoryResource;
 use rmm_algorithms::{CoalescingPool, Partial, SetId, StreamKey};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// The reserved range under an in-place pool (an address space shared with the pool's upstream).
@@ -72,7 +71,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         core: &mut CoalescingPool,
         key: StreamKey,
         needed: usize,
-    ) -> Result<Growth> {
+    ) -> Result<Grew> {
         let own = self.own_set(core, key);
         let fresh = core.set_of(StreamKey::FRESH);
         let usable = |block: Option<(SetId, usize)>| block.filter(|&(set, _)| set == own || set == fresh);
@@ -92,17 +91,16 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         let (addr, len) =
             match super::capture::relaxed_if_possible(&*self.order, || range.grow(needed, &mut free_around)) {
                 Ok(run) => run,
-                Err(e) if e.is_out_of_memory() => return Ok(Growth::Refused(e)),
+                Err(e) if e.is_out_of_memory() => return Ok(Grew::Refused(e)),
                 Err(e) => return Err(e),
             };
         // New memory is fresh; joined to blocks of the stream's own, it is the stream's.
         let (below, above) = joined(core, addr, addr + len);
         let set = below.or(above).map_or(own, |(set, _)| set);
-        self.pool_size.fetch_add(len, Ordering::Relaxed);
-        self.upstream_chunks.lock().push((addr, len));
+        self.growth.add_mapped(addr, len);
         core.attach(addr, len, set);
         self.segments.write().assign(addr, len, home);
-        Ok(Growth::Grown)
+        Ok(Grew::Grown)
     }
 
     /// Gives the memory of whole free granules back until the pool holds at most `keep` bytes (or
@@ -184,25 +182,8 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// Forgets `[addr, addr + len)`, unmapped: it leaves the pool's size, the segment map and the
     /// list of upstream chunks (whose entries around it are cut).
     fn forget_range(&self, addr: usize, len: usize) {
-        let end = addr + len;
-        self.pool_size.fetch_sub(len, Ordering::Relaxed);
+        self.growth.forget_range(addr, len);
         self.segments.write().remove(addr, len);
-        let mut chunks = self.upstream_chunks.lock();
-        let mut kept = Vec::with_capacity(chunks.len() + 1);
-        for &(a, s) in chunks.iter() {
-            let e = a + s;
-            if e <= addr || end <= a {
-                kept.push((a, s));
-                continue;
-            }
-            if a < addr {
-                kept.push((a, addr - a));
-            }
-            if end < e {
-                kept.push((end, e - end));
-            }
-        }
-        *chunks = kept;
     }
 }
 

@@ -2,7 +2,6 @@
 
 use super::PoolMemoryResource;
 use crate::resource::MemoryResource;
-use rmm_algorithms::GRANULE;
 
 impl<U: MemoryResource> PoolMemoryResource<U> {
     /// Checks the pool's internal invariants; for tests and debugging.
@@ -29,10 +28,9 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             captures.check_invariants()?;
             captures.bytes()
         };
-        let chunks = self.upstream_chunks.lock();
-        let upstream: usize = chunks.iter().map(|&(_, s)| s).sum::<usize>() + captured;
         // A chunk's bytes past its last 256-byte multiple are never handed out.
-        let usable: usize = chunks.iter().map(|&(_, s)| s & !(GRANULE - 1)).sum();
+        let (listed, usable) = self.growth.listed_bytes();
+        let upstream = listed + captured;
         if total != usable || upstream != self.pool_size() {
             return Err(format!(
                 "shards tile {total} bytes, upstream chunks hold {upstream}, pool size says {}",

@@ -22,11 +22,8 @@
 
 use super::PoolMemoryResource;
 use crate::error::Result;
-use crate::resource::upstream_check::give_back_chunk;
 use crate::resource::MemoryResource;
-use crate::stream::CudaStreamView;
 use rmm_algorithms::{StreamKey, GRANULE};
-use std::sync::atomic::Ordering;
 
 impl<U: MemoryResource> PoolMemoryResource<U> {
     /// Gives every chunk whose blocks are all free back to the upstream, lowest address first,
@@ -52,12 +49,12 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// Under a maximum, when `needed` does not fit in the room left but would below the maximum:
     /// gives wholly free chunks back until it fits, as RMM does before it grows.
     pub(super) fn reclaim_free_chunks(&self, needed: usize) {
-        let Some(max) = self.maximum_size else { return };
-        if needed <= self.room() || needed > max {
+        let Some(max) = self.maximum_size() else { return };
+        if needed <= self.growth.room() || needed > max {
             return;
         }
         let _one_at_a_time = self.sync_lock.lock();
-        if needed <= self.room() {
+        if needed <= self.growth.room() {
             return;
         }
         // A chunk the upstream refuses stays free in the pool; the growth then reports the
@@ -76,8 +73,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             pieces.extend(shard.0.lock().free_ranges());
         }
         pieces.sort_unstable();
-        let mut chunks = self.upstream_chunks.lock().clone();
-        chunks.sort_unstable();
+        let chunks = self.growth.chunks();
         if !chunks.iter().any(|&c| tiles(c, &pieces)) {
             return Ok(0);
         }
@@ -104,13 +100,11 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             if !tiles(chunk, &ranges) {
                 continue;
             }
-            if let Err(e) = give_back_chunk(&self.upstream, addr as *mut u8, size, GRANULE, CudaStreamView::DEFAULT) {
+            if let Err(e) = self.growth.give_back(addr, size) {
                 // The upstream kept it, or says so: the pool keeps it too.
                 refused = Some(e);
                 break;
             }
-            self.upstream_chunks.lock().retain(|&(a, _)| a != addr);
-            self.pool_size.fetch_sub(size, Ordering::Relaxed);
             self.segments.write().remove(addr, size & !(GRANULE - 1));
             given_back.push(chunk);
             released += size;

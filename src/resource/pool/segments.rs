@@ -35,7 +35,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             ranges.extend(chunks.into_iter().map(|(start, size)| (start, size, id)));
             blocks.extend(chunk_blocks.into_iter().map(segment_block));
         }
-        ranges.extend(self.upstream_chunks.lock().iter().map(|&(start, size)| (start, size, 0)));
+        ranges.extend(self.growth.chunks().into_iter().map(|(start, size)| (start, size, 0)));
         let mut segments = tile_segments(ranges, blocks, self.in_place.is_some());
         // The pool's own memory first, then each capture's.
         segments.sort_by_key(|s| (s.capture, s.address));

@@ -6,7 +6,8 @@
 //! blocks of streams just asked to publish (`allocate_once_published`). The fast path, one lock
 //! of the home shard and a fitting block of the stream's own set, is in `pool.rs`.
 
-use super::{Growth, PoolMemoryResource};
+use super::growth::Taken;
+use super::{Grew, PoolMemoryResource};
 use crate::error::{format_bytes, Error, Result};
 use crate::resource::MemoryResource;
 use crate::stream::CudaStreamView;
@@ -150,7 +151,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         }
         // 5. More memory from the upstream; under a maximum, for a request above the room left,
         //    after wholly free chunks are given back (RMM's rule).
-        let searched_all = self.maximum_size.is_some() && req.needed > self.room();
+        let searched_all = self.maximum_size().is_some() && req.needed > self.growth.room();
         if searched_all {
             // RMM gives chunks back only once no stream's free blocks fit: those come first.
             if let Some(a) = self.allocate_after_sync(home, req) {
@@ -200,7 +201,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             None => format!(
                 "Not enough room to grow, current/max/try size = {}, {}, {}",
                 format_bytes(self.pool_size()),
-                format_bytes(self.maximum_size.unwrap_or(usize::MAX)),
+                format_bytes(self.maximum_size().unwrap_or(usize::MAX)),
                 format_bytes(size)
             ),
         };
@@ -222,9 +223,9 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     ) -> Result<Option<usize>> {
         let mut core = self.shards[home].0.lock();
         match self.grow(home, &mut core, key, stream, req.needed, pending)? {
-            Growth::Grown => {}
-            Growth::NoRoom => return Ok(None),
-            Growth::Refused(e) => {
+            Grew::Grown => {}
+            Grew::NoRoom => return Ok(None),
+            Grew::Refused(e) => {
                 *refused = Some(e);
                 return Ok(None);
             }
@@ -243,6 +244,34 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             self.publish(&mut core, set);
         }
         Ok(allocated)
+    }
+
+    /// Grows the pool for shard `home` (whose lock the caller holds as `core`) by at least
+    /// `needed` bytes: in place over a reserved range, else a chunk of the upstream sized by the
+    /// growth rule ([`Growth::take_chunk`](super::growth::Growth::take_chunk)), adopted by the
+    /// shard as `key`'s.
+    fn grow(
+        &self,
+        home: usize,
+        core: &mut CoalescingPool,
+        key: StreamKey,
+        stream: CudaStreamView,
+        needed: usize,
+        pending: bool,
+    ) -> Result<Grew> {
+        if let Some(range) = &self.in_place {
+            return self.grow_in_place(&**range, home, core, key, needed);
+        }
+        // Relaxed: an upstream allocation must not invalidate a capture on another stream.
+        let relax = |f: &dyn Fn() -> Result<*mut u8>| super::capture::relaxed_if_possible(&*self.order, f);
+        match self.growth.take_chunk(needed, core.pool_size(), pending, stream, relax)? {
+            Taken::Chunk(addr, size) => {
+                self.adopt(home, core, addr, size & !(GRANULE - 1), key);
+                Ok(Grew::Grown)
+            }
+            Taken::NoRoom => Ok(Grew::NoRoom),
+            Taken::Refused(e) => Ok(Grew::Refused(e)),
+        }
     }
 
     /// Takes a range of free memory that `key` may use from some other shard, adopts it in `home`

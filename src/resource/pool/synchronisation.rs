@@ -107,7 +107,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             ranges.extend(core.detach_free_granules(GRANULE, usize::MAX, |set| set == fresh));
         }
         ranges.sort_unstable();
-        let starts: Vec<usize> = self.upstream_chunks.lock().iter().map(|&(a, _)| a).collect();
+        let starts = self.growth.starts();
         let mut joined: Vec<(usize, usize)> = Vec::with_capacity(ranges.len());
         for (addr, len) in ranges {
             match joined.last_mut() {
