@@ -6,6 +6,7 @@ use crate::resource::cuda_event_order::default_order;
 use crate::resource::{effective_alignment, MemoryResource};
 use crate::stream::CudaStreamView;
 use crate::PoolState;
+use captures::Captures;
 use growth::Growth;
 pub(crate) use in_place::ReservedRange;
 use parking_lot::{Mutex, RwLock};
@@ -13,10 +14,10 @@ use rmm_algorithms::{
     current_thread_number, rounded_size, CoalescingPool, SegmentMap, SetId, ShardMap, SpinMutex, StreamKey,
     StreamOrder, GRANULE, MAX_BLOCK_BYTES,
 };
-use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
 mod capture;
+mod captures;
 mod gather;
 mod growth;
 mod immediate;
@@ -96,11 +97,9 @@ pub struct PoolMemoryResource<U: MemoryResource> {
     /// For a pool over one reserved range mapped in place (see `in_place.rs`): where it grows,
     /// and what its ranges join.
     in_place: Option<Arc<dyn ReservedRange>>,
-    /// The private memory of CUDA graph captures (see `capture.rs`).
-    captures: Mutex<capture::Captures>,
-    /// How many streams are marked as capturing: read without the lock by the stream identity
-    /// checks, which must not ask the driver about a capturing stream.
-    marked_streams: AtomicUsize,
+    /// The streams marked as capturing and the private memory of CUDA graph captures (see
+    /// `capture.rs`).
+    captures: Captures,
     /// Blocks a suballocator over this pool claimed as its chunks.
     claims: ClaimTable,
 }
@@ -209,8 +208,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             sync_lock: Mutex::new(()),
             _tenancy: tenancy,
             in_place,
-            captures: Mutex::new(capture::Captures::default()),
-            marked_streams: AtomicUsize::new(0),
+            captures: Captures::new(),
         };
         if initial_size > 0 {
             // As RMM's pool makes its first chunk (a growth by exactly the initial size): a refusal
@@ -583,7 +581,7 @@ impl<U: MemoryResource> Drop for PoolMemoryResource<U> {
     fn drop(&mut self) {
         // Work still queued may use blocks freed on its stream; the upstream must not get them
         // back before it finishes.
-        let captured = self.captures.get_mut().take_chunks();
+        let captured = self.captures.take_chunks();
         self.growth.give_back_all(&*self.order, captured);
     }
 }

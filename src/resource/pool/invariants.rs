@@ -23,11 +23,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             }
         }
         let total: usize = tiled.iter().sum();
-        let captured = {
-            let captures = self.captures.lock();
-            captures.check_invariants()?;
-            captures.bytes()
-        };
+        let captured = self.captures.check_invariants()?;
         // A chunk's bytes past its last 256-byte multiple are never handed out.
         let (listed, usable) = self.growth.listed_bytes();
         let upstream = listed + captured;

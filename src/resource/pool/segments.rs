@@ -31,7 +31,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             }
         }
         let mut ranges: Vec<(usize, usize, u64)> = Vec::new();
-        for (id, chunks, chunk_blocks) in self.captures.lock().walk() {
+        for (id, chunks, chunk_blocks) in self.captures.walk() {
             ranges.extend(chunks.into_iter().map(|(start, size)| (start, size, id)));
             blocks.extend(chunk_blocks.into_iter().map(segment_block));
         }

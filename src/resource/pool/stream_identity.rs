@@ -21,7 +21,6 @@ use crate::stream_registry::{add_tenant, StreamTenant, Tenancy};
 use rmm_algorithms::{
     next_retirement_number, CoalescingPool, SetId, StreamKey, StreamOrder, IDENTITY_TRUSTED, IDENTITY_UNKNOWN,
 };
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
 impl<U: MemoryResource> PoolMemoryResource<U> {
@@ -61,7 +60,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     #[cold]
     #[inline(never)]
     fn stream_identity(&self, key: StreamKey, known: u64) -> u64 {
-        let marked = self.marked_streams.load(Ordering::Acquire) != 0;
+        let marked = self.captures.marked_any();
         if !marked && (known != IDENTITY_UNKNOWN || !self.ordered) {
             return self.order.identity(key, known);
         }
