@@ -9,11 +9,11 @@ use crate::PoolState;
 use captures::Captures;
 use growth::Growth;
 pub(crate) use in_place::ReservedRange;
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 use rmm_algorithms::{
-    current_thread_number, rounded_size, CoalescingPool, SegmentMap, SetId, ShardMap, SpinMutex, StreamKey,
-    StreamOrder, GRANULE, MAX_BLOCK_BYTES,
+    current_thread_number, rounded_size, CoalescingPool, SetId, StreamKey, StreamOrder, GRANULE, MAX_BLOCK_BYTES,
 };
+use shards::Shards;
 use std::sync::Arc;
 
 mod capture;
@@ -25,6 +25,7 @@ mod in_place;
 mod invariants;
 mod release;
 mod segments;
+mod shards;
 mod slow_path;
 mod stream_identity;
 mod synchronisation;
@@ -47,11 +48,6 @@ pub(crate) fn stream_key(stream: CudaStreamView) -> StreamKey {
 /// each use their own stream never meet on a lock. Two streams meeting on one shard cost more
 /// than the lock: while they take turns, every free there records an event.
 pub const DEFAULT_SHARDS: usize = 32;
-
-/// One shard's allocator state, on a cache line pair of its own so that shards used by different
-/// threads do not share a line.
-#[repr(align(128))]
-struct Shard(SpinMutex<CoalescingPool>);
 
 /// A pool that takes chunks from `U` and hands out blocks from them in stream order.
 ///
@@ -82,10 +78,8 @@ struct Shard(SpinMutex<CoalescingPool>);
 /// never takes that stream's blocks without waiting for its work (see
 /// [`crate::stream_registry`]).
 pub struct PoolMemoryResource<U: MemoryResource> {
-    shards: Arc<[Shard]>,
-    shard_map: ShardMap,
-    /// Which shard owns which range: for frees on a stream of another shard.
-    segments: RwLock<SegmentMap>,
+    /// The shards, the streams' homes among them and the owner of each range.
+    shards: Shards,
     /// The chunks taken from the upstream, the pool's size and maximum, and the growth rule.
     growth: Growth<U>,
     order: Arc<dyn StreamOrder>,
@@ -195,12 +189,10 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         let ordered = order.is_needed();
         let order: Arc<dyn StreamOrder> = Arc::from(order);
         // One more, empty shard: where streams marked as capturing are sent (see `capture.rs`).
-        let shard_list: Arc<[Shard]> = (0..=shards).map(|_| Shard(SpinMutex::new(CoalescingPool::new()))).collect();
-        let tenancy = ordered.then(|| stream_identity::announce_retiring_streams(&shard_list, &order));
+        let shards = Shards::new(shards, in_place.is_some());
+        let tenancy = ordered.then(|| stream_identity::announce_retiring_streams(shards.weak(), &order));
         let pool = PoolMemoryResource {
-            shards: shard_list,
-            shard_map: ShardMap::new(shards),
-            segments: RwLock::new(SegmentMap::new()),
+            shards,
             growth: Growth::new(upstream, maximum_size),
             claims: ClaimTable::new(),
             order,
@@ -227,8 +219,8 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             // the usual publish/wait hand-over.
             let fresh = !pool.ordered || pool.order.synchronize_all().is_ok();
             let owner = if fresh { StreamKey::FRESH } else { StreamKey::LEGACY_DEFAULT };
-            let shard = if fresh { 0 } else { pool.shard_map.shard(owner) };
-            pool.adopt(shard, &mut pool.shards[shard].0.lock(), ptr, initial_size, owner);
+            let shard = if fresh { 0 } else { pool.shards.home(owner) };
+            pool.shards.adopt(shard, &mut pool.shards.lock(shard), ptr, initial_size, owner);
         }
         Ok(pool)
     }
@@ -245,20 +237,15 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
 
     /// Number of shards.
     pub fn shards(&self) -> usize {
-        self.shards.len() - 1
+        self.shards.real().len()
     }
 
     /// Pool size, free bytes and largest free block. A chunk's bytes past its last 256-byte
     /// multiple (under a maximum, as in RMM) are never handed out and count as free.
     pub fn state(&self) -> PoolState {
-        let mut state =
-            PoolState { pool_size: self.pool_size(), free_bytes: self.growth.tails(), largest_free_block: 0 };
-        for shard in self.real_shards() {
-            let s = shard.0.lock().state();
-            state.free_bytes += s.free_bytes;
-            state.largest_free_block = state.largest_free_block.max(s.largest_free_block);
-        }
-        state
+        let tails = self.growth.tails();
+        let (free, largest) = self.shards.free();
+        PoolState { pool_size: self.pool_size(), free_bytes: tails + free, largest_free_block: largest }
     }
 
     /// The maximum pool size, if one was set.
@@ -266,59 +253,11 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         self.growth.maximum()
     }
 
-    /// The shards that hold memory: all but the empty capture shard at the end.
-    fn real_shards(&self) -> &[Shard] {
-        &self.shards[..self.shards.len() - 1]
-    }
-
     /// Moves `stream` to a shard of its own now, rather than at its first call that finds another
     /// thread in the shared shard. For a stream that one thread will use heavily while others use
     /// the pool too; without effect on a pool of one shard and on a stream moved before.
     pub fn spread_stream(&self, stream: CudaStreamView) {
-        self.shard_map.spread(stream_key(stream));
-    }
-
-    /// Locks the home shard of `key`; a stream that finds the shared shard 0 busy gets a shard of
-    /// its own from its next call on, and a thread that finds its stream's shard busy (another
-    /// thread of the stream, or another stream dealt the same shard) one of its own for the stream.
-    /// A stream marked as capturing gets the empty capture shard (see `capture.rs`).
-    #[inline(always)]
-    fn lock_home(
-        &self,
-        home: usize,
-        key: StreamKey,
-    ) -> parking_lot::lock_api::MutexGuard<'_, rmm_algorithms::RawSpinLock, CoalescingPool> {
-        match self.shards[home].0.try_lock() {
-            Some(guard) => guard,
-            None => self.lock_contended(home, key),
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn lock_contended(
-        &self,
-        home: usize,
-        key: StreamKey,
-    ) -> parking_lot::lock_api::MutexGuard<'_, rmm_algorithms::RawSpinLock, CoalescingPool> {
-        if home == 0 {
-            self.shard_map.spread(key);
-        } else {
-            self.shard_map.spread_thread(key);
-        }
-        self.shards[home].0.lock()
-    }
-
-    /// Makes `[addr, addr + len)` part of `shard` (whose lock the caller holds as `core`), free
-    /// on `owner`'s set; over a reserved range, joined to the shard's chunks that it touches.
-    fn adopt(&self, shard: usize, core: &mut CoalescingPool, addr: usize, len: usize, owner: StreamKey) {
-        let set = core.set_of(owner);
-        if self.in_place.is_some() {
-            core.attach(addr, len, set);
-        } else {
-            core.add_chunk(addr, len, set);
-        }
-        self.segments.write().assign(addr, len, shard);
+        self.shards.map().spread(stream_key(stream));
     }
 
     /// Captures the work of `set`'s stream for the streams waiting for its blocks. Called only
@@ -388,7 +327,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         stream: CudaStreamView,
     ) -> Option<*mut u8> {
         let key = stream_key(stream);
-        let mut core = self.lock_home(self.shard_map.shard(key), key);
+        let mut core = self.shards.lock_home(self.shards.home(key), key);
         let set = self.own_set(&mut core, key);
         if core.is_wanted(set) {
             self.publish(&mut core, set);
@@ -420,13 +359,13 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             });
         };
         let key = stream_key(stream);
-        let home = self.shard_map.shard(key);
-        if self.is_capture_home(home) || self.found_capturing(key).is_some() {
+        let home = self.shards.home(key);
+        if self.shards.is_capture_home(home) || self.found_capturing(key).is_some() {
             if let Some(a) = self.allocate_captured(key, bytes, size, align)? {
                 return Ok(a);
             }
         }
-        self.allocate_slow(self.shard_map.shard(key), key, stream, bytes, size, align)
+        self.allocate_slow(self.shards.home(key), key, stream, bytes, size, align)
     }
 
     /// The common case of a free: a block that the stream's home shard handed out, freed with its
@@ -436,7 +375,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     #[inline]
     fn deallocate_at_home(&self, ptr: *mut u8, bytes: usize, stream: CudaStreamView) -> bool {
         let key = stream_key(stream);
-        let mut core = self.lock_home(self.shard_map.shard(key), key);
+        let mut core = self.shards.lock_home(self.shards.home(key), key);
         let set = self.set_for_free(&mut core, key);
         let shared = core.shared_by_streams();
         if !matches!(core.try_deallocate_shared(ptr as usize, bytes, set, shared), Some(Ok(()))) {
@@ -477,15 +416,15 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             return Ok(());
         }
         let key = stream_key(stream);
-        let mut home = self.shard_map.shard(key);
-        if self.is_capture_home(home) {
+        let mut home = self.shards.home(key);
+        if self.shards.is_capture_home(home) {
             if self.deallocate_captured(ptr as usize, bytes, key)? {
                 return Ok(());
             }
-            home = self.shard_map.shard(key);
+            home = self.shards.home(key);
         }
         {
-            let mut core = self.shards[home].0.lock();
+            let mut core = self.shards.lock(home);
             let set = self.set_for_free(&mut core, key);
             let shared = core.shared_by_streams();
             if let Some(freed) = core.try_deallocate_shared(ptr as usize, bytes, set, shared) {
@@ -504,7 +443,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     #[cold]
     #[inline(never)]
     fn deallocate_elsewhere(&self, home: usize, ptr: usize, bytes: usize, key: StreamKey) -> Result<()> {
-        let owner = self.segments.read().owner(ptr);
+        let owner = self.shards.owner(ptr);
         let Some(shard) = owner else {
             return Err(Error::Misuse(crate::error::Misuse::UnknownPointer { ptr }));
         };
@@ -512,10 +451,10 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         if self.found_capturing(key).is_some() && self.deallocate_captured(ptr, bytes, key)? {
             return Ok(());
         }
-        if self.is_capture_home(shard) {
+        if self.shards.is_capture_home(shard) {
             return self.deallocate_capture_block(ptr, bytes);
         }
-        let mut core = self.shards[shard].0.lock();
+        let mut core = self.shards.lock(shard);
         let set = self.set_for_free(&mut core, key);
         core.deallocate(ptr, bytes, set).map_err(Error::Misuse)?;
         if shard != home && self.ordered {

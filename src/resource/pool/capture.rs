@@ -99,7 +99,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
 
     /// Clears the capture mark of `key`, in the pool's list and in the shard map.
     fn unmark(&self, key: StreamKey) {
-        self.captures.unmark(&self.shard_map, key);
+        self.captures.unmark(self.shards.map(), key);
     }
 
     /// Gives the private memory of capture `id` back to the pool, once every graph captured with
@@ -119,19 +119,19 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         // No capture covers this memory's work: it waits for a synchronisation of everything.
         let retired = StreamKey::retired_after_sync(next_retirement_number());
         {
-            let mut core = self.shards[0].0.lock();
+            let mut core = self.shards.lock(0);
             self.growth.list(&pool.chunks);
             for &(addr, len) in &pool.chunks {
-                self.adopt(0, &mut core, addr, len & !(GRANULE - 1), retired);
+                self.shards.adopt(0, &mut core, addr, len & !(GRANULE - 1), retired);
             }
         }
         let mut misuse = None;
         for &(ptr, bytes) in &pool.freed {
-            let Some(shard) = self.segments.read().owner(ptr).filter(|&s| !self.is_capture_home(s)) else {
+            let Some(shard) = self.shards.owner(ptr).filter(|&s| !self.shards.is_capture_home(s)) else {
                 misuse.get_or_insert(Error::Misuse(crate::error::Misuse::UnknownPointer { ptr }));
                 continue;
             };
-            let mut core = self.shards[shard].0.lock();
+            let mut core = self.shards.lock(shard);
             let set = core.set_of(retired);
             if let Err(e) = core.deallocate(ptr, bytes, set) {
                 misuse.get_or_insert(Error::Misuse(e));
@@ -158,7 +158,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
 
     /// Marks `key` as capturing into `id`.
     fn mark_capturing(&self, key: StreamKey, id: u64) -> Result<()> {
-        self.captures.mark(&self.shard_map, key, id)
+        self.captures.mark(self.shards.map(), key, id)
     }
 
     /// For a cold path of an eager call on `key`: the capture the stream turns out to be in, marked
@@ -171,13 +171,6 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         let id = self.order.capture_of(key).ok()??;
         self.mark_capturing(key, id).ok()?;
         Some(id)
-    }
-
-    /// Whether `home`, a shard number from the shard map or the segment map, is the capture
-    /// shard or the mark of a capture's chunk.
-    #[inline(always)]
-    pub(super) fn is_capture_home(&self, home: usize) -> bool {
-        home >= self.shard_map.capture_shard()
     }
 
     /// An allocation on the marked stream `key`; `Ok(None)` when the stream no longer captures (its
@@ -196,7 +189,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         };
         let grow = |needed| {
             let (addr, len) = self.grow_capture(needed)?;
-            self.segments.write().assign(addr, len & !(GRANULE - 1), CAPTURE_CHUNK_OWNER);
+            self.shards.assign(addr, len & !(GRANULE - 1), CAPTURE_CHUNK_OWNER);
             Ok((addr, len))
         };
         Ok(self.captures.allocate(id, bytes, size, align, grow)?.map(|a| a as *mut u8))
@@ -210,10 +203,12 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         let Some(id) = self.capture_or_unmark(key)? else {
             return Ok(false);
         };
-        let owner = self.segments.read().owner(ptr);
+        let owner = self.shards.owner(ptr);
         match owner {
             None => Err(Error::Misuse(crate::error::Misuse::UnknownPointer { ptr })),
-            Some(shard) if self.is_capture_home(shard) => self.deallocate_capture_block(ptr, bytes).map(|()| true),
+            Some(shard) if self.shards.is_capture_home(shard) => {
+                self.deallocate_capture_block(ptr, bytes).map(|()| true)
+            }
             // A block of the shared memory: the graph may use it at each replay.
             Some(_) => self.captures.keep_freed(id, ptr, bytes).map(|()| true),
         }

@@ -57,17 +57,17 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     pub(super) fn allocate_from_gathered(&self, home: usize, key: StreamKey, req: Request) -> Gathered {
         const NOTHING: Gathered = Gathered::Grow { bytes: 0, below: 0 };
         let Some(range) = self.in_place.as_ref() else { return NOTHING };
-        let shards = self.real_shards();
+        let shards = self.shards.real();
         if home >= shards.len() {
             return NOTHING;
         }
         // Every shard locked in index order (no other lock is held), so no two threads deadlock;
         // growth holds a shard's lock, so the mapped end stays where it is read.
-        let mut guards: Vec<_> = shards.iter().map(|s| s.0.lock()).collect();
+        let mut guards: Vec<_> = shards.iter().map(|s| s.lock()).collect();
         let mapped_end = range.mapped_end();
         // Recycling only where threads or streams were dealt shards of their own (see the top of
         // this file); otherwise every free block need not be listed.
-        let may_recycle = self.shard_map.dealt_any();
+        let may_recycle = self.shards.map().dealt_any();
         let mut usable: Vec<Vec<SetId>> = Vec::with_capacity(guards.len());
         let mut pieces = Vec::new();
         let mut all_free = Vec::new();
@@ -116,7 +116,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         let owner = if self.ordered { key } else { StreamKey::FRESH };
         let core = &mut guards[home];
         for (addr, len) in taken {
-            self.adopt(home, core, addr, len, owner);
+            self.shards.adopt(home, core, addr, len, owner);
         }
         if fitting.is_none() {
             return recycle;
@@ -169,7 +169,7 @@ fn touching_runs(mut pieces: Vec<(usize, usize, usize)>) -> Vec<Run> {
 impl<U: MemoryResource> PoolMemoryResource<U> {
     pub(crate) fn spread_calling_thread(&self, stream: crate::stream::CudaStreamView) {
         let key = super::stream_key(stream);
-        self.shard_map.spread(key);
-        self.shard_map.spread_thread(key);
+        self.shards.map().spread(key);
+        self.shards.map().spread_thread(key);
     }
 }

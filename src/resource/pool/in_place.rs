@@ -99,7 +99,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         let set = below.or(above).map_or(own, |(set, _)| set);
         self.growth.add_mapped(addr, len);
         core.attach(addr, len, set);
-        self.segments.write().assign(addr, len, home);
+        self.shards.assign(addr, len, home);
         Ok(Grew::Grown)
     }
 
@@ -131,7 +131,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         // Lock every shard in index order (no other lock is held), so no two threads deadlock: a
         // granule may be free in pieces of several shards (ranges move between shards at any
         // 256-byte boundary), and it goes only once every piece is out.
-        let mut guards: Vec<_> = self.real_shards().iter().map(|s| s.0.lock()).collect();
+        let mut guards: Vec<_> = self.shards.lock_real();
         let fresh: Vec<_> = guards.iter_mut().map(|core| core.set_of(StreamKey::FRESH)).collect();
         // Unordered (host) memory needs no synchronisation: every free block may go.
         let ordered = self.ordered;
@@ -183,7 +183,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// list of upstream chunks (whose entries around it are cut).
     fn forget_range(&self, addr: usize, len: usize) {
         self.growth.forget_range(addr, len);
-        self.segments.write().remove(addr, len);
+        self.shards.remove(addr, len);
     }
 }
 

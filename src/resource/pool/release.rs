@@ -69,8 +69,8 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         // Chunks whose every block is free, whatever stream it was freed on: without one, no
         // synchronisation is worth its cost.
         let mut pieces = Vec::new();
-        for shard in self.real_shards() {
-            pieces.extend(shard.0.lock().free_ranges());
+        for shard in self.shards.real() {
+            pieces.extend(shard.lock().free_ranges());
         }
         pieces.sort_unstable();
         let chunks = self.growth.chunks();
@@ -82,7 +82,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         }
         // Lock every shard in index order (no other lock is held), so no two threads deadlock.
         // Blocks freed from here on join their streams' sets, not the fresh one: they stay.
-        let mut guards: Vec<_> = self.real_shards().iter().map(|s| s.0.lock()).collect();
+        let mut guards: Vec<_> = self.shards.lock_real();
         let mut free: Vec<(usize, usize, usize)> = Vec::new();
         for (i, core) in guards.iter_mut().enumerate() {
             let fresh = core.set_of(StreamKey::FRESH);
@@ -105,14 +105,14 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
                 refused = Some(e);
                 break;
             }
-            self.segments.write().remove(addr, size & !(GRANULE - 1));
+            self.shards.remove(addr, size & !(GRANULE - 1));
             given_back.push(chunk);
             released += size;
         }
         // Every other range goes back, free and fresh, to the shard it came from.
         for (addr, len, shard) in free {
             if !given_back.iter().any(|&(a, s)| a <= addr && addr < a + s) {
-                self.adopt(shard, &mut guards[shard], addr, len, StreamKey::FRESH);
+                self.shards.adopt(shard, &mut guards[shard], addr, len, StreamKey::FRESH);
             }
         }
         refused.map_or(Ok(released), Err)

@@ -24,8 +24,8 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// is exact while no other thread allocates or frees (shards are read one after another).
     pub fn segments(&self) -> Vec<MemorySegment> {
         let mut blocks = Vec::new();
-        for shard in self.real_shards() {
-            let core = shard.0.lock();
+        for shard in self.shards.real() {
+            let core = shard.lock();
             for (_, _, chunk) in core.walk_chunks() {
                 blocks.extend(chunk.into_iter().map(segment_block));
             }

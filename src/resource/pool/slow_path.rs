@@ -136,7 +136,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     ) -> Result<*mut u8> {
         let req = Request { bytes, size, align, needed: size + (align - GRANULE) };
         // 1-2 (within the home shard) failed in `allocate`.
-        let mut pending = self.shards[home].0.lock().has_wanted();
+        let mut pending = self.shards.lock(home).has_wanted();
         // 3. A range of another shard's free memory.
         match self.allocate_from_other_shards(home, key, req) {
             FromOtherShards::Allocated(a) => return Ok(a as *mut u8),
@@ -221,7 +221,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         pending: bool,
         refused: &mut Option<Error>,
     ) -> Result<Option<usize>> {
-        let mut core = self.shards[home].0.lock();
+        let mut core = self.shards.lock(home);
         match self.grow(home, &mut core, key, stream, req.needed, pending)? {
             Grew::Grown => {}
             Grew::NoRoom => return Ok(None),
@@ -266,7 +266,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         let relax = |f: &dyn Fn() -> Result<*mut u8>| super::capture::relaxed_if_possible(&*self.order, f);
         match self.growth.take_chunk(needed, core.pool_size(), pending, stream, relax)? {
             Taken::Chunk(addr, size) => {
-                self.adopt(home, core, addr, size & !(GRANULE - 1), key);
+                self.shards.adopt(home, core, addr, size & !(GRANULE - 1), key);
                 Ok(Grew::Grown)
             }
             Taken::NoRoom => Ok(Grew::NoRoom),
@@ -277,12 +277,12 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// Takes a range of free memory that `key` may use from some other shard, adopts it in `home`
     /// and allocates from it. Never holds two shard locks at once.
     pub(super) fn allocate_from_other_shards(&self, home: usize, key: StreamKey, req: Request) -> FromOtherShards {
-        let n = self.real_shards().len();
+        let n = self.shards.real().len();
         let mut asked = false;
         if n == 1 {
             return FromOtherShards::Nothing;
         }
-        let home_size = self.shards[home].0.lock().pool_size();
+        let home_size = self.shards.lock(home).pool_size();
         let want = req.needed.max(home_size).max(MIN_SEGMENT);
         // Memory that needs no wait first (fresh memory, and this stream's blocks that its other
         // threads left in their shards), then other streams' published blocks.
@@ -315,7 +315,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         asked: &mut bool,
     ) -> Option<usize> {
         let (addr, len, owner) = {
-            let mut core = self.shards[from].0.lock();
+            let mut core = self.shards.lock(from);
             let donor = core.find_shared_set(key, req.needed, self.ordered, waiting_too);
             *asked |= core.has_wanted();
             let donor = donor?;
@@ -334,10 +334,10 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             let (addr, len) = core.detach(donor, req.needed, want)?;
             (addr, len, owner)
         };
-        let mut core = self.shards[home].0.lock();
+        let mut core = self.shards.lock(home);
         // Fresh memory stays fresh; anything else now belongs to `key`, which waited for it.
         let owner = if owner == StreamKey::FRESH || !self.ordered { StreamKey::FRESH } else { key };
-        self.adopt(home, &mut core, addr, len, owner);
+        self.shards.adopt(home, &mut core, addr, len, owner);
         let set = if key == StreamKey::FRESH { core.set_of(key) } else { self.own_set(&mut core, key) };
         if let Some(a) = core.allocate(set, req.bytes, req.size, req.align) {
             return Some(a);

@@ -15,7 +15,8 @@
 //!    old stream is gone: its blocks move to a retired key that waits for a synchronisation of
 //!    everything, which the pool makes before it would grow by as much.
 
-use super::{PoolMemoryResource, Shard};
+use super::shards::Shard;
+use super::PoolMemoryResource;
 use crate::resource::MemoryResource;
 use crate::stream_registry::{add_tenant, StreamTenant, Tenancy};
 use rmm_algorithms::{
@@ -118,18 +119,18 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// Sets of free lists in use in all shards (see `CoalescingPool::sets_in_use`): bounded by the
     /// streams in use, however many came and went; for tests and monitoring.
     pub fn sets_in_use(&self) -> usize {
-        self.shards.iter().map(|shard| shard.0.lock().sets_in_use()).sum()
+        self.shards.all().iter().map(|shard| shard.lock().sets_in_use()).sum()
     }
 
     /// Free bytes of replaced streams in every shard, which only a synchronisation hands over.
     pub(super) fn free_bytes_waiting_for_sync(&self) -> usize {
-        self.shards.iter().map(|shard| shard.0.lock().free_bytes_waiting_for_sync()).sum()
+        self.shards.all().iter().map(|shard| shard.lock().free_bytes_waiting_for_sync()).sum()
     }
 }
 
 /// Registers a new pool's shards to hear of retiring streams.
-pub(super) fn announce_retiring_streams(shards: &Arc<[Shard]>, order: &Arc<dyn StreamOrder>) -> Tenancy {
-    add_tenant(Arc::new(PoolTenant { shards: Arc::downgrade(shards), order: order.clone() }))
+pub(super) fn announce_retiring_streams(shards: Weak<[Shard]>, order: &Arc<dyn StreamOrder>) -> Tenancy {
+    add_tenant(Arc::new(PoolTenant { shards, order: order.clone() }))
 }
 
 /// What the stream registry holds of a pool: enough to retire a stream in every shard, and nothing
@@ -149,7 +150,7 @@ impl StreamTenant for PoolTenant {
         let mut captured: Option<StreamKey> = None;
         let mut in_use = Vec::new();
         for shard in shards.iter() {
-            let mut core = shard.0.lock();
+            let mut core = shard.lock();
             match core.identity_of_key(key) {
                 None => {}
                 // Filled by this stream: covered by a capture made now, while it is alive.

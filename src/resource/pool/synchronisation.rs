@@ -40,13 +40,13 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// capturing. The caller holds `sync_lock`. Whether it succeeded.
     pub(super) fn synchronise_sealed(&self) -> bool {
         let sealed = StreamKey::sealed(next_retirement_number());
-        for shard in self.shards.iter() {
-            shard.0.lock().seal(sealed);
+        for shard in self.shards.all().iter() {
+            shard.lock().seal(sealed);
         }
         // A synchronisation of everything is illegal while a stream captures: count it as failed.
         let synced = !self.capture_in_progress() && self.order.synchronize_all().is_ok();
-        for shard in self.shards.iter() {
-            shard.0.lock().unseal(sealed, synced);
+        for shard in self.shards.all().iter() {
+            shard.lock().unseal(sealed, synced);
         }
         synced
     }
@@ -59,13 +59,13 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             return None;
         }
         for _ in 0..PUBLISH_WAIT_ROUNDS {
-            let asked = self.shards.iter().any(|shard| shard.0.lock().has_wanted());
+            let asked = self.shards.any_wanted();
             if !asked {
                 return None;
             }
             std::thread::yield_now();
             {
-                let mut core = self.shards[home].0.lock();
+                let mut core = self.shards.lock(home);
                 let set = self.own_set(&mut core, key);
                 if let Some(a) = self.allocate_within(&mut core, set, req.bytes, req.size, req.align) {
                     return Some(a);
@@ -81,7 +81,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// Fresh memory of the home shard, else a range of another shard's.
     fn allocate_fresh(&self, home: usize, req: Request) -> Option<usize> {
         {
-            let mut core = self.shards[home].0.lock();
+            let mut core = self.shards.lock(home);
             let fresh = core.set_of(StreamKey::FRESH);
             if let Some(a) = core.allocate(fresh, req.bytes, req.size, req.align) {
                 return Some(a);
@@ -96,11 +96,11 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// of a free range from another cannot otherwise merge it with the rest while either side
     /// also holds a live block.
     fn allocate_from_rejoined_chunks(&self, home: usize, req: Request) -> Option<usize> {
-        if self.real_shards().len() == 1 {
+        if self.shards.real().len() == 1 {
             return None;
         }
         // Lock every shard in index order (no other lock is held), so no two threads deadlock.
-        let mut guards: Vec<_> = self.real_shards().iter().map(|s| s.0.lock()).collect();
+        let mut guards: Vec<_> = self.shards.lock_real();
         let mut ranges = Vec::new();
         for core in guards.iter_mut() {
             let fresh = core.set_of(StreamKey::FRESH);
@@ -117,7 +117,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         }
         let core = &mut guards[home];
         for (addr, len) in joined {
-            self.adopt(home, core, addr, len, StreamKey::FRESH);
+            self.shards.adopt(home, core, addr, len, StreamKey::FRESH);
         }
         let fresh = core.set_of(StreamKey::FRESH);
         core.allocate(fresh, req.bytes, req.size, req.align)
