@@ -8,8 +8,9 @@
 //!   and the rule that sizes the next chunk;
 //! - `Captures` (`captures.rs`): the streams marked as capturing into a CUDA graph and each
 //!   capture's private memory;
-//! - the stream order, with the checks of which stream a handle names (`stream_identity.rs`) and
-//!   the synchronisation of everything (`synchronisation.rs`).
+//! - `Streams` (`stream_identity.rs`): the stream order, the checks of which stream a handle
+//!   names, and the lock that lets one synchronisation of everything run at a time
+//!   (`synchronisation.rs` seals the shards around it).
 //!
 //! The paths through them: the fast paths (`fast_path.rs`; `immediate.rs` for calls that never
 //! wait), the slow path of an allocation in its numbered steps, top to bottom (`slow_path.rs`,
@@ -25,10 +26,10 @@ use crate::PoolState;
 use captures::Captures;
 use growth::Growth;
 pub(crate) use in_place::ReservedRange;
-use parking_lot::Mutex;
-use rmm_algorithms::{current_thread_number, StreamKey, StreamOrder};
+use rmm_algorithms::{current_thread_number, StreamKey};
 use shards::Shards;
 use std::sync::Arc;
+use stream_identity::Streams;
 
 mod build;
 mod capture;
@@ -99,10 +100,8 @@ pub struct PoolMemoryResource<U: MemoryResource> {
     shards: Shards,
     /// The chunks taken from the upstream, the pool's size and maximum, and the growth rule.
     growth: Growth<U>,
-    order: Arc<dyn StreamOrder>,
-    ordered: bool,
-    /// One synchronisation of everything at a time (see `synchronisation.rs`).
-    sync_lock: Mutex<()>,
+    /// The stream order, the checks of which stream a handle names, and the synchronisation lock.
+    streams: Streams,
     /// Keeps the pool among those told of retiring streams (pools that order streams only).
     _tenancy: Option<crate::stream_registry::Tenancy>,
     /// For a pool over one reserved range mapped in place (see `in_place.rs`): where it grows,
@@ -152,6 +151,12 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// The maximum pool size, if one was set.
     pub fn maximum_size(&self) -> Option<usize> {
         self.growth.maximum()
+    }
+
+    /// Sets of free lists in use in all shards (see `CoalescingPool::sets_in_use`): bounded by the
+    /// streams in use, however many came and went; for tests and monitoring.
+    pub fn sets_in_use(&self) -> usize {
+        self.shards.all().iter().map(|shard| shard.lock().sets_in_use()).sum()
     }
 
     /// Moves `stream` to a shard of its own now, rather than at its first call that finds another
@@ -219,6 +224,6 @@ impl<U: MemoryResource> Drop for PoolMemoryResource<U> {
         // Work still queued may use blocks freed on its stream; the upstream must not get them
         // back before it finishes.
         let captured = self.captures.take_chunks();
-        self.growth.give_back_all(&*self.order, captured);
+        self.growth.give_back_all(self.streams.order(), captured);
     }
 }

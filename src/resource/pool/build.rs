@@ -4,12 +4,12 @@
 use super::captures::Captures;
 use super::growth::{backs_off_from, Growth};
 use super::shards::Shards;
-use super::{stream_identity, PoolMemoryResource, ReservedRange, DEFAULT_SHARDS};
+use super::stream_identity::Streams;
+use super::{PoolMemoryResource, ReservedRange, DEFAULT_SHARDS};
 use crate::error::{Error, Result};
 use crate::resource::claims::ClaimTable;
 use crate::resource::cuda_event_order::default_order;
 use crate::resource::MemoryResource;
-use parking_lot::Mutex;
 use rmm_algorithms::{StreamKey, StreamOrder, GRANULE, MAX_BLOCK_BYTES};
 use std::sync::Arc;
 
@@ -91,18 +91,15 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
                 format!("initial pool size {initial_size} is above the largest chunk a pool keeps ({MAX_BLOCK_BYTES})"),
             ));
         }
-        let ordered = order.is_needed();
-        let order: Arc<dyn StreamOrder> = Arc::from(order);
+        let streams = Streams::new(order);
         // One more, empty shard: where streams marked as capturing are sent (see `capture.rs`).
         let shards = Shards::new(shards, in_place.is_some());
-        let tenancy = ordered.then(|| stream_identity::announce_retiring_streams(shards.weak(), &order));
+        let tenancy = streams.ordered().then(|| streams.announce_retiring_streams(shards.weak()));
         let pool = PoolMemoryResource {
             shards,
             growth: Growth::new(upstream, maximum_size),
             claims: ClaimTable::new(),
-            order,
-            ordered,
-            sync_lock: Mutex::new(()),
+            streams,
             _tenancy: tenancy,
             in_place,
             captures: Captures::new(),
@@ -122,7 +119,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             // memory every stream may take without waiting. If that cannot be established, it
             // belongs to the default stream it was allocated on, and other streams take it through
             // the usual publish/wait hand-over.
-            let fresh = !pool.ordered || pool.order.synchronize_all().is_ok();
+            let fresh = !pool.streams.ordered() || pool.streams.order().synchronize_all().is_ok();
             let owner = if fresh { StreamKey::FRESH } else { StreamKey::LEGACY_DEFAULT };
             let shard = if fresh { 0 } else { pool.shards.home(owner) };
             pool.shards.adopt(shard, &mut pool.shards.lock(shard), ptr, initial_size, owner);

@@ -83,7 +83,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// when the pool cannot mark one more stream.
     pub fn begin_capture(&self, stream: CudaStreamView) -> Result<u64> {
         let key = super::stream_key(stream);
-        let Some(id) = self.order.capture_of(key)? else {
+        let Some(id) = self.streams.order().capture_of(key)? else {
             return Err(Error::InvalidArgument(format!("stream {:#x} is not being captured", stream.handle())));
         };
         self.mark_capturing(key, id)?;
@@ -165,10 +165,10 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// from now on; `None` for a stream not capturing (or where the order cannot tell).
     #[cold]
     pub(super) fn found_capturing(&self, key: StreamKey) -> Option<u64> {
-        if !self.ordered {
+        if !self.streams.ordered() {
             return None;
         }
-        let id = self.order.capture_of(key).ok()??;
+        let id = self.streams.order().capture_of(key).ok()??;
         self.mark_capturing(key, id).ok()?;
         Some(id)
     }
@@ -222,7 +222,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
 
     /// The capture the marked stream `key` is in; unmarks it where it no longer captures.
     fn capture_or_unmark(&self, key: StreamKey) -> Result<Option<u64>> {
-        let id = self.order.capture_of(key)?;
+        let id = self.streams.order().capture_of(key)?;
         if id.is_none() {
             self.unmark(key);
         }
@@ -235,7 +235,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         if let Some(range) = &self.in_place {
             let g = range.granularity();
             let want = needed.max(CAPTURE_CHUNK).div_ceil(g) * g;
-            let (addr, len) = relaxed(&*self.order, || range.grow(want, &mut |_, _| (0, 0)))?;
+            let (addr, len) = relaxed(self.streams.order(), || range.grow(want, &mut |_, _| (0, 0)))?;
             self.growth.count_unlisted(len);
             return Ok((addr, len));
         }
@@ -247,7 +247,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         // The per-thread default stream: an upstream that orders its memory on a stream must not
         // be asked on the capturing one (that would capture the allocation) nor on the legacy one
         // (which waits for every blocking stream, the capturing one included).
-        let relax = |f: &dyn Fn() -> Result<*mut u8>| relaxed(&*self.order, f);
+        let relax = |f: &dyn Fn() -> Result<*mut u8>| relaxed(self.streams.order(), f);
         match self.growth.take_unlisted(want, CudaStreamView::PER_THREAD, relax)? {
             Some(addr) => Ok((addr, want)),
             None => Err(self.refusal(needed, needed, None)),

@@ -61,7 +61,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     ) -> Option<*mut u8> {
         let key = stream_key(stream);
         let mut core = self.shards.lock_home(self.shards.home(key), key);
-        let set = self.own_set(&mut core, key);
+        let set = self.streams.own_set(&mut core, key, &self.captures);
         if core.is_wanted(set) {
             self.publish(&mut core, set);
         }
@@ -82,7 +82,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     pub(super) fn deallocate_at_home(&self, ptr: *mut u8, bytes: usize, stream: CudaStreamView) -> bool {
         let key = stream_key(stream);
         let mut core = self.shards.lock_home(self.shards.home(key), key);
-        let set = self.set_for_free(&mut core, key);
+        let set = self.streams.set_for_free(&mut core, key, &self.captures);
         let shared = core.shared_by_streams();
         if !matches!(core.try_deallocate_shared(ptr as usize, bytes, set, shared), Some(Ok(()))) {
             return false;
@@ -110,7 +110,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     #[inline(always)]
     pub(super) fn free_publishes(&self, core: &CoalescingPool, set: SetId, shared: bool) -> bool {
         debug_assert_eq!(shared, core.shared_by_streams());
-        core.is_wanted(set) || (self.ordered && shared)
+        core.is_wanted(set) || (self.streams.ordered() && shared)
     }
 
     /// Captures the work of `set`'s stream for the streams waiting for its blocks. Called only
@@ -119,10 +119,10 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     #[inline(never)]
     pub(super) fn publish(&self, core: &mut CoalescingPool, set: SetId) {
         // A capture on the handle would not cover a destroyed stream that had it before.
-        if !self.identity_holds(core, set) {
+        if !self.streams.identity_holds(core, set, &self.captures) {
             return;
         }
-        match self.order.record(core.key_of(set), core.identity(set)) {
+        match self.streams.order().record(core.key_of(set), core.identity(set)) {
             Ok(()) => core.publish(set),
             Err(_) => core.clear_wanted(set),
         }

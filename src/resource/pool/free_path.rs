@@ -26,7 +26,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         }
         {
             let mut core = self.shards.lock(home);
-            let set = self.set_for_free(&mut core, key);
+            let set = self.streams.set_for_free(&mut core, key, &self.captures);
             let shared = core.shared_by_streams();
             if let Some(freed) = core.try_deallocate_shared(ptr as usize, bytes, set, shared) {
                 if freed.is_ok() {
@@ -56,9 +56,9 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             return self.deallocate_capture_block(ptr, bytes);
         }
         let mut core = self.shards.lock(shard);
-        let set = self.set_for_free(&mut core, key);
+        let set = self.streams.set_for_free(&mut core, key, &self.captures);
         core.deallocate(ptr, bytes, set).map_err(Error::Misuse)?;
-        if shard != home && self.ordered {
+        if shard != home && self.streams.ordered() {
             self.publish(&mut core, set);
         }
         Ok(())

@@ -72,10 +72,14 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         let mut pieces = Vec::new();
         let mut all_free = Vec::new();
         for (i, core) in guards.iter_mut().enumerate() {
-            let mut sets = core.sets_usable_at_once(key, self.ordered);
+            let mut sets = core.sets_usable_at_once(key, self.streams.ordered());
             // A set of this stream filled by a destroyed stream that had the same handle is not
             // this stream's.
-            sets.retain(|&s| !self.ordered || core.key_of(s) == StreamKey::FRESH || self.identity_holds(core, s));
+            sets.retain(|&s| {
+                !self.streams.ordered()
+                    || core.key_of(s) == StreamKey::FRESH
+                    || self.streams.identity_holds(core, s, &self.captures)
+            });
             pieces.extend(core.free_blocks(|s| sets.contains(&s)).into_iter().map(|(a, l)| (a, l, i)));
             if may_recycle {
                 all_free.extend(core.free_blocks(|_| true));
@@ -113,7 +117,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         taken.sort_unstable();
         // Fresh memory joined to the stream's own is the stream's; without stream order it stays
         // fresh, as every set is anybody's.
-        let owner = if self.ordered { key } else { StreamKey::FRESH };
+        let owner = if self.streams.ordered() { key } else { StreamKey::FRESH };
         let core = &mut guards[home];
         for (addr, len) in taken {
             self.shards.adopt(home, core, addr, len, owner);
@@ -121,7 +125,11 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         if fitting.is_none() {
             return recycle;
         }
-        let set = if self.ordered { self.own_set(core, key) } else { core.set_of(StreamKey::FRESH) };
+        let set = if self.streams.ordered() {
+            self.streams.own_set(core, key, &self.captures)
+        } else {
+            core.set_of(StreamKey::FRESH)
+        };
         match core.allocate(set, req.bytes, req.size, req.align) {
             Some(a) => Gathered::Allocated(a),
             None => recycle,

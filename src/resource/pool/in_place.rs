@@ -72,7 +72,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         key: StreamKey,
         needed: usize,
     ) -> Result<Grew> {
-        let own = self.own_set(core, key);
+        let own = self.streams.own_set(core, key, &self.captures);
         let fresh = core.set_of(StreamKey::FRESH);
         let usable = |block: Option<(SetId, usize)>| block.filter(|&(set, _)| set == own || set == fresh);
         // Only blocks of one set join: the one below the range where both sides are usable.
@@ -89,7 +89,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             (below.map_or(0, |(_, n)| n), above.map_or(0, |(_, n)| n))
         };
         let (addr, len) =
-            match super::capture::relaxed_if_possible(&*self.order, || range.grow(needed, &mut free_around)) {
+            match super::capture::relaxed_if_possible(self.streams.order(), || range.grow(needed, &mut free_around)) {
                 Ok(run) => run,
                 Err(e) if e.is_out_of_memory() => return Ok(Grew::Refused(e)),
                 Err(e) => return Err(e),
@@ -122,10 +122,10 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     pub(super) fn unmap_free_granules(&self, keep: Option<usize>, max: usize, below: usize) -> Result<usize> {
         let Some(range) = &self.in_place else { return Ok(0) };
         let granule = range.granularity();
-        let _one_at_a_time = self.sync_lock.lock();
+        let _one_at_a_time = self.streams.one_at_a_time();
         // Blocks freed on streams become fresh once no work may use them; should that fail, the
         // blocks stay where they were and only fresh memory goes.
-        if self.ordered {
+        if self.streams.ordered() {
             self.synchronise_sealed();
         }
         // Lock every shard in index order (no other lock is held), so no two threads deadlock: a
@@ -134,7 +134,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         let mut guards: Vec<_> = self.shards.lock_real();
         let fresh: Vec<_> = guards.iter_mut().map(|core| core.set_of(StreamKey::FRESH)).collect();
         // Unordered (host) memory needs no synchronisation: every free block may go.
-        let ordered = self.ordered;
+        let ordered = self.streams.ordered();
         let mut free = Vec::new();
         for (core, &f) in guards.iter_mut().zip(&fresh) {
             let blocks = core.free_blocks(|set| !ordered || set == f);
@@ -152,7 +152,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         }
         let mut released = 0;
         // Relaxed where it can be: an unmap must not invalidate a capture on any stream.
-        let _relaxed = super::capture::RelaxedCapture::new(&*self.order).ok();
+        let _relaxed = super::capture::RelaxedCapture::new(self.streams.order()).ok();
         for &(addr, len) in &targets {
             let (done, error) = match range.unmap(addr, len) {
                 Ok(()) => (len, None),

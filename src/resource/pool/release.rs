@@ -42,7 +42,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         if self.in_place.is_some() {
             return self.release_above(0);
         }
-        let _one_at_a_time = self.sync_lock.lock();
+        let _one_at_a_time = self.streams.one_at_a_time();
         self.give_back_free_chunks(|| true)
     }
 
@@ -53,7 +53,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         if needed <= self.growth.room() || needed > max {
             return;
         }
-        let _one_at_a_time = self.sync_lock.lock();
+        let _one_at_a_time = self.streams.one_at_a_time();
         if needed <= self.growth.room() {
             return;
         }

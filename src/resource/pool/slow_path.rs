@@ -135,7 +135,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             FromOtherShards::Nothing => {}
         }
         // 4. Free memory of replaced streams, which waits for a synchronisation: before growing.
-        if self.ordered && self.free_bytes_waiting_for_sync() >= req.needed {
+        if self.streams.ordered() && self.free_bytes_waiting_for_sync() >= req.needed {
             if let Some(a) = self.allocate_after_sync(home, req) {
                 return Ok(a as *mut u8);
             }
@@ -193,7 +193,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     ) -> Option<usize> {
         let key = core.key_of(set);
         // Only the fitting block is taken: the rest of the set stays where every stream can reach it.
-        if let Some(donor) = core.find_donor(set, size, align, self.ordered) {
+        if let Some(donor) = core.find_donor(set, size, align, self.streams.ordered()) {
             if self.usable_now(core, donor, key) {
                 // A retired stream will not come back for the rest: this stream takes it all.
                 let from = if core.key_of(donor).is_retired() {
@@ -232,14 +232,15 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// waits for that stream's last capture, private sets of other streams never.
     pub(super) fn usable_now(&self, core: &CoalescingPool, donor: SetId, key: StreamKey) -> bool {
         let owner = core.key_of(donor);
-        if !self.ordered || owner == StreamKey::FRESH {
+        if !self.streams.ordered() || owner == StreamKey::FRESH {
             return true;
         }
         // No capture covers a replaced stream's work, nor sealed blocks: only a synchronisation.
         if owner.waits_for_sync() || owner.is_sealed() {
             return false;
         }
-        core.is_published(donor) && (owner == key || self.order.wait(owner, core.identity(donor), key).is_ok())
+        core.is_published(donor)
+            && (owner == key || self.streams.order().wait(owner, core.identity(donor), key).is_ok())
     }
 
     /// Takes a range of free memory that `key` may use from some other shard, adopts it in `home`
@@ -284,18 +285,19 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     ) -> Option<usize> {
         let (addr, len, owner) = {
             let mut core = self.shards.lock(from);
-            let donor = core.find_shared_set(key, req.needed, self.ordered, waiting_too);
+            let donor = core.find_shared_set(key, req.needed, self.streams.ordered(), waiting_too);
             *asked |= core.has_wanted();
             let donor = donor?;
             let owner = core.key_of(donor);
             // A set of this stream here, filled perhaps by a destroyed stream that had the same
             // handle.
-            if owner == key && key != StreamKey::FRESH && !self.identity_holds(&mut core, donor) {
+            if owner == key && key != StreamKey::FRESH && !self.streams.identity_holds(&mut core, donor, &self.captures)
+            {
                 return None;
             }
-            if self.ordered && owner != StreamKey::FRESH && owner != key {
+            if self.streams.ordered() && owner != StreamKey::FRESH && owner != key {
                 // FRESH names no stream that could wait (the search after a synchronisation).
-                if key == StreamKey::FRESH || self.order.wait(owner, core.identity(donor), key).is_err() {
+                if key == StreamKey::FRESH || self.streams.order().wait(owner, core.identity(donor), key).is_err() {
                     return None;
                 }
             }
@@ -304,9 +306,13 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         };
         let mut core = self.shards.lock(home);
         // Fresh memory stays fresh; anything else now belongs to `key`, which waited for it.
-        let owner = if owner == StreamKey::FRESH || !self.ordered { StreamKey::FRESH } else { key };
+        let owner = if owner == StreamKey::FRESH || !self.streams.ordered() { StreamKey::FRESH } else { key };
         self.shards.adopt(home, &mut core, addr, len, owner);
-        let set = if key == StreamKey::FRESH { core.set_of(key) } else { self.own_set(&mut core, key) };
+        let set = if key == StreamKey::FRESH {
+            core.set_of(key)
+        } else {
+            self.streams.own_set(&mut core, key, &self.captures)
+        };
         if let Some(a) = core.allocate(set, req.bytes, req.size, req.align) {
             return Some(a);
         }
@@ -317,7 +323,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// in the home shard, or a range of another shard's, or, as a last resort, every range that
     /// is wholly free in any shard, rejoined where they touch.
     pub(super) fn allocate_after_sync(&self, home: usize, req: Request) -> Option<usize> {
-        let _one_at_a_time = self.sync_lock.lock();
+        let _one_at_a_time = self.streams.one_at_a_time();
         // A synchronisation that ran while this call waited may have made enough memory fresh.
         if let Some(a) = self.allocate_fresh(home, req) {
             return Some(a);
@@ -397,14 +403,14 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
                 return Ok(None);
             }
         }
-        let set = self.own_set(&mut core, key);
+        let set = self.streams.own_set(&mut core, key, &self.captures);
         let mut allocated = core.allocate(set, req.bytes, req.size, req.align);
         if allocated.is_none() {
             // Grown in place after a free tail of fresh memory: the two are one fresh block.
             let fresh = core.set_of(StreamKey::FRESH);
             allocated = core.allocate(fresh, req.bytes, req.size, req.align);
         }
-        if allocated.is_some() && self.ordered && core.shared_by_streams() {
+        if allocated.is_some() && self.streams.ordered() && core.shared_by_streams() {
             // The rest of the new chunk is of no use to this stream's queued work: while streams
             // take turns, offer it to them at once (as RMM's free lists are), so the next stream
             // short of memory waits for this one instead of growing again.
@@ -430,7 +436,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             return self.grow_in_place(&**range, home, core, key, needed);
         }
         // Relaxed: an upstream allocation must not invalidate a capture on another stream.
-        let relax = |f: &dyn Fn() -> Result<*mut u8>| super::capture::relaxed_if_possible(&*self.order, f);
+        let relax = |f: &dyn Fn() -> Result<*mut u8>| super::capture::relaxed_if_possible(self.streams.order(), f);
         match self.growth.take_chunk(needed, core.pool_size(), pending, stream, relax)? {
             Taken::Chunk(addr, size) => {
                 self.shards.adopt(home, core, addr, size & !(GRANULE - 1), key);
@@ -445,7 +451,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// them yet, lets other threads run (its next call publishes them) and looks again, a bounded
     /// number of times.
     pub(super) fn allocate_once_published(&self, home: usize, key: StreamKey, req: Request) -> Option<usize> {
-        if !self.ordered {
+        if !self.streams.ordered() {
             return None;
         }
         for _ in 0..PUBLISH_WAIT_ROUNDS {
@@ -456,7 +462,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             std::thread::yield_now();
             {
                 let mut core = self.shards.lock(home);
-                let set = self.own_set(&mut core, key);
+                let set = self.streams.own_set(&mut core, key, &self.captures);
                 if let Some(a) = self.allocate_within(&mut core, set, req.bytes, req.size, req.align) {
                     return Some(a);
                 }

@@ -23,10 +23,15 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             shard.lock().seal(sealed);
         }
         // A synchronisation of everything is illegal while a stream captures: count it as failed.
-        let synced = !self.capture_in_progress() && self.order.synchronize_all().is_ok();
+        let synced = !self.capture_in_progress() && self.streams.order().synchronize_all().is_ok();
         for shard in self.shards.all().iter() {
             shard.lock().unseal(sealed, synced);
         }
         synced
+    }
+
+    /// Free bytes of replaced streams in every shard, which only a synchronisation hands over.
+    pub(super) fn free_bytes_waiting_for_sync(&self) -> usize {
+        self.shards.all().iter().map(|shard| shard.lock().free_bytes_waiting_for_sync()).sum()
     }
 }
