@@ -31,104 +31,15 @@
 
 use super::PoolMemoryResource;
 use crate::error::{Error, Result};
-use crate::resource::upstream_check::allocate_chunk;
 use crate::resource::MemoryResource;
 use crate::stream::CudaStreamView;
-use rmm_algorithms::{next_retirement_number, CoalescingPool, SetId, StreamKey, StreamOrder, GRANULE, MAX_BLOCK_BYTES};
-use std::sync::atomic::Ordering;
+use rmm_algorithms::{next_retirement_number, StreamKey, StreamOrder, GRANULE, MAX_BLOCK_BYTES};
 
 /// The owner of a capture's chunk in the segment map: past every shard, the capture shard included.
 const CAPTURE_CHUNK_OWNER: usize = usize::MAX >> 1;
 
 /// The smallest chunk a capture's private memory grows by.
 const CAPTURE_CHUNK: usize = 2 << 20;
-
-/// One capture's memory for the pool's segments: its id, the chunks it took from the upstream,
-/// the blocks of its memory.
-pub(super) type CaptureWalk = (u64, Vec<(usize, usize)>, Vec<rmm_algorithms::BlockView>);
-
-/// The private memory of every capture the pool has served and not yet released.
-#[derive(Default)]
-pub(super) struct Captures {
-    pools: Vec<CapturePool>,
-    /// Streams marked as capturing in the shard map, with the capture they were marked for.
-    streams: Vec<(StreamKey, u64)>,
-}
-
-impl Captures {
-    /// Bytes taken from the upstream for private memory of captures.
-    pub(super) fn bytes(&self) -> usize {
-        self.pools.iter().map(CapturePool::bytes).sum()
-    }
-
-    /// Every chunk taken for captures (start, bytes asked), for the pool's drop.
-    pub(super) fn take_chunks(&mut self) -> Vec<(usize, usize)> {
-        self.pools.iter_mut().flat_map(|p| std::mem::take(&mut p.chunks)).collect()
-    }
-
-    /// The index of capture `id`'s memory, made empty if it has none yet.
-    fn pool_index(&mut self, id: u64) -> usize {
-        match self.pools.iter().position(|p| p.id == id) {
-            Some(i) => i,
-            None => {
-                self.pools.push(CapturePool::new(id));
-                self.pools.len() - 1
-            }
-        }
-    }
-
-    /// Each capture's id, the chunks it took from the upstream, and the blocks of its memory
-    /// (those of shard blocks freed during the capture included), for the pool's segments.
-    pub(super) fn walk(&self) -> Vec<CaptureWalk> {
-        self.pools
-            .iter()
-            .map(|p| {
-                let blocks = p.core.walk_chunks().into_iter().flat_map(|(_, _, blocks)| blocks).collect();
-                (p.id, p.chunks.clone(), blocks)
-            })
-            .collect()
-    }
-
-    /// Checks each capture's own invariants.
-    pub(super) fn check_invariants(&self) -> std::result::Result<(), String> {
-        for p in &self.pools {
-            p.core.check_invariants().map_err(|e| format!("capture {}: {e}", p.id))?;
-            let tiled = p.bytes();
-            if p.core.pool_size() != tiled {
-                return Err(format!("capture {} tiles {} bytes of {tiled}", p.id, p.core.pool_size()));
-            }
-        }
-        Ok(())
-    }
-}
-
-/// The memory of one capture.
-struct CapturePool {
-    id: u64,
-    core: CoalescingPool,
-    set: SetId,
-    /// Chunks taken from the upstream for this capture (start, bytes).
-    chunks: Vec<(usize, usize)>,
-    /// Blocks of the shards freed during the capture (start, bytes): kept until the release.
-    adopted: Vec<(usize, usize)>,
-}
-
-impl CapturePool {
-    fn new(id: u64) -> Self {
-        let mut core = CoalescingPool::new();
-        let set = core.set_of(StreamKey::FRESH);
-        CapturePool { id, core, set, chunks: Vec::new(), adopted: Vec::new() }
-    }
-
-    /// Bytes taken from the upstream for this capture.
-    fn bytes(&self) -> usize {
-        self.chunks.iter().map(|&(_, size)| size).sum()
-    }
-
-    fn holds(&self, ptr: usize) -> bool {
-        self.chunks.iter().any(|&(a, s)| ptr >= a && ptr < a + s)
-    }
-}
 
 /// The calling thread's capture mode, relaxed for as long as this lives.
 pub(super) struct RelaxedCapture<'a> {
@@ -172,7 +83,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// when the pool cannot mark one more stream.
     pub fn begin_capture(&self, stream: CudaStreamView) -> Result<u64> {
         let key = super::stream_key(stream);
-        let Some(id) = self.order.capture_of(key)? else {
+        let Some(id) = self.streams.order().capture_of(key)? else {
             return Err(Error::InvalidArgument(format!("stream {:#x} is not being captured", stream.handle())));
         };
         self.mark_capturing(key, id)?;
@@ -188,10 +99,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
 
     /// Clears the capture mark of `key`, in the pool's list and in the shard map.
     fn unmark(&self, key: StreamKey) {
-        let mut captures = self.captures.lock();
-        captures.streams.retain(|&(k, _)| k != key);
-        self.marked_streams.store(captures.streams.len(), Ordering::Release);
-        self.shard_map.end_capture(key);
+        self.captures.unmark(self.shards.map(), key);
     }
 
     /// Gives the private memory of capture `id` back to the pool, once every graph captured with
@@ -207,38 +115,23 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// their kernels and copies address the capture's memory, which the pool hands out to any
     /// stream once released, and it cannot see graphs.
     pub unsafe fn release_capture(&self, id: u64) -> Result<()> {
-        let mut captures = self.captures.lock();
-        if captures.streams.iter().any(|&(_, c)| c == id) {
-            return Err(Error::InvalidArgument(format!("capture {id} is still marked on a stream: end it first")));
-        }
-        let Some(i) = captures.pools.iter().position(|p| p.id == id) else {
-            return Err(Error::InvalidArgument(format!("no private memory of capture {id}")));
-        };
-        let live = captures.pools[i].core.allocated_count();
-        if live > 0 {
-            return Err(Error::InvalidArgument(format!(
-                "capture {id} still has {live} live blocks: free them before the release"
-            )));
-        }
-        let pool = captures.pools.swap_remove(i);
-        drop(captures);
+        let pool = self.captures.release(id)?;
         // No capture covers this memory's work: it waits for a synchronisation of everything.
         let retired = StreamKey::retired_after_sync(next_retirement_number());
         {
-            let mut core = self.shards[0].0.lock();
-            let mut chunks = self.upstream_chunks.lock();
+            let mut core = self.shards.lock(0);
+            self.growth.list(&pool.chunks);
             for &(addr, len) in &pool.chunks {
-                chunks.push((addr, len));
-                self.adopt(0, &mut core, addr, len & !(GRANULE - 1), retired);
+                self.shards.adopt(0, &mut core, addr, len & !(GRANULE - 1), retired);
             }
         }
         let mut misuse = None;
-        for &(ptr, bytes) in &pool.adopted {
-            let Some(shard) = self.segments.read().owner(ptr).filter(|&s| !self.is_capture_home(s)) else {
+        for &(ptr, bytes) in &pool.freed {
+            let Some(shard) = self.shards.owner(ptr).filter(|&s| !self.shards.is_capture_home(s)) else {
                 misuse.get_or_insert(Error::Misuse(crate::error::Misuse::UnknownPointer { ptr }));
                 continue;
             };
-            let mut core = self.shards[shard].0.lock();
+            let mut core = self.shards.lock(shard);
             let set = core.set_of(retired);
             if let Err(e) = core.deallocate(ptr, bytes, set) {
                 misuse.get_or_insert(Error::Misuse(e));
@@ -249,51 +142,35 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
 
     /// Ids of the captures whose private memory the pool keeps.
     pub fn captures(&self) -> Vec<u64> {
-        self.captures.lock().pools.iter().map(|p| p.id).collect()
+        self.captures.ids()
     }
 
     /// Bytes of private memory the pool keeps for capture `id` (0 for an unknown one).
     pub fn capture_pool_size(&self, id: u64) -> usize {
-        let captures = self.captures.lock();
-        captures.pools.iter().find(|p| p.id == id).map_or(0, CapturePool::bytes)
+        self.captures.pool_size(id)
     }
 
     /// Whether some stream is marked as capturing: the pool then synchronises nothing.
     #[cold]
     pub(super) fn capture_in_progress(&self) -> bool {
-        !self.captures.lock().streams.is_empty()
+        self.captures.in_progress()
     }
 
     /// Marks `key` as capturing into `id`.
     fn mark_capturing(&self, key: StreamKey, id: u64) -> Result<()> {
-        let mut captures = self.captures.lock();
-        if !self.shard_map.capture(key) {
-            return Err(Error::InvalidArgument("the pool cannot mark one more capturing stream".into()));
-        }
-        captures.streams.retain(|&(k, _)| k != key);
-        captures.streams.push((key, id));
-        self.marked_streams.store(captures.streams.len(), Ordering::Release);
-        captures.pool_index(id);
-        Ok(())
+        self.captures.mark(self.shards.map(), key, id)
     }
 
     /// For a cold path of an eager call on `key`: the capture the stream turns out to be in, marked
     /// from now on; `None` for a stream not capturing (or where the order cannot tell).
     #[cold]
     pub(super) fn found_capturing(&self, key: StreamKey) -> Option<u64> {
-        if !self.ordered {
+        if !self.streams.ordered() {
             return None;
         }
-        let id = self.order.capture_of(key).ok()??;
+        let id = self.streams.order().capture_of(key).ok()??;
         self.mark_capturing(key, id).ok()?;
         Some(id)
-    }
-
-    /// Whether `home`, a shard number from the shard map or the segment map, is the capture
-    /// shard or the mark of a capture's chunk.
-    #[inline(always)]
-    pub(super) fn is_capture_home(&self, home: usize) -> bool {
-        home >= self.shard_map.capture_shard()
     }
 
     /// An allocation on the marked stream `key`; `Ok(None)` when the stream no longer captures (its
@@ -310,20 +187,12 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         let Some(id) = self.capture_or_unmark(key)? else {
             return Ok(None);
         };
-        let mut captures = self.captures.lock();
-        let i = captures.pool_index(id);
-        let pool = &mut captures.pools[i];
-        if let Some(a) = pool.core.allocate(pool.set, bytes, size, align) {
-            return Ok(Some(a as *mut u8));
-        }
-        let needed = size + (align - GRANULE);
-        let (addr, len) = self.grow_capture(needed)?;
-        pool.chunks.push((addr, len));
-        pool.core.add_chunk(addr, len & !(GRANULE - 1), pool.set);
-        self.segments.write().assign(addr, len & !(GRANULE - 1), CAPTURE_CHUNK_OWNER);
-        let a = pool.core.allocate(pool.set, bytes, size, align);
-        debug_assert!(a.is_some(), "a chunk of {len} bytes holds {needed}");
-        Ok(a.map(|a| a as *mut u8))
+        let grow = |needed| {
+            let (addr, len) = self.grow_capture(needed)?;
+            self.shards.assign(addr, len & !(GRANULE - 1), CAPTURE_CHUNK_OWNER);
+            Ok((addr, len))
+        };
+        Ok(self.captures.allocate(id, bytes, size, align, grow)?.map(|a| a as *mut u8))
     }
 
     /// A free on the marked stream `key`; `Ok(false)` when the stream no longer captures (its mark
@@ -334,38 +203,26 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         let Some(id) = self.capture_or_unmark(key)? else {
             return Ok(false);
         };
-        let owner = self.segments.read().owner(ptr);
+        let owner = self.shards.owner(ptr);
         match owner {
             None => Err(Error::Misuse(crate::error::Misuse::UnknownPointer { ptr })),
-            Some(shard) if self.is_capture_home(shard) => self.deallocate_capture_block(ptr, bytes).map(|()| true),
-            Some(_) => {
-                // A block of the shared memory: the graph may use it at each replay.
-                let mut captures = self.captures.lock();
-                let i = captures.pool_index(id);
-                let pool = &mut captures.pools[i];
-                if pool.adopted.iter().any(|&(p, _)| p == ptr) {
-                    return Err(Error::Misuse(crate::error::Misuse::DoubleFree { ptr }));
-                }
-                pool.adopted.push((ptr, bytes));
-                Ok(true)
+            Some(shard) if self.shards.is_capture_home(shard) => {
+                self.deallocate_capture_block(ptr, bytes).map(|()| true)
             }
+            // A block of the shared memory: the graph may use it at each replay.
+            Some(_) => self.captures.keep_freed(id, ptr, bytes).map(|()| true),
         }
     }
 
     /// Frees a block of some capture's private memory back into it, whichever stream frees it.
     #[cold]
     pub(super) fn deallocate_capture_block(&self, ptr: usize, bytes: usize) -> Result<()> {
-        let mut captures = self.captures.lock();
-        let Some(pool) = captures.pools.iter_mut().find(|p| p.holds(ptr)) else {
-            return Err(Error::Misuse(crate::error::Misuse::UnknownPointer { ptr }));
-        };
-        let set = pool.set;
-        pool.core.deallocate(ptr, bytes, set).map_err(Error::Misuse)
+        self.captures.deallocate(ptr, bytes)
     }
 
     /// The capture the marked stream `key` is in; unmarks it where it no longer captures.
     fn capture_or_unmark(&self, key: StreamKey) -> Result<Option<u64>> {
-        let id = self.order.capture_of(key)?;
+        let id = self.streams.order().capture_of(key)?;
         if id.is_none() {
             self.unmark(key);
         }
@@ -378,27 +235,22 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         if let Some(range) = &self.in_place {
             let g = range.granularity();
             let want = needed.max(CAPTURE_CHUNK).div_ceil(g) * g;
-            let (addr, len) = relaxed(&*self.order, || range.grow(want, &mut |_, _| (0, 0)))?;
-            self.pool_size.fetch_add(len, Ordering::Relaxed);
+            let (addr, len) = relaxed(self.streams.order(), || range.grow(want, &mut |_, _| (0, 0)))?;
+            self.growth.count_unlisted(len);
             return Ok((addr, len));
         }
-        let room = self.room();
+        let room = self.growth.room();
         if needed > room {
             return Err(self.refusal(needed, needed, None));
         }
         let want = needed.max(CAPTURE_CHUNK).min(room).min(MAX_BLOCK_BYTES);
-        if !self.reserve(want) {
-            return Err(self.refusal(needed, needed, None));
-        }
         // The per-thread default stream: an upstream that orders its memory on a stream must not
         // be asked on the capturing one (that would capture the allocation) nor on the legacy one
         // (which waits for every blocking stream, the capturing one included).
-        match relaxed(&*self.order, || allocate_chunk(&self.upstream, want, GRANULE, CudaStreamView::PER_THREAD)) {
-            Ok(ptr) => Ok((ptr as usize, want)),
-            Err(e) => {
-                self.pool_size.fetch_sub(want, Ordering::Relaxed);
-                Err(e)
-            }
+        let relax = |f: &dyn Fn() -> Result<*mut u8>| relaxed(self.streams.order(), f);
+        match self.growth.take_unlisted(want, CudaStreamView::PER_THREAD, relax)? {
+            Some(addr) => Ok((addr, want)),
+            None => Err(self.refusal(needed, needed, None)),
         }
     }
 }

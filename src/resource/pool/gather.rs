@@ -57,25 +57,29 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     pub(super) fn allocate_from_gathered(&self, home: usize, key: StreamKey, req: Request) -> Gathered {
         const NOTHING: Gathered = Gathered::Grow { bytes: 0, below: 0 };
         let Some(range) = self.in_place.as_ref() else { return NOTHING };
-        let shards = self.real_shards();
+        let shards = self.shards.real();
         if home >= shards.len() {
             return NOTHING;
         }
         // Every shard locked in index order (no other lock is held), so no two threads deadlock;
         // growth holds a shard's lock, so the mapped end stays where it is read.
-        let mut guards: Vec<_> = shards.iter().map(|s| s.0.lock()).collect();
+        let mut guards: Vec<_> = shards.iter().map(|s| s.lock()).collect();
         let mapped_end = range.mapped_end();
         // Recycling only where threads or streams were dealt shards of their own (see the top of
         // this file); otherwise every free block need not be listed.
-        let may_recycle = self.shard_map.dealt_any();
+        let may_recycle = self.shards.map().dealt_any();
         let mut usable: Vec<Vec<SetId>> = Vec::with_capacity(guards.len());
         let mut pieces = Vec::new();
         let mut all_free = Vec::new();
         for (i, core) in guards.iter_mut().enumerate() {
-            let mut sets = core.sets_usable_at_once(key, self.ordered);
+            let mut sets = core.sets_usable_at_once(key, self.streams.ordered());
             // A set of this stream filled by a destroyed stream that had the same handle is not
             // this stream's.
-            sets.retain(|&s| !self.ordered || core.key_of(s) == StreamKey::FRESH || self.identity_holds(core, s));
+            sets.retain(|&s| {
+                !self.streams.ordered()
+                    || core.key_of(s) == StreamKey::FRESH
+                    || self.streams.identity_holds(core, s, &self.captures)
+            });
             pieces.extend(core.free_blocks(|s| sets.contains(&s)).into_iter().map(|(a, l)| (a, l, i)));
             if may_recycle {
                 all_free.extend(core.free_blocks(|_| true));
@@ -113,15 +117,19 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         taken.sort_unstable();
         // Fresh memory joined to the stream's own is the stream's; without stream order it stays
         // fresh, as every set is anybody's.
-        let owner = if self.ordered { key } else { StreamKey::FRESH };
+        let owner = if self.streams.ordered() { key } else { StreamKey::FRESH };
         let core = &mut guards[home];
         for (addr, len) in taken {
-            self.adopt(home, core, addr, len, owner);
+            self.shards.adopt(home, core, addr, len, owner);
         }
         if fitting.is_none() {
             return recycle;
         }
-        let set = if self.ordered { self.own_set(core, key) } else { core.set_of(StreamKey::FRESH) };
+        let set = if self.streams.ordered() {
+            self.streams.own_set(core, key, &self.captures)
+        } else {
+            core.set_of(StreamKey::FRESH)
+        };
         match core.allocate(set, req.bytes, req.size, req.align) {
             Some(a) => Gathered::Allocated(a),
             None => recycle,
@@ -169,7 +177,7 @@ fn touching_runs(mut pieces: Vec<(usize, usize, usize)>) -> Vec<Run> {
 impl<U: MemoryResource> PoolMemoryResource<U> {
     pub(crate) fn spread_calling_thread(&self, stream: crate::stream::CudaStreamView) {
         let key = super::stream_key(stream);
-        self.shard_map.spread(key);
-        self.shard_map.spread_thread(key);
+        self.shards.map().spread(key);
+        self.shards.map().spread_thread(key);
     }
 }

@@ -25,7 +25,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         let align = effective_alignment(alignment).ok()?;
         let size = rounded_size(bytes)?;
         let key = stream_key(stream);
-        let mut core = self.shards[self.shard_map.shard(key)].0.try_lock()?;
+        let mut core = self.shards.try_lock(self.shards.home(key))?;
         let (set, identity) = core.set_and_identity_of(key);
         if identity != IDENTITY_TRUSTED || core.is_wanted(set) {
             return None;
@@ -42,7 +42,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             return false;
         }
         let key = stream_key(stream);
-        let Some(mut core) = self.shards[self.shard_map.shard(key)].0.try_lock() else {
+        let Some(mut core) = self.shards.try_lock(self.shards.home(key)) else {
             return false;
         };
         let (set, identity) = core.set_and_identity_of(key);

@@ -17,11 +17,10 @@
 //!   may still be used by work queued on them, as before a hand-over), takes the whole granules
 //!   of the blocks that were free before it started out of the shards and unmaps them.
 
-use super::{Growth, PoolMemoryResource};
+use super::{Grew, PoolMemoryResource};
 use crate::error::Result;
 use crate::resource::MemoryResource;
 use rmm_algorithms::{CoalescingPool, Partial, SetId, StreamKey};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// The reserved range under an in-place pool (an address space shared with the pool's upstream).
@@ -72,8 +71,8 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         core: &mut CoalescingPool,
         key: StreamKey,
         needed: usize,
-    ) -> Result<Growth> {
-        let own = self.own_set(core, key);
+    ) -> Result<Grew> {
+        let own = self.streams.own_set(core, key, &self.captures);
         let fresh = core.set_of(StreamKey::FRESH);
         let usable = |block: Option<(SetId, usize)>| block.filter(|&(set, _)| set == own || set == fresh);
         // Only blocks of one set join: the one below the range where both sides are usable.
@@ -90,19 +89,18 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             (below.map_or(0, |(_, n)| n), above.map_or(0, |(_, n)| n))
         };
         let (addr, len) =
-            match super::capture::relaxed_if_possible(&*self.order, || range.grow(needed, &mut free_around)) {
+            match super::capture::relaxed_if_possible(self.streams.order(), || range.grow(needed, &mut free_around)) {
                 Ok(run) => run,
-                Err(e) if e.is_out_of_memory() => return Ok(Growth::Refused(e)),
+                Err(e) if e.is_out_of_memory() => return Ok(Grew::Refused(e)),
                 Err(e) => return Err(e),
             };
         // New memory is fresh; joined to blocks of the stream's own, it is the stream's.
         let (below, above) = joined(core, addr, addr + len);
         let set = below.or(above).map_or(own, |(set, _)| set);
-        self.pool_size.fetch_add(len, Ordering::Relaxed);
-        self.upstream_chunks.lock().push((addr, len));
+        self.growth.add_mapped(addr, len);
         core.attach(addr, len, set);
-        self.segments.write().assign(addr, len, home);
-        Ok(Growth::Grown)
+        self.shards.assign(addr, len, home);
+        Ok(Grew::Grown)
     }
 
     /// Gives the memory of whole free granules back until the pool holds at most `keep` bytes (or
@@ -124,19 +122,19 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     pub(super) fn unmap_free_granules(&self, keep: Option<usize>, max: usize, below: usize) -> Result<usize> {
         let Some(range) = &self.in_place else { return Ok(0) };
         let granule = range.granularity();
-        let _one_at_a_time = self.sync_lock.lock();
+        let _one_at_a_time = self.streams.one_at_a_time();
         // Blocks freed on streams become fresh once no work may use them; should that fail, the
         // blocks stay where they were and only fresh memory goes.
-        if self.ordered {
+        if self.streams.ordered() {
             self.synchronise_sealed();
         }
         // Lock every shard in index order (no other lock is held), so no two threads deadlock: a
         // granule may be free in pieces of several shards (ranges move between shards at any
         // 256-byte boundary), and it goes only once every piece is out.
-        let mut guards: Vec<_> = self.real_shards().iter().map(|s| s.0.lock()).collect();
+        let mut guards: Vec<_> = self.shards.lock_real();
         let fresh: Vec<_> = guards.iter_mut().map(|core| core.set_of(StreamKey::FRESH)).collect();
         // Unordered (host) memory needs no synchronisation: every free block may go.
-        let ordered = self.ordered;
+        let ordered = self.streams.ordered();
         let mut free = Vec::new();
         for (core, &f) in guards.iter_mut().zip(&fresh) {
             let blocks = core.free_blocks(|set| !ordered || set == f);
@@ -154,7 +152,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         }
         let mut released = 0;
         // Relaxed where it can be: an unmap must not invalidate a capture on any stream.
-        let _relaxed = super::capture::RelaxedCapture::new(&*self.order).ok();
+        let _relaxed = super::capture::RelaxedCapture::new(self.streams.order()).ok();
         for &(addr, len) in &targets {
             let (done, error) = match range.unmap(addr, len) {
                 Ok(()) => (len, None),
@@ -184,25 +182,8 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// Forgets `[addr, addr + len)`, unmapped: it leaves the pool's size, the segment map and the
     /// list of upstream chunks (whose entries around it are cut).
     fn forget_range(&self, addr: usize, len: usize) {
-        let end = addr + len;
-        self.pool_size.fetch_sub(len, Ordering::Relaxed);
-        self.segments.write().remove(addr, len);
-        let mut chunks = self.upstream_chunks.lock();
-        let mut kept = Vec::with_capacity(chunks.len() + 1);
-        for &(a, s) in chunks.iter() {
-            let e = a + s;
-            if e <= addr || end <= a {
-                kept.push((a, s));
-                continue;
-            }
-            if a < addr {
-                kept.push((a, addr - a));
-            }
-            if end < e {
-                kept.push((end, e - end));
-            }
-        }
-        *chunks = kept;
+        self.growth.forget_range(addr, len);
+        self.shards.remove(addr, len);
     }
 }
 

@@ -22,11 +22,8 @@
 
 use super::PoolMemoryResource;
 use crate::error::Result;
-use crate::resource::upstream_check::give_back_chunk;
 use crate::resource::MemoryResource;
-use crate::stream::CudaStreamView;
 use rmm_algorithms::{StreamKey, GRANULE};
-use std::sync::atomic::Ordering;
 
 impl<U: MemoryResource> PoolMemoryResource<U> {
     /// Gives every chunk whose blocks are all free back to the upstream, lowest address first,
@@ -45,19 +42,19 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         if self.in_place.is_some() {
             return self.release_above(0);
         }
-        let _one_at_a_time = self.sync_lock.lock();
+        let _one_at_a_time = self.streams.one_at_a_time();
         self.give_back_free_chunks(|| true)
     }
 
     /// Under a maximum, when `needed` does not fit in the room left but would below the maximum:
     /// gives wholly free chunks back until it fits, as RMM does before it grows.
     pub(super) fn reclaim_free_chunks(&self, needed: usize) {
-        let Some(max) = self.maximum_size else { return };
-        if needed <= self.room() || needed > max {
+        let Some(max) = self.maximum_size() else { return };
+        if needed <= self.growth.room() || needed > max {
             return;
         }
-        let _one_at_a_time = self.sync_lock.lock();
-        if needed <= self.room() {
+        let _one_at_a_time = self.streams.one_at_a_time();
+        if needed <= self.growth.room() {
             return;
         }
         // A chunk the upstream refuses stays free in the pool; the growth then reports the
@@ -72,12 +69,11 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         // Chunks whose every block is free, whatever stream it was freed on: without one, no
         // synchronisation is worth its cost.
         let mut pieces = Vec::new();
-        for shard in self.real_shards() {
-            pieces.extend(shard.0.lock().free_ranges());
+        for shard in self.shards.real() {
+            pieces.extend(shard.lock().free_ranges());
         }
         pieces.sort_unstable();
-        let mut chunks = self.upstream_chunks.lock().clone();
-        chunks.sort_unstable();
+        let chunks = self.growth.chunks();
         if !chunks.iter().any(|&c| tiles(c, &pieces)) {
             return Ok(0);
         }
@@ -86,7 +82,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         }
         // Lock every shard in index order (no other lock is held), so no two threads deadlock.
         // Blocks freed from here on join their streams' sets, not the fresh one: they stay.
-        let mut guards: Vec<_> = self.real_shards().iter().map(|s| s.0.lock()).collect();
+        let mut guards: Vec<_> = self.shards.lock_real();
         let mut free: Vec<(usize, usize, usize)> = Vec::new();
         for (i, core) in guards.iter_mut().enumerate() {
             let fresh = core.set_of(StreamKey::FRESH);
@@ -104,21 +100,19 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             if !tiles(chunk, &ranges) {
                 continue;
             }
-            if let Err(e) = give_back_chunk(&self.upstream, addr as *mut u8, size, GRANULE, CudaStreamView::DEFAULT) {
+            if let Err(e) = self.growth.give_back(addr, size) {
                 // The upstream kept it, or says so: the pool keeps it too.
                 refused = Some(e);
                 break;
             }
-            self.upstream_chunks.lock().retain(|&(a, _)| a != addr);
-            self.pool_size.fetch_sub(size, Ordering::Relaxed);
-            self.segments.write().remove(addr, size & !(GRANULE - 1));
+            self.shards.remove(addr, size & !(GRANULE - 1));
             given_back.push(chunk);
             released += size;
         }
         // Every other range goes back, free and fresh, to the shard it came from.
         for (addr, len, shard) in free {
             if !given_back.iter().any(|&(a, s)| a <= addr && addr < a + s) {
-                self.adopt(shard, &mut guards[shard], addr, len, StreamKey::FRESH);
+                self.shards.adopt(shard, &mut guards[shard], addr, len, StreamKey::FRESH);
             }
         }
         refused.map_or(Ok(released), Err)

@@ -24,18 +24,18 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// is exact while no other thread allocates or frees (shards are read one after another).
     pub fn segments(&self) -> Vec<MemorySegment> {
         let mut blocks = Vec::new();
-        for shard in self.real_shards() {
-            let core = shard.0.lock();
+        for shard in self.shards.real() {
+            let core = shard.lock();
             for (_, _, chunk) in core.walk_chunks() {
                 blocks.extend(chunk.into_iter().map(segment_block));
             }
         }
         let mut ranges: Vec<(usize, usize, u64)> = Vec::new();
-        for (id, chunks, chunk_blocks) in self.captures.lock().walk() {
+        for (id, chunks, chunk_blocks) in self.captures.walk() {
             ranges.extend(chunks.into_iter().map(|(start, size)| (start, size, id)));
             blocks.extend(chunk_blocks.into_iter().map(segment_block));
         }
-        ranges.extend(self.upstream_chunks.lock().iter().map(|&(start, size)| (start, size, 0)));
+        ranges.extend(self.growth.chunks().into_iter().map(|(start, size)| (start, size, 0)));
         let mut segments = tile_segments(ranges, blocks, self.in_place.is_some());
         // The pool's own memory first, then each capture's.
         segments.sort_by_key(|s| (s.capture, s.address));

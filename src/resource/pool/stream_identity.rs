@@ -15,36 +15,86 @@
 //!    old stream is gone: its blocks move to a retired key that waits for a synchronisation of
 //!    everything, which the pool makes before it would grow by as much.
 
-use super::{PoolMemoryResource, Shard};
-use crate::resource::MemoryResource;
+use super::capture::relaxed_if_possible;
+use super::captures::Captures;
+use super::shards::Shard;
 use crate::stream_registry::{add_tenant, StreamTenant, Tenancy};
+use parking_lot::{Mutex, MutexGuard};
 use rmm_algorithms::{
     next_retirement_number, CoalescingPool, SetId, StreamKey, StreamOrder, IDENTITY_TRUSTED, IDENTITY_UNKNOWN,
 };
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
-impl<U: MemoryResource> PoolMemoryResource<U> {
+/// How the pool orders streams, and what it checks of the streams a handle names.
+///
+/// # Invariants
+/// - `ordered` is the order's [`is_needed`](StreamOrder::is_needed): an unordered pool (host
+///   memory) records, waits for and synchronises nothing, and every set is anybody's.
+/// - A set taken from without a wait (its stream's allocations, a capture for others) was filled
+///   by the stream its key names now: its identity is trusted (a stream this library made, which
+///   announces its destruction), or equal to the stream's identity now; otherwise the key's sets
+///   are retired to wait for a synchronisation of everything, and the key gets a new set.
+/// - The order is never asked for the identity of a stream that captures into a CUDA graph: while
+///   some stream is marked as capturing, and on a set's first use, the pool asks whether the
+///   stream captures first.
+/// - One synchronisation of everything runs at a time ([`one_at_a_time`](Self::one_at_a_time)).
+pub(super) struct Streams {
+    order: Arc<dyn StreamOrder>,
+    ordered: bool,
+    /// One synchronisation of everything at a time (see `synchronisation.rs`).
+    sync_lock: Mutex<()>,
+}
+
+impl Streams {
+    /// Streams ordered by `order`.
+    pub(super) fn new(order: Box<dyn StreamOrder>) -> Self {
+        let ordered = order.is_needed();
+        Streams { order: Arc::from(order), ordered, sync_lock: Mutex::new(()) }
+    }
+
+    /// The stream order.
+    #[inline(always)]
+    pub(super) fn order(&self) -> &dyn StreamOrder {
+        &*self.order
+    }
+
+    /// Whether the order is needed at all (device memory): see the invariants.
+    #[inline(always)]
+    pub(super) fn ordered(&self) -> bool {
+        self.ordered
+    }
+
+    /// Held while the pool synchronises everything, and across what it does with the memory
+    /// that made fresh.
+    pub(super) fn one_at_a_time(&self) -> MutexGuard<'_, ()> {
+        self.sync_lock.lock()
+    }
+
+    /// Registers `shards`, a new pool's, to hear of retiring streams.
+    pub(super) fn announce_retiring_streams(&self, shards: Weak<[Shard]>) -> Tenancy {
+        add_tenant(Arc::new(PoolTenant { shards, order: self.order.clone() }))
+    }
+
     /// The set of `key`'s own free lists in `core`, for a call on `key` that takes from them
     /// without waiting: checked to belong to the stream that `key` names now.
     #[inline(always)]
-    pub(super) fn own_set(&self, core: &mut CoalescingPool, key: StreamKey) -> SetId {
+    pub(super) fn own_set(&self, core: &mut CoalescingPool, key: StreamKey, captures: &Captures) -> SetId {
         let (set, identity) = core.set_and_identity_of(key);
         if identity == IDENTITY_TRUSTED {
             return set;
         }
-        self.own_set_checked(core, key, set)
+        self.own_set_checked(core, key, set, captures)
     }
 
     #[cold]
     #[inline(never)]
-    fn own_set_checked(&self, core: &mut CoalescingPool, key: StreamKey, set: SetId) -> SetId {
-        if self.identity_holds(core, set) {
+    fn own_set_checked(&self, core: &mut CoalescingPool, key: StreamKey, set: SetId, captures: &Captures) -> SetId {
+        if self.identity_holds(core, set, captures) {
             return set;
         }
         // The old stream's sets are retired: a new set for the stream the handle names now.
         let set = core.set_of(key);
-        let identity = self.stream_identity(key, IDENTITY_UNKNOWN);
+        let identity = self.stream_identity(key, IDENTITY_UNKNOWN, captures);
         core.set_identity(set, identity);
         set
     }
@@ -60,8 +110,8 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// capture mode relaxed while a capture is marked, which a global-mode capture needs.
     #[cold]
     #[inline(never)]
-    fn stream_identity(&self, key: StreamKey, known: u64) -> u64 {
-        let marked = self.marked_streams.load(Ordering::Acquire) != 0;
+    fn stream_identity(&self, key: StreamKey, known: u64, captures: &Captures) -> u64 {
+        let marked = captures.marked_any();
         if !marked && (known != IDENTITY_UNKNOWN || !self.ordered) {
             return self.order.identity(key, known);
         }
@@ -71,25 +121,25 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         if !marked {
             return self.order.identity(key, known);
         }
-        super::capture::relaxed_if_possible(&*self.order, || self.order.identity(key, known))
+        relaxed_if_possible(&*self.order, || self.order.identity(key, known))
     }
 
     /// The set of `key`'s own free lists for a free on `key`. Frees do not check the identity of
     /// an established set (a block freed into a replaced stream's set only waits longer); a new
     /// set learns whose it is.
     #[inline(always)]
-    pub(super) fn set_for_free(&self, core: &mut CoalescingPool, key: StreamKey) -> SetId {
+    pub(super) fn set_for_free(&self, core: &mut CoalescingPool, key: StreamKey, captures: &Captures) -> SetId {
         let (set, identity) = core.set_and_identity_of(key);
         if identity == IDENTITY_UNKNOWN {
-            self.learn_identity(core, set);
+            self.learn_identity(core, set, captures);
         }
         set
     }
 
     #[cold]
     #[inline(never)]
-    fn learn_identity(&self, core: &mut CoalescingPool, set: SetId) {
-        let identity = self.stream_identity(core.key_of(set), IDENTITY_UNKNOWN);
+    fn learn_identity(&self, core: &mut CoalescingPool, set: SetId, captures: &Captures) {
+        let identity = self.stream_identity(core.key_of(set), IDENTITY_UNKNOWN, captures);
         core.set_identity(set, identity);
     }
 
@@ -98,16 +148,16 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// reused: its sets in `core` are retired, to wait for a synchronisation of everything, and
     /// `set` no longer belongs to the key.
     #[inline(always)]
-    pub(super) fn identity_holds(&self, core: &mut CoalescingPool, set: SetId) -> bool {
-        core.identity(set) == IDENTITY_TRUSTED || self.check_identity(core, set)
+    pub(super) fn identity_holds(&self, core: &mut CoalescingPool, set: SetId, captures: &Captures) -> bool {
+        core.identity(set) == IDENTITY_TRUSTED || self.check_identity(core, set, captures)
     }
 
     #[cold]
     #[inline(never)]
-    fn check_identity(&self, core: &mut CoalescingPool, set: SetId) -> bool {
+    fn check_identity(&self, core: &mut CoalescingPool, set: SetId, captures: &Captures) -> bool {
         let key = core.key_of(set);
         let known = core.identity(set);
-        let now = self.stream_identity(key, known);
+        let now = self.stream_identity(key, known, captures);
         if known == IDENTITY_UNKNOWN || known == now {
             core.set_identity(set, now);
             return true;
@@ -115,22 +165,6 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         core.retire_key(key, StreamKey::retired_after_sync(next_retirement_number()));
         false
     }
-
-    /// Sets of free lists in use in all shards (see `CoalescingPool::sets_in_use`): bounded by the
-    /// streams in use, however many came and went; for tests and monitoring.
-    pub fn sets_in_use(&self) -> usize {
-        self.shards.iter().map(|shard| shard.0.lock().sets_in_use()).sum()
-    }
-
-    /// Free bytes of replaced streams in every shard, which only a synchronisation hands over.
-    pub(super) fn free_bytes_waiting_for_sync(&self) -> usize {
-        self.shards.iter().map(|shard| shard.0.lock().free_bytes_waiting_for_sync()).sum()
-    }
-}
-
-/// Registers a new pool's shards to hear of retiring streams.
-pub(super) fn announce_retiring_streams(shards: &Arc<[Shard]>, order: &Arc<dyn StreamOrder>) -> Tenancy {
-    add_tenant(Arc::new(PoolTenant { shards: Arc::downgrade(shards), order: order.clone() }))
 }
 
 /// What the stream registry holds of a pool: enough to retire a stream in every shard, and nothing
@@ -150,7 +184,7 @@ impl StreamTenant for PoolTenant {
         let mut captured: Option<StreamKey> = None;
         let mut in_use = Vec::new();
         for shard in shards.iter() {
-            let mut core = shard.0.lock();
+            let mut core = shard.lock();
             match core.identity_of_key(key) {
                 None => {}
                 // Filled by this stream: covered by a capture made now, while it is alive.
@@ -173,5 +207,105 @@ impl StreamTenant for PoolTenant {
             core.retired_keys_in_use(&mut in_use);
         }
         self.order.forget_retired(&|k| in_use.contains(&k));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Result;
+    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+    /// An order whose streams have an identity the test changes (a handle reused), that may say
+    /// a stream captures, and that counts the identity questions.
+    #[derive(Default)]
+    struct Handles {
+        identity: AtomicU64,
+        capturing: AtomicU64,
+        asked: AtomicUsize,
+    }
+
+    /// The order the pool sees, sharing the test's view of the handles.
+    struct Order(Arc<Handles>);
+
+    impl StreamOrder for Order {
+        fn record(&self, _owner: StreamKey, _identity: u64) -> Result<()> {
+            Ok(())
+        }
+        fn wait(&self, _owner: StreamKey, _identity: u64, _waiter: StreamKey) -> Result<()> {
+            Ok(())
+        }
+        fn synchronize_all(&self) -> Result<()> {
+            Ok(())
+        }
+        fn identity(&self, _key: StreamKey, _known: u64) -> u64 {
+            self.0.asked.fetch_add(1, Ordering::Relaxed);
+            self.0.identity.load(Ordering::Relaxed)
+        }
+        fn capture_of(&self, _key: StreamKey) -> Result<Option<u64>> {
+            Ok(Some(self.0.capturing.load(Ordering::Relaxed)).filter(|&id| id != 0))
+        }
+    }
+
+    fn streams() -> (Streams, Arc<Handles>) {
+        let handles = Arc::new(Handles { identity: AtomicU64::new(7), ..Default::default() });
+        (Streams::new(Box::new(Order(handles.clone()))), handles)
+    }
+
+    const KEY: StreamKey = StreamKey(0x1000);
+
+    #[test]
+    fn a_stream_keeps_its_set_while_its_identity_holds() {
+        let (streams, handles) = streams();
+        let (mut core, captures) = (CoalescingPool::new(), Captures::new());
+        assert!(streams.ordered());
+        let set = streams.set_for_free(&mut core, KEY, &captures);
+        assert_eq!(core.identity(set), 7, "a new set learns whose it is");
+        assert_eq!(streams.own_set(&mut core, KEY, &captures), set);
+        assert!(streams.identity_holds(&mut core, set, &captures));
+        // Frees never ask again about an established set.
+        let asked = handles.asked.load(Ordering::Relaxed);
+        assert_eq!(streams.set_for_free(&mut core, KEY, &captures), set);
+        assert_eq!(handles.asked.load(Ordering::Relaxed), asked);
+    }
+
+    #[test]
+    fn a_reused_handle_gets_a_new_set_and_the_old_one_waits_for_a_synchronisation() {
+        let (streams, handles) = streams();
+        let (mut core, captures) = (CoalescingPool::new(), Captures::new());
+        let old = streams.own_set(&mut core, KEY, &captures);
+        // Free blocks of the old stream (addresses only: never touched).
+        core.add_chunk(1 << 30, 1 << 20, old);
+        handles.identity.store(8, Ordering::Relaxed);
+        assert!(!streams.identity_holds(&mut core, old, &captures));
+        assert_eq!(core.free_bytes_waiting_for_sync(), 1 << 20, "the old stream's blocks wait");
+        let new = streams.own_set(&mut core, KEY, &captures);
+        assert_ne!(new, old);
+        assert_eq!((core.key_of(new), core.identity(new)), (KEY, 8));
+    }
+
+    #[test]
+    fn a_capturing_stream_is_not_asked_its_identity() {
+        let (streams, handles) = streams();
+        let (mut core, captures) = (CoalescingPool::new(), Captures::new());
+        handles.capturing.store(3, Ordering::Relaxed);
+        // A set new to a capturing stream gets an identity no other call gets, never trusted.
+        let set = streams.own_set(&mut core, KEY, &captures);
+        assert_eq!(handles.asked.load(Ordering::Relaxed), 0);
+        let identity = core.identity(set);
+        assert!(identity != IDENTITY_TRUSTED && identity != IDENTITY_UNKNOWN);
+        // While some stream is marked, even a known set is not asked about while it captures.
+        captures.mark(&rmm_algorithms::ShardMap::new(2), KEY, 3).unwrap();
+        assert!(streams.identity_holds(&mut core, set, &captures));
+        assert_eq!(handles.asked.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn one_synchronisation_at_a_time() {
+        let (streams, _) = streams();
+        let held = streams.one_at_a_time();
+        assert!(streams.sync_lock.try_lock().is_none());
+        drop(held);
+        assert!(streams.sync_lock.try_lock().is_some());
     }
 }
