@@ -411,7 +411,7 @@ gpu-sanitize: gpu-bin
 PYTHON3   ?= python3
 VENV_PY   ?= $(REPO)/.venv-py
 WHEEL_DIR ?= $(REPO)/.whl
-.PHONY: python python-venv python-test
+.PHONY: python python-venv python-install python-test
 python-venv: $(VENV_PY)/bin/maturin
 $(VENV_PY)/bin/maturin:
 	@echo "rmm-rs: the Python package needs maturin, numpy, pytest, dask and distributed: a venv $(VENV_PY) from PyPI"
@@ -422,8 +422,11 @@ python: python-venv
 	@mkdir -p $(WHEEL_DIR)
 	rm -f $(WHEEL_DIR)/rmm_rs-*.whl
 	cd $(REPO)/python && $(CARGO_ENV) $(VENV_PY)/bin/maturin build --release $(CARGO_FEATURES) --interpreter $(VENV_PY)/bin/python -o $(WHEEL_DIR)
-python-test: python
+# The wheel just built, installed into VENV_PY (what the Python tests, the stub checks and the
+# Python reference read).
+python-install: python
 	$(VENV_PY)/bin/pip install -q --disable-pip-version-check --no-deps --force-reinstall $(WHEEL_DIR)/rmm_rs-*.whl
+python-test: python-install
 	cd $(REPO)/python/tests && $(VENV_PY)/bin/python -m pytest -q -rs
 	+$(MAKE) --no-print-directory python-typecheck-installed
 
@@ -436,8 +439,7 @@ MYPY_CACHE   ?= $(REPO)/build/mypy-cache
 # Every module with a stub (python/rmm/**/*.pyi).
 STUBBED      := $(sort $(subst /,.,$(patsubst $(REPO)/python/%.pyi,%,$(shell find $(REPO)/python/rmm -name '*.pyi'))))
 .PHONY: python-typecheck python-typecheck-installed wheels
-python-typecheck: python
-	$(VENV_PY)/bin/pip install -q --disable-pip-version-check --no-deps --force-reinstall $(WHEEL_DIR)/rmm_rs-*.whl
+python-typecheck: python-install
 	+$(MAKE) --no-print-directory python-typecheck-installed
 python-typecheck-installed: $(VENV_PY)/bin/mypy
 	cd $(REPO)/python/tests/typing && $(VENV_PY)/bin/python -m mypy.stubtest --mypy-config-file mypy.ini \
@@ -454,11 +456,10 @@ $(VENV_PY)/bin/mypy: | $(VENV_PY)/bin/maturin
 DOCS_DIR     ?= $(REPO)/build/docs
 PDOC_VERSION ?= 16.0.0
 .PHONY: docs
-docs: python $(VENV_PY)/bin/pdoc
+docs: python-install $(VENV_PY)/bin/pdoc
 	cd $(REPO) && RUSTDOCFLAGS="-D warnings" PYO3_PYTHON=$(VENV_PY)/bin/python $(CARGO_ENV) cargo doc --workspace --no-deps --quiet
 	rm -rf $(DOCS_DIR)/rust $(DOCS_DIR)/python && mkdir -p $(DOCS_DIR)
 	cp -r $(CARGO_TARGET_DIR)/doc $(DOCS_DIR)/rust
-	$(VENV_PY)/bin/pip install -q --disable-pip-version-check --no-deps --force-reinstall $(WHEEL_DIR)/rmm_rs-*.whl
 	cd $(REPO)/build && $(VENV_PY)/bin/python $(REPO)/python/tools/api_docs.py $(DOCS_DIR)/python
 	@echo "rmm-rs: API references in $(DOCS_DIR)/rust/rmm/index.html and $(DOCS_DIR)/python/index.html"
 $(VENV_PY)/bin/pdoc: | $(VENV_PY)/bin/maturin

@@ -7,19 +7,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-# Workspace crates that rmm-rs depends on by path: cargo packages them together, and the unpacked
-# rmm-rs is then pointed at their unpacked packages (crates.io would have them).
-deps=$(cargo metadata --format-version 1 --no-deps | python3 -c '
+# The version of rmm-rs, then the workspace crates it depends on by path: cargo packages them
+# together, and the unpacked rmm-rs is then pointed at their unpacked packages (crates.io would
+# have them).
+read -r version deps < <(cargo metadata --format-version 1 --no-deps | python3 -c '
 import json, sys
-m = json.load(sys.stdin)
-core = next(p for p in m["packages"] if p["name"] == "rmm-rs")
-print(" ".join(d["name"] for d in core["dependencies"] if d.get("path")))')
+core = next(p for p in json.load(sys.stdin)["packages"] if p["name"] == "rmm-rs")
+print(core["version"], *(d["name"] for d in core["dependencies"] if d.get("path")))')
 args=(-p rmm-rs)
 for d in $deps; do args+=(-p "$d"); done
 cargo package "${args[@]}" --no-verify --allow-dirty --quiet --target-dir "$work/target"
-version=$(cargo metadata --format-version 1 --no-deps | python3 -c '
-import json, sys
-print(next(p["version"] for p in json.load(sys.stdin)["packages"] if p["name"] == "rmm-rs"))')
 patches=()
 for crate in "$work"/target/package/*.crate; do tar xzf "$crate" -C "$work"; done
 for d in $deps; do
