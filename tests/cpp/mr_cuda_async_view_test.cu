@@ -39,6 +39,9 @@ TEST(CudaAsyncViewOfADestroyedPool, AllocationIsBadAllocNamingTheCudaError)
   ASSERT_EQ(cudaMemPoolCreate(&pool, &props), cudaSuccess);
   rmm::mr::cuda_async_view_memory_resource view{pool};
   view.deallocate_sync(view.allocate_sync(KiB), KiB);
+  // Every free of the pool completed first: a pool destroyed with a free still pending lives on
+  // in the driver until it completes, and an allocation from it meanwhile crashed in the driver.
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   ASSERT_EQ(cudaMemPoolDestroy(pool), cudaSuccess);
 
   expect_throws_exactly<rmm::bad_alloc>([&] { (void)view.allocate_sync(KiB); },
