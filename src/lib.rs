@@ -96,8 +96,8 @@ pub mod pool {
     pub use rmm_algorithms::{
         address_space, coalescing_pool, current_thread_number, next_retirement_number, rounded_size, stream_order,
         AddressSpace, BlockView, CoalescingPool, HostMappings, HostOrder, HostPhysicalMemory, LiveBlock, Partial,
-        PhysicalMemory, SetId, SimulatedDeviceOrder, StreamKey, StreamKind, StreamOrder, CAPTURE_MODE_RELAXED, GRANULE,
-        IDENTITY_TRUSTED, IDENTITY_UNKNOWN, MAX_BLOCK_BYTES,
+        PhysicalMemory, SetId, SimulatedDeviceOrder, StreamIdentity, StreamKey, StreamKind, StreamOrder,
+        CAPTURE_MODE_RELAXED, GRANULE, MAX_BLOCK_BYTES,
     };
 }
 

@@ -3,6 +3,7 @@
 use crate::driver::{self, StreamHandle};
 use crate::error::Result;
 use cudarc::driver::sys;
+use rmm_algorithms::{current_thread_number, StreamKey, StreamKind};
 use std::marker::PhantomData;
 
 /// A stream handle as C and C++ code pass it: `cudaStream_t` and `CUstream` are the same type.
@@ -70,6 +71,25 @@ impl CudaStreamView<'static> {
     pub const unsafe fn from_handle(handle: usize) -> Self {
         CudaStreamView(handle, PhantomData)
     }
+
+    /// The stream `key` names, seen from the calling thread: the legacy default stream, the
+    /// per-thread default stream (a per-thread key names the calling thread's), or the stream of
+    /// the handle the key was made from; `None` for the keys no stream has (fresh memory, retired
+    /// streams, sealed and unused sets).
+    ///
+    /// # Safety
+    /// As for [`from_raw`](Self::from_raw): the stream `key` names is alive for every use of the
+    /// view (a pool names a stream only from a call on it, or while the stream registry announces
+    /// its retirement), and a per-thread key is used only on the thread it belongs to.
+    #[inline]
+    pub(crate) unsafe fn of_key(key: StreamKey) -> Option<Self> {
+        match key.kind() {
+            StreamKind::LegacyDefault => Some(CudaStreamView::DEFAULT),
+            StreamKind::PerThread(_) => Some(CudaStreamView::PER_THREAD),
+            StreamKind::Stream(handle) => Some(CudaStreamView(handle, PhantomData)),
+            _ => None,
+        }
+    }
 }
 
 impl Default for CudaStreamView<'_> {
@@ -94,6 +114,20 @@ impl<'a> CudaStreamView<'a> {
     #[inline]
     pub(crate) const fn stream_handle(self) -> StreamHandle {
         StreamHandle::new(self.0)
+    }
+
+    /// How the pools key this stream ([`StreamKey`]): the legacy default stream (0 or
+    /// `cudaStreamLegacy`) is [`StreamKey::LEGACY_DEFAULT`], the per-thread default stream is the
+    /// calling thread's own key, any other stream its handle.
+    #[inline]
+    pub(crate) fn key(self) -> StreamKey {
+        if self.is_default() {
+            StreamKey::LEGACY_DEFAULT
+        } else if self.is_per_thread_default() {
+            StreamKey::per_thread(current_thread_number())
+        } else {
+            StreamKey::of_handle(self.0)
+        }
     }
 
     /// True for the legacy default stream, named either by 0 or by `cudaStreamLegacy`.

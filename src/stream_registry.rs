@@ -56,13 +56,15 @@ pub(crate) fn add_tenant(tenant: Arc<dyn StreamTenant>) -> Tenancy {
 }
 
 /// Records that this library created the stream `handle`: pools trust its handle until
-/// [`retire_stream`] is called for it.
+/// [`retire_stream`] is called for it. For the faces' stream types (and this crate's tests): Rust
+/// code gets this from [`CudaStream`](crate::CudaStream).
 ///
 /// # Safety
 /// `handle` names a live stream that the caller destroys only after calling [`retire_stream`]
 /// for it: pools then take the blocks freed on it without asking the driver which stream the
 /// handle names, which is right only while no other stream can have that handle. (A handle no
 /// driver call sees, the stream name of a pool over host memory, needs nothing.)
+#[doc(hidden)]
 pub unsafe fn register_stream(handle: usize) {
     if StreamKey::of_handle(handle).is_reusable_handle() {
         STREAMS.lock().insert(handle);
@@ -72,10 +74,12 @@ pub unsafe fn register_stream(handle: usize) {
 /// To be called just before the stream `handle`, which must still be alive, is destroyed: every
 /// pool captures the stream's queued work and moves the blocks freed on it where no later stream
 /// with the same handle can take them without waiting for that work. Without effect while the
-/// process exits, and for handles that were never registered (a default stream, say).
+/// process exits, and for handles that were never registered (a default stream, say). For the
+/// faces' stream types, as [`register_stream`].
 ///
 /// # Safety
 /// `handle` names a live stream: pools record an event on it.
+#[doc(hidden)]
 pub unsafe fn retire_stream(handle: usize) {
     if crate::process_exit::process_is_exiting() || !STREAMS.lock().contains(&handle) {
         return;
@@ -88,9 +92,9 @@ pub unsafe fn retire_stream(handle: usize) {
     STREAMS.lock().remove(&handle);
 }
 
-/// True when `handle` names a live stream created by this library.
-pub fn is_registered(handle: usize) -> bool {
-    STREAMS.lock().contains(&handle)
+/// True when `key` names a live stream created by this library.
+pub(crate) fn is_registered(key: StreamKey) -> bool {
+    key.handle().is_some_and(|handle| STREAMS.lock().contains(&handle))
 }
 
 #[cfg(test)]
@@ -117,11 +121,11 @@ mod tests {
         assert_eq!(tenant.0.load(Ordering::SeqCst), 0);
         // SAFETY: a stream name for resources over host memory: no driver call sees it.
         unsafe { register_stream(handle) };
-        assert!(is_registered(handle));
+        assert!(is_registered(StreamKey::of_handle(handle)));
         // SAFETY: a stream name for resources over host memory: no driver call sees it.
         unsafe { retire_stream(handle) };
         assert_eq!(tenant.0.load(Ordering::SeqCst), 1);
-        assert!(!is_registered(handle));
+        assert!(!is_registered(StreamKey::of_handle(handle)));
         drop(tenancy);
         // SAFETY: a stream name for resources over host memory: no driver call sees it.
         unsafe { register_stream(handle) };
@@ -135,7 +139,7 @@ mod tests {
         for handle in [0, 1, 2] {
             // SAFETY: a stream name for resources over host memory: no driver call sees it.
             unsafe { register_stream(handle) };
-            assert!(!is_registered(handle));
+            assert!(!is_registered(StreamKey::of_handle(handle)));
         }
     }
 }

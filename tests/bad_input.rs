@@ -10,7 +10,7 @@ use rmm::adaptor::{
     FailureCallbackResourceAdaptor, LimitingResourceAdaptor, LoggingResourceAdaptor, StatisticsResourceAdaptor,
     TrackingResourceAdaptor,
 };
-use rmm::pool::{StreamKey, StreamOrder};
+use rmm::pool::{StreamIdentity, StreamKey, StreamOrder};
 use rmm::resource::{
     CudaAsyncMemoryResource, CudaMemoryResource, HostMemoryResource, ManagedMemoryResource, PinnedHostMemoryResource,
     PoolMemoryResource, MAX_ALIGNMENT,
@@ -372,14 +372,14 @@ struct DeadStreams {
 struct Order(Arc<DeadStreams>);
 
 impl StreamOrder for Order {
-    fn record(&self, owner: StreamKey, _identity: u64) -> Result<()> {
+    fn record(&self, owner: StreamKey, _identity: StreamIdentity) -> Result<()> {
         let this = &self.0;
         if this.dead.lock().unwrap().contains(&owner) {
             this.touched_dead.fetch_add(1, Ordering::SeqCst);
         }
         Ok(())
     }
-    fn wait(&self, owner: StreamKey, _identity: u64, waiter: StreamKey) -> Result<()> {
+    fn wait(&self, owner: StreamKey, _identity: StreamIdentity, waiter: StreamKey) -> Result<()> {
         let this = &self.0;
         if this.dead.lock().unwrap().contains(&waiter) {
             this.touched_dead.fetch_add(1, Ordering::SeqCst);
@@ -414,7 +414,7 @@ fn free_on_a_destroyed_stream_never_touches_it() {
     let a = pool.allocate(4 * MIB, 256, dying).unwrap();
     let b = pool.allocate(4 * MIB, 256, dying).unwrap();
     pool.deallocate(a, 4 * MIB, 256, dying).unwrap();
-    order.dead.lock().unwrap().push(StreamKey(0x1000)); // the stream is destroyed now
+    order.dead.lock().unwrap().push(StreamKey::of_handle(0x1000)); // the stream is destroyed now
     pool.deallocate(b, 4 * MIB, 256, dying).unwrap();
     pool.check_invariants().unwrap();
     let syncs = order.synchronised.load(Ordering::SeqCst);

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::clock_order::ClockOrder;
+use common::clock_order::{name_of, ClockOrder};
 use common::{run_trace, Rng, Trace};
 use rmm::adaptor::LimitingResourceAdaptor;
 use rmm::pool::{current_thread_number, StreamKey};
@@ -53,7 +53,7 @@ fn run_threads(r: &Fixed, order: &ClockOrder, threads: usize, streams: Streams, 
                         // SAFETY: a stream name for resources over host memory: no driver call sees it.
                         Streams::Shared => (unsafe { CudaStreamView::from_handle(0x7_0000) }, 0x7_0000),
                         Streams::PerThreadDefault => {
-                            (CudaStreamView::PER_THREAD, StreamKey::per_thread(current_thread_number()).0)
+                            (CudaStreamView::PER_THREAD, name_of(StreamKey::per_thread(current_thread_number())))
                         }
                         Streams::Mixed => {
                             let h = 0x10_0000 * (1 + rng.below(3));
@@ -268,7 +268,7 @@ fn a_retired_streams_cached_blocks_reach_the_next_owner_only_after_a_wait() {
     let retired = {
         let c = order.0.lock().unwrap();
         let [(owner, retired)] = c.retires[..] else { panic!("expected one retirement, got {:?}", c.retires) };
-        assert_eq!(owner, h);
+        assert_eq!(owner, StreamKey::of_handle(h));
         retired
     };
     // A new stream gets the handle; its clock starts afresh under the same key.
@@ -280,7 +280,7 @@ fn a_retired_streams_cached_blocks_reach_the_next_owner_only_after_a_wait() {
         let p = r.allocate(64, 256, s).unwrap();
         if blocks.contains(&p) {
             assert!(
-                order.0.lock().unwrap().waits.contains(&(retired, h)) || order.counts().2 > 0,
+                order.0.lock().unwrap().waits.contains(&(retired, StreamKey::of_handle(h))) || order.counts().2 > 0,
                 "{p:p} of the retired stream reached its successor without a wait"
             );
         }

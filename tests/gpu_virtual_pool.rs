@@ -292,7 +292,7 @@ fn an_event_order_waits_for_the_context_of_every_stream_it_saw() {
     if !gpu() {
         return;
     }
-    use rmm::pool::{StreamKey, StreamOrder, IDENTITY_UNKNOWN};
+    use rmm::pool::{StreamIdentity, StreamKey, StreamOrder};
     use rmm::resource::{CudaEventOrder, CudaMemoryResource};
     rmm::device::set_current_device(DeviceId(0)).unwrap();
     let order = CudaEventOrder::new();
@@ -306,7 +306,7 @@ fn an_event_order_waits_for_the_context_of_every_stream_it_saw() {
     let cuda = CudaMemoryResource::new();
     let p = cuda.allocate(1 << 30, 256, s).unwrap();
     keep_busy(p, 1 << 30, s);
-    order.identity(StreamKey::of_handle(s.handle()), IDENTITY_UNKNOWN);
+    order.identity(StreamKey::of_handle(s.handle()), StreamIdentity::Unknown);
     push_context(other);
     order.synchronize_all().unwrap();
     pop_context(other);

@@ -17,7 +17,7 @@ use rmm::adaptor::{
     Counter, CounterFrame, FailureCallbackResourceAdaptor, LimitingResourceAdaptor, LoggingResourceAdaptor,
     StatisticsResourceAdaptor, TrackingResourceAdaptor, LOG_HEADER,
 };
-use rmm::pool::{StreamKey, StreamOrder};
+use rmm::pool::{StreamIdentity, StreamKey, StreamOrder};
 use rmm::resource::{
     CudaAsyncMemoryResource, CudaMemoryResource, HostMemoryResource, ManagedMemoryResource, PinnedHostMemoryResource,
     PoolMemoryResource,
@@ -494,10 +494,10 @@ impl FlakyOrder {
 }
 
 impl StreamOrder for FlakyOrder {
-    fn record(&self, _owner: StreamKey, _identity: u64) -> Result<()> {
+    fn record(&self, _owner: StreamKey, _identity: StreamIdentity) -> Result<()> {
         self.answer(0, 8, "cuEventRecord")
     }
-    fn wait(&self, _owner: StreamKey, _identity: u64, _waiter: StreamKey) -> Result<()> {
+    fn wait(&self, _owner: StreamKey, _identity: StreamIdentity, _waiter: StreamKey) -> Result<()> {
         self.answer(2, 8, "cuStreamWaitEvent")
     }
     fn synchronize_all(&self) -> Result<()> {

@@ -13,7 +13,7 @@ use rmm::device::{device_count, set_current_device};
 use rmm::per_device_resource::{
     get_current_device_resource, reset_per_device_resource, set_current_device_resource, set_per_device_resource,
 };
-use rmm::pool::{next_retirement_number, StreamKey, StreamOrder, IDENTITY_TRUSTED};
+use rmm::pool::{next_retirement_number, StreamIdentity, StreamKey, StreamOrder};
 use rmm::resource::{CudaEventOrder, CudaMemoryResource, PoolMemoryResource};
 use rmm::{CudaStream, CudaStreamView, DeviceId, MemoryResource, SharedResource};
 use std::sync::{Arc, Mutex};
@@ -190,9 +190,9 @@ fn the_order_records_on_a_stream_of_another_device_than_the_current_one() {
     set_current_device(DeviceId(1)).unwrap();
     let s1 = CudaStream::new().unwrap();
     set_current_device(DeviceId(0)).unwrap();
-    let key = StreamKey(s1.view().handle());
+    let key = StreamKey::of_handle(s1.view().handle());
     let order = CudaEventOrder::new();
-    order.record(key, IDENTITY_TRUSTED).unwrap();
+    order.record(key, StreamIdentity::Trusted).unwrap();
     order.retire(key, StreamKey::retired_after_capture(next_retirement_number())).unwrap();
     let fresh = CudaEventOrder::new();
     fresh.retire(key, StreamKey::retired_after_capture(next_retirement_number())).unwrap();

@@ -5,7 +5,12 @@ mod common;
 
 use common::recording_order::{Asked, RecordingOrder};
 use common::{run_trace, seed, Rng, Trace};
-use rmm::pool::{StreamKey, StreamOrder};
+use rmm::pool::{StreamIdentity, StreamKey, StreamOrder};
+
+/// The pool's key of the stream with handle `handle`, as the orders' logs name streams.
+fn key(handle: usize) -> StreamKey {
+    StreamKey::of_handle(handle)
+}
 use rmm::resource::{HostMemoryResource, PoolMemoryResource};
 use rmm::{CudaStreamView, Error, MemoryResource, Misuse, Result};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -216,14 +221,14 @@ fn another_stream_takes_free_blocks_only_after_the_owner_published_them() {
     // rest of its new chunk to the other streams (a capture of b's work).
     let y = pool.allocate(MIB, 256, b).unwrap();
     assert!(y as usize >= x1 as usize + 2 * MIB || (y as usize) + MIB <= x1 as usize, "b got a's unpublished block");
-    assert_eq!(order.log(), vec![SyncAll, Record(0x2000)]);
+    assert_eq!(order.log(), vec![SyncAll, Record(key(0x2000))]);
     // a's next call captures its work...
     pool.deallocate(x2, MIB / 2, 256, a).unwrap();
-    assert_eq!(order.log(), vec![SyncAll, Record(0x2000), Record(0x1000)]);
+    assert_eq!(order.log(), vec![SyncAll, Record(key(0x2000)), Record(key(0x1000))]);
     // ...and b takes a's (now coalesced) block after waiting for that capture.
     let w = pool.allocate(3 * MIB / 2, 256, b).unwrap();
     assert_eq!(w, x1);
-    assert_eq!(order.log(), vec![SyncAll, Record(0x2000), Record(0x1000), Wait(0x1000, 0x2000)]);
+    assert_eq!(order.log(), vec![SyncAll, Record(key(0x2000)), Record(key(0x1000)), Wait(key(0x1000), key(0x2000))]);
     pool.deallocate(w, 3 * MIB / 2, 256, b).unwrap();
     pool.deallocate(y, MIB, 256, b).unwrap();
     pool.check_invariants().unwrap();
@@ -242,11 +247,11 @@ fn rest_of_a_grown_chunk_serves_the_next_stream_without_growth() {
     let y = pool.allocate(1000, 256, b).unwrap();
     let grown = pool.pool_size();
     assert_eq!(grown, 8192, "b's chunk has room left after its block");
-    assert_eq!(order.log(), vec![Record(0x2000)], "b captured its work when it grew");
+    assert_eq!(order.log(), vec![Record(key(0x2000))], "b captured its work when it grew");
     // a's own lists are empty; b's published rest fits: a waits for b and takes it.
     let z = pool.allocate(1000, 256, a).unwrap();
     assert_eq!(pool.pool_size(), grown, "no growth for a");
-    assert_eq!(order.log(), vec![Record(0x2000), Wait(0x2000, 0x1000)]);
+    assert_eq!(order.log(), vec![Record(key(0x2000)), Wait(key(0x2000), key(0x1000))]);
     for (p, n, s) in [(x, 4096, a), (y, 1000, b), (z, 1000, a)] {
         pool.deallocate(p, n, 256, s).unwrap();
     }
@@ -287,7 +292,16 @@ fn free_lists_of_all_streams_merge_before_out_of_memory() {
     let z = pool.allocate(2 * MIB, 256, c).unwrap();
     assert_eq!(z, x);
     assert_eq!(pool.state().free_bytes, 0);
-    assert_eq!(order.log(), vec![SyncAll, Record(0x1000), Record(0x2000), Wait(0x1000, 0x3000), Wait(0x2000, 0x3000)]);
+    assert_eq!(
+        order.log(),
+        vec![
+            SyncAll,
+            Record(key(0x1000)),
+            Record(key(0x2000)),
+            Wait(key(0x1000), key(0x3000)),
+            Wait(key(0x2000), key(0x3000))
+        ]
+    );
     pool.deallocate(z, 2 * MIB, 256, c).unwrap();
     pool.check_invariants().unwrap();
 }
@@ -455,7 +469,7 @@ fn per_thread_default_streams_are_distinct_streams() {
     let log = order.log();
     assert_eq!(log[..2], [SyncAll, SyncAll]);
     // Its own free then published at once: two streams share the pool now.
-    assert!(matches!(log[2..], [Record(k)] if StreamKey(k).per_thread_owner().is_some()), "{log:?}");
+    assert!(matches!(log[2..], [Record(k)] if k.per_thread_owner().is_some()), "{log:?}");
 }
 
 /// The random trace again, but with streams that need ordering: blocks move between streams only
@@ -516,10 +530,10 @@ fn ordered_random_trace(spread: bool, default_seed: u64) {
 fn initial_chunk_stays_on_the_default_stream_when_synchronising_fails() {
     struct NoSync(RecordingOrder);
     impl StreamOrder for NoSync {
-        fn record(&self, owner: StreamKey, _identity: u64) -> Result<()> {
+        fn record(&self, owner: StreamKey, _identity: StreamIdentity) -> Result<()> {
             self.0.record(owner, _identity)
         }
-        fn wait(&self, owner: StreamKey, _identity: u64, waiter: StreamKey) -> Result<()> {
+        fn wait(&self, owner: StreamKey, _identity: StreamIdentity, waiter: StreamKey) -> Result<()> {
             self.0.wait(owner, _identity, waiter)
         }
         fn synchronize_all(&self) -> Result<()> {
@@ -539,13 +553,13 @@ fn initial_chunk_stays_on_the_default_stream_when_synchronising_fails() {
     // offers the rest of its new chunk at once).
     let q = pool.allocate(1024, 256, b).unwrap();
     assert_eq!(pool.pool_size(), 2 * MIB);
-    assert_eq!(order.log(), vec![Record(0x2000)]);
+    assert_eq!(order.log(), vec![Record(key(0x2000))]);
     // The default stream's next call publishes; b's next request waits and takes from it.
     pool.deallocate(p, 1024, 256, d).unwrap();
-    assert_eq!(order.log(), vec![Record(0x2000), Record(0)]);
+    assert_eq!(order.log(), vec![Record(key(0x2000)), Record(key(0))]);
     let r = pool.allocate(MIB, 256, b).unwrap();
     assert_eq!(r, p, "b got the initial chunk, now published by the default stream");
-    assert_eq!(order.log(), vec![Record(0x2000), Record(0), Wait(0, 0x2000)]);
+    assert_eq!(order.log(), vec![Record(key(0x2000)), Record(key(0)), Wait(key(0), key(0x2000))]);
     assert_eq!(pool.pool_size(), 2 * MIB);
     pool.deallocate(r, MIB, 256, b).unwrap();
     pool.deallocate(q, 1024, 256, b).unwrap();
@@ -604,7 +618,7 @@ fn a_block_freed_on_another_shards_stream_returns_to_its_owner() {
     let q = pool.allocate(256, 256, b).unwrap(); // b: shard 1, takes shard 0's other MiB
     assert_eq!(pool.pool_size(), 2 * MIB);
     pool.deallocate(p, MIB, 256, b).unwrap();
-    assert_eq!(order.log(), vec![SyncAll, Record(0x2000)]);
+    assert_eq!(order.log(), vec![SyncAll, Record(key(0x2000))]);
     // Misuse across shards is still diagnosed exactly.
     let e = pool.deallocate(p, MIB, 256, b).unwrap_err();
     assert!(matches!(e, Error::Misuse(Misuse::DoubleFree { .. })), "{e}");
@@ -615,7 +629,7 @@ fn a_block_freed_on_another_shards_stream_returns_to_its_owner() {
     pool.check_invariants().unwrap();
     let r = pool.allocate(MIB, 256, a).unwrap();
     assert_eq!(r, p, "a reused the block b published");
-    assert_eq!(order.log(), vec![SyncAll, Record(0x2000), Wait(0x2000, 0x1000)]);
+    assert_eq!(order.log(), vec![SyncAll, Record(key(0x2000)), Wait(key(0x2000), key(0x1000))]);
     pool.deallocate(r, MIB, 256, a).unwrap();
     pool.deallocate(q, 256, 256, b).unwrap();
     pool.check_invariants().unwrap();

@@ -5,7 +5,7 @@
 mod common;
 
 use common::capture_order::{Asked, CaptureOrder};
-use rmm::pool::HostPhysicalMemory;
+use rmm::pool::{HostPhysicalMemory, StreamKey};
 use rmm::resource::{HostMemoryResource, PoolMemoryResource, VirtualPoolMemoryResource};
 use rmm::{CudaStreamView, Error, MemoryResource, Misuse, Result};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -89,6 +89,7 @@ fn end(p: &Pool, order: &CaptureOrder, stream: usize) {
 }
 
 fn no_ordering_of(log: &[Asked], stream: usize) -> bool {
+    let stream = StreamKey::of_handle(stream);
     !log.iter().any(|a| {
         matches!(*a, Asked::Record(x) if x == stream)
             || matches!(*a, Asked::Wait(o, w) if o == stream || w == stream)

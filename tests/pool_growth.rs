@@ -2,7 +2,7 @@
 //! half the room left, halving toward the request while the upstream refuses. Host memory only.
 
 use rmm::adaptor::LimitingResourceAdaptor;
-use rmm::pool::{StreamKey, StreamOrder};
+use rmm::pool::{StreamIdentity, StreamKey, StreamOrder};
 use rmm::resource::{HostMemoryResource, PoolMemoryResource};
 use rmm::{CudaStreamView, Error, MemoryResource, Result};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -213,10 +213,10 @@ fn after_a_chunk_goes_back_the_pool_grows_by_rmms_rule() {
 struct CountingOrder(Arc<AtomicUsize>);
 
 impl StreamOrder for CountingOrder {
-    fn record(&self, _owner: StreamKey, _identity: u64) -> Result<()> {
+    fn record(&self, _owner: StreamKey, _identity: StreamIdentity) -> Result<()> {
         Ok(())
     }
-    fn wait(&self, _owner: StreamKey, _identity: u64, _waiter: StreamKey) -> Result<()> {
+    fn wait(&self, _owner: StreamKey, _identity: StreamIdentity, _waiter: StreamKey) -> Result<()> {
         Ok(())
     }
     fn synchronize_all(&self) -> Result<()> {
@@ -314,10 +314,10 @@ fn chunks_spread_over_shards_go_back_only_when_wholly_free() {
 fn without_a_synchronisation_no_chunk_goes_back() {
     struct NoSync;
     impl StreamOrder for NoSync {
-        fn record(&self, _owner: StreamKey, _identity: u64) -> Result<()> {
+        fn record(&self, _owner: StreamKey, _identity: StreamIdentity) -> Result<()> {
             Ok(())
         }
-        fn wait(&self, _owner: StreamKey, _identity: u64, _waiter: StreamKey) -> Result<()> {
+        fn wait(&self, _owner: StreamKey, _identity: StreamIdentity, _waiter: StreamKey) -> Result<()> {
             Ok(())
         }
         fn synchronize_all(&self) -> Result<()> {

@@ -5,7 +5,7 @@
 mod common;
 
 use common::{run_trace, seed, Rng, Trace};
-use rmm::pool::{StreamKey, StreamOrder};
+use rmm::pool::{StreamIdentity, StreamKey, StreamOrder};
 use rmm::resource::{HostMemoryResource, PoolMemoryResource};
 use rmm::{CudaStreamView, MemoryResource, Result, SharedResource};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -28,10 +28,10 @@ impl CountingOrder {
 }
 
 impl StreamOrder for CountingOrder {
-    fn record(&self, _owner: StreamKey, _identity: u64) -> Result<()> {
+    fn record(&self, _owner: StreamKey, _identity: StreamIdentity) -> Result<()> {
         self.count()
     }
-    fn wait(&self, _owner: StreamKey, _identity: u64, _waiter: StreamKey) -> Result<()> {
+    fn wait(&self, _owner: StreamKey, _identity: StreamIdentity, _waiter: StreamKey) -> Result<()> {
         self.count()
     }
     fn synchronize_all(&self) -> Result<()> {

@@ -5,7 +5,7 @@
 mod common;
 
 use common::fake_streams;
-use rmm::pool::{StreamKey, StreamOrder};
+use rmm::pool::{StreamIdentity, StreamKey, StreamOrder};
 use rmm::resource::{HostMemoryResource, PoolMemoryResource};
 use rmm::{CudaStreamView, Error, MemoryResource, PoolState, Result};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -108,10 +108,10 @@ struct CountingOrder {
 }
 
 impl StreamOrder for CountingOrder {
-    fn record(&self, _owner: StreamKey, _identity: u64) -> Result<()> {
+    fn record(&self, _owner: StreamKey, _identity: StreamIdentity) -> Result<()> {
         Ok(())
     }
-    fn wait(&self, _owner: StreamKey, _identity: u64, _waiter: StreamKey) -> Result<()> {
+    fn wait(&self, _owner: StreamKey, _identity: StreamIdentity, _waiter: StreamKey) -> Result<()> {
         Ok(())
     }
     fn synchronize_all(&self) -> Result<()> {

@@ -11,7 +11,7 @@ mod common;
 
 use common::{gpu, Rng, CU_OK};
 use cudarc::driver::sys;
-use rmm::pool::{StreamKey, StreamOrder, IDENTITY_TRUSTED};
+use rmm::pool::{StreamIdentity, StreamKey, StreamOrder};
 use rmm::resource::{CudaEventOrder, CudaMemoryResource, HostMemoryResource, PoolMemoryResource};
 use rmm::stream_registry::{register_stream, retire_stream};
 use rmm::{CudaStream, CudaStreamView, MemoryResource, Result};
@@ -22,9 +22,9 @@ const MIB: usize = 1 << 20;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Asked {
-    Record(usize),
-    Wait(usize, usize),
-    Retire(usize, usize),
+    Record(StreamKey),
+    Wait(StreamKey, StreamKey),
+    Retire(StreamKey, StreamKey),
     SyncAll,
 }
 use Asked::*;
@@ -40,7 +40,7 @@ struct FakeDriver {
     ids: Arc<Mutex<HashMap<usize, u64>>>,
     identity_calls: Arc<Mutex<usize>>,
     /// The identity each key's last capture was of, as `CudaEventOrder` keeps it.
-    captured: Arc<Mutex<HashMap<usize, u64>>>,
+    captured: Arc<Mutex<HashMap<StreamKey, StreamIdentity>>>,
     /// Runs inside the next synchronisation (another thread's calls, made while it waits).
     during_sync: Arc<Mutex<Option<DuringSync>>>,
     /// Makes every synchronisation fail (no driver, a sticky error).
@@ -68,16 +68,16 @@ impl FakeDriver {
 }
 
 impl StreamOrder for FakeDriver {
-    fn record(&self, owner: StreamKey, identity: u64) -> Result<()> {
-        self.log.lock().unwrap().push(Record(owner.0));
-        self.captured.lock().unwrap().insert(owner.0, identity);
+    fn record(&self, owner: StreamKey, identity: StreamIdentity) -> Result<()> {
+        self.log.lock().unwrap().push(Record(owner));
+        self.captured.lock().unwrap().insert(owner, identity);
         Ok(())
     }
-    fn wait(&self, owner: StreamKey, identity: u64, waiter: StreamKey) -> Result<()> {
-        if self.captured.lock().unwrap().get(&owner.0) != Some(&identity) {
+    fn wait(&self, owner: StreamKey, identity: StreamIdentity, waiter: StreamKey) -> Result<()> {
+        if self.captured.lock().unwrap().get(&owner) != Some(&identity) {
             return Err(rmm::Error::InvalidArgument("the last capture was of another stream".into()));
         }
-        self.log.lock().unwrap().push(Wait(owner.0, waiter.0));
+        self.log.lock().unwrap().push(Wait(owner, waiter));
         Ok(())
     }
     fn synchronize_all(&self) -> Result<()> {
@@ -91,15 +91,16 @@ impl StreamOrder for FakeDriver {
         }
         Ok(())
     }
-    fn identity(&self, key: StreamKey, _known: u64) -> u64 {
+    fn identity(&self, key: StreamKey, _known: StreamIdentity) -> StreamIdentity {
         *self.identity_calls.lock().unwrap() += 1;
-        self.ids.lock().unwrap().get(&key.0).map_or(IDENTITY_TRUSTED, |&id| id | 1 << 63)
+        let handle = key.handle().unwrap_or(usize::MAX);
+        self.ids.lock().unwrap().get(&handle).map_or(StreamIdentity::Trusted, |&id| StreamIdentity::Driver(id))
     }
     fn retire(&self, owner: StreamKey, retired: StreamKey) -> Result<()> {
-        self.log.lock().unwrap().push(Retire(owner.0, retired.0));
+        self.log.lock().unwrap().push(Retire(owner, retired));
         let mut captured = self.captured.lock().unwrap();
-        captured.remove(&owner.0);
-        captured.insert(retired.0, IDENTITY_TRUSTED);
+        captured.remove(&owner);
+        captured.insert(retired, StreamIdentity::Trusted);
         Ok(())
     }
 }
@@ -258,15 +259,15 @@ fn a_retired_stream_of_ours_is_waited_for_by_the_next_owner_of_its_handle() {
     unsafe { retire_stream(h) };
     let log = driver.log();
     let [Retire(owner, retired)] = log[..] else { panic!("expected one capture, got {log:?}") };
-    assert_eq!(owner, h);
-    assert!(StreamKey(retired).is_retired() && !StreamKey(retired).waits_for_sync());
+    assert_eq!(owner, StreamKey::of_handle(h));
+    assert!(retired.is_retired() && !retired.waits_for_sync());
     driver.clear();
     // A new stream of ours gets the handle.
     // SAFETY: a stream name for resources over host memory: no driver call sees it.
     unsafe { register_stream(h) };
     let q = pool.allocate(2 * MIB, 256, s).unwrap();
     assert_eq!(q, p);
-    assert_eq!(driver.log(), vec![Wait(retired, h)], "the new owner took {q:p} without waiting");
+    assert_eq!(driver.log(), vec![Wait(retired, StreamKey::of_handle(h))], "the new owner took {q:p} without waiting");
     // The block that was handed out when the stream retired comes back on the new stream.
     pool.deallocate(big, 2 * MIB, 256, s).unwrap();
     pool.deallocate(q, 2 * MIB, 256, s).unwrap();
@@ -341,9 +342,9 @@ fn a_wait_for_a_replaced_streams_capture_fails() {
     }
     let order = CudaEventOrder::new();
     let (a, b) = (CudaStream::new().unwrap(), CudaStream::new().unwrap());
-    let key = StreamKey(a.view().handle());
-    let waiter = StreamKey(b.view().handle());
-    let (first, second) = (1 | 1 << 63, 2 | 1 << 63);
+    let key = StreamKey::of_handle(a.view().handle());
+    let waiter = StreamKey::of_handle(b.view().handle());
+    let (first, second) = (StreamIdentity::Driver(1), StreamIdentity::Driver(2));
     order.record(key, first).unwrap();
     order.wait(key, first, waiter).unwrap();
     order.record(key, second).unwrap();

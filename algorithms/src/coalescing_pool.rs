@@ -23,7 +23,8 @@ pub use super::block::SetId;
 use super::block::{BlockId, BlockTable, Owner, MAX_BLOCK_BYTES, NIL};
 use super::free_list::{absorb_next, split, FreeLists};
 use super::size_class::{map_ceil, map_floor, Class};
-use super::stream_order::{StreamKey, IDENTITY_UNKNOWN};
+use super::stream_identity::PackedIdentity;
+use super::stream_order::{StreamIdentity, StreamKey};
 use crate::error::{Misuse, PoolState};
 use std::ops::{Index, IndexMut};
 
@@ -66,7 +67,7 @@ struct StreamSet {
     cache_len: [u8; CACHE_CLASSES],
     /// Which stream filled this set (see `StreamOrder::identity`): checked before the stream
     /// takes from it without waiting, since a handle outlives its stream.
-    identity: u64,
+    identity: PackedIdentity,
     /// For blocks sealed for a synchronisation: the set they came from and its key, where they go
     /// back should the synchronisation fail.
     sealed_from: Option<(SetId, StreamKey)>,
@@ -75,7 +76,7 @@ struct StreamSet {
 impl StreamSet {
     fn new(key: StreamKey, published_by: Option<SetId>) -> Self {
         StreamSet {
-            identity: IDENTITY_UNKNOWN,
+            identity: PackedIdentity::UNKNOWN,
             sealed_from: None,
             key,
             free: FreeLists::new(),
@@ -132,12 +133,12 @@ pub struct CoalescingPool {
 struct LastSet {
     key: StreamKey,
     set: SetId,
-    identity: u64,
+    identity: PackedIdentity,
 }
 
 impl Default for LastSet {
     fn default() -> Self {
-        LastSet { key: StreamKey::UNUSED, set: SetId::default(), identity: IDENTITY_UNKNOWN }
+        LastSet { key: StreamKey::UNUSED, set: SetId::default(), identity: PackedIdentity::UNKNOWN }
     }
 }
 
@@ -178,20 +179,20 @@ impl CoalescingPool {
     /// `key`'s set of free lists, as [`set_of`](Self::set_of), and its identity (see
     /// `StreamOrder::identity`), read beside the key on the fast path.
     #[inline]
-    pub fn set_and_identity_of(&mut self, key: StreamKey) -> (SetId, u64) {
+    pub fn set_and_identity_of(&mut self, key: StreamKey) -> (SetId, StreamIdentity) {
         if self.last.key == key {
             // Only `< RECENT_CALLS` is ever asked, so the count stops there: past it (a stream
             // alone for a while) the call reads the count and stores nothing.
             if self.calls_since_switch < RECENT_CALLS {
                 self.calls_since_switch += 1;
             }
-            return (self.last.set, self.last.identity);
+            return (self.last.set, self.last.identity.unpack());
         }
         if key != StreamKey::FRESH {
             self.calls_since_switch = 0;
         }
         let set = self.set_of_slow(key);
-        (set, self.sets[set].identity)
+        (set, self.sets[set].identity.unpack())
     }
 
     #[cold]
@@ -240,13 +241,14 @@ impl CoalescingPool {
 
     /// Which stream filled `set` (see `StreamOrder::identity`).
     #[inline(always)]
-    pub fn identity(&self, set: SetId) -> u64 {
-        self.sets[set].identity
+    pub fn identity(&self, set: SetId) -> StreamIdentity {
+        self.sets[set].identity.unpack()
     }
 
     /// Records which stream `set` belongs to, once the first call on it has asked.
     #[inline]
-    pub fn set_identity(&mut self, set: SetId, identity: u64) {
+    pub fn set_identity(&mut self, set: SetId, identity: StreamIdentity) {
+        let identity = PackedIdentity::pack(identity);
         self.sets[set].identity = identity;
         if self.last.set == set {
             self.last.identity = identity;

@@ -58,6 +58,7 @@ pub mod segment_map;
 pub mod shard_map;
 mod size_class;
 pub mod spin_lock;
+mod stream_identity;
 mod stream_key;
 pub mod stream_order;
 #[doc(hidden)]
@@ -71,6 +72,6 @@ pub use segment_map::SegmentMap;
 pub use shard_map::ShardMap;
 pub use spin_lock::{RawSpinLock, SpinMutex};
 pub use stream_order::{
-    current_thread_number, next_retirement_number, HostOrder, SimulatedDeviceOrder, StreamKey, StreamKind, StreamOrder,
-    CAPTURE_MODE_RELAXED, IDENTITY_TRUSTED, IDENTITY_UNKNOWN,
+    current_thread_number, next_retirement_number, HostOrder, SimulatedDeviceOrder, StreamIdentity, StreamKey,
+    StreamKind, StreamOrder, CAPTURE_MODE_RELAXED,
 };

@@ -65,7 +65,7 @@ impl ShardMap {
     #[inline]
     fn thread_tag(key: StreamKey) -> usize {
         let thread = current_thread_number().wrapping_mul(0xD6E8_FEB8_6659_FD93);
-        (key.packed() ^ thread.rotate_left(17)) | 1
+        (key.shard_word() ^ thread.rotate_left(17)) | 1
     }
 
     /// The shard that serves `key` for the calling thread: 0 unless it was spread. A stream being
@@ -76,7 +76,7 @@ impl ShardMap {
         if !self.any_spread.load(Ordering::Relaxed) {
             return 0;
         }
-        let shard = self.lookup(key.packed().wrapping_add(1)).unwrap_or(0);
+        let shard = self.lookup(key.shard_word().wrapping_add(1)).unwrap_or(0);
         if shard & PER_THREAD == 0 {
             return shard;
         }
@@ -104,7 +104,7 @@ impl ShardMap {
     /// entry yet (then it cannot be marked).
     #[cold]
     pub fn capture(&self, key: StreamKey) -> bool {
-        let tag = key.packed().wrapping_add(1);
+        let tag = key.shard_word().wrapping_add(1);
         if tag == EMPTY {
             return false;
         }
@@ -135,7 +135,7 @@ impl ShardMap {
     /// Clears the mark of [`capture`](Self::capture): `key` goes back to the shard it had.
     #[cold]
     pub fn end_capture(&self, key: StreamKey) {
-        let tag = key.packed().wrapping_add(1);
+        let tag = key.shard_word().wrapping_add(1);
         let _used = self.used.lock();
         let mut captured = self.captured.lock();
         let Some(at) = captured.iter().position(|&(t, _)| t == tag) else {
@@ -172,7 +172,7 @@ impl ShardMap {
     /// half full, further streams stay on shard 0.
     #[cold]
     pub fn spread(&self, key: StreamKey) {
-        let tag = key.packed().wrapping_add(1);
+        let tag = key.shard_word().wrapping_add(1);
         if self.shards == 1 || tag == EMPTY {
             return;
         }
@@ -185,7 +185,7 @@ impl ShardMap {
     /// stream or another stream dealt the same shard. At most once per thread and stream.
     #[cold]
     pub fn spread_thread(&self, key: StreamKey) {
-        let tag = key.packed().wrapping_add(1);
+        let tag = key.shard_word().wrapping_add(1);
         if self.shards == 1 || tag == EMPTY {
             return;
         }
@@ -237,7 +237,7 @@ mod tests {
     #[test]
     fn streams_start_together_and_spread_round_robin_once() {
         let m = ShardMap::new(4);
-        let keys: Vec<StreamKey> = (1..=7).map(|i| StreamKey(i * 0x1000)).collect();
+        let keys: Vec<StreamKey> = (1..=7).map(|i| StreamKey::of_handle(i * 0x1000)).collect();
         assert!(keys.iter().all(|&k| m.shard(k) == 0));
         for &k in &keys {
             m.spread(k);
@@ -245,8 +245,8 @@ mod tests {
         }
         let spread: Vec<usize> = keys.iter().map(|&k| m.shard(k)).collect();
         assert_eq!(spread, vec![1, 2, 3, 1, 2, 3, 1]);
-        assert_eq!(m.shard(StreamKey(usize::MAX)), m.shard(StreamKey(usize::MAX)));
-        assert_eq!(m.shard(StreamKey(0x99_000)), 0, "a stream never spread stays on shard 0");
+        assert_eq!(m.shard(StreamKey::of_handle(usize::MAX)), m.shard(StreamKey::of_handle(usize::MAX)));
+        assert_eq!(m.shard(StreamKey::of_handle(0x99_000)), 0, "a stream never spread stays on shard 0");
         let one = ShardMap::new(1);
         one.spread(keys[0]);
         assert_eq!(one.shard(keys[0]), 0);
@@ -255,7 +255,7 @@ mod tests {
     #[test]
     fn threads_of_one_stream_spread_to_shards_of_their_own() {
         let m = ShardMap::new(8);
-        let key = StreamKey(0x5000);
+        let key = StreamKey::of_handle(0x5000);
         m.spread(key);
         let stream_shard = m.shard(key);
         assert_eq!(stream_shard, 1);
@@ -285,9 +285,9 @@ mod tests {
             .unwrap(),
             1
         );
-        assert_eq!(m.shard(StreamKey(0x6000)), 0);
+        assert_eq!(m.shard(StreamKey::of_handle(0x6000)), 0);
         // A thread whose stream was never spread spreads the stream first.
-        let other = StreamKey(0x9000);
+        let other = StreamKey::of_handle(0x9000);
         m.spread_thread(other);
         assert_eq!(m.shard(other), 5);
     }
@@ -295,7 +295,7 @@ mod tests {
     #[test]
     fn a_capturing_stream_is_marked_past_every_shard_until_its_capture_ends() {
         let m = ShardMap::new(4);
-        let (a, b, c) = (StreamKey(0x1000), StreamKey(0x2000), StreamKey(0x3000));
+        let (a, b, c) = (StreamKey::of_handle(0x1000), StreamKey::of_handle(0x2000), StreamKey::of_handle(0x3000));
         m.spread(b);
         assert!(m.capture(a) && m.capture(b) && m.capture(b));
         assert_eq!((m.shard(a), m.shard(b), m.shard(c)), (4, 4, 0));
@@ -313,10 +313,10 @@ mod tests {
     fn a_full_table_leaves_later_streams_on_shard_0() {
         let m = ShardMap::new(8);
         for i in 0..2 * ENTRIES {
-            m.spread(StreamKey(i << 3));
+            m.spread(StreamKey::of_handle(i << 3));
         }
-        let spread = (0..2 * ENTRIES).filter(|&i| m.shard(StreamKey(i << 3)) != 0).count();
+        let spread = (0..2 * ENTRIES).filter(|&i| m.shard(StreamKey::of_handle(i << 3)) != 0).count();
         assert_eq!(spread, ENTRIES / 2);
-        assert!((0..2 * ENTRIES).all(|i| m.shard(StreamKey(i << 3)) < 8));
+        assert!((0..2 * ENTRIES).all(|i| m.shard(StreamKey::of_handle(i << 3)) < 8));
     }
 }

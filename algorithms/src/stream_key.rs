@@ -28,10 +28,12 @@
 /// stream's life: when a stream is retired or found replaced, its free blocks move to a *retired*
 /// key that no live stream has.
 ///
-/// The packed word is what the pool's hot path compares and hashes; [`kind`](Self::kind) reads it
-/// as a [`StreamKind`], and every `StreamKey` is `StreamKey::from(key.kind())`.
+/// The key is one packed word, private to this module: the pool's hot path compares and hashes
+/// it. [`kind`](Self::kind) reads it as a [`StreamKind`], every `StreamKey` is
+/// `StreamKey::from(key.kind())`, and [`handle`](Self::handle) gives back the handle of a key that
+/// names one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct StreamKey(pub usize);
+pub struct StreamKey(usize);
 
 /// What a [`StreamKey`] names: one variant per kind of key, in the words of the pool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -89,10 +91,22 @@ impl StreamKey {
         StreamKey(handle)
     }
 
-    /// The packed word: what the pools compare, hash and print.
+    /// The packed word, for the shard map's tables of tags (a table entry is one word).
     #[inline]
-    pub const fn packed(self) -> usize {
+    pub(crate) const fn shard_word(self) -> usize {
         self.0
+    }
+
+    /// The handle the key was made from: 0 for the legacy default stream, the handle of a
+    /// [`StreamKind::Stream`]; `None` for every key that names no handle (a per-thread default
+    /// stream, which the same handle names on every thread, and the keys no stream has).
+    #[inline]
+    pub const fn handle(self) -> Option<usize> {
+        match self.kind() {
+            StreamKind::LegacyDefault => Some(0),
+            StreamKind::Stream(handle) => Some(handle),
+            _ => None,
+        }
     }
 
     /// A key no stream has, for the free blocks of a retired stream whose work up to its
@@ -207,6 +221,13 @@ impl StreamKey {
     }
 }
 
+impl std::fmt::LowerHex for StreamKey {
+    /// The packed word: how messages name a key.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::LowerHex::fmt(&self.0, f)
+    }
+}
+
 impl From<StreamKind> for StreamKey {
     /// The packed key of `kind`. A `Stream` handle that carries a tag, or a number of 0 where
     /// the kind needs at least 1, packs to the key [`StreamKey::kind`] reads back as it says.
@@ -290,6 +311,17 @@ mod tests {
         assert_eq!(StreamKey(4).kind(), StreamKind::Stream(4));
         assert!(StreamKey(0x1000).is_reusable_handle());
         assert!(!StreamKey(0).is_reusable_handle() && !StreamKey(1).is_reusable_handle());
+    }
+
+    #[test]
+    fn only_keys_made_from_handles_give_one_back() {
+        assert_eq!(StreamKey::LEGACY_DEFAULT.handle(), Some(0));
+        assert_eq!(StreamKey::of_handle(0x1000).handle(), Some(0x1000));
+        assert_eq!(StreamKey::of_handle(1).handle(), Some(1));
+        for key in [StreamKey::per_thread(3), StreamKey::FRESH, StreamKey::UNUSED, StreamKey::sealed(2)] {
+            assert_eq!(key.handle(), None, "{key:#x}");
+        }
+        assert_eq!(format!("{:#x}", StreamKey::of_handle(0x1000)), "0x1000");
     }
 
     #[test]

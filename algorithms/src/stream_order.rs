@@ -1,6 +1,7 @@
 //! The seam between the pool algorithm and whatever orders work on streams.
 
 use crate::error::Result;
+pub use crate::stream_identity::StreamIdentity;
 pub use crate::stream_key::{StreamKey, StreamKind};
 
 /// A small number unique to the calling thread, counting from 1 in order of first use: tells
@@ -16,20 +17,12 @@ pub fn current_thread_number() -> usize {
     NUMBER.try_with(|n| *n).unwrap_or_else(|_| NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
-/// What [`StreamOrder::identity`] returns for a key that names one stream for as long as the pool
-/// may hear of it (a default stream, a stream whose destruction is announced to the pool): the
-/// pool never asks again.
-pub const IDENTITY_TRUSTED: u64 = 0;
-
-/// The identity of a set of free lists before the first call on its stream established it.
-pub const IDENTITY_UNKNOWN: u64 = u64::MAX;
-
 /// The relaxed stream capture mode, as [`StreamOrder::relax_capture_mode`] numbers modes (0
 /// global, 1 thread-local, 2 relaxed, as the driver does).
 pub const CAPTURE_MODE_RELAXED: u32 = 2;
 
 /// A number unique to each retirement, for [`StreamKey::retired_after_capture`] and
-/// [`StreamKey::retired_after_sync`].
+/// [`StreamKey::retired_after_sync`], and for [`StreamIdentity::Unrepeatable`].
 pub fn next_retirement_number() -> usize {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static NEXT: AtomicUsize = AtomicUsize::new(1);
@@ -51,12 +44,12 @@ pub fn next_retirement_number() -> usize {
 pub trait StreamOrder: Send + Sync {
     /// Captures all work enqueued on `owner` (the stream `identity` names) so far. Called only
     /// from a call on `owner`.
-    fn record(&self, owner: StreamKey, identity: u64) -> Result<()>;
+    fn record(&self, owner: StreamKey, identity: StreamIdentity) -> Result<()>;
 
     /// Makes work enqueued on `waiter` from now on wait for what the last `record(owner, identity)`
     /// captured; an error when the last capture on `owner` was of another identity. Called only
     /// from a call on `waiter`, after `record(owner, identity)` succeeded.
-    fn wait(&self, owner: StreamKey, identity: u64, waiter: StreamKey) -> Result<()>;
+    fn wait(&self, owner: StreamKey, identity: StreamIdentity, waiter: StreamKey) -> Result<()>;
 
     /// Blocks until all work that may use the pool's memory has finished, on every stream,
     /// destroyed ones included.
@@ -68,16 +61,17 @@ pub trait StreamOrder: Send + Sync {
         true
     }
 
-    /// Which stream `key` names now: [`IDENTITY_TRUSTED`] when the key cannot name another stream
-    /// without the pool being told first (see [`retire`](Self::retire)), else a number the driver
-    /// never gives two streams (never [`IDENTITY_UNKNOWN`]). `known` is what the last answer for
-    /// this key's sets was (or [`IDENTITY_UNKNOWN`]); an implementation may return it as soon as
+    /// Which stream `key` names now: [`StreamIdentity::Trusted`] when the key cannot name another
+    /// stream without the pool being told first (see [`retire`](Self::retire)), else an identity
+    /// the driver never gives two streams (never [`Unknown`](StreamIdentity::Unknown) nor
+    /// [`Stale`](StreamIdentity::Stale)). `known` is what the last answer for this key's sets was
+    /// (or [`StreamIdentity::Unknown`]); an implementation may return it as soon as
     /// it sees the same stream. The pool asks when a stream first uses a set of free lists, and
     /// again on each allocation from the sets of a stream that is not trusted; a different answer
     /// means the stream was destroyed and its handle reused, and the old stream's blocks then wait
     /// for [`synchronize_all`](Self::synchronize_all). Called only from a call on `key`.
-    fn identity(&self, _key: StreamKey, _known: u64) -> u64 {
-        IDENTITY_TRUSTED
+    fn identity(&self, _key: StreamKey, _known: StreamIdentity) -> StreamIdentity {
+        StreamIdentity::Trusted
     }
 
     /// `owner` is about to be destroyed (it is still alive): capture all work enqueued on it, so
@@ -118,10 +112,10 @@ pub trait StreamOrder: Send + Sync {
 pub struct SimulatedDeviceOrder;
 
 impl StreamOrder for SimulatedDeviceOrder {
-    fn record(&self, _owner: StreamKey, _identity: u64) -> Result<()> {
+    fn record(&self, _owner: StreamKey, _identity: StreamIdentity) -> Result<()> {
         Ok(())
     }
-    fn wait(&self, _owner: StreamKey, _identity: u64, _waiter: StreamKey) -> Result<()> {
+    fn wait(&self, _owner: StreamKey, _identity: StreamIdentity, _waiter: StreamKey) -> Result<()> {
         Ok(())
     }
     fn synchronize_all(&self) -> Result<()> {
@@ -134,10 +128,10 @@ impl StreamOrder for SimulatedDeviceOrder {
 pub struct HostOrder;
 
 impl StreamOrder for HostOrder {
-    fn record(&self, _owner: StreamKey, _identity: u64) -> Result<()> {
+    fn record(&self, _owner: StreamKey, _identity: StreamIdentity) -> Result<()> {
         Ok(())
     }
-    fn wait(&self, _owner: StreamKey, _identity: u64, _waiter: StreamKey) -> Result<()> {
+    fn wait(&self, _owner: StreamKey, _identity: StreamIdentity, _waiter: StreamKey) -> Result<()> {
         Ok(())
     }
     fn synchronize_all(&self) -> Result<()> {

@@ -165,9 +165,15 @@ pub(crate) mod ffi {
         /// `Ok`, or why the constructor that made this handle failed.
         fn status(self: &RustResource) -> Outcome;
         /// Allocates `bytes` on `stream` (a `cudaStream_t` as an integer).
-        fn allocate(self: &RustResource, bytes: usize, alignment: usize, stream: usize) -> Outcome;
+        unsafe fn allocate(self: &RustResource, bytes: usize, alignment: usize, stream: usize) -> Outcome;
         /// Like `rmm_rs_deallocate`, but hands the refusal back instead of printing it.
-        fn try_deallocate(self: &RustResource, ptr: usize, bytes: usize, alignment: usize, stream: usize) -> Outcome;
+        unsafe fn try_deallocate(
+            self: &RustResource,
+            ptr: usize,
+            bytes: usize,
+            alignment: usize,
+            stream: usize,
+        ) -> Outcome;
         /// Why this thread's last `rmm_rs_allocate_or_null` returned 0 (`Ok` for a 0-byte request); taken.
         fn take_allocate_error() -> Outcome;
         /// True when memory of one may be freed through the other.
@@ -268,10 +274,10 @@ pub(crate) mod ffi {
         fn new_moved_from_resource() -> Box<RustResource>;
 
         /// `rmm::cuda_stream` created the stream `handle`: pools trust its handle until it retires.
-        fn register_stream(handle: usize);
+        unsafe fn register_stream(handle: usize);
         /// `rmm::cuda_stream` is about to destroy the stream `handle` (still alive): pools capture
         /// its queued work and keep its free blocks from the next stream to get the handle.
-        fn retire_stream(handle: usize);
+        unsafe fn retire_stream(handle: usize);
 
         // fixed_size_memory_resource (bridge/fixed_size.rs), binning_memory_resource
         // (bridge/binning.rs).
@@ -310,7 +316,7 @@ pub(crate) mod ffi {
         fn new_prefetch_adaptor(upstream: &RustResource) -> Box<RustResource>;
         fn new_callback_memory_resource(callbacks: UniquePtr<CppAllocationCallbacks>) -> Box<RustResource>;
         /// Prefetches managed memory to `device` on `stream`; other memory is left alone.
-        fn prefetch_memory(ptr: usize, bytes: usize, device: i32, stream: usize) -> Outcome;
+        unsafe fn prefetch_memory(ptr: usize, bytes: usize, device: i32, stream: usize) -> Outcome;
     }
 
     // history_resource_adaptor (bridge/history.rs, an rmm-rs addition): the queries answer as
@@ -365,9 +371,9 @@ pub(crate) mod ffi {
     extern "Rust" {
         /// Marks `stream`, being captured, as allocating from memory private to its capture;
         /// the capture's id (a `Logic` error for a stream not capturing).
-        fn capture_begin(r: &RustResource, stream: usize) -> Outcome;
+        unsafe fn capture_begin(r: &RustResource, stream: usize) -> Outcome;
         /// The capture on `stream` ended; a stream never marked is left alone.
-        fn capture_end(r: &RustResource, stream: usize) -> Outcome;
+        unsafe fn capture_end(r: &RustResource, stream: usize) -> Outcome;
         /// Gives capture `id`'s private memory back to the pool (a `Logic` error while it is
         /// marked on a stream or holds live blocks, or for an unknown id).
         fn capture_release(r: &RustResource, id: u64) -> Outcome;

@@ -9,7 +9,7 @@ use cudarc::driver::sys;
 use rmm::device::DeviceId;
 use rmm::per_device_resource::{get_per_device_resource, set_per_device_resource};
 use rmm::resource::{same_type, CudaMemoryResource, ManagedMemoryResource, PoolMemoryResource};
-use rmm::CudaStream;
+use rmm::{CudaStream, RawStream};
 use rmm_cpp::c_api::*;
 use rmm_legacy::reinitialize;
 use std::ffi::{c_char, c_long, c_void, CStr};
@@ -23,7 +23,7 @@ fn lock() -> MutexGuard<'static, ()> {
 }
 
 const HERE: *const c_char = c"tests/c_api.rs".as_ptr();
-const S0: sys::CUstream = null_mut();
+const S0: RawStream = null_mut();
 
 fn opts(mode: RmmAllocationMode, pool: usize, logging: bool) -> RmmOptions {
     RmmOptions::new(mode, pool, logging)
@@ -35,7 +35,7 @@ fn init(mode: RmmAllocationMode, pool: usize) {
     assert_eq!(unsafe { rmmInitialize(&mut o) }, RmmError::SUCCESS);
 }
 
-fn alloc(bytes: usize, stream: sys::CUstream) -> *mut c_void {
+fn alloc(bytes: usize, stream: RawStream) -> *mut c_void {
     let mut p = null_mut();
     // SAFETY: `p` is a writable local; every caller passes S0 (the legacy default stream) or the
     // handle of a CudaStream it still holds; HERE is a 'static C string.
@@ -43,7 +43,7 @@ fn alloc(bytes: usize, stream: sys::CUstream) -> *mut c_void {
     p
 }
 
-fn free(p: *mut c_void, stream: sys::CUstream) -> RmmError {
+fn free(p: *mut c_void, stream: RawStream) -> RmmError {
     // SAFETY: every caller passes S0 or the handle of a CudaStream it still holds; HERE is a
     // 'static C string; `p` is only looked up in the API's table of live blocks, never dereferenced
     // unless it is one.

@@ -96,12 +96,12 @@ enum Op {
 /// default streams and two ordinary ones.
 fn key(stream: u8) -> StreamKey {
     match stream % 6 {
-        0 => StreamKey(0),
+        0 => StreamKey::LEGACY_DEFAULT,
         1 => StreamKey::FRESH,
         2 => StreamKey::per_thread(1),
         3 => StreamKey::per_thread(2),
-        4 => StreamKey(0x7f00_1000),
-        _ => StreamKey(0x7f00_2000),
+        4 => StreamKey::of_handle(0x7f00_1000),
+        _ => StreamKey::of_handle(0x7f00_2000),
     }
 }
 

@@ -11,10 +11,10 @@
 
 use libfuzzer_sys::arbitrary::{self, Arbitrary};
 use libfuzzer_sys::fuzz_target;
-use rmm::pool::{rounded_size, StreamKey, StreamOrder, GRANULE, IDENTITY_TRUSTED};
+use rmm::pool::{rounded_size, StreamIdentity, StreamKey, StreamOrder, GRANULE};
 use rmm::resource::{MemoryResource, PoolMemoryResource, MAX_ALIGNMENT};
 use rmm::{CudaStreamView, Error, Misuse, Result};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -136,6 +136,8 @@ struct FuzzOrder {
     fail: Arc<[AtomicBool; 3]>,
     /// Which stream each real handle names now (absent: the first).
     ids: Arc<Mutex<HashMap<usize, u64>>>,
+    /// The handles registered as streams of ours (as the stream registry holds them).
+    ours: Arc<Mutex<HashSet<usize>>>,
 }
 
 impl FuzzOrder {
@@ -149,10 +151,10 @@ impl FuzzOrder {
 }
 
 impl StreamOrder for FuzzOrder {
-    fn record(&self, _owner: StreamKey, _identity: u64) -> Result<()> {
+    fn record(&self, _owner: StreamKey, _identity: StreamIdentity) -> Result<()> {
         self.answer(0)
     }
-    fn wait(&self, _owner: StreamKey, _identity: u64, _waiter: StreamKey) -> Result<()> {
+    fn wait(&self, _owner: StreamKey, _identity: StreamIdentity, _waiter: StreamKey) -> Result<()> {
         self.answer(1)
     }
     fn synchronize_all(&self) -> Result<()> {
@@ -161,11 +163,12 @@ impl StreamOrder for FuzzOrder {
     fn is_needed(&self) -> bool {
         self.ordered
     }
-    fn identity(&self, key: StreamKey, _known: u64) -> u64 {
-        if !key.is_reusable_handle() || rmm::stream_registry::is_registered(key.0) {
-            return IDENTITY_TRUSTED;
-        }
-        self.ids.lock().unwrap().get(&key.0).copied().unwrap_or(1) | 1 << 63
+    fn identity(&self, key: StreamKey, _known: StreamIdentity) -> StreamIdentity {
+        let Some(handle) = key.handle().filter(|h| key.is_reusable_handle() && !self.ours.lock().unwrap().contains(h))
+        else {
+            return StreamIdentity::Trusted;
+        };
+        StreamIdentity::Driver(self.ids.lock().unwrap().get(&handle).copied().unwrap_or(1))
     }
     fn retire(&self, _owner: StreamKey, _retired: StreamKey) -> Result<()> {
         self.answer(0)
@@ -314,16 +317,17 @@ fuzz_target!(|setup: Setup| {
             Op::Spread { stream: s } => pool.spread_stream(stream(s)),
             Op::ReplaceStream { stream: s } => {
                 let handle = stream(s).handle();
-                if !rmm::stream_registry::is_registered(handle) {
+                if !order.ours.lock().unwrap().contains(&handle) {
                     *order.ids.lock().unwrap().entry(handle).or_insert(1) += 1;
                 }
             }
             Op::OurStream { stream: s } => {
                 let handle = stream(s).handle();
-                if rmm::stream_registry::is_registered(handle) {
+                if order.ours.lock().unwrap().remove(&handle) {
                     // SAFETY: a stream name for the fuzzed pool, whose upstream's addresses no driver call sees.
                     unsafe { rmm::stream_registry::retire_stream(handle) };
-                } else if StreamKey(handle).is_reusable_handle() {
+                } else if StreamKey::of_handle(handle).is_reusable_handle() {
+                    order.ours.lock().unwrap().insert(handle);
                     *order.ids.lock().unwrap().entry(handle).or_insert(1) += 1;
                     // SAFETY: a stream name for the fuzzed pool, whose upstream's addresses no driver call sees.
                     unsafe { rmm::stream_registry::register_stream(handle) };

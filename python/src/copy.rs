@@ -84,7 +84,8 @@ pub fn wait_before_release(stream: CudaStreamView, enqueued: bool) -> rmm::Resul
 #[pyfunction]
 #[pyo3(signature = (db, hb, stream = StreamArg::Omitted))]
 pub fn copy_ptr_to_host(py: Python<'_>, db: usize, hb: &Bound<'_, PyAny>, stream: StreamArg<'_>) -> PyResult<()> {
-    let view = stream.resolve(py)?.get().view();
+    let stream = stream.resolve(py)?;
+    let view = stream.get().view();
     let host = HostBuffer::get(hb, true, "hb")?;
     let (dst, n) = (host.addr(), host.len());
     check_user_pointer(db, n, false)?;
@@ -103,7 +104,8 @@ pub fn copy_ptr_to_host(py: Python<'_>, db: usize, hb: &Bound<'_, PyAny>, stream
 #[pyfunction]
 #[pyo3(signature = (hb, db, stream = StreamArg::Omitted))]
 pub fn copy_host_to_ptr(py: Python<'_>, hb: &Bound<'_, PyAny>, db: usize, stream: StreamArg<'_>) -> PyResult<()> {
-    let view = stream.resolve(py)?.get().view();
+    let stream = stream.resolve(py)?;
+    let view = stream.get().view();
     let host = HostBuffer::get(hb, false, "hb")?;
     let (src, n) = (host.addr(), host.len());
     check_user_pointer(db, n, true)?;
@@ -130,7 +132,8 @@ pub fn copy_device_to_ptr(
     count: usize,
     stream: StreamArg<'_>,
 ) -> PyResult<()> {
-    let view = stream.resolve(py)?.get().view();
+    let stream = stream.resolve(py)?;
+    let view = stream.get().view();
     check_user_pointer(d_src, count, false)?;
     check_user_pointer(d_dst, count, true)?;
     // SAFETY: the caller vouches for both device ranges, as with cudaMemcpyAsync.

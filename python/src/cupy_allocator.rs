@@ -107,7 +107,8 @@ fn device_and_stream<'py>(py: Python<'py>, cupy: &CupyNames) -> PyResult<(i32, B
     let handle: usize = object.getattr(intern!(py, "ptr"))?.extract()?;
     let stream = match default_stream_object(py, handle) {
         Some(stream) => stream.clone(),
-        None => Bound::new(py, Stream::with_owner(handle, object.unbind()))?,
+        // SAFETY: the CuPy stream object owns its stream (or holds what does) while it lives.
+        None => Bound::new(py, unsafe { Stream::with_owner(handle, object.unbind()) })?,
     };
     Ok((device, stream))
 }

@@ -70,7 +70,8 @@ impl DeviceBuffer {
         };
         let (resource, host_only) = (mr.get().resource(), mr.get().is_host_only());
         let device = if host_only { DeviceId::NONE } else { DeviceId::current_or_none().py()? };
-        let view = stream.get().view();
+        // SAFETY: the buffer's state keeps the stream object (so the stream) as long as the view.
+        let view = unsafe { stream.get().view().detach() };
         let ptr = allocate(py, resource, size, view)?;
         let state = State { ptr, size, capacity: size, view, stream: stream.unbind() };
         // Built before the copy: if the copy fails, dropping the buffer frees the memory.
@@ -147,7 +148,8 @@ impl DeviceBuffer {
         capacity: usize,
         new_size: Option<usize>,
     ) -> PyResult<()> {
-        let view = stream.get().view();
+        // SAFETY: `stream` keeps the stream object, then the state does (or it drops after use).
+        let view = unsafe { stream.get().view().detach() };
         // Swapped with the buffer's stream object on success, so that whichever object leaves
         // (the old one, or on failure the new one) is dropped here with the GIL held.
         let mut stream = stream.unbind();
@@ -341,7 +343,8 @@ impl DeviceBuffer {
     /// `stream` (default: the buffer's); does nothing for other memory.
     #[pyo3(signature = (device = None, stream = None))]
     fn prefetch(&self, py: Python<'_>, device: Option<i32>, stream: Option<Bound<'_, PyAny>>) -> PyResult<()> {
-        let given = stream.map(|s| stream_object(s).map(|s| s.get().view())).transpose()?;
+        let given = stream.map(stream_object).transpose()?;
+        let given = given.as_ref().map(|s| s.get().view());
         if let Some(d) = device {
             // RMM passes any memory to cudaMemPrefetchAsync and ignores only its "invalid value"
             // answer for memory that is not managed: a device that does not exist is an error
@@ -429,7 +432,8 @@ impl DeviceBuffer {
     ) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
         let this = slf.get();
-        let view = stream.resolve(py)?.get().view();
+        let stream = stream.resolve(py)?;
+        let view = stream.get().view();
         let ary = match ary {
             Some(a) if !a.is_none() => a,
             _ => numpy_empty(py)?.call1(((this.size_now(),), "u1"))?,
@@ -458,7 +462,8 @@ impl DeviceBuffer {
     /// Copies the host buffer `ary` (at most `size` bytes) to the start of the buffer.
     #[pyo3(signature = (ary, stream = StreamArg::Omitted))]
     fn copy_from_host(&self, py: Python<'_>, ary: &Bound<'_, PyAny>, stream: StreamArg<'_>) -> PyResult<()> {
-        let view = stream.resolve(py)?.get().view();
+        let stream = stream.resolve(py)?;
+        let view = stream.get().view();
         let host = HostBuffer::get(ary, false, "ary")?;
         let (src, n) = (host.addr(), host.len());
         py.detach(|| -> PyResult<()> {
@@ -480,7 +485,8 @@ impl DeviceBuffer {
     /// the start of the buffer; not waited for, as in RMM.
     #[pyo3(signature = (cuda_ary, stream = StreamArg::Omitted))]
     fn copy_from_device(&self, py: Python<'_>, cuda_ary: &Bound<'_, PyAny>, stream: StreamArg<'_>) -> PyResult<()> {
-        let view = stream.resolve(py)?.get().view();
+        let stream = stream.resolve(py)?;
+        let view = stream.get().view();
         if !cuda_ary.hasattr("__cuda_array_interface__")? {
             return Err(PyValueError::new_err("Expected object to support `__cuda_array_interface__` protocol"));
         }
@@ -520,7 +526,8 @@ impl DeviceBuffer {
     fn tobytes<'py>(slf: &Bound<'py, Self>, stream: StreamArg<'py>) -> PyResult<Bound<'py, PyBytes>> {
         let py = slf.py();
         let this = slf.get();
-        let view = stream.resolve(py)?.get().view();
+        let stream = stream.resolve(py)?;
+        let view = stream.get().view();
         let size = this.size_now();
         PyBytes::new_with(py, size, |out| {
             let dst = out.as_mut_ptr() as usize;

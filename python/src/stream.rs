@@ -41,21 +41,30 @@ pub struct Stream {
 }
 
 impl Stream {
-    /// The stream as the Rust core names it, for as long as the caller holds this object (or
-    /// what holds it): the owner kept here keeps the stream alive, and a handle Python gave
-    /// without one names a live stream by RMM's contract for stream arguments.
-    pub fn view(&self) -> CudaStreamView<'static> {
-        // SAFETY: as said above; the callers use the view only while they hold this object.
+    /// The stream as the Rust core names it, borrowing this object: the owner kept here keeps
+    /// the stream alive, and a handle Python gave without one names a live stream by RMM's
+    /// contract for stream arguments.
+    pub fn view(&self) -> CudaStreamView<'_> {
+        // SAFETY: as said above: the stream lives at least as long as this object, which the view
+        // borrows.
         unsafe { CudaStreamView::from_handle(self.handle) }
     }
 
-    /// A borrowed view of a well-known handle (the default-stream constants).
-    pub fn from_handle(handle: usize) -> Self {
+    /// An object for `handle` that owns nothing.
+    ///
+    /// # Safety
+    /// `handle` names a stream that outlives the object (a default stream), or one that Python
+    /// code keeps alive while it uses the object (RMM's contract for stream arguments).
+    pub unsafe fn from_handle(handle: usize) -> Self {
         Stream { handle, owner: None }
     }
 
-    /// A view of `handle` that keeps `owner` (what destroys the stream) alive.
-    pub fn with_owner(handle: usize, owner: Py<PyAny>) -> Self {
+    /// An object for `handle` that keeps `owner` alive.
+    ///
+    /// # Safety
+    /// `owner` keeps the stream `handle` alive for as long as it lives (it destroys the stream,
+    /// or holds what does).
+    pub unsafe fn with_owner(handle: usize, owner: Py<PyAny>) -> Self {
         Stream { handle, owner: Some(owner) }
     }
 }
@@ -68,10 +77,12 @@ static DEFAULT_STREAMS: [PyOnceLock<Py<Stream>>; 3] = [PyOnceLock::new(), PyOnce
 /// other handle. Default streams are never destroyed, so these objects own nothing.
 pub fn default_stream_object(py: Python<'_>, handle: usize) -> Option<&Bound<'_, Stream>> {
     let cell = DEFAULT_STREAMS.get(handle)?;
-    Some(
-        cell.get_or_init(py, || Py::new(py, Stream::from_handle(handle)).expect("allocating a default stream"))
-            .bind(py),
-    )
+    let make = || {
+        // SAFETY: the default streams (handles 0, 1 and 2 only get here) are never destroyed.
+        let stream = unsafe { Stream::from_handle(handle) };
+        Py::new(py, stream).expect("allocating a default stream")
+    };
+    Some(cell.get_or_init(py, make).bind(py))
 }
 
 /// The `DEFAULT_STREAM` object.

@@ -43,7 +43,8 @@ impl CudaStreamPool {
             None => pool.get_stream(),
             Some(id) => pool.get_stream_by_id(id),
         };
-        Py::new(slf.py(), Stream::with_owner(view.handle(), slf.clone().into_any().unbind()))
+        // SAFETY: the stream pool owns the stream, and the object keeps the pool alive.
+        Py::new(slf.py(), unsafe { Stream::with_owner(view.handle(), slf.clone().into_any().unbind()) })
     }
 
     /// The number of streams.

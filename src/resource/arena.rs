@@ -6,7 +6,6 @@
 use crate::error::{Error, Result};
 use crate::resource::claims::ClaimTable;
 use crate::resource::cuda_event_order::default_order;
-use crate::resource::pool::stream_key;
 use crate::resource::upstream_check::{allocate_chunk, give_back_chunk, give_back_chunks};
 use crate::resource::{effective_alignment, MemoryResource};
 use crate::stream::CudaStreamView;
@@ -14,7 +13,7 @@ use crate::PoolState;
 use parking_lot::Mutex;
 use rmm_algorithms::arena::{is_large, search_size, GlobalArena, SmallArena, MIN_SUPERBLOCK};
 use rmm_algorithms::{
-    current_thread_number, rounded_size, SpinMutex, StreamKey, StreamOrder, GRANULE, IDENTITY_TRUSTED, MAX_BLOCK_BYTES,
+    current_thread_number, rounded_size, SpinMutex, StreamIdentity, StreamKey, StreamOrder, GRANULE, MAX_BLOCK_BYTES,
 };
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -32,10 +31,6 @@ fn without_driver_ok(waited: Result<()>) -> Result<()> {
     }
 }
 
-/// The identity of an arena whose stream was destroyed without its work being waited for: the
-/// next allocation synchronises everything first.
-const IDENTITY_STALE: u64 = u64::MAX - 1;
-
 /// One thread's arena for one stream. It only ever hands blocks to that stream, so blocks freed on
 /// the stream are reused at once; a block freed on another stream comes back after that stream was
 /// synchronised.
@@ -52,7 +47,7 @@ pub(crate) struct Arena {
 struct ArenaState {
     arena: SmallArena,
     /// Which stream filled the arena (see `StreamOrder::identity`).
-    identity: u64,
+    identity: StreamIdentity,
 }
 
 /// The arenas of a resource, by thread and stream, and their numbers.
@@ -239,7 +234,7 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
         }
         registry.next_number += 1;
         let number = registry.next_number;
-        let identity = self.order.identity(key, rmm_algorithms::IDENTITY_UNKNOWN);
+        let identity = self.order.identity(key, StreamIdentity::Unknown);
         let arena =
             Arc::new(Arena { number, key, state: SpinMutex::new(ArenaState { arena: SmallArena::new(), identity }) });
         registry.by_key.insert((thread, key), arena.clone());
@@ -254,7 +249,7 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
     fn allocate_small(&self, key: StreamKey, requested: usize, size: usize, align: usize) -> Result<Option<usize>> {
         self.with_arena(key, |arena| {
             let mut state = arena.state.lock();
-            if state.identity != IDENTITY_TRUSTED {
+            if state.identity != StreamIdentity::Trusted {
                 self.check_identity(arena, &mut state)?;
             }
             if let Some(addr) = state.arena.allocate(requested, size, align) {
@@ -315,7 +310,7 @@ unsafe impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
             return Err(self.out_of_memory(bytes, "larger than any arena can hold"));
         };
         if !is_large(search) {
-            if let Some(addr) = self.allocate_small(stream_key(stream), bytes, size, align)? {
+            if let Some(addr) = self.allocate_small(stream.key(), bytes, size, align)? {
                 return Ok(addr as *mut u8);
             }
         }
@@ -328,7 +323,7 @@ unsafe impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
             return Ok(());
         }
         self.claims.refuse_claimed(ptr)?;
-        let key = stream_key(stream);
+        let key = stream.key();
         match self.with_arena(key, |arena| arena.state.lock().arena.try_deallocate(ptr as usize, bytes)) {
             Some(freed) => freed.map_err(Error::Misuse),
             None => self.deallocate_elsewhere(ptr as usize, bytes, key, stream),

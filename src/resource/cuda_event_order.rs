@@ -4,14 +4,14 @@
 use crate::device::DeviceId;
 use crate::driver::{
     context_kept, current_context_kept, exchange_capture_mode, primary_context_kept, stream_capture_id, stream_context,
-    stream_id, synchronize_context, ContextHandle, StreamHandle, CAPTURE_MODE_RELAXED,
+    stream_id, synchronize_context, ContextHandle, CAPTURE_MODE_RELAXED,
 };
 use crate::error::{Error, Result};
 use crate::event::CudaEvent;
 use crate::resource::MemoryResource;
 use crate::stream::CudaStreamView;
 use parking_lot::Mutex;
-use rmm_algorithms::{next_retirement_number, HostOrder, StreamKey, StreamOrder, IDENTITY_TRUSTED, IDENTITY_UNKNOWN};
+use rmm_algorithms::{next_retirement_number, HostOrder, StreamIdentity, StreamKey, StreamOrder};
 use std::collections::HashMap;
 
 /// How a resource that carves blocks out of `upstream`'s memory orders streams by default: with
@@ -48,7 +48,7 @@ pub struct CudaEventOrder {
 /// A stream's event and the identity of the stream it last captured.
 struct Capture {
     event: CudaEvent,
-    identity: u64,
+    identity: StreamIdentity,
 }
 
 impl CudaEventOrder {
@@ -79,10 +79,11 @@ impl CudaEventOrder {
     /// streams are those of the current context. A context the driver will not name is left out:
     /// the current one then stands in at the next synchronisation.
     fn note_stream(&self, key: StreamKey) {
-        let context = if key.per_thread_owner().is_some() || view_of(key).is_default() {
-            current_context_kept()
-        } else {
-            stream_context(StreamHandle::new(key.packed())).and_then(context_kept)
+        let context = match view_of(key) {
+            Ok(view) if !view.is_default() && !view.is_per_thread_default() => {
+                stream_context(view.stream_handle()).and_then(context_kept)
+            }
+            _ => current_context_kept(),
         };
         if let Ok(context) = context {
             self.note(context);
@@ -102,41 +103,39 @@ impl CudaEventOrder {
 }
 
 /// The stream a key names, seen from the thread that owns it (per-thread keys are only ever
-/// used from their own thread).
-fn view_of(key: StreamKey) -> CudaStreamView<'static> {
-    match key.per_thread_owner() {
-        Some(_) => CudaStreamView::PER_THREAD,
-        // SAFETY: the order's methods name a stream only from a call on it (`StreamOrder`'s
-        // contract), so the stream is alive while the view is used, within that call.
-        None => unsafe { CudaStreamView::from_handle(key.packed()) },
-    }
+/// used from their own thread); an error for a key that names no stream.
+fn view_of(key: StreamKey) -> Result<CudaStreamView<'static>> {
+    // SAFETY: the order's methods name a stream only from a call on it (`StreamOrder`'s
+    // contract), so the stream is alive while the view is used, within that call, on the
+    // thread that made the call.
+    unsafe { CudaStreamView::of_key(key) }
+        .ok_or_else(|| Error::InvalidArgument(format!("the stream key {key:#x} names no stream")))
 }
 
 impl StreamOrder for CudaEventOrder {
-    fn record(&self, owner: StreamKey, identity: u64) -> Result<()> {
+    fn record(&self, owner: StreamKey, identity: StreamIdentity) -> Result<()> {
         let mut events = self.events.lock();
         let capture = match events.entry(owner) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::hash_map::Entry::Vacant(v) => {
                 self.note_stream(owner);
-                v.insert(Capture { event: CudaEvent::for_stream(view_of(owner))?, identity })
+                v.insert(Capture { event: CudaEvent::for_stream(view_of(owner)?)?, identity })
             }
         };
         // Until the record succeeds, the event holds no capture of this identity.
-        capture.identity = IDENTITY_UNKNOWN;
-        capture.event.record(view_of(owner))?;
+        capture.identity = StreamIdentity::Unknown;
+        capture.event.record(view_of(owner)?)?;
         capture.identity = identity;
         Ok(())
     }
 
-    fn wait(&self, owner: StreamKey, identity: u64, waiter: StreamKey) -> Result<()> {
+    fn wait(&self, owner: StreamKey, identity: StreamIdentity, waiter: StreamKey) -> Result<()> {
         match self.events.lock().get(&owner) {
-            Some(capture) if capture.identity == identity => capture.event.wait_on(view_of(waiter)),
+            Some(capture) if capture.identity == identity => capture.event.wait_on(view_of(waiter)?),
             Some(_) => Err(Error::InvalidArgument(format!(
-                "the last event on stream {:#x} was recorded for another stream with that handle",
-                owner.packed()
+                "the last event on stream {owner:#x} was recorded for another stream with that handle"
             ))),
-            None => Err(Error::InvalidArgument(format!("no event was recorded for stream {:#x}", owner.packed()))),
+            None => Err(Error::InvalidArgument(format!("no event was recorded for stream {owner:#x}"))),
         }
     }
 
@@ -150,24 +149,24 @@ impl StreamOrder for CudaEventOrder {
         result
     }
 
-    fn identity(&self, key: StreamKey, known: u64) -> u64 {
-        if known == IDENTITY_UNKNOWN {
+    fn identity(&self, key: StreamKey, known: StreamIdentity) -> StreamIdentity {
+        if known == StreamIdentity::Unknown {
             // A stream's first use of a set of free lists: its work may touch the pool's memory.
             self.note_stream(key);
         }
-        if !key.is_reusable_handle() {
-            return IDENTITY_TRUSTED;
-        }
-        // The top bit keeps a driver id apart from IDENTITY_TRUSTED (0).
-        let Ok(id) = stream_id(StreamHandle::new(key.packed())).map(|id| id | 1 << 63) else {
+        // Only a handle the driver may give another stream needs asking; every such key names one.
+        let Some(view) = view_of(key).ok().filter(|_| key.is_reusable_handle()) else {
+            return StreamIdentity::Trusted;
+        };
+        let Ok(id) = stream_id(view.stream_handle()).map(StreamIdentity::Driver) else {
             // No answer (a handle the driver does not know): an identity no other call gets, so
             // the stream's blocks are never taken on trust.
-            return next_retirement_number() as u64 | 1 << 62;
+            return StreamIdentity::Unrepeatable(next_retirement_number() as u64);
         };
         if id == known {
             id
-        } else if crate::stream_registry::is_registered(key.packed()) {
-            IDENTITY_TRUSTED
+        } else if crate::stream_registry::is_registered(key) {
+            StreamIdentity::Trusted
         } else {
             id
         }
@@ -178,18 +177,19 @@ impl StreamOrder for CudaEventOrder {
         let mut events = self.events.lock();
         let event = match events.remove(&owner) {
             Some(capture) => capture.event,
-            None => CudaEvent::for_stream(view_of(owner))?,
+            None => CudaEvent::for_stream(view_of(owner)?)?,
         };
-        event.record(view_of(owner))?;
-        events.insert(retired, Capture { event, identity: IDENTITY_TRUSTED });
+        event.record(view_of(owner)?)?;
+        events.insert(retired, Capture { event, identity: StreamIdentity::Trusted });
         Ok(())
     }
 
     fn capture_of(&self, key: StreamKey) -> Result<Option<u64>> {
-        if key.is_retired() {
-            return Ok(None);
+        // A key that names no stream (a retired one) captures nothing.
+        match view_of(key) {
+            Ok(view) => stream_capture_id(view.stream_handle()),
+            Err(_) => Ok(None),
         }
-        stream_capture_id(StreamHandle::new(view_of(key).handle()))
     }
 
     fn relax_capture_mode(&self) -> Result<u32> {

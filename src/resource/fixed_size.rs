@@ -4,7 +4,6 @@
 use crate::error::{Error, Result};
 use crate::resource::claims::ClaimTable;
 use crate::resource::cuda_event_order::default_order;
-use crate::resource::pool::stream_key;
 use crate::resource::upstream_check::{allocate_chunk, give_back_chunks};
 use crate::resource::{effective_alignment, MemoryResource, DEFAULT_ALIGNMENT};
 use crate::stream::CudaStreamView;
@@ -13,7 +12,7 @@ use parking_lot::lock_api::MutexGuard;
 use parking_lot::Mutex;
 use rmm_algorithms::fixed_size::magazine::{self, Magazine};
 use rmm_algorithms::fixed_size::{ChunkTable, FixedSizeFreeList, FRESH_SLOT};
-use rmm_algorithms::{next_retirement_number, StreamKey, StreamOrder, IDENTITY_TRUSTED, IDENTITY_UNKNOWN};
+use rmm_algorithms::{next_retirement_number, StreamIdentity, StreamKey, StreamOrder};
 use rmm_algorithms::{RawSpinLock, SpinMutex};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
@@ -296,7 +295,7 @@ impl<U: MemoryResource> FixedSizeMemoryResource<U> {
             return slot;
         }
         let slot = st.sets.slot_of(key);
-        let identity = self.order.identity(key, IDENTITY_UNKNOWN);
+        let identity = self.order.identity(key, StreamIdentity::Unknown);
         st.sets.set_identity(slot, identity);
         slot
     }
@@ -306,12 +305,12 @@ impl<U: MemoryResource> FixedSizeMemoryResource<U> {
     /// waits for a synchronisation of everything.
     fn identity_holds(&self, st: &mut FixedSizeFreeList, slot: usize) -> bool {
         let known = st.sets.identity(slot);
-        if known == IDENTITY_TRUSTED {
+        if known == StreamIdentity::Trusted {
             return true;
         }
         let key = st.sets.key_of(slot);
         let now = self.order.identity(key, known);
-        if known == IDENTITY_UNKNOWN || known == now {
+        if known == StreamIdentity::Unknown || known == now {
             st.sets.set_identity(slot, now);
             return true;
         }
@@ -358,8 +357,8 @@ impl<U: MemoryResource> FixedSizeMemoryResource<U> {
         let mut st = self.lock();
         let magazine = self.magazine_of(&mut st, key);
         let slot = st.sets.slot_of(key);
-        if self.ordered && st.sets.identity(slot) == IDENTITY_UNKNOWN {
-            let identity = self.order.identity(key, IDENTITY_UNKNOWN);
+        if self.ordered && st.sets.identity(slot) == StreamIdentity::Unknown {
+            let identity = self.order.identity(key, StreamIdentity::Unknown);
             st.sets.set_identity(slot, identity);
         }
         st.sets.push(slot, block);
@@ -398,7 +397,7 @@ unsafe impl<U: MemoryResource> MemoryResource for FixedSizeMemoryResource<U> {
         if bytes == 0 {
             return Ok(std::ptr::null_mut());
         }
-        let key = stream_key(stream);
+        let key = stream.key();
         if let Some(m) = magazine::lookup(self.id, key) {
             // SAFETY: the thread's cache holds the magazine until this thread next calls
             // `magazine::insert`, which `pop` never does.
@@ -417,7 +416,7 @@ unsafe impl<U: MemoryResource> MemoryResource for FixedSizeMemoryResource<U> {
         }
         self.claims.refuse_claimed(ptr)?;
         self.table.take_back(ptr as usize, bytes).map_err(Error::Misuse)?;
-        let key = stream_key(stream);
+        let key = stream.key();
         if let Some(m) = magazine::lookup(self.id, key) {
             // SAFETY: as in `allocate`; `push` never calls `magazine::insert`.
             if unsafe { &*m }.push(ptr as usize, self.magazine_capacity) {
@@ -474,7 +473,7 @@ impl StreamTenant for FixedSizeTenant {
         let Some(slot) = st.sets.find(key) else { return };
         // Filled by this stream: a capture made now, while it is alive, covers its blocks. Filled
         // by an earlier stream with this handle, or never checked: only a synchronisation does.
-        let retired = if st.sets.identity(slot) == IDENTITY_TRUSTED {
+        let retired = if st.sets.identity(slot) == StreamIdentity::Trusted {
             let retired = StreamKey::retired_after_capture(next_retirement_number());
             match self.order.retire(key, retired) {
                 Ok(()) => retired,

@@ -26,7 +26,6 @@ use crate::PoolState;
 use captures::Captures;
 use growth::Growth;
 pub(crate) use in_place::ReservedRange;
-use rmm_algorithms::{current_thread_number, StreamKey};
 use shards::Shards;
 use std::sync::Arc;
 use stream_identity::Streams;
@@ -47,20 +46,6 @@ mod shards;
 mod slow_path;
 mod stream_identity;
 mod synchronisation;
-
-/// The key of a stream as seen from the calling thread, for the pool and the arena: the legacy
-/// default stream (0 or `cudaStreamLegacy`) is [`StreamKey::LEGACY_DEFAULT`], the per-thread
-/// default stream is this thread's own key, any other stream its handle.
-#[inline]
-pub(crate) fn stream_key(stream: CudaStreamView) -> StreamKey {
-    if stream.is_default() {
-        StreamKey::LEGACY_DEFAULT
-    } else if stream.is_per_thread_default() {
-        StreamKey::per_thread(current_thread_number())
-    } else {
-        StreamKey::of_handle(stream.handle())
-    }
-}
 
 /// Default number of shards: shard 0 plus 31 for streams spread off it, so up to 32 threads that
 /// each use their own stream never meet on a lock. Two streams meeting on one shard cost more
@@ -163,7 +148,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// thread in the shared shard. For a stream that one thread will use heavily while others use
     /// the pool too; without effect on a pool of one shard and on a stream moved before.
     pub fn spread_stream(&self, stream: CudaStreamView) {
-        self.shards.map().spread(stream_key(stream));
+        self.shards.map().spread(stream.key());
     }
 }
 

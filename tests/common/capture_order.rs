@@ -2,7 +2,7 @@
 //! `cuStreamGetCaptureInfo` does, and that notes every request the driver would refuse (or that
 //! would break the capture) while a capture is in progress.
 
-use rmm::pool::{StreamKey, StreamOrder, CAPTURE_MODE_RELAXED};
+use rmm::pool::{StreamIdentity, StreamKey, StreamOrder, CAPTURE_MODE_RELAXED};
 use rmm::Result;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -11,9 +11,9 @@ use std::sync::{Arc, Mutex};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Asked {
     /// A capture of the work of this stream.
-    Record(usize),
+    Record(StreamKey),
     /// The second stream waits for the first one's last capture.
-    Wait(usize, usize),
+    Wait(StreamKey, StreamKey),
     /// A synchronisation of everything.
     SyncAll,
     /// The thread's capture mode was set to relaxed.
@@ -28,7 +28,7 @@ pub struct State {
     /// Everything asked, in order.
     pub log: Vec<Asked>,
     /// Streams capturing now, with their capture id.
-    pub capturing: HashMap<usize, u64>,
+    pub capturing: HashMap<StreamKey, u64>,
     /// Requests illegal during a capture (or that would break one), with why.
     pub illegal: Vec<String>,
     /// Times `capture_of` was asked.
@@ -48,8 +48,8 @@ impl CaptureOrder {
     pub fn set_capturing(&self, stream: usize, id: Option<u64>) {
         let mut s = self.0.lock().unwrap();
         match id {
-            Some(id) => s.capturing.insert(stream, id),
-            None => s.capturing.remove(&stream),
+            Some(id) => s.capturing.insert(StreamKey::of_handle(stream), id),
+            None => s.capturing.remove(&StreamKey::of_handle(stream)),
         };
     }
 
@@ -76,19 +76,19 @@ impl CaptureOrder {
 }
 
 impl StreamOrder for CaptureOrder {
-    fn record(&self, owner: StreamKey, _identity: u64) -> Result<()> {
+    fn record(&self, owner: StreamKey, _identity: StreamIdentity) -> Result<()> {
         let mut s = self.0.lock().unwrap();
-        s.log.push(Asked::Record(owner.0));
-        if s.capturing.contains_key(&owner.0) {
-            s.illegal.push(format!("record on capturing stream {:#x}", owner.0));
+        s.log.push(Asked::Record(owner));
+        if s.capturing.contains_key(&owner) {
+            s.illegal.push(format!("record on capturing stream {owner:#x}"));
         }
         Ok(())
     }
-    fn wait(&self, owner: StreamKey, _identity: u64, waiter: StreamKey) -> Result<()> {
+    fn wait(&self, owner: StreamKey, _identity: StreamIdentity, waiter: StreamKey) -> Result<()> {
         let mut s = self.0.lock().unwrap();
-        s.log.push(Asked::Wait(owner.0, waiter.0));
-        if s.capturing.contains_key(&owner.0) || s.capturing.contains_key(&waiter.0) {
-            s.illegal.push(format!("wait of {:#x} for {:#x} during a capture", waiter.0, owner.0));
+        s.log.push(Asked::Wait(owner, waiter));
+        if s.capturing.contains_key(&owner) || s.capturing.contains_key(&waiter) {
+            s.illegal.push(format!("wait of {waiter:#x} for {owner:#x} during a capture"));
         }
         Ok(())
     }
@@ -104,19 +104,19 @@ impl StreamOrder for CaptureOrder {
     /// thread not relaxed while a capture is in progress (unless relaxing is refused, as where
     /// there is no driver and so no capture to keep valid). Streams are never replaced here, so each
     /// key's answer is the same, and never trusted.
-    fn identity(&self, key: StreamKey, _known: u64) -> u64 {
+    fn identity(&self, key: StreamKey, _known: StreamIdentity) -> StreamIdentity {
         let mut s = self.0.lock().unwrap();
-        if s.capturing.contains_key(&key.0) {
-            s.illegal.push(format!("identity of capturing stream {:#x}", key.0));
+        if s.capturing.contains_key(&key) {
+            s.illegal.push(format!("identity of capturing stream {key:#x}"));
         } else if !s.capturing.is_empty() && !s.refuse_relax && Self::thread_mode() != CAPTURE_MODE_RELAXED {
-            s.illegal.push(format!("identity of {:#x} during a capture, mode not relaxed", key.0));
+            s.illegal.push(format!("identity of {key:#x} during a capture, mode not relaxed"));
         }
-        key.0 as u64 | 1 << 63
+        StreamIdentity::Driver(key.handle().unwrap_or(usize::MAX) as u64)
     }
     fn capture_of(&self, key: StreamKey) -> Result<Option<u64>> {
         let mut s = self.0.lock().unwrap();
         s.capture_queries += 1;
-        Ok(s.capturing.get(&key.0).copied())
+        Ok(s.capturing.get(&key).copied())
     }
     fn relax_capture_mode(&self) -> Result<u32> {
         let mut s = self.0.lock().unwrap();

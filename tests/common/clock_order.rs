@@ -5,7 +5,7 @@
 //! and a retiring stream's capture moves to its retired key. A block freed on stream A at time t
 //! may reach stream B only when `sees(B, A, t)`.
 
-use rmm::pool::{StreamKey, StreamOrder, IDENTITY_TRUSTED};
+use rmm::pool::{StreamIdentity, StreamKey, StreamKind, StreamOrder};
 use rmm::{Error, Result};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -22,15 +22,15 @@ pub struct Clocks {
     /// What each stream's work is ordered after: stream → time.
     pub clock: HashMap<usize, HashMap<usize, u64>>,
     /// Each stream's (or retired key's) last capture.
-    pub captured: HashMap<usize, HashMap<usize, u64>>,
+    pub captured: HashMap<StreamKey, HashMap<usize, u64>>,
     /// Every wait asked: (owner, waiter).
-    pub waits: Vec<(usize, usize)>,
+    pub waits: Vec<(StreamKey, StreamKey)>,
     /// Captures asked.
     pub records: usize,
     /// Synchronisations asked.
     pub syncs: usize,
     /// Every retirement: (owner, retired key).
-    pub retires: Vec<(usize, usize)>,
+    pub retires: Vec<(StreamKey, StreamKey)>,
     /// The model's name for the stream a key names now (a handle's later lifetimes get new ones).
     pub alias: HashMap<usize, usize>,
     /// Lifetimes named apart so far.
@@ -40,6 +40,20 @@ pub struct Clocks {
 impl Clocks {
     fn id(&self, key: usize) -> usize {
         self.alias.get(&key).copied().unwrap_or(key)
+    }
+
+    /// The model's name for the stream `key` names now.
+    fn id_of(&self, key: StreamKey) -> usize {
+        self.id(name_of(key))
+    }
+}
+
+/// The model's name for a key's stream before any handle reuse: its handle, or for a per-thread
+/// default stream a number far above the tests' handles.
+pub fn name_of(key: StreamKey) -> usize {
+    match key.kind() {
+        StreamKind::PerThread(thread) => usize::MAX - thread,
+        _ => key.handle().expect("the model's streams are named by handles"),
     }
 }
 
@@ -80,26 +94,26 @@ impl ClockOrder {
 }
 
 impl StreamOrder for ClockOrder {
-    fn record(&self, owner: StreamKey, _identity: u64) -> Result<()> {
+    fn record(&self, owner: StreamKey, _identity: StreamIdentity) -> Result<()> {
         let mut c = self.0.lock().unwrap();
-        let id = c.id(owner.0);
+        let id = c.id_of(owner);
         let clock = c.clock.get(&id).cloned().unwrap_or_default();
-        c.captured.insert(owner.0, clock);
+        c.captured.insert(owner, clock);
         c.records += 1;
         Ok(())
     }
-    fn wait(&self, owner: StreamKey, _identity: u64, waiter: StreamKey) -> Result<()> {
+    fn wait(&self, owner: StreamKey, _identity: StreamIdentity, waiter: StreamKey) -> Result<()> {
         let mut c = self.0.lock().unwrap();
-        let Some(cap) = c.captured.get(&owner.0).cloned() else {
-            return Err(Error::InvalidArgument(format!("no capture of {:#x}", owner.0)));
+        let Some(cap) = c.captured.get(&owner).cloned() else {
+            return Err(Error::InvalidArgument(format!("no capture of {owner:#x}")));
         };
-        let id = c.id(waiter.0);
+        let id = c.id_of(waiter);
         let clock = c.clock.entry(id).or_default();
         for (s, t) in cap {
             let e = clock.entry(s).or_default();
             *e = (*e).max(t);
         }
-        c.waits.push((owner.0, waiter.0));
+        c.waits.push((owner, waiter));
         Ok(())
     }
     fn synchronize_all(&self) -> Result<()> {
@@ -111,16 +125,16 @@ impl StreamOrder for ClockOrder {
         c.syncs += 1;
         Ok(())
     }
-    fn identity(&self, _key: StreamKey, _known: u64) -> u64 {
-        IDENTITY_TRUSTED
+    fn identity(&self, _key: StreamKey, _known: StreamIdentity) -> StreamIdentity {
+        StreamIdentity::Trusted
     }
     fn retire(&self, owner: StreamKey, retired: StreamKey) -> Result<()> {
         let mut c = self.0.lock().unwrap();
-        let id = c.id(owner.0);
+        let id = c.id_of(owner);
         let clock = c.clock.get(&id).cloned().unwrap_or_default();
-        c.captured.remove(&owner.0);
-        c.captured.insert(retired.0, clock);
-        c.retires.push((owner.0, retired.0));
+        c.captured.remove(&owner);
+        c.captured.insert(retired, clock);
+        c.retires.push((owner, retired));
         Ok(())
     }
 }

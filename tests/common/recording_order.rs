@@ -1,7 +1,7 @@
 //! A stream order that records what the pool asked of it, so tests can see when streams were
 //! ordered.
 
-use rmm::pool::{StreamKey, StreamOrder};
+use rmm::pool::{StreamIdentity, StreamKey, StreamOrder};
 use rmm::Result;
 use std::sync::{Arc, Mutex};
 
@@ -9,9 +9,9 @@ use std::sync::{Arc, Mutex};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Asked {
     /// A capture of the work of this stream.
-    Record(usize),
+    Record(StreamKey),
     /// The second stream waits for the first one's last capture.
-    Wait(usize, usize),
+    Wait(StreamKey, StreamKey),
     /// A synchronisation of everything.
     SyncAll,
 }
@@ -28,12 +28,12 @@ impl RecordingOrder {
 }
 
 impl StreamOrder for RecordingOrder {
-    fn record(&self, owner: StreamKey, _identity: u64) -> Result<()> {
-        self.0.lock().unwrap().push(Asked::Record(owner.0));
+    fn record(&self, owner: StreamKey, _identity: StreamIdentity) -> Result<()> {
+        self.0.lock().unwrap().push(Asked::Record(owner));
         Ok(())
     }
-    fn wait(&self, owner: StreamKey, _identity: u64, waiter: StreamKey) -> Result<()> {
-        self.0.lock().unwrap().push(Asked::Wait(owner.0, waiter.0));
+    fn wait(&self, owner: StreamKey, _identity: StreamIdentity, waiter: StreamKey) -> Result<()> {
+        self.0.lock().unwrap().push(Asked::Wait(owner, waiter));
         Ok(())
     }
     fn synchronize_all(&self) -> Result<()> {

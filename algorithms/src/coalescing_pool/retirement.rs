@@ -10,7 +10,8 @@
 //! next, so set ids do not pile up as streams come and go.
 
 use super::{CoalescingPool, SetId, StreamSet};
-use crate::stream_order::{next_retirement_number, StreamKey, IDENTITY_TRUSTED};
+use crate::stream_identity::PackedIdentity;
+use crate::stream_order::{next_retirement_number, StreamIdentity, StreamKey, StreamKind};
 
 /// Sets of retired streams whose work a capture covers, at most, per pool: beyond it the oldest
 /// waits for a synchronisation instead, so sets do not pile up while fresh memory lasts (a stream
@@ -19,8 +20,8 @@ const MAX_CAPTURED_SETS: usize = 8;
 
 impl CoalescingPool {
     /// The identity of `key`'s sets here (see `StreamOrder::identity`), if it has any.
-    pub fn identity_of_key(&self, key: StreamKey) -> Option<u64> {
-        self.private_set(key).map(|set| self.sets[set].identity)
+    pub fn identity_of_key(&self, key: StreamKey) -> Option<StreamIdentity> {
+        self.private_set(key).map(|set| self.sets[set].identity.unpack())
     }
 
     /// Moves every free block of `key`'s sets (private, cached and published) to one set of key
@@ -48,7 +49,7 @@ impl CoalescingPool {
         let lists = &mut self.sets[private];
         lists.key = retired;
         lists.wanted = false;
-        lists.identity = IDENTITY_TRUSTED;
+        lists.identity = PackedIdentity::pack(StreamIdentity::Trusted);
         if retired.waits_for_sync() {
             self.join_the_set_waiting_for_sync(private);
         } else {
@@ -71,9 +72,11 @@ impl CoalescingPool {
     fn limit_captured_sets(&mut self) {
         let captured = |s: &StreamSet| s.key.is_retired() && !s.key.waits_for_sync() && s.free_bytes > 0;
         while self.sets.iter().filter(|s| captured(s)).count() > MAX_CAPTURED_SETS {
-            let Some(oldest) =
-                self.set_ids().filter(|&i| captured(&self.sets[i])).min_by_key(|&i| self.sets[i].key.packed())
-            else {
+            let number = |i: SetId| match self.sets[i].key.kind() {
+                StreamKind::RetiredAfterCapture(number) => number,
+                _ => usize::MAX,
+            };
+            let Some(oldest) = self.set_ids().filter(|&i| captured(&self.sets[i])).min_by_key(|&i| number(i)) else {
                 return;
             };
             self.sets[oldest].key = StreamKey::retired_after_sync(next_retirement_number());
@@ -153,7 +156,7 @@ impl CoalescingPool {
     /// A set's place among the others, for `check_invariants`.
     pub(super) fn check_set_links(&self) -> Result<(), String> {
         for (i, s) in self.set_ids().zip(&self.sets) {
-            let describe = || format!("set {i} ({:#x})", s.key.packed());
+            let describe = || format!("set {i} ({:#x})", s.key);
             if s.key == StreamKey::UNUSED || s.key.is_retired() || s.key.is_sealed() {
                 if s.published_by.is_some() || s.publishes_to.is_some() || s.wanted {
                     return Err(format!("{} is unused or retired but linked or wanted", describe()));

@@ -135,15 +135,15 @@ mod tests {
 
     #[test]
     fn a_magazine_serves_only_while_usable_and_not_wanted() {
-        let m = Arc::new(Magazine::new(StreamKey(0x1000)));
+        let m = Arc::new(Magazine::new(StreamKey::of_handle(0x1000)));
         assert!(!m.push(0x100, 2), "not usable yet");
         m.state.lock().usable = true;
         assert!(m.push(0x100, 2) && m.push(0x200, 2) && !m.push(0x300, 2));
         assert_eq!(m.pop(), Some(0x200));
         m.state.lock().wanted = true;
         assert_eq!((m.pop(), m.held()), (None, 1));
-        assert!(insert(7, StreamKey(0x1000), &m));
-        assert_eq!(lookup(7, StreamKey(0x1000)), Some(Arc::as_ptr(&m)));
-        assert_eq!(lookup(7, StreamKey(0x2000)), None);
+        assert!(insert(7, StreamKey::of_handle(0x1000), &m));
+        assert_eq!(lookup(7, StreamKey::of_handle(0x1000)), Some(Arc::as_ptr(&m)));
+        assert_eq!(lookup(7, StreamKey::of_handle(0x2000)), None);
     }
 }

@@ -6,12 +6,12 @@
 //! Fresh memory, which no stream has used, sits under [`StreamKey::FRESH`] and any stream takes
 //! from it at once. Blocks of retired streams sit under their retired keys, all published.
 
-use crate::{StreamKey, IDENTITY_UNKNOWN};
+use crate::{StreamIdentity, StreamKey};
 
 /// One stream's free blocks.
 struct Set {
     key: StreamKey,
-    identity: u64,
+    identity: StreamIdentity,
     private: Vec<usize>,
     published: Vec<usize>,
     /// Another stream found nothing usable and asked this one to publish at its next call.
@@ -20,7 +20,7 @@ struct Set {
 
 impl Set {
     fn new(key: StreamKey) -> Self {
-        Set { key, identity: IDENTITY_UNKNOWN, private: Vec::new(), published: Vec::new(), wanted: false }
+        Set { key, identity: StreamIdentity::Unknown, private: Vec::new(), published: Vec::new(), wanted: false }
     }
 
     fn len(&self) -> usize {
@@ -83,13 +83,13 @@ impl StreamSets {
 
     /// The identity of the stream that filled the set in `slot` (see `StreamOrder::identity`).
     #[inline]
-    pub fn identity(&self, slot: usize) -> u64 {
+    pub fn identity(&self, slot: usize) -> StreamIdentity {
         self.sets[slot].identity
     }
 
     /// Notes which stream fills the set in `slot`.
     #[inline]
-    pub fn set_identity(&mut self, slot: usize, identity: u64) {
+    pub fn set_identity(&mut self, slot: usize, identity: StreamIdentity) {
         self.sets[slot].identity = identity;
     }
 
@@ -188,7 +188,7 @@ impl StreamSets {
         let set = &mut self.sets[slot];
         set.key = retired;
         set.wanted = false;
-        set.identity = crate::IDENTITY_TRUSTED;
+        set.identity = StreamIdentity::Trusted;
         let mut private = std::mem::take(&mut set.private);
         set.published.append(&mut private);
     }
@@ -248,8 +248,8 @@ mod tests {
     fn publish_take_retire_and_freshen() {
         let mut s = StreamSets::new();
         s.add_fresh([0x100, 0x200]);
-        let a = s.slot_of(StreamKey(0x1000));
-        let b = s.slot_of(StreamKey(0x2000));
+        let a = s.slot_of(StreamKey::of_handle(0x1000));
+        let b = s.slot_of(StreamKey::of_handle(0x2000));
         assert!(s.shared_by_streams());
         assert_eq!(s.pop_fresh(), Some(0x200));
         s.push(a, 0x200);
@@ -259,8 +259,8 @@ mod tests {
         s.take(a, b, false);
         assert_eq!(s.pop_own(b), Some(0x200));
         s.push(a, 0x300);
-        s.retire_key(StreamKey(0x1000), StreamKey::retired_after_sync(5));
-        assert!(!s.shared_by_streams() && s.find(StreamKey(0x1000)).is_none());
+        s.retire_key(StreamKey::of_handle(0x1000), StreamKey::retired_after_sync(5));
+        assert!(!s.shared_by_streams() && s.find(StreamKey::of_handle(0x1000)).is_none());
         assert_eq!(s.others_with_blocks(b), vec![FRESH_SLOT, a]);
         s.make_all_fresh();
         assert_eq!(s.sets_in_use(), 2, "the empty retired set went, the live stream's stayed");

@@ -81,9 +81,13 @@ pub(crate) fn new_callback_memory_resource(
 }
 
 /// `rmm::prefetch`: a failed driver call is a `cuda_error`.
-pub(crate) fn prefetch_memory(ptr: usize, bytes: usize, device: i32, stream: usize) -> Outcome {
+///
+/// # Safety
+/// `stream` names a live stream (or a default one) for the call: RMM's contract for
+/// `cuda_stream_view`, which the C++ caller keeps.
+pub(crate) unsafe fn prefetch_memory(ptr: usize, bytes: usize, device: i32, stream: usize) -> Outcome {
     guard_outcome("prefetch", ErrorKind::Cuda, || {
-        // SAFETY: C++ gives a live stream (RMM's contract for cuda_stream_view).
+        // SAFETY: the caller's contract: `stream` is live for the call.
         match rmm::prefetch::prefetch(ptr as *const u8, bytes, DeviceId(device), unsafe {
             CudaStreamView::from_handle(stream)
         }) {

@@ -27,9 +27,13 @@ fn capturing<'a>(r: &'a RustResource, query: &str) -> Result<Capturing<'a>> {
 
 /// Marks `stream` (a `cudaStream_t` as an integer), being captured, as capturing into memory
 /// private to its capture; the capture's id. A logic error for a stream not capturing.
-pub(crate) fn capture_begin(r: &RustResource, stream: usize) -> Outcome {
+///
+/// # Safety
+/// `stream` names a live stream for the call: RMM's contract for `cuda_stream_view`, which the
+/// C++ caller keeps.
+pub(crate) unsafe fn capture_begin(r: &RustResource, stream: usize) -> Outcome {
     query_outcome("begin_capture", || {
-        // SAFETY: C++ gives a live stream (RMM's contract for cuda_stream_view).
+        // SAFETY: the caller's contract: `stream` is live for the call.
         let stream = unsafe { CudaStreamView::from_handle(stream) };
         let id = match capturing(r, "begin_capture")? {
             Capturing::Pool(p) => p.begin_capture(stream)?,
@@ -40,9 +44,12 @@ pub(crate) fn capture_begin(r: &RustResource, stream: usize) -> Outcome {
 }
 
 /// The capture on `stream` ended: its calls go back to the shared memory.
-pub(crate) fn capture_end(r: &RustResource, stream: usize) -> Outcome {
+///
+/// # Safety
+/// As for [`capture_begin`].
+pub(crate) unsafe fn capture_end(r: &RustResource, stream: usize) -> Outcome {
     query_outcome("end_capture", || {
-        // SAFETY: C++ gives a live stream (RMM's contract for cuda_stream_view).
+        // SAFETY: the caller's contract: `stream` is live for the call.
         let stream = unsafe { CudaStreamView::from_handle(stream) };
         match capturing(r, "end_capture")? {
             Capturing::Pool(p) => p.end_capture(stream),
@@ -100,13 +107,10 @@ mod tests {
     fn calls_on_another_kind_are_logic_errors_naming_the_pools() {
         let host = new_host_memory_resource();
         let mut ids = Vec::new();
-        for out in [
-            capture_begin(&host, 0),
-            capture_end(&host, 0),
-            capture_release(&host, 1),
-            capture_ids(&host, &mut ids),
-            capture_pool_bytes(&host, 1),
-        ] {
+        // SAFETY: the legacy default stream (0) is always alive.
+        let (begun, ended) = unsafe { (capture_begin(&host, 0), capture_end(&host, 0)) };
+        for out in [begun, ended, capture_release(&host, 1), capture_ids(&host, &mut ids), capture_pool_bytes(&host, 1)]
+        {
             assert_eq!(out.kind, ErrorKind::Logic, "{}", out.message);
             assert!(out.message.contains(KINDS), "{}", out.message);
         }
@@ -120,7 +124,9 @@ mod tests {
         assert!(capture_ids(&pool, &mut ids).is_ok());
         assert!(ids.is_empty());
         assert_eq!(capture_pool_bytes(&pool, 3).ptr, 0);
-        assert!(capture_end(&pool, 0).is_ok(), "ending a stream never marked does nothing");
+        // SAFETY: the legacy default stream (0) is always alive.
+        let ended = unsafe { capture_end(&pool, 0) };
+        assert!(ended.is_ok(), "ending a stream never marked does nothing");
         let refused = capture_release(&pool, 3);
         assert_eq!(refused.kind, ErrorKind::Logic);
         assert!(refused.message.contains("capture 3"), "{}", refused.message);

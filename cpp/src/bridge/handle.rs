@@ -108,9 +108,14 @@ impl RustResource {
         }
     }
 
-    pub(crate) fn allocate(&self, bytes: usize, alignment: usize, stream: usize) -> Outcome {
+    /// Allocates `bytes` on `stream` (a `cudaStream_t` as an integer), for the cxx bridge.
+    ///
+    /// # Safety
+    /// `stream` names a live stream (or a default one) for the call: RMM's contract for
+    /// `cuda_stream_view`, which the C++ caller keeps.
+    pub(crate) unsafe fn allocate(&self, bytes: usize, alignment: usize, stream: usize) -> Outcome {
         guard_outcome("allocate", ErrorKind::BadAlloc, || {
-            // SAFETY: C++ gives a live stream (RMM's contract for cuda_stream_view).
+            // SAFETY: the caller's contract: `stream` is live for the call.
             let view = unsafe { CudaStreamView::from_handle(stream) };
             match self.shared().and_then(|r| r.allocate(bytes, alignment, view)) {
                 Ok(p) => Outcome::ok(p as usize),
@@ -122,21 +127,30 @@ impl RustResource {
     /// The allocation fast path: the pointer, or 0 with the error kept for
     /// [`take_allocate_error`] (an [`Outcome`] by value costs C++ a call back into Rust to drop
     /// its message, on every allocation).
-    pub(crate) fn allocate_or_null(&self, stream: usize, bytes: usize, alignment: usize) -> usize {
+    ///
+    /// # Safety
+    /// `stream` names a live stream (or a default one) for the call: RMM's contract for
+    /// `cuda_stream_view`, which the C++ caller keeps.
+    pub(crate) unsafe fn allocate_or_null(&self, stream: usize, bytes: usize, alignment: usize) -> usize {
         match &self.direct {
             Direct::Pool(pool) => {
-                // SAFETY: C++ gives a live stream (RMM's contract for cuda_stream_view).
+                // SAFETY: the caller's contract: `stream` is live for the call.
                 pointer_or_null(|| pool.allocate(bytes, alignment, unsafe { CudaStreamView::from_handle(stream) }))
             }
-            _ => self.allocate_or_null_not_pool(bytes, alignment, stream),
+            // SAFETY: the caller's contract, passed on.
+            _ => unsafe { self.allocate_or_null_not_pool(bytes, alignment, stream) },
         }
     }
 
     /// [`allocate_or_null`](Self::allocate_or_null) of any resource but the pool: out of line, so
     /// that the arena's fast path, inlined here, does not lengthen the pool's.
+    ///
+    /// # Safety
+    /// `stream` names a live stream (or a default one) for the call: RMM's contract for
+    /// `cuda_stream_view`, which the C++ caller keeps.
     #[inline(never)]
-    fn allocate_or_null_not_pool(&self, bytes: usize, alignment: usize, stream: usize) -> usize {
-        // SAFETY: C++ gives a live stream (RMM's contract for cuda_stream_view).
+    unsafe fn allocate_or_null_not_pool(&self, bytes: usize, alignment: usize, stream: usize) -> usize {
+        // SAFETY: the caller's contract: `stream` is live for the call.
         let view = unsafe { CudaStreamView::from_handle(stream) };
         match &self.direct {
             Direct::Arena(arena) => pointer_or_null(|| arena.allocate(bytes, alignment, view)),
@@ -145,9 +159,14 @@ impl RustResource {
         }
     }
 
-    pub(crate) fn try_deallocate(&self, ptr: usize, bytes: usize, alignment: usize, stream: usize) -> Outcome {
+    /// Frees `ptr` on `stream`, handing a refusal back, for the cxx bridge.
+    ///
+    /// # Safety
+    /// `stream` names a live stream (or a default one) for the call: RMM's contract for
+    /// `cuda_stream_view`, which the C++ caller keeps.
+    pub(crate) unsafe fn try_deallocate(&self, ptr: usize, bytes: usize, alignment: usize, stream: usize) -> Outcome {
         guard_outcome("deallocate", ErrorKind::Logic, || {
-            // SAFETY: C++ gives a live stream (RMM's contract for cuda_stream_view).
+            // SAFETY: the caller's contract: `stream` is live for the call.
             let view = unsafe { CudaStreamView::from_handle(stream) };
             match self.shared().and_then(|r| r.deallocate(ptr as *mut u8, bytes, alignment, view)) {
                 Ok(()) => Outcome::ok(0),
@@ -156,22 +175,32 @@ impl RustResource {
         })
     }
 
-    pub(crate) fn deallocate(&self, stream: usize, ptr: usize, bytes: usize, alignment: usize) {
-        // SAFETY: C++ gives a live stream (RMM's contract for cuda_stream_view).
+    /// Frees `ptr` on `stream`, reporting a refusal on stderr: the free fast path.
+    ///
+    /// # Safety
+    /// `stream` names a live stream (or a default one) for the call: RMM's contract for
+    /// `cuda_stream_view`, which the C++ caller keeps.
+    pub(crate) unsafe fn deallocate(&self, stream: usize, ptr: usize, bytes: usize, alignment: usize) {
+        // SAFETY: the caller's contract: `stream` is live for the call.
         let view = unsafe { CudaStreamView::from_handle(stream) };
         match &self.direct {
             Direct::Pool(pool) => self.free_or_report(ptr, bytes, alignment, stream, || {
                 pool.deallocate(ptr as *mut u8, bytes, alignment, view)
             }),
-            _ => self.deallocate_not_pool(ptr, bytes, alignment, stream),
+            // SAFETY: the caller's contract, passed on.
+            _ => unsafe { self.deallocate_not_pool(ptr, bytes, alignment, stream) },
         }
     }
 
     /// [`deallocate`](Self::deallocate) of any resource but the pool, out of line as
     /// [`allocate_or_null_not_pool`](Self::allocate_or_null_not_pool).
+    ///
+    /// # Safety
+    /// `stream` names a live stream (or a default one) for the call: RMM's contract for
+    /// `cuda_stream_view`, which the C++ caller keeps.
     #[inline(never)]
-    fn deallocate_not_pool(&self, ptr: usize, bytes: usize, alignment: usize, stream: usize) {
-        // SAFETY: C++ gives a live stream (RMM's contract for cuda_stream_view).
+    unsafe fn deallocate_not_pool(&self, ptr: usize, bytes: usize, alignment: usize, stream: usize) {
+        // SAFETY: the caller's contract: `stream` is live for the call.
         let view = unsafe { CudaStreamView::from_handle(stream) };
         let p = ptr as *mut u8;
         match &self.direct {
@@ -257,26 +286,35 @@ impl RustResource {
 /// (`include/rmm/mr/detail/rust_resource.hpp`): a plain C symbol rather than a cxx method, whose
 /// shim adds a frame and an abort guard to each call. No panic gets out (the call catches its own,
 /// and one that did would abort at this `extern "C"` boundary, as at cxx's guard).
+///
+/// # Safety
+/// `stream` names a live stream (or a default one) for the call: RMM's contract for
+/// `cuda_stream_view`, which the C++ caller keeps.
 #[no_mangle]
-pub extern "C" fn rmm_rs_allocate_or_null(
+pub unsafe extern "C" fn rmm_rs_allocate_or_null(
     resource: &RustResource,
     stream: usize,
     bytes: usize,
     alignment: usize,
 ) -> usize {
-    resource.allocate_or_null(stream, bytes, alignment)
+    // SAFETY: the caller's contract, passed on.
+    unsafe { resource.allocate_or_null(stream, bytes, alignment) }
 }
 
 /// [`RustResource::deallocate`] as C++ calls it on every free, as [`rmm_rs_allocate_or_null`].
+///
+/// # Safety
+/// As for [`rmm_rs_allocate_or_null`].
 #[no_mangle]
-pub extern "C" fn rmm_rs_deallocate(
+pub unsafe extern "C" fn rmm_rs_deallocate(
     resource: &RustResource,
     stream: usize,
     ptr: usize,
     bytes: usize,
     alignment: usize,
 ) {
-    resource.deallocate(stream, ptr, bytes, alignment)
+    // SAFETY: the caller's contract, passed on.
+    unsafe { resource.deallocate(stream, ptr, bytes, alignment) }
 }
 
 /// A query asked of a resource of another kind: the C++ headers only ask a resource of the right

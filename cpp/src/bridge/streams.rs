@@ -5,15 +5,21 @@
 use super::outcome::guard;
 
 /// After `cudaStreamCreate*` in `rmm::cuda_stream`.
-pub(crate) fn register_stream(handle: usize) {
-    // SAFETY: called by `rmm::cuda_stream`'s constructor for the stream it just made, whose
-    // destructor calls `retire_stream` before destroying it.
+///
+/// # Safety
+/// As for [`rmm::stream_registry::register_stream`]: `rmm::cuda_stream`'s constructor calls it for
+/// the stream it just made, whose destructor calls [`retire_stream`] before destroying it.
+pub(crate) unsafe fn register_stream(handle: usize) {
+    // SAFETY: the caller's contract, the registry's.
     guard("register_stream", report_panic, || unsafe { rmm::stream_registry::register_stream(handle) });
 }
 
 /// Just before `cudaStreamDestroy` in `rmm::cuda_stream`, while the stream is alive.
-pub(crate) fn retire_stream(handle: usize) {
-    // SAFETY: called by `rmm::cuda_stream`'s destructor while the stream is still alive.
+///
+/// # Safety
+/// `handle` names a live stream: `rmm::cuda_stream`'s destructor calls it before the destroy.
+pub(crate) unsafe fn retire_stream(handle: usize) {
+    // SAFETY: the caller's contract, the registry's.
     guard("retire_stream", report_panic, || unsafe { rmm::stream_registry::retire_stream(handle) });
 }
 

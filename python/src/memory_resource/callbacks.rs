@@ -19,7 +19,10 @@ use std::sync::Arc;
 
 /// A `Stream` object for a callback's stream argument.
 fn stream_object(py: Python<'_>, stream: CudaStreamView) -> PyResult<Py<Stream>> {
-    Py::new(py, Stream::from_handle(stream.handle()))
+    // SAFETY: the stream of an allocate or deallocate call is alive for that call, which is when
+    // the Python callback gets the object; a callback that keeps it longer takes on RMM's contract
+    // for stream arguments.
+    Py::new(py, unsafe { Stream::from_handle(stream.handle()) })
 }
 
 /// Allocates and frees through two Python functions (RMM's `callback_memory_resource`):

@@ -83,7 +83,8 @@ impl DeviceMemoryResource {
     #[pyo3(signature = (nbytes, stream = StreamArg::Omitted))]
     fn allocate(&self, py: Python<'_>, nbytes: CSize, stream: StreamArg<'_>) -> PyResult<usize> {
         let CSize(nbytes) = nbytes;
-        let stream = stream.resolve(py)?.get().view();
+        let stream = stream.resolve(py)?;
+        let stream = stream.get().view();
         let resource = &self.resource;
         // The GIL stays held where the resource serves without waiting (a pool's own free block,
         // through adaptors that forward the non-waiting call); anything else runs without it.
@@ -102,7 +103,8 @@ impl DeviceMemoryResource {
     #[pyo3(signature = (ptr, nbytes, stream = StreamArg::Omitted))]
     fn deallocate(slf: &Bound<'_, Self>, ptr: CSize, nbytes: CSize, stream: StreamArg<'_>) -> PyResult<()> {
         let (py, CSize(ptr), CSize(nbytes)) = (slf.py(), ptr, nbytes);
-        let stream = stream.resolve(py)?.get().view();
+        let stream = stream.resolve(py)?;
+        let stream = stream.get().view();
         let resource = &slf.get().resource;
         if resource.try_deallocate_immediately(ptr as *mut u8, nbytes, DEFAULT_ALIGNMENT, stream) {
             return Ok(());

@@ -145,7 +145,8 @@ impl PoolMemoryResource {
     /// Returns the capture's id, the key of ``release_capture``. ``ValueError`` when the stream
     /// is not being captured. See ``rmm.mr.capture_allocations`` for the usual way to call it.
     fn begin_capture(&self, py: Python<'_>, stream: StreamArg<'_>) -> PyResult<u64> {
-        let stream = stream.resolve(py)?.get().view();
+        let stream = stream.resolve(py)?;
+        let stream = stream.get().view();
         let pool = CapturePool::Pool(&self.pool);
         py.detach(|| pool.begin(stream)).py()
     }
@@ -154,7 +155,8 @@ impl PoolMemoryResource {
     /// capture's private memory is kept until ``release_capture``. A stream never marked is left
     /// alone.
     fn end_capture(&self, py: Python<'_>, stream: StreamArg<'_>) -> PyResult<()> {
-        let stream = stream.resolve(py)?.get().view();
+        let stream = stream.resolve(py)?;
+        let stream = stream.get().view();
         CapturePool::Pool(&self.pool).end(stream);
         Ok(())
     }

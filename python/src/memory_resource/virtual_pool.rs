@@ -148,7 +148,8 @@ impl VirtualPoolMemoryResource {
     /// Returns the capture's id, the key of ``release_capture``. ``ValueError`` when the stream
     /// is not being captured. See ``rmm.mr.capture_allocations`` for the usual way to call it.
     fn begin_capture(&self, py: Python<'_>, stream: StreamArg<'_>) -> PyResult<u64> {
-        let stream = stream.resolve(py)?.get().view();
+        let stream = stream.resolve(py)?;
+        let stream = stream.get().view();
         let pool = CapturePool::Virtual(&self.pool);
         py.detach(|| pool.begin(stream)).py()
     }
@@ -157,7 +158,8 @@ impl VirtualPoolMemoryResource {
     /// capture's private memory is kept until ``release_capture``. A stream never marked is left
     /// alone.
     fn end_capture(&self, py: Python<'_>, stream: StreamArg<'_>) -> PyResult<()> {
-        let stream = stream.resolve(py)?.get().view();
+        let stream = stream.resolve(py)?;
+        let stream = stream.get().view();
         CapturePool::Virtual(&self.pool).end(stream);
         Ok(())
     }

@@ -1,13 +1,13 @@
 //! The arena resource's rare paths: large requests, frees through another stream's arena,
 //! defragmentation before out-of-memory, the dump of the arenas' state, and retiring streams.
 
-use super::{without_driver_ok, Arena, ArenaMemoryResource, Shared, IDENTITY_STALE};
+use super::{without_driver_ok, Arena, ArenaMemoryResource, Shared};
 use crate::error::{Error, Misuse, Result};
 use crate::resource::MemoryResource;
 use crate::stream::CudaStreamView;
 use crate::stream_registry::{add_tenant, StreamTenant, Tenancy};
 use rmm_algorithms::arena::{is_large, Lookup};
-use rmm_algorithms::StreamKey;
+use rmm_algorithms::{StreamIdentity, StreamKey};
 use std::sync::{Arc, Weak};
 
 /// Where a failed allocation's dump goes (RMM's file name).
@@ -26,7 +26,7 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
         search: usize,
         stream: CudaStreamView,
     ) -> Result<*mut u8> {
-        let key = super::stream_key(stream);
+        let key = stream.key();
         let large = is_large(search);
         let attempt = |this: &Self| -> Result<Option<usize>> {
             if large {
@@ -278,13 +278,16 @@ impl StreamTenant for ArenaTenant {
         };
         let arenas: Vec<Arc<Arena>> =
             shared.registry.lock().by_key.iter().filter(|((_, k), _)| *k == key).map(|(_, a)| a.clone()).collect();
-        // SAFETY: a retiring stream is still alive (the registry's contract), for this call.
-        let stream = unsafe { CudaStreamView::from_handle(key.packed()) };
+        // SAFETY: a retiring stream is still alive (the registry's contract), for this call; the
+        // registry retires only streams named by a handle.
+        let Some(stream) = (unsafe { CudaStreamView::of_key(key) }) else {
+            return;
+        };
         if arenas.is_empty() || without_driver_ok(stream.synchronize()).is_ok() {
             return;
         }
         for arena in arenas {
-            arena.state.lock().identity = IDENTITY_STALE;
+            arena.state.lock().identity = StreamIdentity::Stale;
         }
     }
 }

@@ -6,14 +6,14 @@ use super::FixedSizeMemoryResource;
 use crate::resource::MemoryResource;
 use rmm_algorithms::fixed_size::magazine::{self, Magazine};
 use rmm_algorithms::fixed_size::FixedSizeFreeList;
-use rmm_algorithms::{StreamKey, IDENTITY_TRUSTED};
+use rmm_algorithms::{StreamIdentity, StreamKey};
 use std::sync::Arc;
 
 impl<U: MemoryResource> FixedSizeMemoryResource<U> {
     /// True when the stream of `slot` may keep its blocks in a magazine: its set is known to be
     /// filled by the stream its key names now, and no other stream waits for it to publish.
     pub(super) fn serves_at_once(&self, st: &FixedSizeFreeList, slot: usize) -> bool {
-        !self.ordered || (st.sets.identity(slot) == IDENTITY_TRUSTED && !st.sets.is_wanted(slot))
+        !self.ordered || (st.sets.identity(slot) == StreamIdentity::Trusted && !st.sets.is_wanted(slot))
     }
 
     /// The calling thread's magazine for `key`, made and registered if it has none (or only a
@@ -28,7 +28,7 @@ impl<U: MemoryResource> FixedSizeMemoryResource<U> {
         let m = match magazine::find(self.id, key) {
             Some(m) if !m.state.lock().retired => m,
             _ => {
-                let trusted = st.sets.find(key).is_some_and(|slot| st.sets.identity(slot) == IDENTITY_TRUSTED);
+                let trusted = st.sets.find(key).is_some_and(|slot| st.sets.identity(slot) == StreamIdentity::Trusted);
                 if self.ordered && !trusted {
                     return None;
                 }

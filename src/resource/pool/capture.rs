@@ -82,7 +82,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// [`release_capture`](Self::release_capture). An error when the stream is not capturing, or
     /// when the pool cannot mark one more stream.
     pub fn begin_capture(&self, stream: CudaStreamView) -> Result<u64> {
-        let key = super::stream_key(stream);
+        let key = stream.key();
         let Some(id) = self.streams.order().capture_of(key)? else {
             return Err(Error::InvalidArgument(format!("stream {:#x} is not being captured", stream.handle())));
         };
@@ -94,7 +94,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// stream's calls go back to the shared memory. The capture's private memory is kept until
     /// [`release_capture`](Self::release_capture). Without effect on a stream not marked.
     pub fn end_capture(&self, stream: CudaStreamView) {
-        self.unmark(super::stream_key(stream));
+        self.unmark(stream.key());
     }
 
     /// Clears the capture mark of `key`, in the pool's list and in the shard map.

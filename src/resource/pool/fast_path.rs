@@ -2,7 +2,7 @@
 //! of the stream's own set (or, for a free, the block back into it). Everything else falls to a
 //! cold path: `slow_path.rs` for an allocation, `free_path.rs` for a free.
 
-use super::{stream_key, PoolMemoryResource};
+use super::PoolMemoryResource;
 use crate::resource::{effective_alignment, MemoryResource};
 use crate::stream::CudaStreamView;
 use rmm_algorithms::{rounded_size, CoalescingPool, SetId, GRANULE, MAX_BLOCK_BYTES};
@@ -59,7 +59,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         align: usize,
         stream: CudaStreamView,
     ) -> Option<*mut u8> {
-        let key = stream_key(stream);
+        let key = stream.key();
         let mut core = self.shards.lock_home(self.shards.home(key), key);
         let set = self.streams.own_set(&mut core, key, &self.captures);
         if core.is_wanted(set) {
@@ -80,7 +80,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// the misuse.
     #[inline]
     pub(super) fn deallocate_at_home(&self, ptr: *mut u8, bytes: usize, stream: CudaStreamView) -> bool {
-        let key = stream_key(stream);
+        let key = stream.key();
         let mut core = self.shards.lock_home(self.shards.home(key), key);
         let set = self.streams.set_for_free(&mut core, key, &self.captures);
         let shared = core.shared_by_streams();

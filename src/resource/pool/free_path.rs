@@ -1,7 +1,7 @@
 //! The rest of a free once its fast path (`fast_path.rs`) declined it: a null pointer, a misuse,
 //! a block of another shard, or a free on a stream marked as capturing.
 
-use super::{stream_key, PoolMemoryResource};
+use super::PoolMemoryResource;
 use crate::error::{Error, Result};
 use crate::resource::MemoryResource;
 use crate::stream::CudaStreamView;
@@ -16,7 +16,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         if ptr.is_null() {
             return Ok(());
         }
-        let key = stream_key(stream);
+        let key = stream.key();
         let mut home = self.shards.home(key);
         if self.shards.is_capture_home(home) {
             if self.deallocate_captured(ptr as usize, bytes, key)? {

@@ -176,7 +176,7 @@ fn touching_runs(mut pieces: Vec<(usize, usize, usize)>) -> Vec<Run> {
 #[cfg(test)]
 impl<U: MemoryResource> PoolMemoryResource<U> {
     pub(crate) fn spread_calling_thread(&self, stream: crate::stream::CudaStreamView) {
-        let key = super::stream_key(stream);
+        let key = stream.key();
         self.shards.map().spread(key);
         self.shards.map().spread_thread(key);
     }

@@ -2,10 +2,10 @@
 //! fallbacks, for callers that hold a lock of their own (Python's GIL) and give it up only around
 //! calls that may wait.
 
-use super::{stream_key, PoolMemoryResource};
+use super::PoolMemoryResource;
 use crate::resource::{effective_alignment, MemoryResource};
 use crate::stream::CudaStreamView;
-use rmm_algorithms::{rounded_size, IDENTITY_TRUSTED, IDENTITY_UNKNOWN};
+use rmm_algorithms::{rounded_size, StreamIdentity};
 
 impl<U: MemoryResource> PoolMemoryResource<U> {
     /// A block from the stream's own free blocks in its home shard, if that shard's lock is free
@@ -24,10 +24,10 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         }
         let align = effective_alignment(alignment).ok()?;
         let size = rounded_size(bytes)?;
-        let key = stream_key(stream);
+        let key = stream.key();
         let mut core = self.shards.try_lock(self.shards.home(key))?;
         let (set, identity) = core.set_and_identity_of(key);
-        if identity != IDENTITY_TRUSTED || core.is_wanted(set) {
+        if identity != StreamIdentity::Trusted || core.is_wanted(set) {
             return None;
         }
         core.allocate(set, bytes, size, align).map(|a| a as *mut u8)
@@ -41,13 +41,13 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         if ptr.is_null() {
             return false;
         }
-        let key = stream_key(stream);
+        let key = stream.key();
         let Some(mut core) = self.shards.try_lock(self.shards.home(key)) else {
             return false;
         };
         let (set, identity) = core.set_and_identity_of(key);
         let shared = core.shared_by_streams();
-        if identity == IDENTITY_UNKNOWN || self.free_publishes(&core, set, shared) {
+        if identity == StreamIdentity::Unknown || self.free_publishes(&core, set, shared) {
             return false;
         }
         matches!(core.try_deallocate_shared(ptr as usize, bytes, set, shared), Some(Ok(())))

@@ -22,7 +22,7 @@
 //! and otherwise reports out-of-memory in RMM's words (`refusal`).
 
 use super::growth::Taken;
-use super::{stream_key, Grew, PoolMemoryResource};
+use super::{Grew, PoolMemoryResource};
 use crate::error::{format_bytes, Error, Result};
 use crate::resource::{effective_alignment, MemoryResource};
 use crate::stream::CudaStreamView;
@@ -102,7 +102,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
                 verbatim: false,
             });
         };
-        let key = stream_key(stream);
+        let key = stream.key();
         let home = self.shards.home(key);
         if self.shards.is_capture_home(home) || self.found_capturing(key).is_some() {
             if let Some(a) = self.allocate_captured(key, bytes, size, align)? {

@@ -20,9 +20,7 @@ use super::captures::Captures;
 use super::shards::Shard;
 use crate::stream_registry::{add_tenant, StreamTenant, Tenancy};
 use parking_lot::{Mutex, MutexGuard};
-use rmm_algorithms::{
-    next_retirement_number, CoalescingPool, SetId, StreamKey, StreamOrder, IDENTITY_TRUSTED, IDENTITY_UNKNOWN,
-};
+use rmm_algorithms::{next_retirement_number, CoalescingPool, SetId, StreamIdentity, StreamKey, StreamOrder};
 use std::sync::{Arc, Weak};
 
 /// How the pool orders streams, and what it checks of the streams a handle names.
@@ -80,7 +78,7 @@ impl Streams {
     #[inline(always)]
     pub(super) fn own_set(&self, core: &mut CoalescingPool, key: StreamKey, captures: &Captures) -> SetId {
         let (set, identity) = core.set_and_identity_of(key);
-        if identity == IDENTITY_TRUSTED {
+        if identity == StreamIdentity::Trusted {
             return set;
         }
         self.own_set_checked(core, key, set, captures)
@@ -94,7 +92,7 @@ impl Streams {
         }
         // The old stream's sets are retired: a new set for the stream the handle names now.
         let set = core.set_of(key);
-        let identity = self.stream_identity(key, IDENTITY_UNKNOWN, captures);
+        let identity = self.stream_identity(key, StreamIdentity::Unknown, captures);
         core.set_identity(set, identity);
         set
     }
@@ -110,13 +108,17 @@ impl Streams {
     /// capture mode relaxed while a capture is marked, which a global-mode capture needs.
     #[cold]
     #[inline(never)]
-    fn stream_identity(&self, key: StreamKey, known: u64, captures: &Captures) -> u64 {
+    fn stream_identity(&self, key: StreamKey, known: StreamIdentity, captures: &Captures) -> StreamIdentity {
         let marked = captures.marked_any();
-        if !marked && (known != IDENTITY_UNKNOWN || !self.ordered) {
+        if !marked && (known != StreamIdentity::Unknown || !self.ordered) {
             return self.order.identity(key, known);
         }
         if let Ok(Some(_)) = self.order.capture_of(key) {
-            return if known == IDENTITY_UNKNOWN { next_retirement_number() as u64 | 1 << 62 } else { known };
+            return if known == StreamIdentity::Unknown {
+                StreamIdentity::Unrepeatable(next_retirement_number() as u64)
+            } else {
+                known
+            };
         }
         if !marked {
             return self.order.identity(key, known);
@@ -130,7 +132,7 @@ impl Streams {
     #[inline(always)]
     pub(super) fn set_for_free(&self, core: &mut CoalescingPool, key: StreamKey, captures: &Captures) -> SetId {
         let (set, identity) = core.set_and_identity_of(key);
-        if identity == IDENTITY_UNKNOWN {
+        if identity == StreamIdentity::Unknown {
             self.learn_identity(core, set, captures);
         }
         set
@@ -139,7 +141,7 @@ impl Streams {
     #[cold]
     #[inline(never)]
     fn learn_identity(&self, core: &mut CoalescingPool, set: SetId, captures: &Captures) {
-        let identity = self.stream_identity(core.key_of(set), IDENTITY_UNKNOWN, captures);
+        let identity = self.stream_identity(core.key_of(set), StreamIdentity::Unknown, captures);
         core.set_identity(set, identity);
     }
 
@@ -149,7 +151,7 @@ impl Streams {
     /// `set` no longer belongs to the key.
     #[inline(always)]
     pub(super) fn identity_holds(&self, core: &mut CoalescingPool, set: SetId, captures: &Captures) -> bool {
-        core.identity(set) == IDENTITY_TRUSTED || self.check_identity(core, set, captures)
+        core.identity(set) == StreamIdentity::Trusted || self.check_identity(core, set, captures)
     }
 
     #[cold]
@@ -158,7 +160,7 @@ impl Streams {
         let key = core.key_of(set);
         let known = core.identity(set);
         let now = self.stream_identity(key, known, captures);
-        if known == IDENTITY_UNKNOWN || known == now {
+        if known == StreamIdentity::Unknown || known == now {
             core.set_identity(set, now);
             return true;
         }
@@ -188,7 +190,7 @@ impl StreamTenant for PoolTenant {
             match core.identity_of_key(key) {
                 None => {}
                 // Filled by this stream: covered by a capture made now, while it is alive.
-                Some(IDENTITY_TRUSTED) => {
+                Some(StreamIdentity::Trusted) => {
                     let retired = *captured.get_or_insert_with(|| {
                         let retired = StreamKey::retired_after_capture(next_retirement_number());
                         match self.order.retire(key, retired) {
@@ -229,18 +231,18 @@ mod tests {
     struct Order(Arc<Handles>);
 
     impl StreamOrder for Order {
-        fn record(&self, _owner: StreamKey, _identity: u64) -> Result<()> {
+        fn record(&self, _owner: StreamKey, _identity: StreamIdentity) -> Result<()> {
             Ok(())
         }
-        fn wait(&self, _owner: StreamKey, _identity: u64, _waiter: StreamKey) -> Result<()> {
+        fn wait(&self, _owner: StreamKey, _identity: StreamIdentity, _waiter: StreamKey) -> Result<()> {
             Ok(())
         }
         fn synchronize_all(&self) -> Result<()> {
             Ok(())
         }
-        fn identity(&self, _key: StreamKey, _known: u64) -> u64 {
+        fn identity(&self, _key: StreamKey, _known: StreamIdentity) -> StreamIdentity {
             self.0.asked.fetch_add(1, Ordering::Relaxed);
-            self.0.identity.load(Ordering::Relaxed)
+            StreamIdentity::Driver(self.0.identity.load(Ordering::Relaxed))
         }
         fn capture_of(&self, _key: StreamKey) -> Result<Option<u64>> {
             Ok(Some(self.0.capturing.load(Ordering::Relaxed)).filter(|&id| id != 0))
@@ -252,7 +254,7 @@ mod tests {
         (Streams::new(Box::new(Order(handles.clone()))), handles)
     }
 
-    const KEY: StreamKey = StreamKey(0x1000);
+    const KEY: StreamKey = StreamKey::of_handle(0x1000);
 
     #[test]
     fn a_stream_keeps_its_set_while_its_identity_holds() {
@@ -260,7 +262,7 @@ mod tests {
         let (mut core, captures) = (CoalescingPool::new(), Captures::new());
         assert!(streams.ordered());
         let set = streams.set_for_free(&mut core, KEY, &captures);
-        assert_eq!(core.identity(set), 7, "a new set learns whose it is");
+        assert_eq!(core.identity(set), StreamIdentity::Driver(7), "a new set learns whose it is");
         assert_eq!(streams.own_set(&mut core, KEY, &captures), set);
         assert!(streams.identity_holds(&mut core, set, &captures));
         // Frees never ask again about an established set.
@@ -281,7 +283,7 @@ mod tests {
         assert_eq!(core.free_bytes_waiting_for_sync(), 1 << 20, "the old stream's blocks wait");
         let new = streams.own_set(&mut core, KEY, &captures);
         assert_ne!(new, old);
-        assert_eq!((core.key_of(new), core.identity(new)), (KEY, 8));
+        assert_eq!((core.key_of(new), core.identity(new)), (KEY, StreamIdentity::Driver(8)));
     }
 
     #[test]
@@ -293,7 +295,7 @@ mod tests {
         let set = streams.own_set(&mut core, KEY, &captures);
         assert_eq!(handles.asked.load(Ordering::Relaxed), 0);
         let identity = core.identity(set);
-        assert!(identity != IDENTITY_TRUSTED && identity != IDENTITY_UNKNOWN);
+        assert!(matches!(identity, StreamIdentity::Unrepeatable(_)));
         // While some stream is marked, even a known set is not asked about while it captures.
         captures.mark(&rmm_algorithms::ShardMap::new(2), KEY, 3).unwrap();
         assert!(streams.identity_holds(&mut core, set, &captures));

@@ -2,7 +2,7 @@
 //! failures of the physical side, and random runs against a model.
 
 use super::*;
-use rmm_algorithms::{HostMappings, HostOrder, HostPhysicalMemory, StreamKey};
+use rmm_algorithms::{HostMappings, HostOrder, HostPhysicalMemory, StreamIdentity, StreamKey};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -18,10 +18,10 @@ type Pool = VirtualPoolMemoryResource<HostPhysicalMemory>;
 struct CountingOrder(Arc<AtomicUsize>);
 
 impl StreamOrder for CountingOrder {
-    fn record(&self, _: StreamKey, _: u64) -> Result<()> {
+    fn record(&self, _: StreamKey, _: StreamIdentity) -> Result<()> {
         Ok(())
     }
-    fn wait(&self, _: StreamKey, _: u64, _: StreamKey) -> Result<()> {
+    fn wait(&self, _: StreamKey, _: StreamIdentity, _: StreamKey) -> Result<()> {
         Ok(())
     }
     fn synchronize_all(&self) -> Result<()> {
