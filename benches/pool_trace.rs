@@ -5,7 +5,7 @@
 //!
 //! `cargo bench --bench pool_trace` (add `-- --threads` for the shared-pool thread scaling rows,
 //! `-- --adaptors` for only the adaptor rows: statistics, tracking and limiting over a host pool,
-//! on 1 and 2 threads). Each single-thread row: median and minimum of 31 replays after a 300 ms
+//! on 1 and 2 threads; see `bench_adaptors` for its options). Each single-thread row: median and minimum of 31 replays after a 300 ms
 //! warm-up.
 
 use rmm::adaptor::{
@@ -160,7 +160,7 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let threads = args.iter().any(|a| a == "--threads");
     if args.iter().any(|a| a == "--adaptors") {
-        bench_adaptors();
+        bench_adaptors(&args);
         return;
     }
     let reps = 31;
@@ -278,27 +278,38 @@ fn main() {
 /// The adaptors Dask-CUDA stacks, over a host pool: bare, then statistics, tracking, limiting and
 /// statistics over tracking, each on 1 and 2 threads (own streams, one trace each): aggregate ns
 /// per operation, median and minimum of 15 runs after a warm-up run. A fresh resource per row, so
-/// no row inherits another's pool state.
-fn bench_adaptors() {
+/// no row inherits another's pool state. `--counts 1,8,16` picks the thread counts, `--reps N`
+/// the runs, `--rows pool,statistics` the rows (by the name before `<`; for instruction counts
+/// under cachegrind, one row, `--counts 1 --reps 1`, less the `pool` row, over the operations).
+fn bench_adaptors(args: &[String]) {
+    let opt = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
+    let counts: Vec<usize> =
+        opt("--counts").map_or(vec![1, 2], |s| s.split(',').map(|n| n.parse().expect("--counts")).collect());
+    let reps: usize = opt("--reps").map_or(15, |s| s.parse().expect("--reps"));
+    let only = opt("--rows");
+    let wanted = |name: &str| {
+        let key = name.split('<').next().unwrap_or(name);
+        only.as_ref().is_none_or(|rows| rows.split(',').any(|r| r == key))
+    };
     fn pool() -> PoolMemoryResource<HostMemoryResource> {
         PoolMemoryResource::new(HostMemoryResource::new(), 64 << 20, None).expect("host pool")
     }
-    fn rows<R: MemoryResource>(name: &str, r: &R) {
-        for n in [1, 2] {
+    let rows = |name: &str, r: &dyn MemoryResource| {
+        if !wanted(name) {
+            return;
+        }
+        for &n in &counts {
             bench_threads(r, n, 200_000, false);
-            let s = stat((0..15).map(|_| bench_threads(r, n, 200_000, false)).collect());
+            let s = stat((0..reps).map(|_| bench_threads(r, n, 200_000, false)).collect());
             println!("{:<44} {:>12.1} {:>10.1}", format!("{name}, {n} thread(s)"), s.median, s.min);
         }
-    }
+    };
     println!("{:<44} {:>12} {:>10}", "resource (fixed trace per thread)", "median ns/op", "min ns/op");
     rows("pool<host>", &pool());
     rows("statistics<pool<host>>", &StatisticsResourceAdaptor::new(pool()));
     rows("tracking<pool<host>>", &TrackingResourceAdaptor::new(pool(), false));
     rows("limiting<pool<host>>", &LimitingResourceAdaptor::new(pool(), usize::MAX));
-    rows(
-        "statistics<tracking<pool<host>>>",
-        &StatisticsResourceAdaptor::new(TrackingResourceAdaptor::new(pool(), false)),
-    );
+    rows("stats_tracking<pool<host>>", &StatisticsResourceAdaptor::new(TrackingResourceAdaptor::new(pool(), false)));
 }
 
 /// A prefix of the trace with frees appended for whatever it leaves live, so it replays cleanly.

@@ -262,10 +262,10 @@ impl Counters {
     fn trim(&self, i: usize) {
         let mut g = self.shared.0.lock();
         let mut s = self.activate(&mut g, i);
-        for q in 0..2 {
-            let excess = (s.shares[q].credit - BATCH[q]).max(0);
-            s.shares[q].credit -= excess;
-            g.spare[q] = g.spare[q].saturating_add(excess);
+        for ((share, spare), batch) in s.shares.iter_mut().zip(g.spare.iter_mut()).zip(BATCH) {
+            let excess = (share.credit - batch).max(0);
+            share.credit -= excess;
+            *spare = spare.saturating_add(excess);
         }
     }
 
@@ -313,9 +313,9 @@ impl Counters {
     fn sum(g: &Shared, frozen: &Frozen<'_>) -> CounterFrame {
         let mut sums = g.base;
         for s in frozen.iter() {
-            for q in 0..2 {
-                sums[q].value = sums[q].value.saturating_add(s.shares[q].value);
-                sums[q].total = sums[q].total.saturating_add(s.shares[q].total);
+            for (sum, share) in sums.iter_mut().zip(&s.shares) {
+                sum.value = sum.value.saturating_add(share.value);
+                sum.total = sum.total.saturating_add(share.total);
             }
         }
         let c = |q: usize| Counter { value: sums[q].value, peak: g.peak[q], total: sums[q].total };
