@@ -69,17 +69,28 @@ struct SlotState {
 }
 
 impl SlotState {
-    /// Counts an allocation (`sign` 1) or a free (`sign` -1) of `bytes`: value and credit move in
-    /// opposite directions, so the peak they add up to with `spare` stays the same.
+    /// Counts an allocation of `bytes`: value rises and credit falls by as much, so the peak
+    /// they add up to with `spare` stays the same. Credit may go negative only where the caller
+    /// balances it (the shared paths).
     #[inline]
-    fn apply(&mut self, bytes: i64, sign: i64) {
-        for (s, d) in self.shares.iter_mut().zip([bytes, 1]) {
-            s.value = s.value.saturating_add(sign * d);
-            s.credit = s.credit.saturating_sub(sign * d);
-            if sign > 0 {
-                s.total = s.total.saturating_add(d);
-            }
-        }
+    fn allocate(&mut self, bytes: i64) {
+        let [b, n] = &mut self.shares;
+        b.value = b.value.saturating_add(bytes);
+        b.total = b.total.saturating_add(bytes);
+        b.credit = b.credit.saturating_sub(bytes);
+        n.value += 1;
+        n.total += 1;
+        n.credit -= 1;
+    }
+
+    /// Counts a free of `bytes`: value falls and credit rises by as much.
+    #[inline]
+    fn free(&mut self, bytes: i64) {
+        let [b, n] = &mut self.shares;
+        b.value = b.value.saturating_sub(bytes);
+        b.credit = b.credit.saturating_add(bytes);
+        n.value -= 1;
+        n.credit += 1;
     }
 }
 
@@ -146,7 +157,7 @@ impl Counters {
     fn allocated_in(&self, i: usize, bytes: i64) {
         let mut s = self.slots[i].0.lock();
         if s.active && !s.hot && s.shares[0].credit >= bytes && s.shares[1].credit >= 1 {
-            s.apply(bytes, 1);
+            s.allocate(bytes);
             return;
         }
         drop(s);
@@ -158,7 +169,7 @@ impl Counters {
     fn freed_in(&self, i: usize, bytes: i64) {
         let mut s = self.slots[i].0.lock();
         if s.active && !s.hot {
-            s.apply(bytes, -1);
+            s.free(bytes);
             let trim = s.shares.iter().zip(CAP).any(|(sh, cap)| sh.credit > cap);
             drop(s);
             if trim {
@@ -170,7 +181,7 @@ impl Counters {
         let mut g = self.shared.0.lock();
         let mut s = self.activate(&mut g, i);
         // Not handed to the slot: a hot slot allocates through the shared lock anyway.
-        s.apply(bytes, -1);
+        s.free(bytes);
         for (sh, d) in s.shares.iter_mut().zip([bytes, 1]) {
             sh.credit -= d;
         }
@@ -207,7 +218,7 @@ impl Counters {
                 g.spare[q] -= missing + extra;
                 s.shares[q].credit += missing + extra;
             }
-            s.apply(bytes, 1);
+            s.allocate(bytes);
             drop(s);
             self.maybe_cool(&mut g);
             return;
@@ -251,7 +262,7 @@ impl Counters {
             // The credit for this allocation came from `spare` or the raise above.
             s.shares[q].credit += need;
         }
-        s.apply(bytes, 1);
+        s.allocate(bytes);
         g.hot |= raised;
         raised
     }
