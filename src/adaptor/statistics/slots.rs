@@ -170,7 +170,7 @@ impl Counters {
         let mut s = self.slots[i].0.lock();
         if s.active && !s.hot {
             s.free(bytes);
-            let trim = s.shares.iter().zip(CAP).any(|(sh, cap)| sh.credit > cap);
+            let trim = s.shares[0].credit > CAP[0] || s.shares[1].credit > CAP[1];
             drop(s);
             if trim {
                 self.trim(i);
