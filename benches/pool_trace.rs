@@ -3,10 +3,14 @@
 //! allocate-or-free. glibc malloc/free runs the same trace as a yardstick. With a GPU, the CUDA
 //! resources run it too.
 //!
-//! `cargo bench --bench pool_trace` (add `-- --threads` for the shared-pool thread scaling rows).
-//! Each row: median and minimum of 31 replays after a 300 ms warm-up.
+//! `cargo bench --bench pool_trace` (add `-- --threads` for the shared-pool thread scaling rows,
+//! `-- --adaptors` for only the adaptor rows: statistics, tracking and limiting over a host pool,
+//! on 1 and 2 threads; see `bench_adaptors` for its options). Each single-thread row: median and minimum of 31 replays after a 300 ms
+//! warm-up.
 
-use rmm::adaptor::HistoryResourceAdaptor;
+use rmm::adaptor::{
+    HistoryResourceAdaptor, LimitingResourceAdaptor, StatisticsResourceAdaptor, TrackingResourceAdaptor,
+};
 use rmm::history::RecordOptions;
 use rmm::pool::{HostOrder, HostPhysicalMemory};
 use rmm::resource::{
@@ -155,6 +159,10 @@ fn bench_threads<R: MemoryResource + ?Sized>(r: &R, threads: usize, ops: usize, 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let threads = args.iter().any(|a| a == "--threads");
+    if args.iter().any(|a| a == "--adaptors") {
+        bench_adaptors(&args);
+        return;
+    }
     let reps = 31;
     let trace = make_trace(200_000, 1000, 42);
     println!("trace: {} ops (200k + final frees), sizes 8 B..1 MiB log-uniform, <= 1000 live, seed 42", trace.len());
@@ -265,6 +273,43 @@ fn main() {
             }
         }
     }
+}
+
+/// The adaptors Dask-CUDA stacks, over a host pool: bare, then statistics, tracking, limiting and
+/// statistics over tracking, each on 1 and 2 threads (own streams, one trace each): aggregate ns
+/// per operation, median and minimum of 15 runs after a warm-up run. A fresh resource per row, so
+/// no row inherits another's pool state. `--counts 1,8,16` picks the thread counts, `--reps N`
+/// the runs, `--rows pool,statistics` the rows (by the name before `<`; for instruction counts
+/// under cachegrind, one row, `--counts 1 --reps 1`, less the `pool` row, over the operations).
+fn bench_adaptors(args: &[String]) {
+    let opt = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
+    let counts: Vec<usize> =
+        opt("--counts").map_or(vec![1, 2], |s| s.split(',').map(|n| n.parse().expect("--counts")).collect());
+    let reps: usize = opt("--reps").map_or(15, |s| s.parse().expect("--reps"));
+    let only = opt("--rows");
+    let wanted = |name: &str| {
+        let key = name.split('<').next().unwrap_or(name);
+        only.as_ref().is_none_or(|rows| rows.split(',').any(|r| r == key))
+    };
+    fn pool() -> PoolMemoryResource<HostMemoryResource> {
+        PoolMemoryResource::new(HostMemoryResource::new(), 64 << 20, None).expect("host pool")
+    }
+    let rows = |name: &str, r: &dyn MemoryResource| {
+        if !wanted(name) {
+            return;
+        }
+        for &n in &counts {
+            bench_threads(r, n, 200_000, false);
+            let s = stat((0..reps).map(|_| bench_threads(r, n, 200_000, false)).collect());
+            println!("{:<44} {:>12.1} {:>10.1}", format!("{name}, {n} thread(s)"), s.median, s.min);
+        }
+    };
+    println!("{:<44} {:>12} {:>10}", "resource (fixed trace per thread)", "median ns/op", "min ns/op");
+    rows("pool<host>", &pool());
+    rows("statistics<pool<host>>", &StatisticsResourceAdaptor::new(pool()));
+    rows("tracking<pool<host>>", &TrackingResourceAdaptor::new(pool(), false));
+    rows("limiting<pool<host>>", &LimitingResourceAdaptor::new(pool(), usize::MAX));
+    rows("stats_tracking<pool<host>>", &StatisticsResourceAdaptor::new(TrackingResourceAdaptor::new(pool(), false)));
 }
 
 /// A prefix of the trace with frees appended for whatever it leaves live, so it replays cleanly.

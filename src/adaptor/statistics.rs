@@ -5,7 +5,9 @@ use crate::adaptor::never_allocated;
 use crate::error::{Error, Result};
 use crate::resource::MemoryResource;
 use crate::stream::CudaStreamView;
-use rmm_algorithms::SpinMutex;
+use slots::Counters;
+
+mod slots;
 
 /// The current, peak and total value of one quantity.
 ///
@@ -21,6 +23,9 @@ pub struct Counter {
     pub total: i64,
 }
 
+/// The single-lock arithmetic of RMM's adaptor, kept as the model the slotted counters are
+/// tested against.
+#[cfg(test)]
 impl Counter {
     fn add(&mut self, n: i64) {
         self.value = self.value.saturating_add(n);
@@ -31,7 +36,9 @@ impl Counter {
     fn sub(&mut self, n: i64) {
         self.value = self.value.saturating_sub(n);
     }
+}
 
+impl Counter {
     /// Folds in the counter of the frame that was pushed on top of this one: the inner frame's
     /// peak happened on top of this frame's value at push time, which is still `self.value`
     /// because every change in between went to the inner frame.
@@ -58,13 +65,6 @@ impl CounterFrame {
     }
 }
 
-/// The counter stack. The top frame lives apart from the ones below so it always exists.
-#[derive(Debug, Default)]
-struct Stack {
-    top: CounterFrame,
-    below: Vec<CounterFrame>,
-}
-
 /// Counts bytes and allocations of its upstream's traffic: current value, peak and total.
 ///
 /// Changes go to the top frame of a counter stack; [`push_counters`](Self::push_counters) starts a
@@ -72,18 +72,15 @@ struct Stack {
 /// the frame below. Only successful operations count: an allocation the upstream refuses and a free
 /// the upstream rejects leave the counters as they were. As in RMM, a 0-byte request is passed to
 /// the upstream and counted (one allocation of 0 bytes), and so is its free.
+///
+/// Threads count in slots of their own, merged when read: every query returns exactly what RMM's
+/// adaptor would whenever no allocation or free is in flight, and a state the counters passed
+/// through otherwise (see `statistics/slots.rs` for how the peak stays exact).
 #[derive(Debug)]
 pub struct StatisticsResourceAdaptor<U> {
     upstream: U,
-    stack: CounterLock,
+    stack: Counters,
 }
-
-/// The counter stack under its lock, on cache lines of its own: every operation of every thread
-/// takes this lock for a few additions, so it is a spin lock (a parked waiter would cost a system
-/// call on each side) and shares its line with no other data.
-#[repr(align(128))]
-#[derive(Debug)]
-struct CounterLock(SpinMutex<Stack>);
 
 /// Sizes beyond `i64::MAX` cannot be allocated, so saturating here never loses a real count.
 fn signed(bytes: usize) -> i64 {
@@ -94,7 +91,7 @@ impl<U: MemoryResource> StatisticsResourceAdaptor<U> {
     /// Wraps `upstream` with one zeroed counter frame. Memory allocated from `upstream` before is
     /// not counted; do not free it through the adaptor.
     pub fn new(upstream: U) -> Self {
-        StatisticsResourceAdaptor { upstream, stack: CounterLock(SpinMutex::new(Stack::default())) }
+        StatisticsResourceAdaptor { upstream, stack: Counters::new() }
     }
 
     /// The upstream resource.
@@ -104,26 +101,23 @@ impl<U: MemoryResource> StatisticsResourceAdaptor<U> {
 
     /// The byte counter of the top frame.
     pub fn bytes_counter(&self) -> Counter {
-        self.stack.0.lock().top.bytes
+        self.stack.read(|_, top| top.bytes)
     }
 
     /// The allocation-count counter of the top frame.
     pub fn allocations_counter(&self) -> Counter {
-        self.stack.0.lock().top.allocations
+        self.stack.read(|_, top| top.allocations)
     }
 
     /// Both counters of the top frame, read atomically together.
     pub fn counters(&self) -> CounterFrame {
-        self.stack.0.lock().top
+        self.stack.read(|_, top| top)
     }
 
     /// Pushes a zeroed frame, which the getters report from now on. Returns the frame that was on
     /// top before the push.
     pub fn push_counters(&self) -> CounterFrame {
-        let mut stack = self.stack.0.lock();
-        let before = std::mem::take(&mut stack.top);
-        stack.below.push(before);
-        before
+        self.stack.push()
     }
 
     /// Pops the top frame and returns it; the frame below inherits its counts (values and totals
@@ -132,11 +126,7 @@ impl<U: MemoryResource> StatisticsResourceAdaptor<U> {
     /// Errors with [`Error::InvalidArgument`] carrying [`POP_EMPTY_MESSAGE`] when only the first
     /// frame is left.
     pub fn pop_counters(&self) -> Result<CounterFrame> {
-        let mut stack = self.stack.0.lock();
-        let below = stack.below.pop().ok_or_else(|| Error::InvalidArgument(POP_EMPTY_MESSAGE.into()))?;
-        let popped = std::mem::replace(&mut stack.top, below);
-        stack.top.merge_inner(&popped);
-        Ok(popped)
+        self.stack.pop().ok_or_else(|| Error::InvalidArgument(POP_EMPTY_MESSAGE.into()))
     }
 }
 
@@ -146,40 +136,34 @@ impl<U> StatisticsResourceAdaptor<U> {
     /// frame was pushed or its peaks reset (the frames below do not change meanwhile), and the
     /// total ever allocated.
     pub fn stack_bytes(&self) -> Counter {
-        let stack = self.stack.0.lock();
-        let (value, total) = stack
-            .below
-            .iter()
-            .fold((0i64, 0i64), |(v, t), f| (v.saturating_add(f.bytes.value), t.saturating_add(f.bytes.total)));
-        Counter {
-            value: value.saturating_add(stack.top.bytes.value),
-            peak: value.saturating_add(stack.top.bytes.peak),
-            total: total.saturating_add(stack.top.bytes.total),
-        }
+        self.stack.read(|below, top| {
+            let (value, total) = below
+                .iter()
+                .fold((0i64, 0i64), |(v, t), f| (v.saturating_add(f.bytes.value), t.saturating_add(f.bytes.total)));
+            Counter {
+                value: value.saturating_add(top.bytes.value),
+                peak: value.saturating_add(top.bytes.peak),
+                total: total.saturating_add(top.bytes.total),
+            }
+        })
     }
 
     /// Sets the peaks of the top frame to its current values (as `torch.cuda.reset_peak_memory_stats`
     /// does for PyTorch's counters); the frames below keep theirs.
     pub fn reset_peaks(&self) {
-        let mut stack = self.stack.0.lock();
-        stack.top.bytes.peak = stack.top.bytes.value;
-        stack.top.allocations.peak = stack.top.allocations.value;
+        self.stack.reset_peaks();
     }
 
     /// Counts an allocation the upstream made, as RMM does: after the upstream's call.
     #[inline]
     fn count_allocation(&self, bytes: usize) {
-        let mut stack = self.stack.0.lock();
-        stack.top.bytes.add(signed(bytes));
-        stack.top.allocations.add(1);
+        self.stack.allocated(signed(bytes));
     }
 
     /// Counts a free the upstream took, as RMM does: after the upstream's call.
     #[inline]
     fn count_free(&self, bytes: usize) {
-        let mut stack = self.stack.0.lock();
-        stack.top.bytes.sub(signed(bytes));
-        stack.top.allocations.sub(1);
+        self.stack.freed(signed(bytes));
     }
 }
 
@@ -210,8 +194,7 @@ unsafe impl<U: MemoryResource> MemoryResource for StatisticsResourceAdaptor<U> {
     }
 
     /// The upstream's non-waiting allocation, counted as [`allocate`](Self::allocate) counts.
-    /// The counter lock is taken only after the upstream answered, for a few counter updates, so
-    /// threads do not queue on it for the upstream's work.
+    /// Counted only after the upstream answered, in the calling thread's slot.
     #[inline]
     fn try_allocate_immediately(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Option<*mut u8> {
         let ptr = self.upstream.try_allocate_immediately(bytes, alignment, stream)?;

@@ -11,6 +11,7 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::sync::Arc;
 
+mod address_table;
 mod live_map;
 
 /// One outstanding allocation as [`TrackingResourceAdaptor::outstanding_allocations`] reports it.
@@ -199,7 +200,7 @@ unsafe impl<U: MemoryResource> MemoryResource for TrackingResourceAdaptor<U> {
         }
         let addr = ptr as usize;
         let Some(mut shard) = self.live.try_lock(addr) else { return false };
-        if shard.live.get(&addr).is_none_or(|e| e.bytes != bytes) {
+        if shard.live.get(addr).is_none_or(|e| e.bytes != bytes) {
             return false;
         }
         // The shard stays locked across the upstream's call, so a refusal changes nothing.

@@ -8,9 +8,6 @@
 
 use rmm_algorithms::SpinMutex;
 use std::backtrace::Backtrace;
-use std::collections::hash_map::Entry;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -22,36 +19,8 @@ pub(super) struct Record {
     pub stack: Option<Arc<Backtrace>>,
 }
 
-/// Hashes a block address for a shard's map: one multiplication, where the default hasher's
-/// SipHash takes tens of nanoseconds twice per allocation. Addresses are at least 256-byte
-/// aligned and need no protection against chosen keys. The multiplier differs from
-/// [`shard_index`]'s, whose top bits are the same for every key of one shard.
-#[derive(Default)]
-pub(super) struct AddressHasher(u64);
-
-impl Hasher for AddressHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        // Only `usize` keys are hashed; this keeps the hasher total for any other use.
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01B3);
-        }
-    }
-
-    #[inline]
-    fn write_usize(&mut self, addr: usize) {
-        let h = ((addr >> 8) as u64).wrapping_mul(0xD6E8_FEB8_6659_FD93);
-        self.0 = h ^ (h >> 32);
-    }
-
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
 /// A shard's map from block address to record.
-pub(super) type AddressMap = HashMap<usize, Record, BuildHasherDefault<AddressHasher>>;
+pub(super) type AddressMap = super::address_table::AddressTable;
 
 /// Shards of the map: a power of two.
 const SHARDS: usize = 64;
@@ -66,7 +35,7 @@ pub(super) struct ShardState {
 impl ShardState {
     /// Takes the record of the block at `addr` out of the shard, with its bytes.
     pub fn remove(&mut self, addr: usize) -> Option<Record> {
-        let e = self.live.remove(&addr)?;
+        let e = self.live.remove(addr)?;
         self.bytes -= e.bytes;
         Some(e)
     }
@@ -120,14 +89,11 @@ impl LiveMap {
     pub fn insert(&self, addr: usize, rec: Record) -> bool {
         let mut shard = self.lock(addr);
         let bytes = rec.bytes;
-        match shard.live.entry(addr) {
-            Entry::Occupied(_) => false,
-            Entry::Vacant(v) => {
-                v.insert(rec);
-                shard.bytes += bytes;
-                true
-            }
+        let fresh = shard.live.insert(addr, rec);
+        if fresh {
+            shard.bytes += bytes;
         }
+        fresh
     }
 
     /// Takes the record of the block at `addr` out; with what it took off a deficit (to give back
@@ -192,7 +158,7 @@ impl LiveMap {
     /// Calls `f` on every live block, shard by shard.
     pub fn for_each(&self, mut f: impl FnMut(usize, &Record)) {
         for shard in self.shards.iter() {
-            for (&addr, rec) in shard.0.lock().live.iter() {
+            for (addr, rec) in shard.0.lock().live.iter() {
                 f(addr, rec);
             }
         }
