@@ -393,9 +393,10 @@ class shared_rust_state {
  * pinned_host_memory_resource: none, as in RMM.
  *
  * Every instance calls one Rust resource (a handle of the family `Make` returns), made by `Make`
- * on first use and kept for the whole program. So copying or calling an instance that was already destroyed (a
- * `device_async_resource_ref` to the per-device table's copy of the initial resource, kept across
- * `set_current_device_resource`, as RMM programs do) is as harmless as it is with RMM.
+ * on first use and kept for the whole program. So copying or calling an instance that was already
+ * destroyed (a `device_async_resource_ref` to the per-device table's copy of the initial
+ * resource, kept across `set_current_device_resource`, as RMM programs do) is as harmless as it is
+ * with RMM.
  */
 template <auto Make>
 class stateless_rust_state {
