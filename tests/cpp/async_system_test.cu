@@ -246,7 +246,7 @@ TEST(PinnedPool, WrittenAsRmmUsersWriteIt)
 {
   RMM_SKIP_WITHOUT_GPU();
   rmm::mr::pool_memory_resource pool{rmm::mr::pinned_host_memory_resource{}, 4 * MiB};
-  EXPECT_TRUE(pool.handle().is_host_accessible());
+  EXPECT_TRUE(pool.handle().resource().is_host_accessible());
   auto* p = static_cast<unsigned char*>(pool.allocate_sync(MiB));
   std::memset(p, 0xA5, MiB);  // host-accessible memory
   void* d{};

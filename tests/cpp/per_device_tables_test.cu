@@ -31,18 +31,17 @@ constexpr int first_id = 2810;
 template <class R>
 bool rust_current_is(int id, R const& r)
 {
-  return rmm_rs::rust_per_device_resource_is(id, r.handle());
+  return rmm_rs::rust_per_device_resource_is(id, r.handle().resource());
 }
 
 /// An allocation by Rust code from its current resource of `id` reaches `upstream`.
 void rust_allocates_from(int id, new_delete_resource const& upstream)
 {
   auto const before = upstream.s->allocations.load();
-  auto rust         = rmm_rs::get_rust_per_device_resource(id);
-  auto const out    = rust->allocate(1000, 256, 0);
-  ASSERT_EQ(out.kind, rmm_rs::ErrorKind::Ok) << std::string(out.message);
+  mr::detail::rust_table_resource rust{rmm_rs::get_rust_per_device_resource(id)};
+  void* p = rust.allocate_sync(1000, 256);
   EXPECT_EQ(upstream.s->allocations.load(), before + 1);
-  EXPECT_EQ(rust->try_deallocate(out.ptr, 1000, 256, 0).kind, rmm_rs::ErrorKind::Ok);
+  rust.deallocate_sync(p, 1000, 256);
   EXPECT_EQ(upstream.s->outstanding.load(), 0);
 }
 
@@ -73,11 +72,10 @@ TEST(PerDeviceTables, OurResourceIsCurrentInRustHoweverItIsPassed)
   mr::set_per_device_resource_ref(dev, rmm::device_async_resource_ref{stats});
   EXPECT_TRUE(rust_current_is(dev.value(), stats)) << "a resource_ref";
   // Rust allocates from the very adaptor C++ sees.
-  auto rust      = rmm_rs::get_rust_per_device_resource(dev.value());
-  auto const out = rust->allocate(1000, 256, 0);
-  ASSERT_EQ(out.kind, rmm_rs::ErrorKind::Ok);
+  mr::detail::rust_table_resource rust{rmm_rs::get_rust_per_device_resource(dev.value())};
+  void* p = rust.allocate_sync(1000, 256);
   EXPECT_EQ(stats.get_bytes_counter().value, 1000);
-  EXPECT_EQ(rust->try_deallocate(out.ptr, 1000, 256, 0).kind, rmm_rs::ErrorKind::Ok);
+  rust.deallocate_sync(p, 1000, 256);
   mr::reset_per_device_resource_ref(dev);
   both_on_the_initial_resource(dev.value());
 }
@@ -111,7 +109,7 @@ TEST(PerDeviceTables, CppTakesOverWhatRustCodeSet)
   both_on_the_initial_resource(dev.value());
 
   // Rust code sets its table (as the C API and Python do): C++ allocations follow.
-  (void)rmm_rs::exchange_rust_per_device_resource(dev.value(), stats.handle());
+  (void)rmm_rs::exchange_rust_per_device_resource(dev.value(), stats.handle().resource());
   auto ref = mr::get_per_device_resource_ref(dev);
   void* p  = ref.allocate(default_stream(), 512, 256);
   EXPECT_EQ(stats.get_bytes_counter().value, 512) << "C++ took over Rust's resource";

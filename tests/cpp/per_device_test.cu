@@ -42,11 +42,11 @@ TEST(PerDevice, SetReturnsThePreviousResourceAndGetSeesTheNewOne)
 
   // Rust code sees it too.
   auto rust_side = rmm_rs::get_rust_per_device_resource(0);
-  EXPECT_TRUE(rust_side->is_equal(pool.handle()));
+  EXPECT_TRUE(rust_side->resource().is_equal(pool.handle().resource()));
 
   auto replaced = rmm::mr::reset_per_device_resource(dev);
   EXPECT_TRUE(rmm::device_async_resource_ref{replaced} == rmm::device_async_resource_ref{pool});
-  EXPECT_FALSE(rmm_rs::get_rust_per_device_resource(0)->is_equal(pool.handle()));
+  EXPECT_FALSE(rmm_rs::get_rust_per_device_resource(0)->resource().is_equal(pool.handle().resource()));
 }
 
 TEST(PerDevice, DevicesAreIndependent)

@@ -1,8 +1,10 @@
-//! The `cuda_async` family (`cuda_async_memory_resource`, its view and its managed variant): their
-//! constructors and the pool they allocate from.
+//! The cuda_async family ([`AsyncResource`]: `cuda_async_memory_resource`, its view and its
+//! managed variant), reached through the trait object: their constructors and the pool they
+//! allocate from.
 
 use super::ffi::Outcome;
-use super::handle::{query_outcome, RustResource};
+use super::outcome::{answer, Context};
+use super::resource::dynamic_family;
 use rmm::capabilities::AllocationHandleType;
 use rmm::error::Error;
 use rmm::resource::cuda_async_view::async_pool_of;
@@ -10,6 +12,14 @@ use rmm::resource::{
     CudaAsyncManagedMemoryResource, CudaAsyncMemoryResource, CudaAsyncViewMemoryResource, SharedResource,
 };
 use std::sync::Arc;
+
+dynamic_family!(
+    /// A handle of the cuda_async family.
+    AsyncResource,
+    rmm_rs_async_allocate,
+    rmm_rs_async_deallocate,
+    new_moved_from_async_resource
+);
 
 /// A size whose `has_` flag is false was not given (RMM's default applies). `export_handle_type`
 /// is the value of RMM's `allocation_handle_type`; one that is no such value, or that the device
@@ -20,8 +30,8 @@ pub(crate) fn new_cuda_async_memory_resource(
     release_threshold: usize,
     has_release_threshold: bool,
     export_handle_type: u32,
-) -> Box<RustResource> {
-    RustResource::make("cuda_async_memory_resource", || {
+) -> Box<AsyncResource> {
+    AsyncResource::make("cuda_async_memory_resource", || {
         let handle_type = AllocationHandleType::from_bits(export_handle_type).ok_or_else(|| {
             Error::Unsupported(format!("Requested IPC memory handle type not supported: {export_handle_type:#x}"))
         })?;
@@ -35,26 +45,31 @@ pub(crate) fn new_cuda_async_memory_resource(
 }
 
 /// A view of the `cudaMemPool_t` `pool` (0 for an empty view), which C++ keeps alive.
-pub(crate) fn new_cuda_async_view_memory_resource(pool: usize) -> Box<RustResource> {
-    RustResource::make("cuda_async_view_memory_resource", || {
+pub(crate) fn new_cuda_async_view_memory_resource(pool: usize) -> Box<AsyncResource> {
+    AsyncResource::make("cuda_async_view_memory_resource", || {
         // SAFETY: the C++ contract of cuda_async_view_memory_resource: the pool outlives the view.
         let view = unsafe { CudaAsyncViewMemoryResource::new(pool as rmm::resource::RawMemoryPool) }?;
         Ok(Arc::new(view) as SharedResource)
     })
 }
 
-pub(crate) fn new_cuda_async_managed_memory_resource() -> Box<RustResource> {
-    RustResource::make("cuda_async_managed_memory_resource", || {
+pub(crate) fn new_cuda_async_managed_memory_resource() -> Box<AsyncResource> {
+    AsyncResource::make("cuda_async_managed_memory_resource", || {
         Ok(Arc::new(CudaAsyncManagedMemoryResource::new()?) as SharedResource)
     })
 }
 
-/// The `CUmemoryPool` a resource of the family allocates from.
-pub(crate) fn cuda_async_pool_handle(r: &RustResource) -> Outcome {
-    query_outcome("pool_handle", || {
-        let resource = r.shared()?;
-        async_pool_of(&**resource).ok_or_else(|| {
-            Error::InvalidArgument(format!("pool_handle: the resource is a {}, not of the cuda_async family", r.name()))
+impl AsyncResource {
+    /// The `CUmemoryPool` the resource allocates from.
+    pub(crate) fn pool_handle(&self) -> Outcome {
+        answer("pool_handle", Context::Construct, || {
+            let resource = self.0.shared()?;
+            Ok(async_pool_of(&**resource).ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "pool_handle: the resource is a {}, not of the cuda_async family",
+                    self.0.name()
+                ))
+            })?)
         })
-    })
+    }
 }

@@ -1,9 +1,10 @@
-//! `logging_resource_adaptor`: its constructors (to a file, or to C++ sinks: a `std::ostream` or
+//! `logging_resource_adaptor` in the adaptor family: its constructors (to a file, or to C++ sinks: a `std::ostream` or
 //! rapids_logger sinks) and its flush.
 
-use super::ffi::{self, ErrorKind, Outcome};
-use super::handle::RustResource;
-use super::outcome::{guard_outcome, Context};
+use super::adaptors::AdaptorResource;
+use super::ffi::{self, Outcome};
+use super::outcome::{answer, Context};
+use super::resource::AnyResource;
 use rmm::adaptor::logging::LogSink;
 use rmm::adaptor::LoggingResourceAdaptor;
 use rmm::error::Error;
@@ -17,22 +18,25 @@ unsafe impl Send for ffi::CppLogSink {}
 
 type Logging = LoggingResourceAdaptor<SharedResource>;
 
+/// RMM's class name, which a query of it asked of another adaptor names.
+const KIND: &str = "logging_resource_adaptor";
+
 /// Logs to the file `path`; as with RMM, a path that cannot be opened (the empty one too) fails.
-pub(crate) fn new_logging_adaptor(upstream: &RustResource, path: &str, auto_flush: bool) -> Box<RustResource> {
-    RustResource::make("logging_resource_adaptor", || {
+pub(crate) fn new_logging_adaptor(upstream: &AnyResource, path: &str, auto_flush: bool) -> Box<AdaptorResource> {
+    AdaptorResource::make(KIND, || {
         let log = Logging::new(upstream.shared()?.clone(), Some(Path::new(path)))?;
         Ok(Arc::new(log.with_auto_flush(auto_flush)) as SharedResource)
     })
 }
 
-/// Writes buffered lines out; the first failed write (since the last flush) is the error.
-pub(crate) fn logging_flush(r: &RustResource) -> Outcome {
-    guard_outcome("flush", ErrorKind::Logic, || {
-        match r.kind::<Logging>("flush", "logging_resource_adaptor").and_then(|l| l.flush()) {
-            Ok(()) => Outcome::ok(0),
-            Err(e) => Outcome::from_error(&e, Context::Construct),
-        }
-    })
+impl AdaptorResource {
+    /// Writes buffered lines out; the first failed write (since the last flush) is the error.
+    pub(crate) fn logging_flush(&self) -> Outcome {
+        answer("flush", Context::Construct, || {
+            self.resource().kind::<Logging>("flush", KIND)?.flush()?;
+            Ok(0)
+        })
+    }
 }
 
 /// Hands the log's lines to a C++ sink.
@@ -64,11 +68,11 @@ impl LogSink for CppSink {
 }
 
 pub(crate) fn new_logging_adaptor_to_sink(
-    upstream: &RustResource,
+    upstream: &AnyResource,
     sink: cxx::UniquePtr<ffi::CppLogSink>,
     auto_flush: bool,
-) -> Box<RustResource> {
-    RustResource::make("logging_resource_adaptor", || {
+) -> Box<AdaptorResource> {
+    AdaptorResource::make(KIND, || {
         if sink.is_null() {
             return Err(Error::InvalidArgument("null log sink".into()));
         }

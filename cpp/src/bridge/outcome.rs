@@ -1,4 +1,6 @@
-//! Turning Rust results and panics into [`Outcome`]s for the C++ side.
+//! The one way errors cross the bridge: an [`Outcome`] (an [`ErrorKind`] and the message), made
+//! here from a core [`Error`] or a caught panic, and thrown on the C++ side by `throw_outcome`
+//! (`rmm/mr/detail/rust_resource.hpp`) as the RMM exception of its kind.
 
 use super::ffi::{ErrorKind, Outcome};
 use rmm::error::Error;
@@ -14,6 +16,48 @@ pub(crate) enum Context {
     Allocate,
     /// A constructor or accessor: bad arguments are `rmm::logic_error`, as RMM_EXPECTS throws.
     Construct,
+    /// A question to the driver (a capability, a prefetch): as [`Context::Construct`], but a
+    /// panic is an `rmm::cuda_error`.
+    Driver,
+}
+
+impl Context {
+    /// The kind of a panic caught in a call of this context.
+    fn panic_kind(self) -> ErrorKind {
+        match self {
+            Context::Allocate => ErrorKind::BadAlloc,
+            Context::Construct => ErrorKind::Logic,
+            Context::Driver => ErrorKind::Cuda,
+        }
+    }
+}
+
+/// A failed call on its way to C++: a core error, whose exception the call's [`Context`] decides,
+/// or one whose exception the call chose itself (popping an empty statistics stack is
+/// `rmm::out_of_range`).
+pub(crate) enum Failure {
+    Error(Error),
+    As(ErrorKind, Error),
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Failure {
+        Failure::Error(e)
+    }
+}
+
+/// Runs the bridge call `what` of context `ctx`: its value in `ptr`, or its error, or a panic
+/// caught, as the error of its kind. Every call that returns an [`Outcome`] goes through here.
+pub(crate) fn answer(what: &'static str, ctx: Context, f: impl FnOnce() -> Result<usize, Failure>) -> Outcome {
+    guard(
+        what,
+        |m| Outcome::error(ctx.panic_kind(), m),
+        || match f() {
+            Ok(v) => Outcome::ok(v),
+            Err(Failure::Error(e)) => Outcome::from_error(&e, ctx),
+            Err(Failure::As(kind, e)) => Outcome::error(kind, what_of(&e)),
+        },
+    )
 }
 
 impl Outcome {
@@ -55,12 +99,12 @@ pub(crate) fn kind_of(e: &Error, ctx: Context) -> ErrorKind {
         Error::Misuse(_) | Error::Unsupported(_) | Error::BadUpstream(_) => ErrorKind::Logic,
         Error::Cuda { .. } | Error::NoDriver(_) => match ctx {
             Context::Allocate => ErrorKind::BadAlloc,
-            Context::Construct => ErrorKind::Cuda,
+            Context::Construct | Context::Driver => ErrorKind::Cuda,
         },
         // Bad input, and any kind of error the core adds later.
         _ => match ctx {
             Context::Allocate => ErrorKind::BadAlloc,
-            Context::Construct => ErrorKind::Logic,
+            Context::Construct | Context::Driver => ErrorKind::Logic,
         },
     }
 }
@@ -90,11 +134,6 @@ pub(crate) fn panic_message(what: &str, payload: Box<dyn std::any::Any + Send>) 
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "non-string panic payload".to_string());
     format!("rmm-rs internal error in {what}: {msg}")
-}
-
-/// [`guard`] for calls that return an [`Outcome`]: a panic becomes an error of kind `kind`.
-pub(crate) fn guard_outcome(what: &'static str, kind: ErrorKind, f: impl FnOnce() -> Outcome) -> Outcome {
-    guard(what, |m| Outcome::error(kind, m), f)
 }
 
 #[cfg(test)]
@@ -135,9 +174,15 @@ mod tests {
     }
 
     #[test]
-    fn a_panic_becomes_an_outcome() {
-        let o = guard_outcome("test", ErrorKind::BadAlloc, || panic!("boom"));
-        assert_eq!(o.kind, ErrorKind::BadAlloc);
-        assert!(o.message.contains("boom"));
+    fn a_panic_becomes_an_outcome_of_the_context() {
+        for (ctx, kind) in [
+            (Context::Allocate, ErrorKind::BadAlloc),
+            (Context::Construct, ErrorKind::Logic),
+            (Context::Driver, ErrorKind::Cuda),
+        ] {
+            let o = answer("test", ctx, || panic!("boom"));
+            assert_eq!(o.kind, kind);
+            assert!(o.message.contains("boom"));
+        }
     }
 }

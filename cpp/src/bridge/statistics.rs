@@ -1,8 +1,9 @@
-//! `statistics_resource_adaptor`: its constructor and its counters.
+//! `statistics_resource_adaptor` in the adaptor family: its constructor and its counters.
 
+use super::adaptors::AdaptorResource;
 use super::ffi::{self, CounterPair, ErrorKind, Outcome};
-use super::handle::RustResource;
-use super::outcome::{guard_outcome, what_of, Context};
+use super::outcome::{answer, Context, Failure};
+use super::resource::AnyResource;
 use rmm::adaptor::{Counter as StatCounter, CounterFrame, StatisticsResourceAdaptor};
 use rmm::error::Result;
 use rmm::resource::SharedResource;
@@ -11,14 +12,10 @@ use std::sync::Arc;
 type Statistics = StatisticsResourceAdaptor<SharedResource>;
 
 /// A statistics adaptor over `upstream`.
-pub(crate) fn new_statistics_adaptor(upstream: &RustResource) -> Box<RustResource> {
-    RustResource::make("statistics_resource_adaptor", || {
+pub(crate) fn new_statistics_adaptor(upstream: &AnyResource) -> Box<AdaptorResource> {
+    AdaptorResource::make("statistics_resource_adaptor", || {
         Ok(Arc::new(Statistics::new(upstream.shared()?.clone())) as SharedResource)
     })
-}
-
-fn statistics<'a>(r: &'a RustResource, query: &str) -> Result<&'a Statistics> {
-    r.kind::<Statistics>(query, "statistics_resource_adaptor")
 }
 
 fn frame_to_pair(f: CounterFrame) -> CounterPair {
@@ -26,40 +23,38 @@ fn frame_to_pair(f: CounterFrame) -> CounterPair {
     CounterPair { bytes: c(f.bytes), allocations: c(f.allocations) }
 }
 
-/// Runs `f` on the adaptor and writes its counters to `out`; the wrong kind is a logic error.
-fn with_counters(
-    query: &'static str,
-    r: &RustResource,
-    out: &mut CounterPair,
-    f: impl FnOnce(&Statistics) -> Result<CounterFrame>,
-    kind_of_failure: ErrorKind,
-) -> Outcome {
-    guard_outcome(query, ErrorKind::Logic, || {
-        let s = match statistics(r, query) {
-            Ok(s) => s,
-            Err(e) => return Outcome::from_error(&e, Context::Construct),
-        };
-        match f(s) {
-            Ok(frame) => {
-                *out = frame_to_pair(frame);
-                Outcome::ok(0)
-            }
-            Err(e) => Outcome::error(kind_of_failure, what_of(&e)),
-        }
-    })
-}
+impl AdaptorResource {
+    fn statistics(&self, query: &str) -> Result<&Statistics> {
+        self.resource().kind::<Statistics>(query, "statistics_resource_adaptor")
+    }
 
-/// The counters of the current region.
-pub(crate) fn statistics_counters(r: &RustResource, counters: &mut CounterPair) -> Outcome {
-    with_counters("counters", r, counters, |s| Ok(s.counters()), ErrorKind::Logic)
-}
+    /// Runs `f` on the adaptor and writes its counters to `out`.
+    fn with_counters(
+        &self,
+        query: &'static str,
+        out: &mut CounterPair,
+        f: impl FnOnce(&Statistics) -> std::result::Result<CounterFrame, Failure>,
+    ) -> Outcome {
+        answer(query, Context::Construct, || {
+            *out = frame_to_pair(f(self.statistics(query)?)?);
+            Ok(0)
+        })
+    }
 
-/// Starts a new region; `counters` gets those of the enclosing region as they were.
-pub(crate) fn statistics_push_counters(r: &RustResource, counters: &mut CounterPair) -> Outcome {
-    with_counters("push_counters", r, counters, |s| Ok(s.push_counters()), ErrorKind::Logic)
-}
+    /// The counters of the current region.
+    pub(crate) fn statistics_counters(&self, counters: &mut CounterPair) -> Outcome {
+        self.with_counters("counters", counters, |s| Ok(s.counters()))
+    }
 
-/// Ends the innermost region; `popped` gets its counters. With no region pushed: out of range.
-pub(crate) fn statistics_pop_counters(r: &RustResource, popped: &mut CounterPair) -> Outcome {
-    with_counters("pop_counters", r, popped, |s| s.pop_counters(), ErrorKind::OutOfRange)
+    /// Starts a new region; `counters` gets those of the enclosing region as they were.
+    pub(crate) fn statistics_push_counters(&self, counters: &mut CounterPair) -> Outcome {
+        self.with_counters("push_counters", counters, |s| Ok(s.push_counters()))
+    }
+
+    /// Ends the innermost region; `popped` gets its counters. With no region pushed: out of range.
+    pub(crate) fn statistics_pop_counters(&self, popped: &mut CounterPair) -> Outcome {
+        self.with_counters("pop_counters", popped, |s| {
+            s.pop_counters().map_err(|e| Failure::As(ErrorKind::OutOfRange, e))
+        })
+    }
 }

@@ -1,8 +1,10 @@
-//! `tracking_resource_adaptor`: its constructor, its allocated bytes and its map of outstanding
+//! `tracking_resource_adaptor` in the adaptor family: its constructor, its allocated bytes and its map of outstanding
 //! allocations (with the stacks captured for them).
 
+use super::adaptors::AdaptorResource;
 use super::ffi::{Outcome, TrackedAllocation};
-use super::handle::{query_outcome, RustResource};
+use super::outcome::{answer, Context};
+use super::resource::AnyResource;
 use rmm::adaptor::tracking::AllocationRecord;
 use rmm::adaptor::TrackingResourceAdaptor;
 use rmm::resource::SharedResource;
@@ -11,27 +13,32 @@ use std::sync::Arc;
 
 type Tracking = TrackingResourceAdaptor<SharedResource>;
 
+/// RMM's class name, which a query of it asked of another adaptor names.
+const KIND: &str = "tracking_resource_adaptor";
+
 /// A tracking adaptor over `upstream`, capturing a stack per allocation when `capture_stacks`.
-pub(crate) fn new_tracking_adaptor(upstream: &RustResource, capture_stacks: bool) -> Box<RustResource> {
-    RustResource::make("tracking_resource_adaptor", || {
+pub(crate) fn new_tracking_adaptor(upstream: &AnyResource, capture_stacks: bool) -> Box<AdaptorResource> {
+    AdaptorResource::make(KIND, || {
         Ok(Arc::new(Tracking::new(upstream.shared()?.clone(), capture_stacks)) as SharedResource)
     })
 }
 
-/// Bytes currently allocated through the adaptor.
-pub(crate) fn tracking_allocated_bytes(r: &RustResource) -> Outcome {
-    query_outcome("get_allocated_bytes", || {
-        Ok(r.kind::<Tracking>("get_allocated_bytes", "tracking_resource_adaptor")?.allocated_bytes())
-    })
-}
+impl AdaptorResource {
+    /// Bytes currently allocated through the adaptor.
+    pub(crate) fn tracking_allocated_bytes(&self) -> Outcome {
+        answer("get_allocated_bytes", Context::Construct, || {
+            Ok(self.resource().kind::<Tracking>("get_allocated_bytes", KIND)?.allocated_bytes())
+        })
+    }
 
-/// The outstanding allocations, by address, into `out` (left empty on an error).
-pub(crate) fn tracked_allocations(r: &RustResource, out: &mut Vec<TrackedAllocation>) -> Outcome {
-    query_outcome("get_outstanding_allocations", || {
-        let t = r.kind::<Tracking>("get_outstanding_allocations", "tracking_resource_adaptor")?;
-        *out = t.outstanding_allocations().iter().map(tracked).collect();
-        Ok(0)
-    })
+    /// The outstanding allocations, by address, into `out` (left empty on an error).
+    pub(crate) fn tracked_allocations(&self, out: &mut Vec<TrackedAllocation>) -> Outcome {
+        answer("get_outstanding_allocations", Context::Construct, || {
+            let t = self.resource().kind::<Tracking>("get_outstanding_allocations", KIND)?;
+            *out = t.outstanding_allocations().iter().map(tracked).collect();
+            Ok(0)
+        })
+    }
 }
 
 fn tracked(r: &AllocationRecord) -> TrackedAllocation {

@@ -1,13 +1,16 @@
-//! `virtual_pool_memory_resource`: its constructor, `release_above` and its queries.
+//! `virtual_pool_memory_resource` in the pool family: its constructor, `release_above` and its
+//! queries.
 
 use super::ffi::Outcome;
-use super::handle::{query_outcome, Direct, RustResource};
+use super::outcome::{answer, Context};
+use super::pool::{Direct, PoolResource, Pools};
+use super::resource::wrong_kind;
 use rmm::resource::virtual_pool::VirtualMemoryOptions;
-use rmm::resource::{SharedResource, VirtualPoolMemoryResource};
+use rmm::resource::VirtualPoolMemoryResource;
 use rmm::DeviceId;
 use std::sync::Arc;
 
-/// RMM's class name, which a query asked of another kind of resource names.
+/// RMM's class name, which a query of it asked of a classic pool names.
 const KIND: &str = "virtual_pool_memory_resource";
 
 /// A virtual pool reserving `maximum_size` bytes of addresses, `initial_size` of them mapped at
@@ -22,92 +25,88 @@ pub(crate) fn new_virtual_pool_memory_resource(
     peers: &[i32],
     granule: usize,
     export_posix_fd: bool,
-) -> Box<RustResource> {
-    let mut direct = Direct::None;
-    let mut made = RustResource::make(KIND, || {
+) -> Box<PoolResource> {
+    PoolResource::make(KIND, || {
         let options = VirtualMemoryOptions {
             device: has_device.then_some(DeviceId(device)),
             peers: peers.iter().copied().map(DeviceId).collect(),
             granule: (granule != 0).then_some(granule),
             export_posix_fd,
         };
-        let pool = Arc::new(VirtualPoolMemoryResource::with_options(maximum_size, initial_size, &options)?);
-        direct = Direct::VirtualPool(Arc::clone(&pool));
-        Ok(pool as SharedResource)
-    });
-    // Calls from C++ reach the pool without dynamic dispatch, as the classic pool's do.
-    made.direct = direct;
-    made
-}
-
-/// `r` as a virtual pool, or the logic error of a query asked of another kind.
-fn virtual_pool<'a>(r: &'a RustResource, query: &str) -> rmm::Result<&'a VirtualPoolMemoryResource> {
-    r.kind::<VirtualPoolMemoryResource>(query, KIND)
-}
-
-/// Unmaps whole free granules until at most `keep` bytes stay mapped; the bytes unmapped.
-pub(crate) fn virtual_pool_release_above(r: &RustResource, keep: usize) -> Outcome {
-    query_outcome("release_above", || virtual_pool(r, "release_above")?.release_above(keep))
-}
-
-/// Bytes of physical memory mapped into the reservation.
-pub(crate) fn virtual_pool_mapped_bytes(r: &RustResource) -> Outcome {
-    query_outcome("mapped_bytes", || Ok(virtual_pool(r, "mapped_bytes")?.mapped_bytes()))
-}
-
-/// Bytes of addresses reserved.
-pub(crate) fn virtual_pool_reserved_bytes(r: &RustResource) -> Outcome {
-    query_outcome("reserved_bytes", || Ok(virtual_pool(r, "reserved_bytes")?.reserved_bytes()))
-}
-
-/// Bytes of one granule.
-pub(crate) fn virtual_pool_granularity(r: &RustResource) -> Outcome {
-    query_outcome("granularity", || Ok(virtual_pool(r, "granularity")?.granularity()))
-}
-
-/// Bytes the pool holds (handed out and free).
-pub(crate) fn virtual_pool_size(r: &RustResource) -> Outcome {
-    query_outcome("pool_size", || Ok(virtual_pool(r, "pool_size")?.pool_size()))
-}
-
-/// A POSIX file descriptor for the physical memory of the mapped granule at `addr`; the caller
-/// owns it.
-pub(crate) fn virtual_pool_export_posix_fd(r: &RustResource, addr: usize) -> Outcome {
-    query_outcome("export_posix_fd", || {
-        let fd = virtual_pool(r, "export_posix_fd")?.export_posix_fd(addr)?;
-        Ok(fd as usize)
+        let pool = VirtualPoolMemoryResource::with_options(maximum_size, initial_size, &options)?;
+        Ok(Direct::Virtual(Arc::new(pool)))
     })
+}
+
+impl PoolResource {
+    /// The virtual pool that `query` is asked of.
+    fn virtual_pool(&self, query: &str) -> rmm::Result<&VirtualPoolMemoryResource> {
+        match self.pools()? {
+            Pools::Virtual(v) => Ok(v),
+            Pools::Classic(_) => Err(wrong_kind(query, KIND, self.resource().name())),
+        }
+    }
+
+    /// Unmaps whole free granules until at most `keep` bytes stay mapped; the bytes unmapped.
+    pub(crate) fn release_above(&self, keep: usize) -> Outcome {
+        answer("release_above", Context::Construct, || Ok(self.virtual_pool("release_above")?.release_above(keep)?))
+    }
+
+    /// Bytes of physical memory mapped into the reservation.
+    pub(crate) fn mapped_bytes(&self) -> Outcome {
+        answer("mapped_bytes", Context::Construct, || Ok(self.virtual_pool("mapped_bytes")?.mapped_bytes()))
+    }
+
+    /// Bytes of addresses reserved.
+    pub(crate) fn reserved_bytes(&self) -> Outcome {
+        answer("reserved_bytes", Context::Construct, || Ok(self.virtual_pool("reserved_bytes")?.reserved_bytes()))
+    }
+
+    /// Bytes of one granule.
+    pub(crate) fn granularity(&self) -> Outcome {
+        answer("granularity", Context::Construct, || Ok(self.virtual_pool("granularity")?.granularity()))
+    }
+
+    /// A POSIX file descriptor for the physical memory of the mapped granule at `addr`; the caller
+    /// owns it.
+    pub(crate) fn export_posix_fd(&self, addr: usize) -> Outcome {
+        answer("export_posix_fd", Context::Construct, || {
+            let fd = self.virtual_pool("export_posix_fd")?.export_posix_fd(addr)?;
+            Ok(fd as usize)
+        })
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::ffi::ErrorKind;
     use super::super::plain::new_host_memory_resource;
+    use super::super::pool::new_pool_memory_resource;
     use super::*;
 
     #[test]
-    fn queries_of_another_kind_are_logic_errors_naming_both() {
+    fn queries_of_the_classic_pool_are_logic_errors_naming_both() {
         let host = new_host_memory_resource();
+        let pool = new_pool_memory_resource(host.resource(), 0, 0, false);
         for out in [
-            virtual_pool_mapped_bytes(&host),
-            virtual_pool_reserved_bytes(&host),
-            virtual_pool_granularity(&host),
-            virtual_pool_size(&host),
-            virtual_pool_release_above(&host, 0),
-            virtual_pool_export_posix_fd(&host, 0),
+            pool.mapped_bytes(),
+            pool.reserved_bytes(),
+            pool.granularity(),
+            pool.release_above(0),
+            pool.export_posix_fd(0),
         ] {
             assert_eq!(out.kind, ErrorKind::Logic, "{}", out.message);
-            assert!(out.message.contains(KIND), "{}", out.message);
+            assert!(out.message.contains(KIND) && out.message.contains("pool_memory_resource"), "{}", out.message);
         }
     }
 
     #[test]
     fn construction_fails_into_the_handle_or_makes_a_pool() {
         let made = new_virtual_pool_memory_resource(1 << 30, 0, 0, false, &[], 0, false);
-        let status = made.status();
+        let status = made.resource().status();
         match status.kind {
             // A machine with a VMM device: the pool reserved and mapped nothing yet.
-            ErrorKind::Ok => assert_eq!(virtual_pool_mapped_bytes(&made).ptr, 0),
+            ErrorKind::Ok => assert_eq!(made.mapped_bytes().ptr, 0),
             // No driver or no device (cuda_error), or a device without VMM (logic_error).
             ErrorKind::Cuda | ErrorKind::Logic => assert!(!status.message.is_empty()),
             other => panic!("{other:?}: {}", status.message),

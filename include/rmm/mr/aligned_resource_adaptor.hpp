@@ -21,7 +21,7 @@ namespace rmm::mr {
  */
 class aligned_resource_adaptor final
   : public detail::rust_resource<aligned_resource_adaptor,
-                                 detail::shared_rust_state,
+                                 detail::shared_rust_state<rmm_rs::AdaptorResource>,
                                  cuda::mr::device_accessible> {
  public:
   /// Allocations of at least this size are aligned: 0, every allocation.

@@ -27,7 +27,7 @@ namespace rmm::mr {
  */
 class arena_memory_resource final
   : public detail::rust_resource<arena_memory_resource,
-                                 detail::shared_rust_state,
+                                 detail::shared_rust_state<rmm_rs::ArenaResource>,
                                  cuda::mr::device_accessible> {
  public:
   /**
@@ -51,7 +51,7 @@ class arena_memory_resource final
   }
 
  private:
-  static rust::Box<rmm_rs::RustResource> make(rmm_rs::RustResource const& upstream,
+  static rust::Box<rmm_rs::ArenaResource> make(rmm_rs::AnyResource const& upstream,
                                               std::optional<std::size_t> arena_size,
                                               bool dump_log_on_failure)
   {

@@ -26,7 +26,7 @@ namespace rmm::mr {
  */
 class binning_memory_resource
   : public detail::rust_resource<binning_memory_resource,
-                                 detail::shared_rust_state,
+                                 detail::shared_rust_state<rmm_rs::BlockResource>,
                                  cuda::mr::device_accessible> {
  public:
   /**
@@ -79,14 +79,14 @@ class binning_memory_resource
   {
     if (bin_resource.has_value()) {
       detail::upstream_resource const bin{*bin_resource};
-      detail::check(rmm_rs::binning_add_bin_resource(live_handle(), allocation_size, bin.handle()));
+      detail::check(live_handle().add_bin_resource(allocation_size, bin.handle()));
     } else {
-      detail::check(rmm_rs::binning_add_bin(live_handle(), allocation_size));
+      detail::check(live_handle().add_bin(allocation_size));
     }
   }
 
  private:
-  static rust::Box<rmm_rs::RustResource> make(rmm_rs::RustResource const& upstream,
+  static rust::Box<rmm_rs::BlockResource> make(rmm_rs::AnyResource const& upstream,
                                               int8_t min_size_exponent,
                                               int8_t max_size_exponent,
                                               bool has_range)

@@ -92,7 +92,7 @@ class callback_pair final : public rmm_rs::CppAllocationCallbacks {
  */
 class callback_memory_resource final
   : public detail::rust_resource<callback_memory_resource,
-                                 detail::shared_rust_state,
+                                 detail::shared_rust_state<rmm_rs::PlainResource>,
                                  cuda::mr::device_accessible> {
  public:
   callback_memory_resource(allocate_callback_t allocate_callback,
@@ -137,7 +137,7 @@ class callback_memory_resource final
   {
   }
   callback_memory_resource(detail::callback_pair const* callbacks,
-                           rust::Box<rmm_rs::RustResource> handle)
+                           rust::Box<rmm_rs::PlainResource> handle)
     : rust_resource{std::move(handle)}, callbacks_{callbacks}
   {
   }

@@ -17,7 +17,7 @@ namespace rmm::mr {
 /// pool. Copies share it; resources over one pool are equal.
 class cuda_async_managed_memory_resource final
   : public detail::rust_resource<cuda_async_managed_memory_resource,
-                                 detail::shared_rust_state,
+                                 detail::shared_rust_state<rmm_rs::AsyncResource>,
                                  cuda::mr::device_accessible,
                                  cuda::mr::host_accessible> {
  public:
@@ -37,7 +37,7 @@ class cuda_async_managed_memory_resource final
   [[nodiscard]] cudaMemPool_t pool_handle() const noexcept
   {
     return reinterpret_cast<cudaMemPool_t>(
-      detail::query_or_zero(rmm_rs::cuda_async_pool_handle(handle())));
+      detail::query_or_zero(handle().pool_handle()));
   }
 };
 

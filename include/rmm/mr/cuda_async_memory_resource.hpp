@@ -20,7 +20,7 @@ namespace rmm::mr {
 /// Device memory from a CUDA memory pool with stream-ordered allocation. Copies share the pool.
 class cuda_async_memory_resource final
   : public detail::rust_resource<cuda_async_memory_resource,
-                                 detail::shared_rust_state,
+                                 detail::shared_rust_state<rmm_rs::AsyncResource>,
                                  cuda::mr::device_accessible> {
  public:
   /// How allocations may be exported to other processes (the values of
@@ -60,7 +60,7 @@ class cuda_async_memory_resource final
   [[nodiscard]] cudaMemPool_t pool_handle() const noexcept
   {
     return reinterpret_cast<cudaMemPool_t>(
-      detail::query_or_zero(rmm_rs::cuda_async_pool_handle(handle())));
+      detail::query_or_zero(handle().pool_handle()));
   }
 };
 

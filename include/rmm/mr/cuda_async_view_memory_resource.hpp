@@ -20,7 +20,7 @@ namespace rmm::mr {
 /// view the same pool; views of one pool are equal.
 class cuda_async_view_memory_resource final
   : public detail::rust_resource<cuda_async_view_memory_resource,
-                                 detail::shared_rust_state,
+                                 detail::shared_rust_state<rmm_rs::AsyncResource>,
                                  cuda::mr::device_accessible> {
  public:
   /**
@@ -50,7 +50,7 @@ class cuda_async_view_memory_resource final
   [[nodiscard]] cudaMemPool_t pool_handle() const noexcept
   {
     return reinterpret_cast<cudaMemPool_t>(
-      detail::query_or_zero(rmm_rs::cuda_async_pool_handle(handle())));
+      detail::query_or_zero(handle().pool_handle()));
   }
 
   // Declared here as in RMM (see the macro), forwarding to the shared base.

@@ -35,11 +35,11 @@ namespace rmm::mr {
 template <typename ExceptionType = rmm::out_of_memory>
 class failure_callback_resource_adaptor final
   : public detail::rust_resource<failure_callback_resource_adaptor<ExceptionType>,
-                                 detail::shared_rust_state,
+                                 detail::shared_rust_state<rmm_rs::PlainResource>,
                                  cuda::mr::device_accessible> {
   // The base depends on ExceptionType, so its injected name `rust_resource` is not visible here.
   using base = detail::rust_resource<failure_callback_resource_adaptor,
-                                     detail::shared_rust_state,
+                                     detail::shared_rust_state<rmm_rs::PlainResource>,
                                      cuda::mr::device_accessible>;
   using impl_type = detail::failure_callback_resource_adaptor_impl<ExceptionType>;
 
@@ -67,7 +67,7 @@ class failure_callback_resource_adaptor final
     friend void get_property(impl_ref const&, cuda::mr::device_accessible) noexcept {}
   };
 
-  static rust::Box<rmm_rs::RustResource> make_handle(std::shared_ptr<impl_type> const& impl)
+  static rust::Box<rmm_rs::PlainResource> make_handle(std::shared_ptr<impl_type> const& impl)
   {
     auto resource = std::make_shared<detail::any_device_resource>(impl_ref{impl});
     return rmm_rs::new_cpp_resource_wrapper(

@@ -23,7 +23,7 @@ namespace rmm::mr {
  */
 class fixed_size_memory_resource
   : public detail::rust_resource<fixed_size_memory_resource,
-                                 detail::shared_rust_state,
+                                 detail::shared_rust_state<rmm_rs::BlockResource>,
                                  cuda::mr::device_accessible> {
  public:
   static constexpr std::size_t default_block_size = 1 << 20;  ///< Default allocation block size
@@ -61,11 +61,11 @@ class fixed_size_memory_resource
   /// @briefreturn{the size in bytes of every block (the block size asked for, rounded up to 256)}
   [[nodiscard]] std::size_t get_block_size() const noexcept
   {
-    return detail::query_or_zero(rmm_rs::fixed_size_block_size(handle()));
+    return detail::query_or_zero(handle().block_size());
   }
 
  private:
-  static rust::Box<rmm_rs::RustResource> make(rmm_rs::RustResource const& upstream,
+  static rust::Box<rmm_rs::BlockResource> make(rmm_rs::AnyResource const& upstream,
                                               std::size_t block_size,
                                               std::size_t blocks_to_preallocate)
   {

@@ -41,7 +41,7 @@ namespace rmm::mr {
  */
 class history_resource_adaptor final
   : public detail::rust_resource<history_resource_adaptor,
-                                 detail::shared_rust_state,
+                                 detail::shared_rust_state<rmm_rs::AdaptorResource>,
                                  cuda::mr::device_accessible> {
  public:
   /// The events kept when record_history() is given no bound.
@@ -68,26 +68,26 @@ class history_resource_adaptor final
                       bool clear_history      = false,
                       bool stacks             = false)
   {
-    detail::check(rmm_rs::history_record(live_handle(), enabled, max_entries, clear_history, stacks));
+    detail::check(live_handle().history_record(enabled, max_entries, clear_history, stacks));
   }
 
   /// True while events are recorded.
   [[nodiscard]] bool is_recording() const noexcept
   {
-    return detail::query_or_zero(rmm_rs::history_is_recording(handle())) != 0;
+    return detail::query_or_zero(handle().history_is_recording()) != 0;
   }
 
   /// The number of events kept.
   [[nodiscard]] std::size_t history_length() const noexcept
   {
-    return detail::query_or_zero(rmm_rs::history_length(handle()));
+    return detail::query_or_zero(handle().history_length());
   }
 
   /// The snapshot as pickle bytes (what dump_snapshot() writes).
   [[nodiscard]] std::vector<std::uint8_t> snapshot() const
   {
     ::rust::Vec<std::uint8_t> bytes;
-    detail::check(rmm_rs::history_snapshot(live_handle(), bytes));
+    detail::check(live_handle().history_snapshot(bytes));
     return std::vector<std::uint8_t>(bytes.begin(), bytes.end());
   }
 
@@ -97,14 +97,14 @@ class history_resource_adaptor final
    */
   void dump_snapshot(std::string const& path) const
   {
-    detail::check(rmm_rs::history_dump_snapshot(live_handle(), path));
+    detail::check(live_handle().history_dump_snapshot(path));
   }
 
   /// Writes the snapshot and the memory map into the folder `dir` whenever an allocation runs out
   /// of memory; std::nullopt stops it.
   void dump_on_oom(std::optional<std::string> const& dir)
   {
-    detail::check(rmm_rs::history_dump_on_oom(live_handle(), dir.value_or(std::string{})));
+    detail::check(live_handle().history_dump_on_oom(dir.value_or(std::string{})));
   }
 };
 

@@ -18,7 +18,7 @@ namespace rmm::mr {
 /// rmm::out_of_memory. Copies share the count.
 class limiting_resource_adaptor final
   : public detail::rust_resource<limiting_resource_adaptor,
-                                 detail::shared_rust_state,
+                                 detail::shared_rust_state<rmm_rs::AdaptorResource>,
                                  cuda::mr::device_accessible> {
  public:
   /**
@@ -45,16 +45,16 @@ class limiting_resource_adaptor final
   /// Bytes currently allocated through this adaptor.
   [[nodiscard]] std::size_t get_allocated_bytes() const
   {
-    return detail::query(rmm_rs::limiting_allocated_bytes(live_handle()));
+    return detail::query(live_handle().limiting_allocated_bytes());
   }
   /// The limit given at construction.
   [[nodiscard]] std::size_t get_allocation_limit() const
   {
-    return detail::query(rmm_rs::limiting_allocation_limit(live_handle()));
+    return detail::query(live_handle().limiting_allocation_limit());
   }
 
  private:
-  static rust::Box<rmm_rs::RustResource> make(rmm_rs::RustResource const& upstream,
+  static rust::Box<rmm_rs::AdaptorResource> make(rmm_rs::AnyResource const& upstream,
                                               std::size_t allocation_limit,
                                               std::size_t alignment)
   {

@@ -73,7 +73,7 @@ class rapids_logger_log_sink final : public rmm_rs::CppLogSink {
 /// Logs every allocation and free to a CSV file, stream or sinks. Copies share the log.
 class logging_resource_adaptor final
   : public detail::rust_resource<logging_resource_adaptor,
-                                 detail::shared_rust_state,
+                                 detail::shared_rust_state<rmm_rs::AdaptorResource>,
                                  cuda::mr::device_accessible> {
  public:
   /**
@@ -139,7 +139,7 @@ class logging_resource_adaptor final
   }
 
   /// Writes buffered log lines out. @throws rmm::logic_error naming the first failed write
-  void flush() { detail::check(rmm_rs::logging_flush(live_handle())); }
+  void flush() { detail::check(live_handle().logging_flush()); }
 
   /// The CSV header line of the log.
   [[nodiscard]] std::string header() const { return "Thread,Time,Action,Pointer,Size,Stream"; }

@@ -68,9 +68,9 @@ inline void on_process_exit() noexcept { rmm_rs::mark_process_exiting(); }
 /// A resource that Rust code made current (the C API, Python, Rust code), as the C++ table
 /// holds it.
 class rust_table_resource final
-  : public rust_resource<rust_table_resource, shared_rust_state, cuda::mr::device_accessible> {
+  : public rust_resource<rust_table_resource, shared_rust_state<rmm_rs::PlainResource>, cuda::mr::device_accessible> {
  public:
-  explicit rust_table_resource(rust::Box<rmm_rs::RustResource> handle) : rust_resource{std::move(handle)} {}
+  explicit rust_table_resource(rust::Box<rmm_rs::PlainResource> handle) : rust_resource{std::move(handle)} {}
 };
 
 /// One device's entry: the C++ resource, and the Rust resource that serves the same memory and
@@ -93,7 +93,7 @@ struct displaced {
   /// Replaced by a setter.
   std::shared_ptr<any_device_resource> replaced;
   shared_handle replaced_rust;
-  std::optional<rust::Box<rmm_rs::RustResource>> rust_previous;
+  std::optional<rust::Box<rmm_rs::PlainResource>> rust_previous;
 };
 
 inline auto& get_ref_map()
@@ -116,8 +116,8 @@ inline shared_handle rust_handle_for(std::shared_ptr<any_device_resource> const&
   if (auto handle = find_rust_handle(*resource)) { return std::move(*handle); }
   auto wrapper =
     rmm_rs::new_cpp_resource_wrapper(std::make_unique<cpp_resource>(resource, /*host_accessible=*/false));
-  check(wrapper->status());
-  return std::make_shared<rust::Box<rmm_rs::RustResource>>(std::move(wrapper));
+  check(wrapper->resource().status());
+  return share_any(std::make_shared<rust::Box<rmm_rs::PlainResource>>(std::move(wrapper)));
 }
 
 /// The entry of `id` (made on first use), after taking over what Rust code set since it was last
@@ -134,8 +134,8 @@ inline device_entry& entry_for(cuda_device_id::value_type id, displaced& out)
                       .first->second;
   auto const generation = rmm_rs::rust_per_device_generation();  // read before the resource
   if (entry.checked == generation) { return entry; }
-  if (!rmm_rs::rust_per_device_resource_is(id, **entry.rust)) {
-    if (rmm_rs::rust_per_device_resource_is(id, initial_resource().handle())) {
+  if (!rmm_rs::rust_per_device_resource_is(id, *entry.rust)) {
+    if (rmm_rs::rust_per_device_resource_is(id, initial_resource().handle().resource())) {
       out.taken_over      = std::exchange(entry.resource, initial_any());
       out.taken_over_rust = std::exchange(entry.rust, initial_resource().shared());
     } else {
@@ -158,8 +158,8 @@ inline any_device_resource install(cuda_device_id device_id,
   {
     std::lock_guard<std::mutex> lock{ref_map_lock()};
     auto& entry        = entry_for(device_id.value(), old);
-    auto rust_previous = rmm_rs::exchange_rust_per_device_resource(device_id.value(), **rust);
-    check(rust_previous->status());  // only a failed handle, which no C++ constructor returns
+    auto rust_previous = rmm_rs::exchange_rust_per_device_resource(device_id.value(), *rust);
+    check(rust_previous->resource().status());  // only a failed handle, which no C++ constructor returns
     old.rust_previous = std::move(rust_previous);
     old.replaced      = std::exchange(entry.resource, std::move(resource));
     old.replaced_rust = std::exchange(entry.rust, std::move(rust));

@@ -33,7 +33,7 @@ namespace rmm::mr {
  */
 class pool_memory_resource final
   : public detail::rust_resource<pool_memory_resource,
-                                 detail::shared_rust_state,
+                                 detail::shared_rust_state<rmm_rs::PoolResource>,
                                  cuda::mr::device_accessible> {
  public:
   /**
@@ -61,7 +61,7 @@ class pool_memory_resource final
   }
 
   /// Bytes taken from the upstream (handed out and free).
-  [[nodiscard]] std::size_t pool_size() const noexcept { return detail::query_or_zero(rmm_rs::pool_size(handle())); }
+  [[nodiscard]] std::size_t pool_size() const noexcept { return detail::query_or_zero(handle().pool_size()); }
 
   /**
    * @brief Gives every chunk whose blocks are all free back to the upstream (an addition of
@@ -76,7 +76,7 @@ class pool_memory_resource final
    * @throws rmm::logic_error for a moved-from pool; the upstream's error if it refuses a free
    * (that chunk and those after it stay in the pool)
    */
-  std::size_t release() { return detail::query(rmm_rs::pool_release(this->live_handle())); }
+  std::size_t release() { return detail::query(this->live_handle().release()); }
 
   /**
    * @name Allocation during CUDA stream capture (an addition of rmm-rs, not in RMM 26.10)
@@ -141,7 +141,7 @@ class pool_memory_resource final
   /** @} */
 
  private:
-  static rust::Box<rmm_rs::RustResource> make(rmm_rs::RustResource const& upstream,
+  static rust::Box<rmm_rs::PoolResource> make(rmm_rs::AnyResource const& upstream,
                                               std::size_t initial_pool_size,
                                               std::optional<std::size_t> maximum_pool_size)
   {

@@ -20,7 +20,7 @@ namespace rmm::mr {
  */
 class prefetch_resource_adaptor final
   : public detail::rust_resource<prefetch_resource_adaptor,
-                                 detail::shared_rust_state,
+                                 detail::shared_rust_state<rmm_rs::AdaptorResource>,
                                  cuda::mr::device_accessible> {
  public:
   template <class Upstream, std::enable_if_t<detail::is_upstream_for_v<Upstream, prefetch_resource_adaptor>, int> = 0>

@@ -19,7 +19,7 @@ namespace rmm::mr {
 /// for the rest. Copies share it; resources with the same headroom are equal.
 class sam_headroom_memory_resource final
   : public detail::rust_resource<sam_headroom_memory_resource,
-                                 detail::shared_rust_state,
+                                 detail::shared_rust_state<rmm_rs::PlainResource>,
                                  cuda::mr::device_accessible,
                                  cuda::mr::host_accessible> {
  public:

@@ -23,7 +23,7 @@ namespace rmm::mr {
  */
 class statistics_resource_adaptor final
   : public detail::rust_resource<statistics_resource_adaptor,
-                                 detail::shared_rust_state,
+                                 detail::shared_rust_state<rmm_rs::AdaptorResource>,
                                  cuda::mr::device_accessible> {
  public:
   /// Current value, peak value and running total of a quantity.
@@ -82,7 +82,7 @@ class statistics_resource_adaptor final
   std::pair<counter, counter> push_counters()
   {
     rmm_rs::CounterPair enclosing{};
-    detail::check(rmm_rs::statistics_push_counters(live_handle(), enclosing));
+    detail::check(live_handle().statistics_push_counters(enclosing));
     return convert(enclosing);
   }
 
@@ -91,7 +91,7 @@ class statistics_resource_adaptor final
   std::pair<counter, counter> pop_counters()
   {
     rmm_rs::CounterPair popped{};
-    detail::check(rmm_rs::statistics_pop_counters(live_handle(), popped));
+    detail::check(live_handle().statistics_pop_counters(popped));
     return convert(popped);
   }
 
@@ -100,7 +100,7 @@ class statistics_resource_adaptor final
   [[nodiscard]] rmm_rs::CounterPair counters() const noexcept
   {
     rmm_rs::CounterPair c{};
-    if (rmm_rs::statistics_counters(handle(), c).kind != rmm_rs::ErrorKind::Ok) { c = {}; }
+    if (handle().statistics_counters(c).kind != rmm_rs::ErrorKind::Ok) { c = {}; }
     return c;
   }
   static counter convert(rmm_rs::Counter const& c) noexcept { return counter{c.value, c.peak, c.total}; }

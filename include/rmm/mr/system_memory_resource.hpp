@@ -32,7 +32,7 @@ inline bool is_system_memory_supported(cuda_device_id device_id)
 /// stream; deallocation synchronizes it first. All instances are equal.
 class system_memory_resource final
   : public detail::rust_resource<system_memory_resource,
-                                 detail::shared_rust_state,
+                                 detail::shared_rust_state<rmm_rs::PlainResource>,
                                  cuda::mr::device_accessible,
                                  cuda::mr::host_accessible> {
  public:

@@ -17,7 +17,7 @@ namespace rmm::mr {
 /// Holds one lock around every allocation and free of its upstream. Copies share the lock.
 class thread_safe_resource_adaptor final
   : public detail::rust_resource<thread_safe_resource_adaptor,
-                                 detail::shared_rust_state,
+                                 detail::shared_rust_state<rmm_rs::AdaptorResource>,
                                  cuda::mr::device_accessible> {
  public:
   using lock_t = std::lock_guard<std::mutex>;  ///< The lock RMM names (the Rust side holds its own)

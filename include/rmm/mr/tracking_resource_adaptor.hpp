@@ -44,7 +44,7 @@ class tracking_map_cache {
   tracking_map_cache() : state_{std::make_shared<shared>()} {}
 
   /// Rebuilds the map from what the Rust adaptor `handle` tracks now, and returns it.
-  map_type const& refresh(rmm_rs::RustResource const& handle) const
+  map_type const& refresh(rmm_rs::AdaptorResource const& handle) const
   {
     if (state_.get() == nullptr) {  // a moved-from adaptor tracks nothing
       static map_type const none;
@@ -55,7 +55,7 @@ class tracking_map_cache {
     s.map.clear();
     rust::Vec<rmm_rs::TrackedAllocation> tracked;
     // On an error (not a tracking adaptor) the list stays empty, as the map then does.
-    if (rmm_rs::tracked_allocations(handle, tracked).kind != rmm_rs::ErrorKind::Ok) { tracked.clear(); }
+    if (handle.tracked_allocations(tracked).kind != rmm_rs::ErrorKind::Ok) { tracked.clear(); }
     for (auto& a : tracked) {
       std::unique_ptr<rmm::detail::stack_trace> trace;
       if (a.captured) {
@@ -87,7 +87,7 @@ class tracking_map_cache {
 /// Copies share the record.
 class tracking_resource_adaptor final
   : public detail::rust_resource<tracking_resource_adaptor,
-                                 detail::shared_rust_state,
+                                 detail::shared_rust_state<rmm_rs::AdaptorResource>,
                                  cuda::mr::device_accessible> {
  public:
   /// Allocation info type (size, optional stack trace).
@@ -129,7 +129,7 @@ class tracking_resource_adaptor final
   /// Bytes currently allocated through this adaptor.
   [[nodiscard]] std::size_t get_allocated_bytes() const noexcept
   {
-    return detail::query_or_zero(rmm_rs::tracking_allocated_bytes(handle()));
+    return detail::query_or_zero(handle().tracking_allocated_bytes());
   }
 
   /// One line per outstanding allocation, `<pointer>: <size> B`, followed by ` : callstack:` and

@@ -41,7 +41,7 @@ namespace rmm::mr {
  */
 class virtual_pool_memory_resource final
   : public detail::rust_resource<virtual_pool_memory_resource,
-                                 detail::shared_rust_state,
+                                 detail::shared_rust_state<rmm_rs::PoolResource>,
                                  cuda::mr::device_accessible> {
  public:
   /// The less common settings of a virtual pool.
@@ -110,31 +110,31 @@ class virtual_pool_memory_resource final
    */
   std::size_t release_above(std::size_t bytes_to_keep)
   {
-    return detail::query(rmm_rs::virtual_pool_release_above(this->live_handle(), bytes_to_keep));
+    return detail::query(this->live_handle().release_above(bytes_to_keep));
   }
 
   /// Bytes of physical memory mapped into the reservation.
   [[nodiscard]] std::size_t mapped_bytes() const noexcept
   {
-    return detail::query_or_zero(rmm_rs::virtual_pool_mapped_bytes(handle()));
+    return detail::query_or_zero(handle().mapped_bytes());
   }
 
   /// Bytes of addresses reserved: the most the pool may grow to.
   [[nodiscard]] std::size_t reserved_bytes() const noexcept
   {
-    return detail::query_or_zero(rmm_rs::virtual_pool_reserved_bytes(handle()));
+    return detail::query_or_zero(handle().reserved_bytes());
   }
 
   /// Bytes of one granule: the unit of every map and unmap.
   [[nodiscard]] std::size_t granularity() const noexcept
   {
-    return detail::query_or_zero(rmm_rs::virtual_pool_granularity(handle()));
+    return detail::query_or_zero(handle().granularity());
   }
 
   /// Bytes the pool holds (handed out and free).
   [[nodiscard]] std::size_t pool_size() const noexcept
   {
-    return detail::query_or_zero(rmm_rs::virtual_pool_size(handle()));
+    return detail::query_or_zero(handle().pool_size());
   }
 
   /**
@@ -147,7 +147,7 @@ class virtual_pool_memory_resource final
   [[nodiscard]] int export_posix_fd(void const* ptr) const
   {
     return static_cast<int>(detail::query(
-      rmm_rs::virtual_pool_export_posix_fd(this->live_handle(), reinterpret_cast<std::uintptr_t>(ptr))));
+      this->live_handle().export_posix_fd(reinterpret_cast<std::uintptr_t>(ptr))));
   }
 
   /**
@@ -218,7 +218,7 @@ class virtual_pool_memory_resource final
     return opts;
   }
 
-  static rust::Box<rmm_rs::RustResource> make(std::size_t maximum_pool_size,
+  static rust::Box<rmm_rs::PoolResource> make(std::size_t maximum_pool_size,
                                               std::optional<std::size_t> initial_pool_size,
                                               options const& opts)
   {

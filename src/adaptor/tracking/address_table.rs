@@ -1,4 +1,4 @@
-//! A shard's map from block address to record: open addressing with linear probing and
+//! A shard's map from block address to its record (any value type): open addressing with linear probing and
 //! back-shift deletion.
 //!
 //! The tracking adaptor does one insert per allocation and one removal per free, under the
@@ -6,8 +6,6 @@
 //! insert, and removals leave tombstones that later probes walk over and rehashes clear); here a
 //! lookup hashes with one multiplication, probes adjacent slots, and a removal moves the following
 //! entries of the cluster back instead of leaving a tombstone, so probes stay short.
-
-use super::live_map::Record;
 
 /// Multiplier of the address hash (Fibonacci hashing: the top bits index the table). It differs
 /// from the shard selector's, whose top bits are the same for every address of one shard.
@@ -18,19 +16,19 @@ const MIN_SLOTS: usize = 16;
 
 /// Addresses and their records; at most half the slots in use, so probe runs stay short.
 #[derive(Debug)]
-pub(super) struct AddressTable {
-    slots: Box<[Option<(usize, Record)>]>,
+pub(super) struct AddressTable<V> {
+    slots: Box<[Option<(usize, V)>]>,
     len: usize,
 }
 
-impl Default for AddressTable {
+impl<V> Default for AddressTable<V> {
     fn default() -> Self {
         AddressTable { slots: Self::empty(MIN_SLOTS), len: 0 }
     }
 }
 
-impl AddressTable {
-    fn empty(n: usize) -> Box<[Option<(usize, Record)>]> {
+impl<V> AddressTable<V> {
+    fn empty(n: usize) -> Box<[Option<(usize, V)>]> {
         (0..n).map(|_| None).collect()
     }
 
@@ -66,13 +64,13 @@ impl AddressTable {
 
     /// The record of `addr`.
     #[inline]
-    pub fn get(&self, addr: usize) -> Option<&Record> {
+    pub fn get(&self, addr: usize) -> Option<&V> {
         self.find(addr).and_then(|i| self.slots[i].as_ref()).map(|(_, r)| r)
     }
 
     /// Adds `rec` at `addr`; false (nothing changed) where `addr` is present.
     #[inline]
-    pub fn insert(&mut self, addr: usize, rec: Record) -> bool {
+    pub fn insert(&mut self, addr: usize, rec: V) -> bool {
         if (self.len + 1) * 2 > self.slots.len() {
             self.grow();
         }
@@ -92,7 +90,7 @@ impl AddressTable {
     /// Takes the record of `addr` out. The entries after it in its probe run move back where
     /// their own probe would still reach them, so no tombstone is left.
     #[inline]
-    pub fn remove(&mut self, addr: usize) -> Option<Record> {
+    pub fn remove(&mut self, addr: usize) -> Option<V> {
         let mut hole = self.find(addr)?;
         let (_, rec) = self.slots[hole].take()?;
         self.len -= 1;
@@ -113,7 +111,7 @@ impl AddressTable {
     }
 
     /// Every entry, in no particular order.
-    pub fn iter(&self) -> impl Iterator<Item = (usize, &Record)> {
+    pub fn iter(&self) -> impl Iterator<Item = (usize, &V)> {
         self.slots.iter().filter_map(|s| s.as_ref().map(|(a, r)| (*a, r)))
     }
 
@@ -138,22 +136,22 @@ mod tests {
     #[test]
     fn agrees_with_a_hash_map() {
         let mut rng = SplitMix64::new(3);
-        let mut t = AddressTable::default();
+        let mut t = AddressTable::<usize>::default();
         let mut m: HashMap<usize, usize> = HashMap::new();
         for _ in 0..200_000 {
             let addr = (rng.next_u64() % 3000) as usize * if rng.next_u64() % 2 == 0 { 256 } else { 8 };
             if rng.next_u64() % 2 == 0 {
                 let bytes = (rng.next_u64() % 1000) as usize;
                 let fresh = !m.contains_key(&addr);
-                assert_eq!(t.insert(addr, Record { bytes, alignment: 256, stack: None }), fresh);
+                assert_eq!(t.insert(addr, bytes), fresh);
                 m.entry(addr).or_insert(bytes);
             } else {
-                assert_eq!(t.remove(addr).map(|r| r.bytes), m.remove(&addr));
+                assert_eq!(t.remove(addr), m.remove(&addr));
             }
             assert_eq!(t.len(), m.len());
         }
         for (&addr, &bytes) in &m {
-            assert_eq!(t.get(addr).map(|r| r.bytes), Some(bytes));
+            assert_eq!(t.get(addr), Some(&bytes));
         }
         assert_eq!(t.iter().count(), m.len());
     }

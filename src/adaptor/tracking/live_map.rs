@@ -20,7 +20,7 @@ pub(super) struct Record {
 }
 
 /// A shard's map from block address to record.
-pub(super) type AddressMap = super::address_table::AddressTable;
+pub(super) type AddressMap = super::address_table::AddressTable<Record>;
 
 /// Shards of the map: a power of two.
 const SHARDS: usize = 64;

@@ -15,35 +15,35 @@
 namespace rmm::mr::detail {
 
 /// Marks `stream` of the pool `h` as capturing into memory private to its capture; its id.
-[[nodiscard]] inline std::uint64_t capture_begin(rmm_rs::RustResource const& h, cuda::stream_ref stream)
+[[nodiscard]] inline std::uint64_t capture_begin(rmm_rs::PoolResource const& h, cuda::stream_ref stream)
 {
-  return query(rmm_rs::capture_begin(h, reinterpret_cast<std::uintptr_t>(stream.get())));
+  return query(h.capture_begin(reinterpret_cast<std::uintptr_t>(stream.get())));
 }
 
 /// The capture on `stream` of the pool `h` ended.
-inline void capture_end(rmm_rs::RustResource const& h, cuda::stream_ref stream)
+inline void capture_end(rmm_rs::PoolResource const& h, cuda::stream_ref stream)
 {
-  check(rmm_rs::capture_end(h, reinterpret_cast<std::uintptr_t>(stream.get())));
+  check(h.capture_end(reinterpret_cast<std::uintptr_t>(stream.get())));
 }
 
 /// Gives capture `id`'s private memory back to the pool `h`.
-inline void capture_release(rmm_rs::RustResource const& h, std::uint64_t id)
+inline void capture_release(rmm_rs::PoolResource const& h, std::uint64_t id)
 {
-  check(rmm_rs::capture_release(h, id));
+  check(h.capture_release(id));
 }
 
 /// The ids of the captures whose private memory the pool `h` keeps.
-[[nodiscard]] inline std::vector<std::uint64_t> capture_ids(rmm_rs::RustResource const& h)
+[[nodiscard]] inline std::vector<std::uint64_t> capture_ids(rmm_rs::PoolResource const& h)
 {
   rust::Vec<std::uint64_t> ids;
-  check(rmm_rs::capture_ids(h, ids));
+  check(h.capture_ids(ids));
   return std::vector<std::uint64_t>(ids.begin(), ids.end());
 }
 
 /// Bytes of private memory the pool `h` keeps for capture `id`.
-[[nodiscard]] inline std::size_t capture_pool_bytes(rmm_rs::RustResource const& h, std::uint64_t id)
+[[nodiscard]] inline std::size_t capture_pool_bytes(rmm_rs::PoolResource const& h, std::uint64_t id)
 {
-  return query(rmm_rs::capture_pool_bytes(h, id));
+  return query(h.capture_pool_bytes(id));
 }
 
 }  // namespace rmm::mr::detail
