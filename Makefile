@@ -462,8 +462,9 @@ docs: python-install $(VENV_PY)/bin/pdoc
 	cp -r $(CARGO_TARGET_DIR)/doc $(DOCS_DIR)/rust
 	cd $(REPO)/build && $(VENV_PY)/bin/python $(REPO)/python/tools/api_docs.py $(DOCS_DIR)/python
 	@echo "rmm-rs: API references in $(DOCS_DIR)/rust/rmm/index.html and $(DOCS_DIR)/python/index.html"
+# The stubs import typing_extensions (mypy brings it for python-typecheck; docs may run first).
 $(VENV_PY)/bin/pdoc: | $(VENV_PY)/bin/maturin
-	$(VENV_PY)/bin/pip install -q --disable-pip-version-check 'pdoc==$(PDOC_VERSION)'
+	$(VENV_PY)/bin/pip install -q --disable-pip-version-check 'pdoc==$(PDOC_VERSION)' typing_extensions
 
 # The wheel a user installs, one per CUDA major: distribution rmm-rs-cu13 or rmm-rs-cu12, import
 # name rmm, with the stubs and py.typed; maturin builds it (release) as rmm-rs and
