@@ -20,10 +20,12 @@ impl PoolResource {
     /// `stream` is live for the call (see the module's documentation).
     #[inline(never)]
     unsafe fn allocate_or_null_not_classic(&self, bytes: usize, alignment: usize, stream: usize) -> usize {
-        // SAFETY: the caller's contract: `stream` is live for the call.
-        let view = unsafe { stream_view(stream) };
         match &self.pool {
-            Direct::Virtual(v) => pointer_or_null(|| v.allocate(bytes, alignment, view)),
+            Direct::Virtual(v) => {
+                // SAFETY: the caller's contract: `stream` is live for the call.
+                let view = unsafe { stream_view(stream) };
+                pointer_or_null(|| v.allocate(bytes, alignment, view))
+            }
             // SAFETY: the caller's contract, passed on.
             _ => unsafe { self.any.allocate_or_null(stream, bytes, alignment) },
         }
@@ -36,12 +38,14 @@ impl PoolResource {
     #[cold]
     #[inline(never)]
     unsafe fn deallocate_not_classic(&self, stream: usize, ptr: usize, bytes: usize, alignment: usize) {
-        // SAFETY: the caller's contract: `stream` is live for the call.
-        let view = unsafe { stream_view(stream) };
         match &self.pool {
-            Direct::Virtual(v) => self
-                .any
-                .free_or_report(ptr, bytes, alignment, stream, || v.deallocate(ptr as *mut u8, bytes, alignment, view)),
+            Direct::Virtual(v) => {
+                // SAFETY: the caller's contract: `stream` is live for the call.
+                let view = unsafe { stream_view(stream) };
+                self.any.free_or_report(ptr, bytes, alignment, stream, || {
+                    v.deallocate(ptr as *mut u8, bytes, alignment, view)
+                })
+            }
             // SAFETY: the caller's contract, passed on.
             _ => unsafe { self.any.deallocate(stream, ptr, bytes, alignment) },
         }
