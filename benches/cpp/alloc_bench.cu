@@ -15,8 +15,9 @@
  * memory), arena (arena_memory_resource, 50% of free memory), fixed_size (fixed_size_memory_resource
  * over cuda, 1 MiB blocks), binning (RMM's benchmark configuration, benchmarks/random_allocations'
  * make_binning: binning_memory_resource with bins of 2^18 .. 2^22 bytes over a pool made like
- * `pool`), stats_tracking_pool (statistics_resource_adaptor over tracking_resource_adaptor over a
- * pool made like `pool`: Dask-CUDA's usual stack), cuda_async (cuda_async_memory_resource), cuda
+ * `pool`), statistics_pool, tracking_pool and limiting_pool (one adaptor over a pool made like
+ * `pool`; the limit is the pool's size), stats_tracking_pool (statistics_resource_adaptor over
+ * tracking_resource_adaptor over a pool made like `pool`: Dask-CUDA's usual stack), cuda_async (cuda_async_memory_resource), cuda
  * (cuda_memory_resource). With --baselines also: cudaMallocAsync and cudaMalloc called directly
  * (impl "raw"), Thrust's own temporary allocator (thrust_default) and preallocated buffers for
  * multi_stream.
@@ -33,6 +34,9 @@
  *                       seed 42). ns per operation, median of up to 7 runs after a warm-up of at
  *                       least 0.3 s (one run for a resource slower than half the budget). (The
  *                       live count is a random walk: it peaks near 470, so the cap never binds.)
+ *   mixed_trace         the same on sizes log-uniform in [256 B, 256 MiB], at most 200 live blocks
+ *                       (seed 42): small and very large requests together, as the arena and
+ *                       binning resources meet them.
  *   threads             N threads (--threads, default 1, 2, 4, 8, 16), each replaying its own trace
  *                       (seed 1000 + t) against the one resource, in three stream patterns
  *                       (--patterns, default all): own (each thread its own rmm::cuda_stream),
@@ -78,6 +82,7 @@
 #include <rmm/mr/cuda_memory_resource.hpp>
 #include <rmm/mr/fixed_size_memory_resource.hpp>
 #include <rmm/mr/pool_memory_resource.hpp>
+#include <rmm/mr/limiting_resource_adaptor.hpp>
 #include <rmm/mr/statistics_resource_adaptor.hpp>
 #include <rmm/mr/tracking_resource_adaptor.hpp>
 #if __has_include(<rmm/mr/virtual_pool_memory_resource.hpp>)
@@ -304,19 +309,32 @@ struct trace_op {
 
 constexpr std::size_t trace_max_live = 1000;
 
-std::vector<trace_op> make_trace(std::uint64_t seed, std::size_t num_ops)
+/// The shape of a random trace: request sizes log-uniform in [min_bytes, max_bytes], at most
+/// max_live blocks live.
+struct trace_shape {
+  std::size_t min_bytes;
+  std::size_t max_bytes;
+  std::size_t max_live;
+};
+
+/// fixed_trace's shape, and mixed_trace's (small and very large requests together).
+constexpr trace_shape fixed_shape{8, mib, trace_max_live};
+constexpr trace_shape mixed_shape{256, 256 * mib, 200};
+
+std::vector<trace_op> make_trace(std::uint64_t seed, std::size_t num_ops, trace_shape shape = fixed_shape)
 {
   splitmix64 rng{seed};
   std::vector<trace_op> ops;
   ops.reserve(num_ops);
   std::size_t live = 0;
-  double const lo = std::log2(8.0);
-  double const hi = std::log2(static_cast<double>(mib));
+  double const lo = std::log2(static_cast<double>(shape.min_bytes));
+  double const hi = std::log2(static_cast<double>(shape.max_bytes));
   for (std::size_t i = 0; i < num_ops; ++i) {
-    bool const alloc = live == 0 || (live < trace_max_live && rng.unit() < 0.5);
+    bool const alloc = live == 0 || (live < shape.max_live && rng.unit() < 0.5);
     if (alloc) {
       auto size = static_cast<std::uint32_t>(std::exp2(lo + (hi - lo) * rng.unit()));
-      size      = std::clamp<std::uint32_t>(size, 8, static_cast<std::uint32_t>(mib));
+      size      = std::clamp<std::uint32_t>(size, static_cast<std::uint32_t>(shape.min_bytes),
+                                       static_cast<std::uint32_t>(shape.max_bytes));
       ops.push_back({size, 0});
       ++live;
     } else {
@@ -515,10 +533,10 @@ void bench_random_allocations(reporter const& out, rmm::device_async_resource_re
 
 /// Replays the fixed trace on one stream: warm-up, then the median of up to 7 runs. Returns ns/op
 /// (infinity when cut off or failed) for the threads workload's projection.
-double bench_fixed_trace(reporter const& out, rmm::device_async_resource_ref mr, std::vector<trace_op> const& trace)
+double bench_fixed_trace(reporter const& out, rmm::device_async_resource_ref mr, std::vector<trace_op> const& trace,
+                         char const* w = "fixed_trace", char const* shape = "live<=1000;8B-1MiB")
 {
-  char const* const w = "fixed_trace";
-  std::string const param = "ops=" + std::to_string(trace.size()) + ";live<=1000;8B-1MiB";
+  std::string const param = "ops=" + std::to_string(trace.size()) + ";" + shape;
   try {
     rmm::cuda_stream stream;
     std::vector<block> live;
@@ -979,6 +997,7 @@ void bench_thrust(reporter const& out, rmm::device_async_resource_ref mr)
 
 struct workload_inputs {
   std::vector<trace_op> trace;
+  std::vector<trace_op> mixed_trace;
   std::vector<std::vector<trace_op>> thread_traces;
 };
 
@@ -990,6 +1009,9 @@ void run_all(reporter const& out, rmm::device_async_resource_ref mr, workload_in
   // fixed_trace's ns/op projects the threads runs; without fixed_trace they run to their cut-off.
   std::optional<double> single;
   if (wanted(opts.only, "fixed_trace")) { single = bench_fixed_trace(out, mr, in.trace); }
+  if (wanted(opts.only, "mixed_trace")) {
+    bench_fixed_trace(out, mr, in.mixed_trace, "mixed_trace", "live<=200;256B-256MiB");
+  }
   if (wanted(opts.only, "threads")) { bench_threads(out, mr, in.thread_traces, single); }
   if (wanted(opts.only, "multi_stream")) { bench_multi_stream(out, mr); }
   if (wanted(opts.only, "thrust") && shared_thrust_data != nullptr) { bench_thrust(out, mr); }
@@ -1015,7 +1037,7 @@ void print_usage()
   std::puts(
     "alloc_bench [--baselines] [--budget-s S] [--only w1,w2] [--resources r1,r2]\n"
     "            [--patterns own,shared,ptds] [--threads 1,2,4,8,16] [--quick]\n"
-    "  workloads: random_allocations fixed_trace threads multi_stream thrust\n"
+    "  workloads: random_allocations fixed_trace mixed_trace threads multi_stream thrust\n"
     "  resources: pool arena fixed_size binning stats_tracking_pool virtual_pool (rmm-rs only)\n"
     "             cuda_async cuda; with --baselines also cudaMallocAsync cudaMalloc thrust_default preallocated\n"
     "  patterns (threads): own (a stream per thread), shared (one stream for all threads),\n"
@@ -1131,6 +1153,7 @@ int main(int argc, char** argv)
     workload_inputs in;
     std::size_t const trace_ops = opts.quick ? 20'000 : 200'000;
     in.trace                    = make_trace(42, trace_ops);
+    in.mixed_trace              = make_trace(42, trace_ops, mixed_shape);
     int const most_threads      = *std::max_element(opts.thread_counts.begin(), opts.thread_counts.end());
     for (int t = 0; t < std::max(most_threads, 16); ++t) {
       in.thread_traces.push_back(make_trace(1000 + static_cast<std::uint64_t>(t), trace_ops));
@@ -1159,6 +1182,20 @@ int main(int argc, char** argv)
     with_resource(impl, "binning", in, [] {
       rmm::mr::pool_memory_resource pool{rmm::mr::cuda_memory_resource{}, rmm::percent_of_free_device_memory(50)};
       return rmm::mr::binning_memory_resource{pool, 18, 22};
+    });
+    // Each adaptor alone over a pool like `pool`: what one layer costs.
+    with_resource(impl, "statistics_pool", in, [] {
+      rmm::mr::pool_memory_resource pool{rmm::mr::cuda_memory_resource{}, rmm::percent_of_free_device_memory(50)};
+      return rmm::mr::statistics_resource_adaptor{pool};
+    });
+    with_resource(impl, "tracking_pool", in, [] {
+      rmm::mr::pool_memory_resource pool{rmm::mr::cuda_memory_resource{}, rmm::percent_of_free_device_memory(50)};
+      return rmm::mr::tracking_resource_adaptor{pool};
+    });
+    with_resource(impl, "limiting_pool", in, [] {
+      auto const size = rmm::percent_of_free_device_memory(50);
+      rmm::mr::pool_memory_resource pool{rmm::mr::cuda_memory_resource{}, size};
+      return rmm::mr::limiting_resource_adaptor{pool, size};
     });
     // Dask-CUDA's usual stack: statistics over tracking over a pool like `pool`.
     with_resource(impl, "stats_tracking_pool", in, [] {
