@@ -15,9 +15,9 @@ thread_local! {
     static CACHE: RefCell<Vec<Entry>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Runs `f` with the current resource of `device`, from this thread's cache when the table has not
-/// changed since it was read.
-pub fn with_resource<T>(device: i32, f: impl FnOnce(&SharedResource) -> T) -> T {
+/// The current resource of `device` (a new handle to it), from this thread's cache when the table
+/// has not changed since it was read.
+pub fn resource_of(device: i32) -> SharedResource {
     let now = generation();
     let cached = CACHE.try_with(|cache| {
         let mut cache = cache.borrow_mut();
@@ -35,9 +35,9 @@ pub fn with_resource<T>(device: i32, f: impl FnOnce(&SharedResource) -> T) -> T 
         Some(cache[slot].2.clone())
     });
     match cached {
-        Ok(Some(resource)) => f(&resource),
+        Ok(Some(resource)) => resource,
         // The thread is being torn down and its cache is gone: read the table directly.
-        _ => f(&get_per_device_resource_with_generation(DeviceId(device)).0),
+        _ => get_per_device_resource_with_generation(DeviceId(device)).0,
     }
 }
 
@@ -55,11 +55,11 @@ mod tests {
         let a: SharedResource = Arc::new(HostMemoryResource::new());
         let b: SharedResource = Arc::new(HostMemoryResource::new());
         set_per_device_resource(DeviceId(ID), a.clone());
-        assert!(with_resource(ID, |mr| Arc::ptr_eq(mr, &a)));
-        assert!(with_resource(ID, |mr| Arc::ptr_eq(mr, &a)));
+        assert!(Arc::ptr_eq(&resource_of(ID), &a));
+        assert!(Arc::ptr_eq(&resource_of(ID), &a));
         set_per_device_resource(DeviceId(ID), b.clone());
-        assert!(with_resource(ID, |mr| Arc::ptr_eq(mr, &b)));
+        assert!(Arc::ptr_eq(&resource_of(ID), &b));
         reset_per_device_resource(DeviceId(ID));
-        assert!(!with_resource(ID, |mr| Arc::ptr_eq(mr, &b)));
+        assert!(!Arc::ptr_eq(&resource_of(ID), &b));
     }
 }

@@ -13,7 +13,7 @@
 //! until the last of its tensors is freed. Changing the current resource while PyTorch holds
 //! tensors is then harmless. A free of a pointer the hook never handed out is ignored.
 
-use crate::resource_cache::with_resource;
+use crate::resource_cache::resource_of;
 use parking_lot::Mutex;
 use rmm::resource::AddressHasher;
 use rmm::{device, CudaStreamView, DeviceId, SharedResource, DEFAULT_ALIGNMENT};
@@ -63,23 +63,29 @@ pub extern "C" fn rmm_rs_torch_allocate_or_null(size: usize, device: i32, stream
     allocate(size, device, stream).unwrap_or(std::ptr::null_mut())
 }
 
-/// The allocation both hooks make; the error is None for a panic, which is caught here.
+/// The allocation both hooks make; the error is None for a panic, which is caught here. A block
+/// the resource serves at once (a pool's free block of this stream) needs no device switch; any
+/// other allocation runs with `device` current.
 fn allocate(size: usize, device: i32, stream: *mut c_void) -> Result<*mut c_void, Option<rmm::Error>> {
     // SAFETY: PyTorch passes the live stream the block is used on (its allocator's contract).
     let stream = unsafe { CudaStreamView::from_handle(stream as usize) };
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        device::with_device(DeviceId(device), || {
-            with_resource(device, |mr| {
-                if crate::torch_capture::graph_pools_active() {
-                    crate::torch_capture::mark_if_captured(mr, device, stream)?;
+        let mr = resource_of(device);
+        // A captured allocation is marked first (slow path): never served before the mark.
+        let capturing = crate::torch_capture::graph_pools_active();
+        let ptr = match (!capturing).then(|| mr.try_allocate_immediately(size, DEFAULT_ALIGNMENT, stream)) {
+            Some(Some(ptr)) => ptr,
+            _ => device::with_device(DeviceId(device), || {
+                if capturing {
+                    crate::torch_capture::mark_if_captured(&mr, device, stream)?;
                 }
-                let ptr = mr.allocate(size, DEFAULT_ALIGNMENT, stream)?;
-                if !ptr.is_null() {
-                    shard(ptr as usize).lock().insert(ptr as usize, mr.clone());
-                }
-                Ok(ptr)
-            })
-        })
+                mr.allocate(size, DEFAULT_ALIGNMENT, stream)
+            })?,
+        };
+        if !ptr.is_null() {
+            shard(ptr as usize).lock().insert(ptr as usize, mr);
+        }
+        Ok(ptr)
     }));
     match outcome {
         Ok(Ok(ptr)) => Ok(ptr.cast()),
@@ -118,6 +124,10 @@ pub extern "C" fn rmm_rs_torch_deallocate(ptr: *mut c_void, size: usize, device:
         let Some(owner) = shard(addr).lock().remove(&addr) else {
             return;
         };
+        // A free the resource takes at once needs no device switch.
+        if owner.try_deallocate_immediately(ptr.cast(), size, DEFAULT_ALIGNMENT, stream) {
+            return;
+        }
         let freed =
             device::with_device(DeviceId(device), || owner.deallocate(ptr.cast(), size, DEFAULT_ALIGNMENT, stream));
         if freed.is_err() {

@@ -5,7 +5,7 @@
 use super::{DeviceBuffer, State};
 use crate::copy::{copy_bytes, sync_if_default, wait_before_release};
 use crate::error::IntoPy;
-use crate::memory_resource::{current_resource_object, resource_object, DeviceMemoryResource};
+use crate::memory_resource::{resource_object, DeviceMemoryResource};
 use crate::stream::Stream;
 use parking_lot::Mutex;
 use pyo3::prelude::*;
@@ -26,12 +26,20 @@ impl DeviceBuffer {
         stream: Bound<'_, Stream>,
         mr: Option<Bound<'_, DeviceMemoryResource>>,
     ) -> PyResult<Self> {
-        let mr = match mr {
-            Some(mr) => mr.unbind(),
-            None => current_resource_object(py)?,
+        // The current device is asked for once: the resource of `mr=None` is that device's.
+        let (mr, current) = match mr {
+            Some(mr) => (mr.unbind(), None),
+            None => {
+                let device = DeviceId::current().py()?;
+                (resource_object(py, device.value())?, Some(device))
+            }
         };
         let (resource, host_only) = (mr.get().resource(), mr.get().is_host_only());
-        let device = if host_only { DeviceId::NONE } else { DeviceId::current_or_none().py()? };
+        let device = match (host_only, current) {
+            (true, _) => DeviceId::NONE,
+            (false, Some(device)) => device,
+            (false, None) => DeviceId::current_or_none().py()?,
+        };
         // SAFETY: the buffer's state keeps the stream object (so the stream) as long as the view.
         let view = unsafe { stream.get().view().detach() };
         let ptr = allocate(py, resource, size, view)?;

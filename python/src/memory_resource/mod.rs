@@ -24,7 +24,7 @@ mod resources;
 mod suballocators;
 mod virtual_pool;
 
-pub use per_device::{current_resource_object, resource_object};
+pub use per_device::resource_object;
 pub use resources::*;
 
 /// The base of every resource class.

@@ -44,7 +44,7 @@ pub fn clear() {
 }
 
 /// The Python resource object of the current device (what `mr=None` means).
-pub fn current_resource_object(py: Python<'_>) -> PyResult<Py<DeviceMemoryResource>> {
+fn current_resource_object(py: Python<'_>) -> PyResult<Py<DeviceMemoryResource>> {
     resource_object(py, current_device()?)
 }
 
