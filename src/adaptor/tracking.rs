@@ -64,8 +64,8 @@ impl<U: MemoryResource> TrackingResourceAdaptor<U> {
     /// allocated during it.
     pub fn outstanding_allocations(&self) -> Vec<AllocationRecord> {
         let mut out = Vec::new();
-        self.live.for_each(|ptr, e| {
-            out.push(AllocationRecord { ptr, bytes: e.bytes, alignment: e.alignment, stack: e.stack.clone() })
+        self.live.for_each(|ptr, e, stack| {
+            out.push(AllocationRecord { ptr, bytes: e.bytes, alignment: e.alignment, stack: stack.cloned() })
         });
         out.sort_unstable_by_key(|r| r.ptr);
         out
