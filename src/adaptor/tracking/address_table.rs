@@ -46,6 +46,16 @@ impl<V: Default + Copy> AddressTable<V> {
         ((addr as u64).wrapping_mul(MULTIPLIER) >> self.shift) as usize & self.mask
     }
 
+    /// The address in slot `i & mask`. Called only while there are slots: `find` returns early
+    /// on an empty table, `insert` grows one first, and `remove` walks only after `find` found.
+    #[inline]
+    fn key(&self, i: usize) -> usize {
+        debug_assert!(!self.slots.is_empty());
+        // SAFETY: `slots` is not empty (see above) and its length is a power of two, `mask` one
+        // less, so `i & mask < slots.len()`.
+        unsafe { self.slots.get_unchecked(i & self.mask).0 }
+    }
+
     /// The slot holding `addr`, if any.
     #[inline]
     fn find(&self, addr: usize) -> Option<usize> {
@@ -54,7 +64,7 @@ impl<V: Default + Copy> AddressTable<V> {
         }
         let mut i = self.home(addr);
         loop {
-            let a = self.slots[i].0;
+            let a = self.key(i);
             // Empty first, so that `EMPTY` itself is never found.
             if a == EMPTY {
                 return None;
@@ -88,7 +98,7 @@ impl<V: Default + Copy> AddressTable<V> {
         }
         let mut i = self.home(addr);
         loop {
-            let a = self.slots[i].0;
+            let a = self.key(i);
             if a == addr {
                 return false;
             }
@@ -113,7 +123,7 @@ impl<V: Default + Copy> AddressTable<V> {
         let mut j = hole;
         loop {
             j = (j + 1) & self.mask;
-            let a = self.slots[j].0;
+            let a = self.key(j);
             if a == EMPTY {
                 break;
             }
