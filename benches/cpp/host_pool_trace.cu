@@ -7,20 +7,24 @@
 //
 //   nvcc -O2 -std=c++17 -I$CUDA_HOME/include/cccl -Iinclude -Itarget/cxxbridge \
 //     benches/cpp/host_pool_trace.cu -o host_pool_trace target/release/librmm_cpp.a -lpthread -ldl -L$CUDA_HOME/lib
-//   valgrind --tool=cachegrind --cache-sim=no ./host_pool_trace [pool|arena|history|history-on|statistics] [long]
+//   valgrind --tool=cachegrind --cache-sim=no ./host_pool_trace [pool|arena|history|history-on|statistics|tracking|limiting|stack] [long]
 //
 // `history` is the pool under a history_resource_adaptor that does not record (the cost of the
 // adaptor while recording is off), `history-on` the same recording every operation (a ring of
-// 65536 events, no stacks); `statistics` the pool under a statistics_resource_adaptor, the cost
-// of any adaptor between the bridge and the pool, for comparison.
+// 65536 events, no stacks); `statistics`, `tracking` and `limiting` the pool under that one
+// adaptor (tracking without stacks, limiting with no effective limit), the cost of each adaptor
+// between the bridge and the pool; `stack` Dask-CUDA's usual statistics over tracking over the
+// pool.
 //
 // 5 replays (10^6 operations); a second argument: 20. Instructions per operation: the total of a
 // run less that of `./host_pool_trace <resource> 0` (construction and teardown only, no replay),
 // divided by the operations printed.
 #include <rmm/mr/arena_memory_resource.hpp>
 #include <rmm/mr/history_resource_adaptor.hpp>
+#include <rmm/mr/limiting_resource_adaptor.hpp>
 #include <rmm/mr/pool_memory_resource.hpp>
 #include <rmm/mr/statistics_resource_adaptor.hpp>
+#include <rmm/mr/tracking_resource_adaptor.hpp>
 #include <rmm/resource_ref.hpp>
 #include <cuda/memory_resource>
 #include <cstdint>
@@ -74,8 +78,13 @@ int main(int argc, char** argv) {
   bool const history    = std::strcmp(what, "history") == 0;
   bool const history_on = std::strcmp(what, "history-on") == 0;
   bool const stats      = std::strcmp(what, "statistics") == 0;
-  if (!arena && !history && !history_on && !stats && std::strcmp(what, "pool") != 0) {
-    std::fprintf(stderr, "usage: %s [pool|arena|history|history-on|statistics] [long|0]\n", argv[0]);
+  bool const tracking   = std::strcmp(what, "tracking") == 0;
+  bool const limiting   = std::strcmp(what, "limiting") == 0;
+  bool const stack      = std::strcmp(what, "stack") == 0;
+  if (!arena && !history && !history_on && !stats && !tracking && !limiting && !stack &&
+      std::strcmp(what, "pool") != 0) {
+    std::fprintf(stderr, "usage: %s [pool|arena|history|history-on|statistics|tracking|limiting|stack] [long|0]\n",
+                 argv[0]);
     return 2;
   }
   int const runs = argc > 2 ? (std::strcmp(argv[2], "0") == 0 ? 0 : 20) : 5;
@@ -89,6 +98,17 @@ int main(int argc, char** argv) {
     ops = replay(mr, runs);
   } else if (stats) {
     rmm::mr::statistics_resource_adaptor mr{rmm::mr::pool_memory_resource{host_up{}, std::size_t{256} << 20}};
+    ops = replay(mr, runs);
+  } else if (tracking) {
+    rmm::mr::tracking_resource_adaptor mr{rmm::mr::pool_memory_resource{host_up{}, std::size_t{256} << 20}};
+    ops = replay(mr, runs);
+  } else if (limiting) {
+    rmm::mr::limiting_resource_adaptor mr{rmm::mr::pool_memory_resource{host_up{}, std::size_t{256} << 20},
+                                          std::size_t{1} << 40};
+    ops = replay(mr, runs);
+  } else if (stack) {
+    rmm::mr::pool_memory_resource pool{host_up{}, std::size_t{256} << 20};
+    rmm::mr::statistics_resource_adaptor mr{rmm::mr::tracking_resource_adaptor{pool}};
     ops = replay(mr, runs);
   } else {
     rmm::mr::pool_memory_resource mr{host_up{}, std::size_t{256} << 20};

@@ -34,7 +34,16 @@ pub struct AllocationRecord {
 /// outstanding byte count drops by that size, stopping at zero); a free with a size different
 /// from the allocation's is logged and forwarded with the allocation's size, ending its tracking.
 /// 0-byte allocations go to the upstream and are not tracked; their frees are forwarded. A free
-/// the upstream refuses leaves the adaptor as it was and returns the upstream's error.
+/// the upstream refuses leaves the adaptor as it was and returns the upstream's error. An address
+/// the upstream hands out while it is still tracked is refused with [`Error::InvalidArgument`]
+/// and left alone.
+///
+/// The map of live blocks is split into shards by the 1 MiB region a block starts in, each with
+/// its own lock and byte count, summed when read: threads that allocate in regions of their own
+/// (a pool's streams each get ranges of their own) do not share a lock or a cache line, a free
+/// from any thread and the check for an address handed out twice are one lookup in one shard,
+/// and every query is exact whenever no allocation or free is in flight (`tracking/live_map.rs`
+/// says why this and not per-thread tables).
 #[derive(Debug)]
 pub struct TrackingResourceAdaptor<U> {
     upstream: U,
@@ -64,8 +73,8 @@ impl<U: MemoryResource> TrackingResourceAdaptor<U> {
     /// allocated during it.
     pub fn outstanding_allocations(&self) -> Vec<AllocationRecord> {
         let mut out = Vec::new();
-        self.live.for_each(|ptr, e| {
-            out.push(AllocationRecord { ptr, bytes: e.bytes, alignment: e.alignment, stack: e.stack.clone() })
+        self.live.for_each(|ptr, e, stack| {
+            out.push(AllocationRecord { ptr, bytes: e.bytes, alignment: e.alignment, stack: stack.cloned() })
         });
         out.sort_unstable_by_key(|r| r.ptr);
         out
