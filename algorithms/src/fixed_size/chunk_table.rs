@@ -13,11 +13,14 @@ use crate::error::Misuse;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-/// One chunk: `blocks` blocks of the table's block size from `start`, one live flag each.
+/// One chunk: `blocks` blocks of the table's block size from `start`, one live flag each. Its
+/// start and size sit in the table's snapshot itself, so a lookup's search reads one array, and
+/// the flags are one pointer away.
+#[derive(Clone)]
 struct Chunk {
     start: usize,
     blocks: usize,
-    live: Box<[AtomicU8]>,
+    live: Arc<[AtomicU8]>,
 }
 
 /// Chunks sorted by address, each with a bitmap of its handed-out blocks.
@@ -25,7 +28,7 @@ pub struct ChunkTable {
     block_size: usize,
     /// log2 of the block size where it is a power of two (a shift instead of a division).
     block_shift: Option<u32>,
-    chunks: GrowOnly<Arc<Chunk>>,
+    chunks: GrowOnly<Chunk>,
     total_blocks: AtomicUsize,
 }
 
@@ -47,7 +50,7 @@ impl ChunkTable {
     /// no chunk already in the table (the upstream handed it out).
     pub fn add(&self, start: usize, blocks: usize) {
         let live = (0..blocks).map(|_| AtomicU8::new(0)).collect();
-        let chunk = Arc::new(Chunk { start, blocks, live });
+        let chunk = Chunk { start, blocks, live };
         self.chunks.update(|chunks| {
             let at = chunks.partition_point(|c| c.start < start);
             chunks.insert(at, chunk);
@@ -60,11 +63,23 @@ impl ChunkTable {
     #[inline]
     fn locate(&self, ptr: usize) -> Result<(&Chunk, usize), Misuse> {
         let chunks = self.chunks.read();
-        let at = chunks.partition_point(|c| c.start <= ptr);
-        let Some(i) = at.checked_sub(1) else {
+        // The last chunk starting at or before `ptr`: a binary search without branches on the
+        // data (chunks are few, and the pointers freed come in no order a predictor could learn).
+        let Some(mut chunk) = chunks.first() else {
             return Err(Misuse::UnknownPointer { ptr });
         };
-        let chunk = &*chunks[i];
+        let mut rest = chunks;
+        while rest.len() > 1 {
+            let half = rest.len() / 2;
+            let (low, high) = rest.split_at(half);
+            rest = if high[0].start <= ptr { high } else { low };
+        }
+        if let Some(c) = rest.first() {
+            chunk = c;
+        }
+        if ptr < chunk.start {
+            return Err(Misuse::UnknownPointer { ptr });
+        }
         let offset = ptr - chunk.start;
         let (index, rest) = match self.block_shift {
             Some(shift) => (offset >> shift, offset & (self.block_size - 1)),
