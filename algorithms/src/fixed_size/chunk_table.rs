@@ -59,27 +59,25 @@ impl ChunkTable {
         self.total_blocks.fetch_add(blocks, Ordering::Release);
     }
 
-    /// The chunk and block index of the block starting at `ptr`.
-    #[inline]
-    fn locate(&self, ptr: usize) -> Result<(&Chunk, usize), Misuse> {
-        let chunks = self.chunks.read();
-        // The last chunk starting at or before `ptr`: a binary search without branches on the
-        // data (chunks are few, and the pointers freed come in no order a predictor could learn).
-        let Some(mut chunk) = chunks.first() else {
-            return Err(Misuse::UnknownPointer { ptr });
-        };
-        let mut rest = chunks;
+    /// The last chunk starting at or before `ptr`, if any: a binary search without branches on
+    /// the data (chunks are few, and the pointers freed come in no order a predictor could learn).
+    #[inline(always)]
+    fn chunk_at_or_before(&self, ptr: usize) -> Option<&Chunk> {
+        let mut rest = self.chunks.read();
         while rest.len() > 1 {
             let half = rest.len() / 2;
             let (low, high) = rest.split_at(half);
             rest = if high[0].start <= ptr { high } else { low };
         }
-        if let Some(c) = rest.first() {
-            chunk = c;
-        }
-        if ptr < chunk.start {
+        rest.first().filter(|c| c.start <= ptr)
+    }
+
+    /// The chunk and block index of the block starting at `ptr`.
+    #[inline]
+    fn locate(&self, ptr: usize) -> Result<(&Chunk, usize), Misuse> {
+        let Some(chunk) = self.chunk_at_or_before(ptr) else {
             return Err(Misuse::UnknownPointer { ptr });
-        }
+        };
         let offset = ptr - chunk.start;
         let (index, rest) = match self.block_shift {
             Some(shift) => (offset >> shift, offset & (self.block_size - 1)),
@@ -97,7 +95,14 @@ impl ChunkTable {
     /// Marks the free block at `ptr` handed out.
     #[inline]
     pub fn mark_live(&self, ptr: usize) {
-        let (c, b) = self.locate(ptr).expect("a free block lies in a chunk");
+        // A block of a free list starts a block of a chunk: the checks of a free are not needed
+        // (an index past the chunk still fails, at the flag's bounds check).
+        let c = self.chunk_at_or_before(ptr).expect("a free block lies in a chunk");
+        debug_assert!(self.locate(ptr).is_ok(), "block {ptr:#x} is no block of a chunk");
+        let b = match self.block_shift {
+            Some(shift) => (ptr - c.start) >> shift,
+            None => (ptr - c.start) / self.block_size,
+        };
         debug_assert_eq!(c.live[b].load(Ordering::Relaxed), 0, "block {ptr:#x} handed out twice");
         c.live[b].store(1, Ordering::Release);
     }
