@@ -415,3 +415,78 @@ fn threads_free_blocks_whose_superblocks_defragmentations_move() {
     let all = r.allocate(SIZE, 256, stream(9)).unwrap();
     r.deallocate(all, SIZE, 256, stream(9)).unwrap();
 }
+
+/// Counts synchronisations of everything; `trusted` streams (else each named by a driver id that
+/// never changes) as a device order would see streams of this library or foreign ones.
+struct CountingOrder {
+    syncs: Arc<std::sync::atomic::AtomicUsize>,
+    trusted: bool,
+}
+
+impl rmm::pool::StreamOrder for CountingOrder {
+    fn record(&self, _: rmm::pool::StreamKey, _: rmm::pool::StreamIdentity) -> rmm::Result<()> {
+        Ok(())
+    }
+    fn wait(&self, _: rmm::pool::StreamKey, _: rmm::pool::StreamIdentity, _: rmm::pool::StreamKey) -> rmm::Result<()> {
+        Ok(())
+    }
+    fn synchronize_all(&self) -> rmm::Result<()> {
+        self.syncs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(())
+    }
+    fn identity(&self, key: rmm::pool::StreamKey, _: rmm::pool::StreamIdentity) -> rmm::pool::StreamIdentity {
+        match key.handle() {
+            Some(h) if !self.trusted => rmm::pool::StreamIdentity::Driver(h as u64),
+            _ => rmm::pool::StreamIdentity::Trusted,
+        }
+    }
+}
+
+fn counted_arena(bytes: usize, trusted: bool) -> (Arena, Arc<std::sync::atomic::AtomicUsize>) {
+    let syncs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let order = Box::new(CountingOrder { syncs: syncs.clone(), trusted });
+    // SAFETY: host memory that no device work touches; the order only counts.
+    let r = unsafe { ArenaMemoryResource::with_stream_order(HostMemoryResource::new(), Some(bytes), false, order) };
+    // Counted from here: construction synchronises once.
+    syncs.store(0, std::sync::atomic::Ordering::SeqCst);
+    (r.unwrap(), syncs)
+}
+
+#[test]
+fn a_large_block_serves_its_own_stream_at_once_and_another_only_after_a_synchronisation() {
+    use std::sync::atomic::Ordering::SeqCst;
+    const SIZE: usize = 8 << 20;
+    let (r, syncs) = counted_arena(SIZE, true);
+    let x = r.allocate(6 << 20, 256, stream(1)).unwrap();
+    r.deallocate(x, 6 << 20, 256, stream(1)).unwrap();
+    // The freeing stream takes it back without waiting for anything.
+    assert_eq!(r.allocate(5 << 20, 256, stream(1)).unwrap(), x);
+    r.deallocate(x, 5 << 20, 256, stream(1)).unwrap();
+    assert_eq!(syncs.load(SeqCst), 0);
+    // Another stream gets it only after a synchronisation of everything.
+    let y = r.allocate(6 << 20, 256, stream(2)).unwrap();
+    assert_eq!((y, syncs.load(SeqCst)), (x, 1));
+    r.check_invariants().unwrap();
+    // Small blocks of stream 2 and a large one of stream 1 meet again once all are free.
+    r.deallocate(y, 6 << 20, 256, stream(2)).unwrap();
+    let small = r.allocate(4096, 256, stream(2)).unwrap();
+    r.deallocate(small, 4096, 256, stream(1)).unwrap();
+    r.check_invariants().unwrap();
+    let whole = r.allocate(SIZE - (1 << 20), 256, stream(3)).unwrap();
+    r.deallocate(whole, SIZE - (1 << 20), 256, stream(3)).unwrap();
+    assert_eq!(r.state().free_bytes, SIZE);
+}
+
+#[test]
+fn a_large_block_of_a_stream_the_arena_cannot_trust_goes_to_every_stream_after_its_free() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let (r, syncs) = counted_arena(8 << 20, false);
+    let x = r.allocate(6 << 20, 256, stream(1)).unwrap();
+    // Freed after a synchronisation of its stream (as in RMM): any stream takes it at once.
+    r.deallocate(x, 6 << 20, 256, stream(1)).unwrap();
+    assert_eq!(r.allocate(6 << 20, 256, stream(2)).unwrap(), x);
+    assert_eq!(syncs.load(SeqCst), 0);
+    assert!(matches!(r.deallocate(x, 6 << 20, 256, stream(1)), Ok(())));
+    assert!(matches!(r.deallocate(x, 6 << 20, 256, stream(2)), Err(Error::Misuse(Misuse::DoubleFree { .. }))));
+    r.check_invariants().unwrap();
+}

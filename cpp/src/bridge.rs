@@ -10,7 +10,7 @@
 //! | --- | --- | --- |
 //! | `PoolResource` | `pool_memory_resource`, `virtual_pool_memory_resource` | directly |
 //! | `ArenaResource` | `arena_memory_resource` | directly |
-//! | `BlockResource` | `fixed_size_memory_resource`, `binning_memory_resource` | trait object |
+//! | `BlockResource` | `fixed_size_memory_resource`, `binning_memory_resource` | directly |
 //! | `AdaptorResource` | the resource adaptors (statistics, tracking, limiting, logging, history, aligned, thread-safe, prefetch) | trait object |
 //! | `AsyncResource` | `cuda_async_memory_resource`, its view and managed variant | trait object |
 //! | `PlainResource` | cuda, managed, pinned host, system, SAM-headroom and host memory, the callback resource, a C++ resource, the per-device table's | trait object |

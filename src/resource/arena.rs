@@ -70,7 +70,10 @@ struct Shared {
 ///
 /// Stream safety: a thread's arena for a stream serves only that stream. A block freed on a stream
 /// other than its arena's goes back to its arena after that stream is synchronised (as RMM does);
-/// a large block freed on any stream goes back to the global arena after the same synchronisation;
+/// a large block freed on a stream this library can trust (one it made, or a default stream) stays
+/// on that stream's own free lists in the global arena, reused by that stream at once and by others
+/// after a synchronisation of everything, or of the stream as it is destroyed; a large block freed
+/// on any other stream goes back to the global arena after that stream is synchronised (as RMM);
 /// superblocks go back to the global arena only after a synchronisation of the device, when a
 /// request finds the arena out of memory: all of them, as in RMM, those with blocks still handed
 /// out too, which then serve other arenas from their free part and take those blocks' frees
@@ -259,6 +262,21 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
         })
     }
 
+    /// A large request from the global arena: the stream's own large free blocks first, when its
+    /// arena trusts the stream (see `large_blocks.rs` of the algorithm), then the common ones.
+    /// `Ok(None)` when neither fits.
+    #[inline(always)]
+    fn allocate_large(&self, key: StreamKey, requested: usize, size: usize, align: usize) -> Result<Option<usize>> {
+        let trusted = self.with_arena(key, |arena| {
+            let mut state = arena.state.lock();
+            if state.identity != StreamIdentity::Trusted {
+                self.check_identity(arena, &mut state)?;
+            }
+            Ok::<_, Error>(state.identity == StreamIdentity::Trusted)
+        })?;
+        Ok(self.shared.global.lock().allocate_large(requested, size, align, trusted.then_some(key)))
+    }
+
     /// Takes a superblock for `arena` (locked as `state`) and serves the request from it.
     #[cold]
     #[inline(never)]
@@ -309,12 +327,15 @@ unsafe impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
         let Some((size, search)) = rounded_size(bytes).and_then(|size| Some((size, search_size(size, align)?))) else {
             return Err(self.out_of_memory(bytes, "larger than any arena can hold"));
         };
-        if !is_large(search) {
-            if let Some(addr) = self.allocate_small(stream.key(), bytes, size, align)? {
-                return Ok(addr as *mut u8);
-            }
+        let found = if is_large(search) {
+            self.allocate_large(stream.key(), bytes, size, align)?
+        } else {
+            self.allocate_small(stream.key(), bytes, size, align)?
+        };
+        match found {
+            Some(addr) => Ok(addr as *mut u8),
+            None => self.allocate_slow(bytes, size, align, search, stream),
         }
-        self.allocate_slow(bytes, size, align, search, stream)
     }
 
     #[inline]
@@ -324,9 +345,16 @@ unsafe impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
         }
         self.claims.refuse_claimed(ptr)?;
         let key = stream.key();
-        match self.with_arena(key, |arena| arena.state.lock().arena.try_deallocate(ptr as usize, bytes)) {
+        // No small arena holds a block larger than a superblock's smallest size.
+        let small = bytes <= MIN_SUPERBLOCK;
+        let (freed, trusted) = self.with_arena(key, |arena| {
+            let mut state = arena.state.lock();
+            let freed = if small { state.arena.try_deallocate(ptr as usize, bytes) } else { None };
+            (freed, state.identity == StreamIdentity::Trusted)
+        });
+        match freed {
             Some(freed) => freed.map_err(Error::Misuse),
-            None => self.deallocate_elsewhere(ptr as usize, bytes, key, stream),
+            None => self.deallocate_elsewhere(ptr as usize, bytes, key, trusted, stream),
         }
     }
 

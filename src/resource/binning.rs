@@ -18,10 +18,24 @@ use std::sync::Arc;
 /// 256 bytes, which fixed-size blocks do not promise, go to the upstream whatever their size (RMM
 /// ignores the alignment instead).
 pub struct BinningMemoryResource<U: MemoryResource> {
-    /// `(size, resource)` by increasing size. Bins are only ever added, so a lookup reads the
-    /// newest snapshot with one atomic load and writes nothing shared.
-    bins: GrowOnly<(usize, SharedResource)>,
+    /// The bins by increasing size. Bins are only ever added, so a lookup reads the newest
+    /// snapshot with one atomic load and writes nothing shared.
+    bins: GrowOnly<Bin<U>>,
     upstream: Arc<U>,
+}
+
+/// One bin: its size and resource; a fixed-size bin made here also typed, so that requests reach
+/// it without the trait object.
+struct Bin<U: MemoryResource> {
+    size: usize,
+    resource: SharedResource,
+    fixed: Option<Arc<FixedSizeMemoryResource<Arc<U>>>>,
+}
+
+impl<U: MemoryResource> Clone for Bin<U> {
+    fn clone(&self) -> Self {
+        Bin { size: self.size, resource: self.resource.clone(), fixed: self.fixed.clone() }
+    }
 }
 
 impl<U: MemoryResource> BinningMemoryResource<U> {
@@ -53,19 +67,22 @@ impl<U: MemoryResource> BinningMemoryResource<U> {
         let size = align_up(allocation_size, DEFAULT_ALIGNMENT)
             .filter(|&s| s > 0)
             .ok_or_else(|| Error::InvalidArgument(format!("a bin of {allocation_size} bytes")))?;
-        if self.bins.read().iter().any(|&(s, _)| s == size) {
+        if self.bins.read().iter().any(|b| b.size == size) {
             return Ok(());
         }
-        let resource = match bin_resource {
-            Some(r) => r,
-            None => Arc::new(FixedSizeMemoryResource::new(self.upstream.clone(), size, DEFAULT_BLOCKS_TO_PREALLOCATE)?)
-                as SharedResource,
+        let bin = match bin_resource {
+            Some(resource) => Bin { size, resource, fixed: None },
+            None => {
+                let fixed =
+                    Arc::new(FixedSizeMemoryResource::new(self.upstream.clone(), size, DEFAULT_BLOCKS_TO_PREALLOCATE)?);
+                Bin { size, resource: fixed.clone() as SharedResource, fixed: Some(fixed) }
+            }
         };
         // Another thread may have added it meanwhile; the first one stays.
-        self.bins.update(|bins| match bins.binary_search_by_key(&size, |&(s, _)| s) {
+        self.bins.update(|bins| match bins.binary_search_by_key(&size, |b| b.size) {
             Ok(_) => false,
             Err(at) => {
-                bins.insert(at, (size, resource));
+                bins.insert(at, bin);
                 true
             }
         });
@@ -79,17 +96,23 @@ impl<U: MemoryResource> BinningMemoryResource<U> {
 
     /// The sizes of the bins, increasing.
     pub fn bin_sizes(&self) -> Vec<usize> {
-        self.bins.read().iter().map(|&(s, _)| s).collect()
+        self.bins.read().iter().map(|b| b.size).collect()
+    }
+
+    /// The bin that serves `bytes` at `alignment` (already checked); `None`: the upstream does.
+    #[inline(always)]
+    fn bin_of(&self, bytes: usize, alignment: usize) -> Option<&Bin<U>> {
+        // A scan from the smallest bin: bins are few, and small sizes (the most frequent) stop at
+        // the first compare, where a binary search always takes all of its steps.
+        self.bins.read().iter().find(|b| b.size >= bytes).filter(|_| alignment <= DEFAULT_ALIGNMENT)
     }
 
     /// Runs `f` on the resource that serves `bytes` at `alignment` (already checked).
     #[inline]
     fn with_resource<T>(&self, bytes: usize, alignment: usize, f: impl FnOnce(&dyn MemoryResource) -> T) -> T {
-        // A scan from the smallest bin: bins are few, and small sizes (the most frequent) stop at
-        // the first compare, where a binary search always takes all of its steps.
-        match self.bins.read().iter().find(|&&(s, _)| s >= bytes) {
-            Some((_, r)) if alignment <= DEFAULT_ALIGNMENT => f(&**r),
-            _ => f(&*self.upstream),
+        match self.bin_of(bytes, alignment) {
+            Some(b) => f(&*b.resource),
+            None => f(&*self.upstream),
         }
     }
 }
@@ -102,14 +125,22 @@ unsafe impl<U: MemoryResource> MemoryResource for BinningMemoryResource<U> {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<*mut u8> {
         let align = effective_alignment(alignment)?;
         // A 0-byte request goes to the smallest bin (or the upstream without bins), as in RMM.
-        self.with_resource(bytes, align, |r| r.allocate(bytes, alignment, stream))
+        match self.bin_of(bytes, align) {
+            Some(Bin { fixed: Some(f), .. }) => f.allocate(bytes, alignment, stream),
+            Some(b) => b.resource.allocate(bytes, alignment, stream),
+            None => self.upstream.allocate(bytes, alignment, stream),
+        }
     }
 
     #[inline]
     fn deallocate(&self, ptr: *mut u8, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<()> {
         // Forwarded whatever the pointer, to the resource its size chose, as in RMM.
         let align = effective_alignment(alignment)?;
-        self.with_resource(bytes, align, |r| r.deallocate(ptr, bytes, alignment, stream))
+        match self.bin_of(bytes, align) {
+            Some(Bin { fixed: Some(f), .. }) => f.deallocate(ptr, bytes, alignment, stream),
+            Some(b) => b.resource.deallocate(ptr, bytes, alignment, stream),
+            None => self.upstream.deallocate(ptr, bytes, alignment, stream),
+        }
     }
 
     crate::resource::accessibility!(upstream);

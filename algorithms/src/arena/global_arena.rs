@@ -6,6 +6,9 @@
 //! RMM's global arena merges empty superblocks). A map of the superblocks small arenas hold, by
 //! address, tells which arena owns a pointer that is freed through another.
 //!
+//! A large block freed on a stream the resource trusts goes to that stream's own free lists here
+//! (`large_blocks.rs`), reused by that stream at once and by others only after a synchronisation.
+//!
 //! A defragmentation takes every superblock back, as RMM's does, also those with blocks still
 //! handed out in them: such a superblock is *parked* here with those blocks, whole, and goes to
 //! the next small arena that needs a block its free part can serve (RMM's first fit over its
@@ -19,15 +22,16 @@ use std::collections::BTreeMap;
 
 /// The global arena's state; the caller locks it.
 pub struct GlobalArena {
-    core: CoalescingPool,
-    set: SetId,
+    pub(super) core: CoalescingPool,
+    /// The free lists every stream may take from: superblocks come from here.
+    pub(super) set: SetId,
     base: usize,
     size: usize,
     /// Superblocks held by small arenas: start → (size, owner's number).
-    held: BTreeMap<usize, (usize, usize)>,
+    pub(super) held: BTreeMap<usize, (usize, usize)>,
     /// Superblocks given back with blocks still handed out in them (handed out of `core` still):
     /// start → (size, those blocks by address).
-    parked: BTreeMap<usize, (usize, BTreeMap<usize, LiveBlock>)>,
+    pub(super) parked: BTreeMap<usize, (usize, BTreeMap<usize, LiveBlock>)>,
 }
 
 /// A superblock for a small arena, with the blocks still handed out in it (by address) when it
@@ -54,7 +58,8 @@ impl GlobalArena {
     /// [`MIN_SUPERBLOCK`] and at most [`crate::MAX_BLOCK_BYTES`].
     pub fn new(base: usize, size: usize) -> Self {
         let mut core = CoalescingPool::new();
-        let set = core.set_of(StreamKey::LEGACY_DEFAULT);
+        // The common free lists are no stream's: streams get sets of their own for large blocks.
+        let set = core.set_of(StreamKey::FRESH);
         core.add_chunk(base, size, set);
         GlobalArena { core, set, base, size, held: BTreeMap::new(), parked: BTreeMap::new() }
     }
@@ -121,14 +126,9 @@ impl GlobalArena {
         Ok(())
     }
 
-    /// Takes a block of `size` bytes (`requested` rounded up to 256) aligned to `align` straight
-    /// from the arena; `None` when no free range fits.
-    pub fn allocate_large(&mut self, requested: usize, size: usize, align: usize) -> Option<usize> {
-        self.core.allocate(self.set, requested, size, align)
-    }
-
     /// Frees a block [`allocate_large`](Self::allocate_large) handed out, or a block of a parked
-    /// superblock; nothing changes on misuse.
+    /// superblock, to the free lists every stream takes from (so after the freeing stream's work
+    /// is done); nothing changes on misuse.
     pub fn deallocate(&mut self, addr: usize, bytes: usize) -> Result<(), Misuse> {
         if self.held.contains_key(&addr) {
             return Err(Misuse::UnknownPointer { ptr: addr });
@@ -154,6 +154,11 @@ impl GlobalArena {
             self.core.deallocate(start, size, self.set)?;
         }
         Ok(())
+    }
+
+    /// True when `addr` lies in a parked superblock.
+    pub fn is_parked(&self, addr: usize) -> bool {
+        self.parked.range(..=addr).next_back().is_some_and(|(&a, (s, _))| addr < a + *s)
     }
 
     /// Which part of the arena `addr` lies in.
@@ -263,7 +268,7 @@ mod tests {
         // A preferred size that does not fit falls back to the smallest.
         let (b, _) = g.acquire(256, MAX_SUPERBLOCK, 8).unwrap();
         assert_eq!(b.size, MIN_SUPERBLOCK);
-        let large = g.allocate_large(MIN_SUPERBLOCK + 1, MIN_SUPERBLOCK + 256, GRANULE).unwrap();
+        let large = g.allocate_large(MIN_SUPERBLOCK + 1, MIN_SUPERBLOCK + 256, GRANULE, None).unwrap();
         assert_eq!(g.lookup(large), Lookup::Global);
         assert_eq!(g.lookup(BASE - 1), Lookup::Outside);
         assert!(g.acquire(256, 0, 9).is_none(), "no whole megabyte is left");

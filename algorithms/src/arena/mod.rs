@@ -11,9 +11,11 @@
 //! it for its free part ([`LiveBlock`]s move with it).
 //!
 //! Which stream may reuse a block is the resource's concern: a small arena only ever serves one
-//! stream, and the resource synchronises before a block crosses from one stream to another.
+//! stream, a stream's own large free blocks in the global arena serve only that stream, and the
+//! resource synchronises before a block crosses from one stream to another.
 
 mod global_arena;
+mod large_blocks;
 mod small_arena;
 mod superblock;
 

@@ -153,6 +153,16 @@ impl CoalescingPool {
         self.sets.iter().filter(|s| s.key.waits_for_sync()).map(|s| s.free_bytes).sum()
     }
 
+    /// Free bytes in the lists of `set` (its cache included).
+    pub fn free_bytes_of(&self, set: SetId) -> usize {
+        self.sets[set].free_bytes
+    }
+
+    /// Free bytes in the private set of `key` (0 without one).
+    pub fn free_bytes_of_key(&self, key: StreamKey) -> usize {
+        self.private_set(key).map_or(0, |set| self.sets[set].free_bytes)
+    }
+
     /// A set's place among the others, for `check_invariants`.
     pub(super) fn check_set_links(&self) -> Result<(), String> {
         for (i, s) in self.set_ids().zip(&self.sets) {

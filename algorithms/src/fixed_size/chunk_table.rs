@@ -13,11 +13,14 @@ use crate::error::Misuse;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-/// One chunk: `blocks` blocks of the table's block size from `start`, one live flag each.
+/// One chunk: `blocks` blocks of the table's block size from `start`, one live flag each. Its
+/// start and size sit in the table's snapshot itself, so a lookup's search reads one array, and
+/// the flags are one pointer away.
+#[derive(Clone)]
 struct Chunk {
     start: usize,
     blocks: usize,
-    live: Box<[AtomicU8]>,
+    live: Arc<[AtomicU8]>,
 }
 
 /// Chunks sorted by address, each with a bitmap of its handed-out blocks.
@@ -25,7 +28,7 @@ pub struct ChunkTable {
     block_size: usize,
     /// log2 of the block size where it is a power of two (a shift instead of a division).
     block_shift: Option<u32>,
-    chunks: GrowOnly<Arc<Chunk>>,
+    chunks: GrowOnly<Chunk>,
     total_blocks: AtomicUsize,
 }
 
@@ -47,7 +50,7 @@ impl ChunkTable {
     /// no chunk already in the table (the upstream handed it out).
     pub fn add(&self, start: usize, blocks: usize) {
         let live = (0..blocks).map(|_| AtomicU8::new(0)).collect();
-        let chunk = Arc::new(Chunk { start, blocks, live });
+        let chunk = Chunk { start, blocks, live };
         self.chunks.update(|chunks| {
             let at = chunks.partition_point(|c| c.start < start);
             chunks.insert(at, chunk);
@@ -56,15 +59,25 @@ impl ChunkTable {
         self.total_blocks.fetch_add(blocks, Ordering::Release);
     }
 
+    /// The last chunk starting at or before `ptr`, if any: a binary search without branches on
+    /// the data (chunks are few, and the pointers freed come in no order a predictor could learn).
+    #[inline(always)]
+    fn chunk_at_or_before(&self, ptr: usize) -> Option<&Chunk> {
+        let mut rest = self.chunks.read();
+        while rest.len() > 1 {
+            let half = rest.len() / 2;
+            let (low, high) = rest.split_at(half);
+            rest = if high[0].start <= ptr { high } else { low };
+        }
+        rest.first().filter(|c| c.start <= ptr)
+    }
+
     /// The chunk and block index of the block starting at `ptr`.
     #[inline]
     fn locate(&self, ptr: usize) -> Result<(&Chunk, usize), Misuse> {
-        let chunks = self.chunks.read();
-        let at = chunks.partition_point(|c| c.start <= ptr);
-        let Some(i) = at.checked_sub(1) else {
+        let Some(chunk) = self.chunk_at_or_before(ptr) else {
             return Err(Misuse::UnknownPointer { ptr });
         };
-        let chunk = &*chunks[i];
         let offset = ptr - chunk.start;
         let (index, rest) = match self.block_shift {
             Some(shift) => (offset >> shift, offset & (self.block_size - 1)),
@@ -82,7 +95,14 @@ impl ChunkTable {
     /// Marks the free block at `ptr` handed out.
     #[inline]
     pub fn mark_live(&self, ptr: usize) {
-        let (c, b) = self.locate(ptr).expect("a free block lies in a chunk");
+        // A block of a free list starts a block of a chunk: the checks of a free are not needed
+        // (an index past the chunk still fails, at the flag's bounds check).
+        let c = self.chunk_at_or_before(ptr).expect("a free block lies in a chunk");
+        debug_assert!(self.locate(ptr).is_ok(), "block {ptr:#x} is no block of a chunk");
+        let b = match self.block_shift {
+            Some(shift) => (ptr - c.start) >> shift,
+            None => (ptr - c.start) / self.block_size,
+        };
         debug_assert_eq!(c.live[b].load(Ordering::Relaxed), 0, "block {ptr:#x} handed out twice");
         c.live[b].store(1, Ordering::Release);
     }

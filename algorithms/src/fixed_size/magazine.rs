@@ -11,7 +11,7 @@
 //! leaves its magazines in the registry, where the next reclaim takes their blocks.
 
 use crate::{SpinMutex, StreamKey};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 
 /// The blocks of one magazine and what may be done with them.
@@ -84,7 +84,18 @@ struct Entry {
     magazine: Arc<Magazine>,
 }
 
-thread_local!(static CACHE: RefCell<Vec<Entry>> = const { RefCell::new(Vec::new()) });
+/// A thread's magazines, with the last one found in a cell of its own: the common path reads it
+/// without taking the list's `RefCell` borrow.
+struct Cache {
+    /// `(resource, key, magazine)` of the last lookup's hit (resource 0: none; resources are
+    /// numbered from 1), an entry of `entries`: reset whenever `entries` changes.
+    last: Cell<(u64, StreamKey, *const Magazine)>,
+    entries: RefCell<Vec<Entry>>,
+}
+
+const NO_HIT: (u64, StreamKey, *const Magazine) = (0, StreamKey::UNUSED, std::ptr::null());
+
+thread_local!(static CACHE: Cache = const { Cache { last: Cell::new(NO_HIT), entries: RefCell::new(Vec::new()) } });
 
 /// The calling thread's magazine for `key` of resource `resource`, if cached. The pointer stays
 /// valid until this thread next calls [`insert`]: the cache holds an `Arc` to the magazine. The
@@ -94,8 +105,15 @@ thread_local!(static CACHE: RefCell<Vec<Entry>> = const { RefCell::new(Vec::new(
 pub fn lookup(resource: u64, key: StreamKey) -> Option<*const Magazine> {
     CACHE
         .try_with(|cache| {
-            let cache = cache.try_borrow().ok()?;
-            cache.iter().find(|e| e.resource == resource && e.key == key).map(|e| Arc::as_ptr(&e.magazine))
+            let (r, k, m) = cache.last.get();
+            if r == resource && k == key {
+                return Some(m);
+            }
+            let entries = cache.entries.try_borrow().ok()?;
+            let m =
+                entries.iter().find(|e| e.resource == resource && e.key == key).map(|e| Arc::as_ptr(&e.magazine))?;
+            cache.last.set((resource, key, m));
+            Some(m)
         })
         .ok()
         .flatten()
@@ -105,8 +123,8 @@ pub fn lookup(resource: u64, key: StreamKey) -> Option<*const Magazine> {
 pub fn find(resource: u64, key: StreamKey) -> Option<Arc<Magazine>> {
     CACHE
         .try_with(|cache| {
-            let cache = cache.try_borrow().ok()?;
-            cache.iter().find(|e| e.resource == resource && e.key == key).map(|e| e.magazine.clone())
+            let entries = cache.entries.try_borrow().ok()?;
+            entries.iter().find(|e| e.resource == resource && e.key == key).map(|e| e.magazine.clone())
         })
         .ok()
         .flatten()
@@ -118,12 +136,14 @@ pub fn find(resource: u64, key: StreamKey) -> Option<Arc<Magazine>> {
 pub fn insert(resource: u64, key: StreamKey, magazine: &Arc<Magazine>) -> bool {
     CACHE
         .try_with(|cache| {
-            let Ok(mut cache) = cache.try_borrow_mut() else {
+            let Ok(mut entries) = cache.entries.try_borrow_mut() else {
                 return false;
             };
-            cache.retain(|e| Arc::strong_count(&e.magazine) > 1 && (e.resource, e.key) != (resource, key));
-            cache.truncate(CAPACITY - 1);
-            cache.insert(0, Entry { resource, key, magazine: magazine.clone() });
+            // The entry `last` names may leave now.
+            cache.last.set(NO_HIT);
+            entries.retain(|e| Arc::strong_count(&e.magazine) > 1 && (e.resource, e.key) != (resource, key));
+            entries.truncate(CAPACITY - 1);
+            entries.insert(0, Entry { resource, key, magazine: magazine.clone() });
             true
         })
         .unwrap_or(false)
@@ -145,5 +165,17 @@ mod tests {
         assert!(insert(7, StreamKey::of_handle(0x1000), &m));
         assert_eq!(lookup(7, StreamKey::of_handle(0x1000)), Some(Arc::as_ptr(&m)));
         assert_eq!(lookup(7, StreamKey::of_handle(0x2000)), None);
+        // The last hit is remembered, and forgotten when the cache changes.
+        let other = Arc::new(Magazine::new(StreamKey::of_handle(0x2000)));
+        assert!(insert(8, StreamKey::of_handle(0x2000), &other));
+        assert_eq!(lookup(8, StreamKey::of_handle(0x2000)), Some(Arc::as_ptr(&other)));
+        assert_eq!(lookup(7, StreamKey::of_handle(0x1000)), Some(Arc::as_ptr(&m)));
+        assert_eq!(lookup(7, StreamKey::of_handle(0x1000)), Some(Arc::as_ptr(&m)), "the last hit");
+        drop(m);
+        // Only the cache holds the first magazine now: the next insert drops it.
+        let third = Arc::new(Magazine::new(StreamKey::of_handle(0x3000)));
+        assert!(insert(9, StreamKey::of_handle(0x3000), &third));
+        assert_eq!(lookup(7, StreamKey::of_handle(0x1000)), None, "gone, not remembered");
+        assert_eq!(lookup(8, StreamKey::of_handle(0x2000)), Some(Arc::as_ptr(&other)));
     }
 }

@@ -1,23 +1,38 @@
 //! The block family ([`BlockResource`]): `fixed_size_memory_resource` and
-//! `binning_memory_resource`, reached through the trait object; their constructors, the block
-//! size and the bins.
+//! `binning_memory_resource`, which C++ reaches without dynamic dispatch (`direct.rs`); their
+//! constructors, the block size and the bins.
 
 use super::ffi::Outcome;
 use super::outcome::{answer, Context};
-use super::resource::{dynamic_family, AnyResource};
+use super::resource::AnyResource;
 use rmm::resource::{BinningMemoryResource, FixedSizeMemoryResource, SharedResource};
 use std::sync::Arc;
 
-type FixedSize = FixedSizeMemoryResource<SharedResource>;
-type Binning = BinningMemoryResource<SharedResource>;
+pub(super) type FixedSize = FixedSizeMemoryResource<SharedResource>;
+pub(super) type Binning = BinningMemoryResource<SharedResource>;
 
-dynamic_family!(
-    /// A handle of the block family.
-    BlockResource,
-    rmm_rs_block_allocate,
-    rmm_rs_block_deallocate,
-    new_moved_from_block_resource
-);
+/// The resource of a block handle, typed: what the fast path calls without the trait object.
+pub(super) enum Block {
+    /// A fixed-size resource.
+    FixedSize(Arc<FixedSize>),
+    /// A binning resource.
+    Binning(Arc<Binning>),
+    /// Not made (or moved from): every call goes to `any`, which holds the error.
+    None,
+}
+
+/// A handle of the block family.
+pub struct BlockResource {
+    pub(super) any: AnyResource,
+    /// The same resource as `any`, typed.
+    pub(super) block: Block,
+}
+
+impl BlockResource {
+    pub(crate) fn resource(&self) -> &AnyResource {
+        &self.any
+    }
+}
 
 /// Blocks of `block_size` bytes (rounded up to 256) from `upstream`, `blocks_to_preallocate` of
 /// them taken at once.
@@ -26,9 +41,13 @@ pub(crate) fn new_fixed_size_memory_resource(
     block_size: usize,
     blocks_to_preallocate: usize,
 ) -> Box<BlockResource> {
-    BlockResource::make("fixed_size_memory_resource", || {
-        Ok(Arc::new(FixedSize::new(upstream.shared()?.clone(), block_size, blocks_to_preallocate)?) as SharedResource)
-    })
+    let mut block = Block::None;
+    let any = AnyResource::make("fixed_size_memory_resource", || {
+        let made = Arc::new(FixedSize::new(upstream.shared()?.clone(), block_size, blocks_to_preallocate)?);
+        block = Block::FixedSize(Arc::clone(&made));
+        Ok(made as SharedResource)
+    });
+    Box::new(BlockResource { any, block })
 }
 
 /// Without `has_range`, a binning resource with no bins; with it, fixed-size bins of 2^min to
@@ -39,22 +58,31 @@ pub(crate) fn new_binning_memory_resource(
     max_size_exponent: i8,
     has_range: bool,
 ) -> Box<BlockResource> {
-    BlockResource::make("binning_memory_resource", || {
+    let mut block = Block::None;
+    let any = AnyResource::make("binning_memory_resource", || {
         let upstream = upstream.shared()?.clone();
         let binning = if has_range {
             Binning::with_bins(upstream, min_size_exponent, max_size_exponent)?
         } else {
             Binning::new(upstream)
         };
-        Ok(Arc::new(binning) as SharedResource)
-    })
+        let made = Arc::new(binning);
+        block = Block::Binning(Arc::clone(&made));
+        Ok(made as SharedResource)
+    });
+    Box::new(BlockResource { any, block })
+}
+
+/// The handle a moved-from fixed-size or binning resource calls.
+pub(crate) fn new_moved_from_block_resource() -> Box<BlockResource> {
+    Box::new(BlockResource { any: AnyResource::moved_from(), block: Block::None })
 }
 
 impl BlockResource {
     /// The size in bytes of every block of a fixed-size resource.
     pub(crate) fn block_size(&self) -> Outcome {
         answer("get_block_size", Context::Construct, || {
-            Ok(self.0.kind::<FixedSize>("get_block_size", "fixed_size_memory_resource")?.block_size())
+            Ok(self.any.kind::<FixedSize>("get_block_size", "fixed_size_memory_resource")?.block_size())
         })
     }
 
@@ -73,7 +101,7 @@ impl BlockResource {
     fn add(&self, allocation_size: usize, bin: Option<&AnyResource>) -> Outcome {
         answer("binning_add_bin", Context::Construct, || {
             let bin = bin.map(AnyResource::shared).transpose()?.cloned();
-            self.0.kind::<Binning>("add_bin", "binning_memory_resource")?.add_bin(allocation_size, bin)?;
+            self.any.kind::<Binning>("add_bin", "binning_memory_resource")?.add_bin(allocation_size, bin)?;
             Ok(0)
         })
     }

@@ -1,6 +1,6 @@
-//! The fast paths of the two families that C++ reaches without dynamic dispatch, the pool family
-//! and the arena family. In a module of their own, apart from the constructors that make the
-//! resources' trait objects: the pool's and the arena's allocate and free then have one caller in
+//! The fast paths of the families that C++ reaches without dynamic dispatch, the pool family, the
+//! arena family and the block family. In a module of their own, apart from the constructors that
+//! make the resources' trait objects: the resources' allocate and free then have one caller in
 //! this module, and are inlined into the C symbols.
 //!
 //! Every function here takes a stream as C++ passes it, an integer, and so is `unsafe`: the
@@ -8,6 +8,7 @@
 //! which the C++ caller keeps.
 
 use super::arena::ArenaResource;
+use super::block::{Block, BlockResource};
 use super::pool::{Direct, PoolResource};
 use super::resource::{fast_path, pointer_or_null, stream_view, AnyResource, Family};
 use rmm::resource::MemoryResource;
@@ -124,3 +125,39 @@ impl Family for ArenaResource {
 }
 
 fast_path!(ArenaResource, rmm_rs_arena_allocate, rmm_rs_arena_deallocate);
+
+impl Family for BlockResource {
+    fn any(&self) -> &AnyResource {
+        &self.any
+    }
+
+    #[inline]
+    unsafe fn allocate_or_null(&self, stream: usize, bytes: usize, alignment: usize) -> usize {
+        // SAFETY: the caller's contract: `stream` is live for the call.
+        let view = unsafe { stream_view(stream) };
+        match &self.block {
+            Block::FixedSize(r) => pointer_or_null(|| r.allocate(bytes, alignment, view)),
+            Block::Binning(r) => pointer_or_null(|| r.allocate(bytes, alignment, view)),
+            // SAFETY: the caller's contract, passed on.
+            Block::None => unsafe { self.any.allocate_or_null(stream, bytes, alignment) },
+        }
+    }
+
+    #[inline]
+    unsafe fn deallocate(&self, stream: usize, ptr: usize, bytes: usize, alignment: usize) {
+        // SAFETY: the caller's contract: `stream` is live for the call.
+        let view = unsafe { stream_view(stream) };
+        match &self.block {
+            Block::FixedSize(r) => self
+                .any
+                .free_or_report(ptr, bytes, alignment, stream, || r.deallocate(ptr as *mut u8, bytes, alignment, view)),
+            Block::Binning(r) => self
+                .any
+                .free_or_report(ptr, bytes, alignment, stream, || r.deallocate(ptr as *mut u8, bytes, alignment, view)),
+            // SAFETY: the caller's contract, passed on.
+            Block::None => unsafe { self.any.deallocate(stream, ptr, bytes, alignment) },
+        }
+    }
+}
+
+fast_path!(BlockResource, rmm_rs_block_allocate, rmm_rs_block_deallocate);

@@ -170,6 +170,31 @@ fn fixed_size_and_binning_through_the_bridge_functions() {
 }
 
 #[test]
+fn fixed_size_and_binning_fast_paths_reach_the_typed_resources() {
+    let host = new_host_memory_resource();
+    let fixed = new_fixed_size_memory_resource(host.resource(), 1024, 4);
+    let a = allocate(&*fixed, 1000, 256);
+    assert!(a.is_ok(), "{}", a.message);
+    deallocate(&*fixed, a.ptr, 1000, 256);
+    assert!(!try_deallocate(&*fixed, a.ptr, 1000, 256).is_ok(), "freed already");
+    assert_eq!(allocate(&*fixed, 2000, 256).kind, ErrorKind::OutOfMemory);
+
+    // Bins of 512 and 1024 bytes made here, typed; larger requests go to the upstream.
+    let binning = new_binning_memory_resource(host.resource(), 9, 10, true);
+    for bytes in [0, 300, 1000, 5000] {
+        let b = allocate(&*binning, bytes, 256);
+        assert!(b.is_ok() || bytes == 0, "{bytes}: {}", b.message);
+        deallocate(&*binning, b.ptr, bytes, 256);
+    }
+    let b = allocate(&*binning, 700, 256);
+    deallocate(&*binning, b.ptr, 700, 256);
+    assert!(!try_deallocate(&*binning, b.ptr, 700, 256).is_ok(), "freed already");
+
+    let moved = new_moved_from_block_resource();
+    assert!(allocate(&*moved, 256, 256).message.contains("moved from"));
+}
+
+#[test]
 fn a_query_of_another_kind_of_the_family_is_a_logic_error_naming_both() {
     // A query of another family does not compile; within a family the kind is checked.
     let host = new_host_memory_resource();

@@ -30,17 +30,12 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
         let large = is_large(search);
         let attempt = |this: &Self| -> Result<Option<usize>> {
             if large {
-                Ok(this.shared.global.lock().allocate_large(requested, size, align))
+                this.allocate_large(key, requested, size, align)
             } else {
                 this.allocate_small(key, requested, size, align)
             }
         };
-        // A small request was just tried (its arena's blocks, then a superblock).
-        if large {
-            if let Some(addr) = attempt(self)? {
-                return Ok(addr as *mut u8);
-            }
-        }
+        // The request was just tried (a small one: its arena's blocks, then a superblock).
         if self.defragment() {
             if let Some(addr) = attempt(self)? {
                 return Ok(addr as *mut u8);
@@ -77,20 +72,20 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
         // One order for taking many arena locks; only a defragmentation takes more than one.
         arenas.sort_unstable_by_key(|a| a.number);
         let mut locked: Vec<_> = arenas.iter().map(|a| a.state.lock()).collect();
+        // Held across the synchronisation too: a large block freed to its stream's own lists
+        // meanwhile must not reach the common ones with that stream's later work queued.
+        let mut global = self.shared.global.lock();
         if without_driver_ok(self.order.synchronize_all()).is_err() {
             return false;
         }
+        global.merge_streams();
         for state in &mut locked {
-            let superblocks = state.arena.release_all();
-            if superblocks.is_empty() {
-                continue;
-            }
-            let mut global = self.shared.global.lock();
-            for (superblock, live) in superblocks {
+            for (superblock, live) in state.arena.release_all() {
                 let released = global.give_back(superblock, live);
                 debug_assert!(released.is_ok(), "an arena held a superblock the global arena did not give it");
             }
         }
+        drop(global);
         drop(locked);
         drop(arenas);
         let mut registry = self.shared.registry.lock();
@@ -109,10 +104,12 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
     }
 
     /// Frees a block the calling thread's arena for `key` did not hand out: a large block, a block
-    /// of a parked superblock, or a block of another arena. Unless that arena serves the same
-    /// stream, `stream` is synchronised first (RMM does the same): the block then serves another
-    /// stream at once. A superblock may move while this runs (a defragmentation parks it, an arena
-    /// adopts it): the block is then looked for again where it went.
+    /// of a parked superblock, or a block of another arena. A large block freed on a stream its
+    /// arena `trusted` goes to that stream's own free lists in the global arena, without a wait.
+    /// Otherwise, unless the block's arena serves the same stream, `stream` is synchronised first
+    /// (RMM does the same): the block then serves another stream at once. A superblock may move
+    /// while this runs (a defragmentation parks it, an arena adopts it): the block is then looked
+    /// for again where it went.
     #[cold]
     #[inline(never)]
     pub(super) fn deallocate_elsewhere(
@@ -120,8 +117,14 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
         ptr: usize,
         bytes: usize,
         key: StreamKey,
+        trusted: bool,
         stream: CudaStreamView,
     ) -> Result<()> {
+        if trusted {
+            if let Some(freed) = self.shared.global.lock().deallocate_on(ptr, bytes, key) {
+                return freed.map_err(Error::Misuse);
+            }
+        }
         let mut synced = false;
         loop {
             let lookup = self.shared.global.lock().lookup(ptr);
@@ -283,7 +286,10 @@ impl StreamTenant for ArenaTenant {
         let Some(stream) = (unsafe { CudaStreamView::of_key(key) }) else {
             return;
         };
-        if arenas.is_empty() || without_driver_ok(stream.synchronize()).is_ok() {
+        let idle = arenas.is_empty() && !shared.global.lock().stream_has_blocks(key);
+        let synced = idle || without_driver_ok(stream.synchronize()).is_ok();
+        shared.global.lock().retire_stream(key, synced);
+        if synced {
             return;
         }
         for arena in arenas {
