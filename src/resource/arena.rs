@@ -306,7 +306,8 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
     #[inline(never)]
     fn check_identity(&self, arena: &Arena, state: &mut ArenaState) -> Result<()> {
         let now = self.order.identity(arena.key, state.identity);
-        if now != state.identity {
+        // `Unknown`: the stream that had the handle was retired with its work done.
+        if now != state.identity && state.identity != StreamIdentity::Unknown {
             without_driver_ok(self.order.synchronize_all())?;
         }
         state.identity = now;

@@ -288,12 +288,95 @@ impl StreamTenant for ArenaTenant {
         };
         let idle = arenas.is_empty() && !shared.global.lock().stream_has_blocks(key);
         let synced = idle || without_driver_ok(stream.synchronize()).is_ok();
-        shared.global.lock().retire_stream(key, synced);
-        if synced {
-            return;
+        retire_arenas(&shared, key, &arenas, synced);
+    }
+}
+
+/// Forgets what the arenas knew of the stream `key` names, about to be destroyed: its large free
+/// blocks join everyone's where its work is done (`synced`), else wait for a synchronisation of
+/// everything; and its arenas ask who the next stream with that handle is before they serve it
+/// (`Unknown`), or synchronise everything first (`Stale`). An arena that kept trusting the handle
+/// would keep a later stream's large frees on its own lists without a wait, and a third stream
+/// with the handle could take them while that one's work still ran.
+fn retire_arenas(shared: &Shared, key: StreamKey, arenas: &[Arc<Arena>], synced: bool) {
+    shared.global.lock().retire_stream(key, synced);
+    let identity = if synced { StreamIdentity::Unknown } else { StreamIdentity::Stale };
+    for arena in arenas {
+        arena.state.lock().identity = identity;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resource::HostMemoryResource;
+    use rmm_algorithms::StreamOrder;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+
+    /// Streams of this library until `foreign` is set, then each named by a driver id; counts
+    /// synchronisations of everything. Not "needed": the handles are made up, no driver sees them.
+    struct SwitchingOrder {
+        foreign: Arc<AtomicBool>,
+        syncs: Arc<AtomicUsize>,
+    }
+
+    impl StreamOrder for SwitchingOrder {
+        fn record(&self, _: StreamKey, _: StreamIdentity) -> Result<()> {
+            Ok(())
         }
-        for arena in arenas {
-            arena.state.lock().identity = StreamIdentity::Stale;
+        fn wait(&self, _: StreamKey, _: StreamIdentity, _: StreamKey) -> Result<()> {
+            Ok(())
         }
+        fn synchronize_all(&self) -> Result<()> {
+            self.syncs.fetch_add(1, SeqCst);
+            Ok(())
+        }
+        fn identity(&self, key: StreamKey, _: StreamIdentity) -> StreamIdentity {
+            match key.handle() {
+                Some(h) if self.foreign.load(SeqCst) => StreamIdentity::Driver(h as u64),
+                _ => StreamIdentity::Trusted,
+            }
+        }
+        fn is_needed(&self) -> bool {
+            false
+        }
+    }
+
+    #[test]
+    fn the_next_stream_with_a_retired_handle_is_not_trusted() {
+        const SIZE: usize = 8 << 20;
+        let (foreign, syncs) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicUsize::new(0)));
+        let order = Box::new(SwitchingOrder { foreign: foreign.clone(), syncs: syncs.clone() });
+        // SAFETY: host memory that no device work touches; the order only counts.
+        let r = unsafe { ArenaMemoryResource::with_stream_order(HostMemoryResource::new(), Some(SIZE), false, order) }
+            .unwrap();
+        // SAFETY: names for resources over host memory: no driver call sees them.
+        let (s, other) = unsafe { (CudaStreamView::from_handle(1 << 12), CudaStreamView::from_handle(2 << 12)) };
+        let x = r.allocate(6 << 20, 256, s).unwrap();
+        r.deallocate(x, 6 << 20, 256, s).unwrap();
+        // The library destroys the stream, its work done; a stream made elsewhere gets the handle.
+        let arenas: Vec<Arc<Arena>> = r
+            .shared
+            .registry
+            .lock()
+            .by_key
+            .iter()
+            .filter(|((_, k), _)| *k == s.key())
+            .map(|(_, a)| a.clone())
+            .collect();
+        assert!(!arenas.is_empty());
+        retire_arenas(&r.shared, s.key(), &arenas, true);
+        foreign.store(true, SeqCst);
+        let before = syncs.load(SeqCst);
+        // Its first allocation needs no wait (the old stream's work is done) ...
+        let y = r.allocate(6 << 20, 256, s).unwrap();
+        assert_eq!(syncs.load(SeqCst), before);
+        // ... and its free is not kept on the handle's own lists: any stream takes the block at
+        // once, as after any free on a stream the arena cannot trust.
+        r.deallocate(y, 6 << 20, 256, s).unwrap();
+        assert_eq!(r.allocate(6 << 20, 256, other).unwrap(), y);
+        assert_eq!(syncs.load(SeqCst), before);
+        r.deallocate(y, 6 << 20, 256, other).unwrap();
+        r.check_invariants().unwrap();
     }
 }
