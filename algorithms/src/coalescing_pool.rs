@@ -4,7 +4,8 @@
 //! Invariants, kept after every call (including ones that return an error):
 //! - the blocks of a chunk tile it exactly, linked in address order;
 //! - a block is either allocated (in `allocated`) or free (in exactly one stream's free lists or
-//!   cache);
+//!   cache); a cached block keeps its entry in `allocated`, so the address map holds exactly the
+//!   blocks handed out and the cached ones;
 //! - no two physically adjacent blocks are both free on the same stream (they would have merged).
 //!   Adjacent free blocks of different streams stay apart until one stream's lists are merged into
 //!   the other's, because each may still be in use by work on its own stream. Cached blocks (see
@@ -28,6 +29,7 @@ use super::stream_order::{StreamIdentity, StreamKey};
 use crate::error::{Misuse, PoolState};
 use std::ops::{Index, IndexMut};
 
+mod cache;
 mod chunks;
 mod contiguous;
 mod invariants;
@@ -289,7 +291,8 @@ impl CoalescingPool {
                 lists.cache_len[units] -= 1;
                 lists.free_bytes -= size;
                 self.cached_blocks -= 1;
-                return Some(self.hand_out(id, requested, size));
+                // A cached block kept its entry in the address map: no insertion.
+                return Some(self.hand_out_cached(id, requested, size));
             }
         }
         let search = search_size(size, align);
@@ -342,12 +345,19 @@ impl CoalescingPool {
     /// or cache, as handed out, and returns its address.
     #[inline(always)]
     fn hand_out(&mut self, id: BlockId, requested: usize, size: usize) -> usize {
+        let addr = self.hand_out_cached(id, requested, size);
+        self.allocated.insert_at(id, addr, &self.blocks);
+        addr
+    }
+
+    /// [`hand_out`](Self::hand_out) of a block just taken from a cache: its entry in the address
+    /// map stayed while it was cached, so only the record changes.
+    #[inline(always)]
+    fn hand_out_cached(&mut self, id: BlockId, requested: usize, size: usize) -> usize {
         let b = self.blocks.get_mut(id);
         b.set_owner(Owner::HandedOut);
         b.set_slack((size - requested) as u32);
-        let addr = b.addr;
-        self.allocated.insert_at(id, addr, &self.blocks);
-        addr
+        b.addr
     }
 
     /// Returns the block at `addr` to the free lists of `set`. On misuse nothing changes.
@@ -383,12 +393,15 @@ impl CoalescingPool {
         let found = self.allocated.find(addr, &self.blocks)?;
         let id = self.allocated.id_at(found);
         let b = self.blocks.get(id);
+        // A cached block keeps its entry in the address map: freed already, as if not found.
+        if !b.is_handed_out() {
+            return None;
+        }
         let allocated = b.size() - b.slack() as usize;
         if allocated != bytes {
             return Some(Err(Misuse::WrongSize { ptr: addr, allocated, given: bytes }));
         }
-        self.allocated.remove_at(found, &self.blocks);
-        let units = self.blocks.get(id).units as usize;
+        let units = b.units as usize;
         // Only while one stream has the pool: a shared pool hands its free blocks to other
         // streams, which then want them merged.
         let alone = !shared;
@@ -402,34 +415,10 @@ impl CoalescingPool {
             lists.free_bytes += units << GRANULE_SHIFT;
             self.cached_blocks += 1;
         } else {
+            self.allocated.remove_at(found, &self.blocks);
             self.release(set, id);
         }
         Some(Ok(()))
-    }
-
-    /// Returns every cached block to its stream's free lists, merging it with free neighbours as a
-    /// free would have. False when no block was cached.
-    #[cold]
-    #[inline(never)]
-    pub fn flush_caches(&mut self) -> bool {
-        if self.cached_blocks == 0 {
-            return false;
-        }
-        for set in (0..self.sets.len()).map(SetId::at) {
-            for units in 1..CACHE_CLASSES {
-                let mut id = std::mem::replace(&mut self.sets[set].cache[units], NIL);
-                self.sets[set].cache_len[units] = 0;
-                while id != NIL {
-                    let next = self.blocks.get(id).next_free;
-                    // `release` counts the bytes in again as it links the (merged) block.
-                    self.sets[set].free_bytes -= units << GRANULE_SHIFT;
-                    self.release(set, id);
-                    id = next;
-                }
-            }
-        }
-        self.cached_blocks = 0;
-        true
     }
 
     /// True when another stream asked for this stream's blocks (checked on every call: one flag,
@@ -581,6 +570,7 @@ impl CoalescingPool {
 
     /// Number of blocks handed out and not yet freed.
     pub fn allocated_count(&self) -> usize {
-        self.allocated.len()
+        // Cached blocks keep their entries in the address map.
+        self.allocated.len() - self.cached_blocks
     }
 }
