@@ -48,6 +48,8 @@ const GRANULE_SHIFT: u32 = 8;
 const CACHE_CLASSES: usize = 32;
 /// Cached blocks per size and stream, at most: bounds what a cache keeps from coalescing.
 const CACHE_DEPTH: u8 = 32;
+/// The largest request a stream's cache may serve: one that rounds to the largest cached size.
+pub const CACHED_BYTES_MAX: usize = (CACHE_CLASSES - 1) << GRANULE_SHIFT;
 
 /// Free lists of one stream. A stream has a private set (blocks it freed since it last published;
 /// only it may use them) and, once it has published, a published set (blocks covered by its last
@@ -183,11 +185,7 @@ impl CoalescingPool {
     #[inline]
     pub fn set_and_identity_of(&mut self, key: StreamKey) -> (SetId, StreamIdentity) {
         if self.last.key == key {
-            // Only `< RECENT_CALLS` is ever asked, so the count stops there: past it (a stream
-            // alone for a while) the call reads the count and stores nothing.
-            if self.calls_since_switch < RECENT_CALLS {
-                self.calls_since_switch += 1;
-            }
+            self.count_call();
             return (self.last.set, self.last.identity.unpack());
         }
         if key != StreamKey::FRESH {
@@ -195,6 +193,26 @@ impl CoalescingPool {
         }
         let set = self.set_of_slow(key);
         (set, self.sets[set].identity.unpack())
+    }
+
+    /// `key`'s set and identity if the last call used it, else `None`; unlike
+    /// [`set_and_identity_of`](Self::set_and_identity_of) this counts no call: a caller that goes
+    /// on with the call counts it with [`count_call`](Self::count_call).
+    #[inline(always)]
+    pub fn last_set_of(&self, key: StreamKey) -> Option<(SetId, StreamIdentity)> {
+        (self.last.key == key).then(|| (self.last.set, self.last.identity.unpack()))
+    }
+
+    /// Counts a call on the stream of the last call, as
+    /// [`set_and_identity_of`](Self::set_and_identity_of) does (see
+    /// [`shared_by_streams`](Self::shared_by_streams)).
+    #[inline(always)]
+    pub fn count_call(&mut self) {
+        // Only `< RECENT_CALLS` is ever asked, so the count stops there: past it (a stream alone
+        // for a while) the call reads the count and stores nothing.
+        if self.calls_since_switch < RECENT_CALLS {
+            self.calls_since_switch += 1;
+        }
     }
 
     #[cold]
@@ -281,18 +299,9 @@ impl CoalescingPool {
     /// fast paths a tenth of their instructions (cachegrind, `benches/cpp/host_pool_trace.cu`).
     #[inline(always)]
     pub fn allocate(&mut self, set: SetId, requested: usize, size: usize, align: usize) -> Option<usize> {
-        let units = size >> GRANULE_SHIFT;
-        if units < CACHE_CLASSES && align == GRANULE {
-            let lists = &mut self.sets[set];
-            let id = lists.cache[units];
-            if id != NIL {
-                let b = self.blocks.get_mut(id);
-                lists.cache[units] = b.next_free;
-                lists.cache_len[units] -= 1;
-                lists.free_bytes -= size;
-                self.cached_blocks -= 1;
-                // A cached block kept its entry in the address map: no insertion.
-                return Some(self.hand_out_cached(id, requested, size));
+        if align == GRANULE {
+            if let Some(a) = self.allocate_cached(set, requested, size) {
+                return Some(a);
             }
         }
         let search = search_size(size, align);
@@ -425,7 +434,8 @@ impl CoalescingPool {
     /// looked up only once any set has been asked).
     #[inline]
     pub fn is_wanted(&self, set: SetId) -> bool {
-        self.maybe_wanted && self.sets[set].wanted
+        // `get`: no panic, for the cache's path (see `allocate_cached`); every set asked is there.
+        self.maybe_wanted && self.sets.get(set.index()).is_some_and(|s| s.wanted)
     }
 
     /// Moves the private free blocks of `set` to its published set: the caller has just captured

@@ -31,6 +31,7 @@ use std::sync::Arc;
 use stream_identity::Streams;
 
 mod build;
+mod cached_path;
 mod capture;
 mod captures;
 mod fast_path;

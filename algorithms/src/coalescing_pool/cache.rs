@@ -7,6 +7,31 @@ use super::{CoalescingPool, SetId, CACHE_CLASSES, GRANULE_SHIFT};
 use crate::block::NIL;
 
 impl CoalescingPool {
+    /// A granule-aligned block of exactly `size` bytes (`requested` rounded up to the granule)
+    /// from `set`'s cache, handed out: `None`, with nothing changed, when the cache holds none (or
+    /// `size` is not cached).
+    #[inline(always)]
+    pub fn allocate_cached(&mut self, set: SetId, requested: usize, size: usize) -> Option<usize> {
+        let units = size >> GRANULE_SHIFT;
+        if units >= CACHE_CLASSES {
+            return None;
+        }
+        // `get_mut`: no panic on this path, which callers take without catching one (a set that
+        // is not there is declined, and the whole call reports it).
+        let lists = self.sets.get_mut(set.index())?;
+        let id = lists.cache[units];
+        if id == NIL {
+            return None;
+        }
+        let b = self.blocks.get_mut(id);
+        lists.cache[units] = b.next_free;
+        lists.cache_len[units] -= 1;
+        lists.free_bytes -= size;
+        self.cached_blocks -= 1;
+        // A cached block kept its entry in the address map: no insertion.
+        Some(self.hand_out_cached(id, requested, size))
+    }
+
     /// Returns every cached block to its stream's free lists, merging it with free neighbours as a
     /// free would have. False when no block was cached.
     #[cold]
