@@ -97,7 +97,7 @@ pub mod pool {
         address_space, coalescing_pool, current_thread_number, next_retirement_number, rounded_size, stream_order,
         AddressSpace, BlockView, CoalescingPool, HostMappings, HostOrder, HostPhysicalMemory, LiveBlock, Partial,
         PhysicalMemory, SetId, SimulatedDeviceOrder, StreamIdentity, StreamKey, StreamKind, StreamOrder,
-        CAPTURE_MODE_RELAXED, GRANULE, MAX_BLOCK_BYTES,
+        CACHED_BYTES_MAX, CAPTURE_MODE_RELAXED, GRANULE, MAX_BLOCK_BYTES,
     };
 }
 

@@ -1,11 +1,12 @@
-//! The pool's calls that never wait (`try_allocate_immediately`, `try_deallocate_immediately`):
-//! what they serve, what they leave to the full calls, that they never ask the stream order for
-//! anything, and that a caller mixing them with the full calls keeps the pool consistent.
+//! The pool's calls that never wait (`try_allocate_immediately`, `try_deallocate_immediately`,
+//! and `allocate_from_cache`, which the C++ bridge tries first): what they serve, what they leave
+//! to the full calls, that they never ask the stream order for anything, and that a caller mixing
+//! them with the full calls keeps the pool consistent.
 
 mod common;
 
 use common::{run_trace, seed, Rng, Trace};
-use rmm::pool::{StreamIdentity, StreamKey, StreamOrder};
+use rmm::pool::{StreamIdentity, StreamKey, StreamOrder, CACHED_BYTES_MAX};
 use rmm::resource::{HostMemoryResource, PoolMemoryResource};
 use rmm::{CudaStreamView, MemoryResource, Result, SharedResource};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -211,4 +212,88 @@ fn resources_without_an_immediate_path_decline() {
     let p = host.allocate(256, 256, s).unwrap();
     assert!(!host.try_deallocate_immediately(p, 256, 256, s));
     host.deallocate(p, 256, 256, s).unwrap();
+}
+
+#[test]
+fn the_cache_path_hands_out_what_the_whole_call_would() {
+    // Two pools, one driven by whole calls only, the other trying the cache's path first: the
+    // same trace of small blocks on one stream gets the same blocks, and the same state.
+    let (whole, whole_order) = ordered_pool(MIB);
+    let (cached, order) = ordered_pool(MIB);
+    // SAFETY: a stream name for resources over host memory: no driver call sees it.
+    let a = unsafe { CudaStreamView::from_handle(0x1000) };
+    let mut rng = Rng::new(seed("the_cache_path_hands_out_what_the_whole_call_would", 0x5eed));
+    let (mut live_w, mut live_c) = (Vec::new(), Vec::new());
+    let mut served = 0;
+    for _ in 0..20_000 {
+        if live_w.is_empty() || (live_w.len() < 64 && rng.below(2) == 0) {
+            let bytes = 1 + rng.below(CACHED_BYTES_MAX);
+            let p = whole.allocate(bytes, 256, a).unwrap();
+            let q = match cached.allocate_from_cache(bytes, 256, a) {
+                Some(q) => {
+                    served += 1;
+                    q
+                }
+                None => cached.allocate(bytes, 256, a).unwrap(),
+            };
+            assert_eq!(p as usize - whole_base(&whole), q as usize - whole_base(&cached));
+            live_w.push((p, bytes));
+            live_c.push((q, bytes));
+        } else {
+            let i = rng.below(live_w.len());
+            let ((p, n), (q, _)) = (live_w.swap_remove(i), live_c.swap_remove(i));
+            whole.deallocate(p, n, 256, a).unwrap();
+            cached.deallocate(q, n, 256, a).unwrap();
+        }
+    }
+    assert!(served > 1000, "the cache's path served {served}");
+    assert_eq!(order.calls(), whole_order.calls(), "the same asked of the stream order");
+    assert_eq!(whole.state(), cached.state());
+    cached.check_invariants().unwrap();
+    for ((p, n), (q, _)) in live_w.into_iter().zip(live_c) {
+        whole.deallocate(p, n, 256, a).unwrap();
+        cached.deallocate(q, n, 256, a).unwrap();
+    }
+    cached.check_invariants().unwrap();
+    assert_eq!(cached.state().free_bytes, cached.pool_size());
+}
+
+/// The start of the pool's one chunk: blocks of two pools compare by their offsets in it.
+fn whole_base(pool: &PoolMemoryResource<HostMemoryResource>) -> usize {
+    pool.memory_segments().unwrap()[0].address
+}
+
+#[test]
+fn the_cache_path_declines_what_only_the_whole_call_serves() {
+    let (pool, _) = ordered_pool(MIB);
+    // SAFETY: stream names for resources over host memory: no driver call sees them.
+    let (a, b) = (unsafe { CudaStreamView::from_handle(0x1000) }, unsafe { CudaStreamView::from_handle(0x2000) });
+    assert_eq!(pool.allocate_from_cache(1000, 256, a), None, "a stream new to the pool");
+    let p = pool.allocate(1000, 256, a).unwrap();
+    pool.deallocate(p, 1000, 256, a).unwrap();
+    let before = pool.state();
+    let declined = [
+        (0, 256, a, "0 bytes"),
+        (CACHED_BYTES_MAX + 1, 256, a, "a size no cache holds"),
+        (1000, 512, a, "an alignment above the granule"),
+        (1000, 3, a, "a bad alignment"),
+        (2000, 256, a, "a size the cache holds none of"),
+        (1000, 256, CudaStreamView::PER_THREAD, "the per-thread default stream"),
+    ];
+    for (bytes, alignment, stream, why) in declined {
+        assert_eq!(pool.allocate_from_cache(bytes, alignment, stream), None, "{why}");
+        assert_eq!(pool.state(), before, "{why}");
+    }
+    // Another stream's call in between: the set is no longer the shard's last.
+    let q = pool.allocate(4096, 256, b).unwrap();
+    assert_eq!(pool.allocate_from_cache(1000, 256, a), None, "not the shard's last stream");
+    pool.deallocate(q, 4096, 256, b).unwrap();
+    assert_eq!(pool.allocate(1000, 256, a).unwrap(), p, "the whole call finds the cached block");
+    pool.deallocate(p, 1000, 256, a).unwrap();
+    // While the two streams take turns, frees publish rather than cache: nothing to serve.
+    assert_eq!(pool.allocate_from_cache(1000, 256, a), None, "frees did not cache");
+    // Once any stream is spread off shard 0, the whole call finds each stream's shard.
+    pool.spread_stream(b);
+    assert_eq!(pool.allocate_from_cache(1000, 256, a), None, "a stream was spread");
+    pool.check_invariants().unwrap();
 }

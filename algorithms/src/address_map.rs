@@ -1,8 +1,10 @@
-//! Pointer → block lookup for the blocks currently handed out: an open-addressing table of block
-//! ids, specialised for 256-aligned addresses.
+//! Pointer → block lookup for the blocks currently handed out, and for those kept whole in a
+//! stream's exact-size cache (their entries stay while they are cached, so a free into the cache
+//! and an allocation from it touch no slot): an open-addressing table of block ids, specialised for
+//! 256-aligned addresses.
 //!
-//! Every free does one lookup and one removal and every allocation one insertion, so this table is
-//! on the hot path. A slot holds only a block id (4 bytes, sixteen to a cache line): the address it
+//! Every free does one lookup and at most one removal and every allocation at most one insertion,
+//! so this table is on the hot path. A slot holds only a block id (4 bytes, sixteen to a cache line): the address it
 //! is compared with is the block record's, which the caller reads next anyway. The home slot is a
 //! Fibonacci hash of the address; collisions probe linearly; removal shifts the following entries
 //! back, so there are no tombstones and probe sequences stay short at any age. The load factor

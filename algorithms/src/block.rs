@@ -108,6 +108,12 @@ impl Block {
         debug_assert!(matches!(self.owner(), Owner::Set(_)), "block {:#x} is in no set", self.addr);
         SetId(self.owner)
     }
+    /// True when the block is handed out to a caller (the hot form of
+    /// `owner() == Owner::HandedOut`).
+    #[inline(always)]
+    pub fn is_handed_out(&self) -> bool {
+        self.owner == HANDED_OUT
+    }
     #[inline]
     pub fn is_free(&self) -> bool {
         self.owner != HANDED_OUT

@@ -4,7 +4,8 @@
 //! Invariants, kept after every call (including ones that return an error):
 //! - the blocks of a chunk tile it exactly, linked in address order;
 //! - a block is either allocated (in `allocated`) or free (in exactly one stream's free lists or
-//!   cache);
+//!   cache); a cached block keeps its entry in `allocated`, so the address map holds exactly the
+//!   blocks handed out and the cached ones;
 //! - no two physically adjacent blocks are both free on the same stream (they would have merged).
 //!   Adjacent free blocks of different streams stay apart until one stream's lists are merged into
 //!   the other's, because each may still be in use by work on its own stream. Cached blocks (see
@@ -28,6 +29,7 @@ use super::stream_order::{StreamIdentity, StreamKey};
 use crate::error::{Misuse, PoolState};
 use std::ops::{Index, IndexMut};
 
+mod cache;
 mod chunks;
 mod contiguous;
 mod invariants;
@@ -46,6 +48,8 @@ const GRANULE_SHIFT: u32 = 8;
 const CACHE_CLASSES: usize = 32;
 /// Cached blocks per size and stream, at most: bounds what a cache keeps from coalescing.
 const CACHE_DEPTH: u8 = 32;
+/// The largest request a stream's cache may serve: one that rounds to the largest cached size.
+pub const CACHED_BYTES_MAX: usize = (CACHE_CLASSES - 1) << GRANULE_SHIFT;
 
 /// Free lists of one stream. A stream has a private set (blocks it freed since it last published;
 /// only it may use them) and, once it has published, a published set (blocks covered by its last
@@ -181,11 +185,7 @@ impl CoalescingPool {
     #[inline]
     pub fn set_and_identity_of(&mut self, key: StreamKey) -> (SetId, StreamIdentity) {
         if self.last.key == key {
-            // Only `< RECENT_CALLS` is ever asked, so the count stops there: past it (a stream
-            // alone for a while) the call reads the count and stores nothing.
-            if self.calls_since_switch < RECENT_CALLS {
-                self.calls_since_switch += 1;
-            }
+            self.count_call();
             return (self.last.set, self.last.identity.unpack());
         }
         if key != StreamKey::FRESH {
@@ -193,6 +193,26 @@ impl CoalescingPool {
         }
         let set = self.set_of_slow(key);
         (set, self.sets[set].identity.unpack())
+    }
+
+    /// `key`'s set and identity if the last call used it, else `None`; unlike
+    /// [`set_and_identity_of`](Self::set_and_identity_of) this counts no call: a caller that goes
+    /// on with the call counts it with [`count_call`](Self::count_call).
+    #[inline(always)]
+    pub fn last_set_of(&self, key: StreamKey) -> Option<(SetId, StreamIdentity)> {
+        (self.last.key == key).then(|| (self.last.set, self.last.identity.unpack()))
+    }
+
+    /// Counts a call on the stream of the last call, as
+    /// [`set_and_identity_of`](Self::set_and_identity_of) does (see
+    /// [`shared_by_streams`](Self::shared_by_streams)).
+    #[inline(always)]
+    pub fn count_call(&mut self) {
+        // Only `< RECENT_CALLS` is ever asked, so the count stops there: past it (a stream alone
+        // for a while) the call reads the count and stores nothing.
+        if self.calls_since_switch < RECENT_CALLS {
+            self.calls_since_switch += 1;
+        }
     }
 
     #[cold]
@@ -279,17 +299,9 @@ impl CoalescingPool {
     /// fast paths a tenth of their instructions (cachegrind, `benches/cpp/host_pool_trace.cu`).
     #[inline(always)]
     pub fn allocate(&mut self, set: SetId, requested: usize, size: usize, align: usize) -> Option<usize> {
-        let units = size >> GRANULE_SHIFT;
-        if units < CACHE_CLASSES && align == GRANULE {
-            let lists = &mut self.sets[set];
-            let id = lists.cache[units];
-            if id != NIL {
-                let b = self.blocks.get_mut(id);
-                lists.cache[units] = b.next_free;
-                lists.cache_len[units] -= 1;
-                lists.free_bytes -= size;
-                self.cached_blocks -= 1;
-                return Some(self.hand_out(id, requested, size));
+        if align == GRANULE {
+            if let Some(a) = self.allocate_cached(set, requested, size) {
+                return Some(a);
             }
         }
         let search = search_size(size, align);
@@ -342,12 +354,19 @@ impl CoalescingPool {
     /// or cache, as handed out, and returns its address.
     #[inline(always)]
     fn hand_out(&mut self, id: BlockId, requested: usize, size: usize) -> usize {
+        let addr = self.hand_out_cached(id, requested, size);
+        self.allocated.insert_at(id, addr, &self.blocks);
+        addr
+    }
+
+    /// [`hand_out`](Self::hand_out) of a block just taken from a cache: its entry in the address
+    /// map stayed while it was cached, so only the record changes.
+    #[inline(always)]
+    fn hand_out_cached(&mut self, id: BlockId, requested: usize, size: usize) -> usize {
         let b = self.blocks.get_mut(id);
         b.set_owner(Owner::HandedOut);
         b.set_slack((size - requested) as u32);
-        let addr = b.addr;
-        self.allocated.insert_at(id, addr, &self.blocks);
-        addr
+        b.addr
     }
 
     /// Returns the block at `addr` to the free lists of `set`. On misuse nothing changes.
@@ -383,12 +402,15 @@ impl CoalescingPool {
         let found = self.allocated.find(addr, &self.blocks)?;
         let id = self.allocated.id_at(found);
         let b = self.blocks.get(id);
+        // A cached block keeps its entry in the address map: freed already, as if not found.
+        if !b.is_handed_out() {
+            return None;
+        }
         let allocated = b.size() - b.slack() as usize;
         if allocated != bytes {
             return Some(Err(Misuse::WrongSize { ptr: addr, allocated, given: bytes }));
         }
-        self.allocated.remove_at(found, &self.blocks);
-        let units = self.blocks.get(id).units as usize;
+        let units = b.units as usize;
         // Only while one stream has the pool: a shared pool hands its free blocks to other
         // streams, which then want them merged.
         let alone = !shared;
@@ -402,41 +424,18 @@ impl CoalescingPool {
             lists.free_bytes += units << GRANULE_SHIFT;
             self.cached_blocks += 1;
         } else {
+            self.allocated.remove_at(found, &self.blocks);
             self.release(set, id);
         }
         Some(Ok(()))
-    }
-
-    /// Returns every cached block to its stream's free lists, merging it with free neighbours as a
-    /// free would have. False when no block was cached.
-    #[cold]
-    #[inline(never)]
-    pub fn flush_caches(&mut self) -> bool {
-        if self.cached_blocks == 0 {
-            return false;
-        }
-        for set in (0..self.sets.len()).map(SetId::at) {
-            for units in 1..CACHE_CLASSES {
-                let mut id = std::mem::replace(&mut self.sets[set].cache[units], NIL);
-                self.sets[set].cache_len[units] = 0;
-                while id != NIL {
-                    let next = self.blocks.get(id).next_free;
-                    // `release` counts the bytes in again as it links the (merged) block.
-                    self.sets[set].free_bytes -= units << GRANULE_SHIFT;
-                    self.release(set, id);
-                    id = next;
-                }
-            }
-        }
-        self.cached_blocks = 0;
-        true
     }
 
     /// True when another stream asked for this stream's blocks (checked on every call: one flag,
     /// looked up only once any set has been asked).
     #[inline]
     pub fn is_wanted(&self, set: SetId) -> bool {
-        self.maybe_wanted && self.sets[set].wanted
+        // `get`: no panic, for the cache's path (see `allocate_cached`); every set asked is there.
+        self.maybe_wanted && self.sets.get(set.index()).is_some_and(|s| s.wanted)
     }
 
     /// Moves the private free blocks of `set` to its published set: the caller has just captured
@@ -581,6 +580,7 @@ impl CoalescingPool {
 
     /// Number of blocks handed out and not yet freed.
     pub fn allocated_count(&self) -> usize {
-        self.allocated.len()
+        // Cached blocks keep their entries in the address map.
+        self.allocated.len() - self.cached_blocks
     }
 }

@@ -66,7 +66,7 @@ pub mod testing;
 
 pub use address_space::{AddressSpace, HostMappings, HostPhysicalMemory, Partial, PhysicalMemory};
 pub use block::MAX_BLOCK_BYTES;
-pub use coalescing_pool::{rounded_size, BlockView, CoalescingPool, LiveBlock, SetId, GRANULE};
+pub use coalescing_pool::{rounded_size, BlockView, CoalescingPool, LiveBlock, SetId, CACHED_BYTES_MAX, GRANULE};
 pub use error::{Error, Misuse, PoolState, Result};
 pub use segment_map::SegmentMap;
 pub use shard_map::ShardMap;

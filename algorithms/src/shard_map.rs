@@ -223,6 +223,13 @@ impl ShardMap {
         true
     }
 
+    /// Whether any key may be in the map (a stream or thread dealt a shard, a capture marked):
+    /// until then [`shard`](Self::shard) is 0 for every key, without a look.
+    #[inline(always)]
+    pub fn any_spread(&self) -> bool {
+        self.any_spread.load(Ordering::Relaxed)
+    }
+
     /// Whether any stream or thread has been dealt a shard of its own: until then shard 0 handed
     /// out every block but those of captures.
     pub fn dealt_any(&self) -> bool {

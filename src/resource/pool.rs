@@ -13,7 +13,7 @@
 //!   (`synchronisation.rs` seals the shards around it).
 //!
 //! The paths through them: the fast paths (`fast_path.rs`; `immediate.rs` for calls that never
-//! wait), the slow path of an allocation in its numbered steps, top to bottom (`slow_path.rs`,
+//! wait; `cached_path.rs` for an allocation the stream's cache serves alone), the slow path of an allocation in its numbered steps, top to bottom (`slow_path.rs`,
 //! with `gather.rs` for a pool mapped in place), the rest of a free (`free_path.rs`), calls on
 //! a capturing stream (`capture.rs`), memory given back while the pool lives (`release.rs`,
 //! `in_place.rs`), read-only walks (`segments.rs`, `invariants.rs`) and construction (`build.rs`).
@@ -31,6 +31,7 @@ use std::sync::Arc;
 use stream_identity::Streams;
 
 mod build;
+mod cached_path;
 mod capture;
 mod captures;
 mod fast_path;

@@ -13,6 +13,7 @@ impl CoalescingPool {
         }
         let mut free_total = 0;
         let mut cached = 0;
+        let mut handed_out = 0;
         // The first block of every chain, by address: one pass, so the check is not quadratic in a
         // pool of many chunks.
         let mut firsts: Vec<(usize, BlockId)> =
@@ -33,6 +34,9 @@ impl CoalescingPool {
                 if b.owner() == Owner::Cached {
                     free_total += b.size();
                     cached += 1;
+                    if self.allocated.get(b.addr, &self.blocks) != Some(id) {
+                        return Err(format!("cached block {:#x} missing from the address map", b.addr));
+                    }
                 } else if b.is_free() {
                     free_total += b.size();
                     if b.next_phys != NIL && self.blocks.get(b.next_phys).owner() == b.owner() {
@@ -40,6 +44,8 @@ impl CoalescingPool {
                     }
                 } else if self.allocated.get(b.addr, &self.blocks) != Some(id) {
                     return Err(format!("allocated block {:#x} missing from the address map", b.addr));
+                } else {
+                    handed_out += 1;
                 }
                 at = b.end();
                 prev = id;
@@ -80,6 +86,13 @@ impl CoalescingPool {
         }
         if in_caches != cached || cached != self.cached_blocks {
             return Err(format!("{cached} cached blocks, {in_caches} in caches, count {}", self.cached_blocks));
+        }
+        // Nothing else is in the address map: no entry of a block merged or gone.
+        if self.allocated.len() != handed_out + cached {
+            return Err(format!(
+                "the address map holds {} entries for {handed_out} blocks handed out and {cached} cached",
+                self.allocated.len()
+            ));
         }
         let private_sets = self.sets.iter().filter(|s| s.key.is_stream() && s.published_by.is_none()).count();
         if private_sets != self.stream_count {

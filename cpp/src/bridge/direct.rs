@@ -58,18 +58,22 @@ impl Family for PoolResource {
         &self.any
     }
 
-    /// One discriminant test, then the classic pool without dynamic dispatch.
+    /// One discriminant test, then the classic pool's cache alone, which needs few registers
+    /// and saves none; else the whole call, in a function of its own.
     #[inline]
     unsafe fn allocate_or_null(&self, stream: usize, bytes: usize, alignment: usize) -> usize {
-        match &self.pool {
-            Direct::Classic(pool) => {
-                // SAFETY: the caller's contract: `stream` is live for the call.
-                let view = unsafe { stream_view(stream) };
-                pointer_or_null(|| pool.allocate(bytes, alignment, view))
+        if let Direct::Classic(pool) = &self.pool {
+            // SAFETY: the caller's contract: `stream` is live for the call.
+            let view = unsafe { stream_view(stream) };
+            // No catch here (its landing pad costs the path its lean frame): the cache's path
+            // indexes nothing unchecked that could panic, and declines to the whole call, which
+            // catches and reports, wherever the pool's state is not as it expects.
+            if let Some(p) = pool.allocate_from_cache(bytes, alignment, view) {
+                return p as usize;
             }
-            // SAFETY: the caller's contract, passed on.
-            _ => unsafe { self.allocate_or_null_not_classic(bytes, alignment, stream) },
         }
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.allocate_or_null_whole(stream, bytes, alignment) }
     }
 
     #[inline]
@@ -84,6 +88,26 @@ impl Family for PoolResource {
             }
             // SAFETY: the caller's contract, passed on.
             _ => unsafe { self.deallocate_not_classic(stream, ptr, bytes, alignment) },
+        }
+    }
+}
+
+impl PoolResource {
+    /// The whole allocation, where the classic pool's cache alone did not serve it: the classic
+    /// pool without dynamic dispatch.
+    ///
+    /// # Safety
+    /// `stream` is live for the call (see the module's documentation).
+    #[inline(never)]
+    unsafe fn allocate_or_null_whole(&self, stream: usize, bytes: usize, alignment: usize) -> usize {
+        match &self.pool {
+            Direct::Classic(pool) => {
+                // SAFETY: the caller's contract: `stream` is live for the call.
+                let view = unsafe { stream_view(stream) };
+                pointer_or_null(|| pool.allocate(bytes, alignment, view))
+            }
+            // SAFETY: the caller's contract, passed on.
+            _ => unsafe { self.allocate_or_null_not_classic(bytes, alignment, stream) },
         }
     }
 }

@@ -14,7 +14,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// `None` for everything else, with no block handed out (free blocks may have merged): then
     /// [`allocate_beyond_home`](Self::allocate_beyond_home) reports the error or takes memory
     /// from other shards or the upstream.
-    #[inline]
+    #[inline(always)]
     pub(super) fn allocate_at_home(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Option<*mut u8> {
         // One comparison rejects both a 0-byte request and one no block can hold: the largest
         // block is a multiple of the granule, so `bytes` fits exactly when its rounded size does.

@@ -103,6 +103,12 @@ impl Shards {
         self.shards[i].0.try_lock()
     }
 
+    /// Locks shard 0 if no other thread holds it; without a bounds check that could panic.
+    #[inline(always)]
+    pub(super) fn try_lock_first(&self) -> Option<ShardGuard<'_>> {
+        self.shards.first()?.0.try_lock()
+    }
+
     /// Locks every real shard, in index order (the caller holds no other lock, so no two threads
     /// deadlock).
     pub(super) fn lock_real(&self) -> Vec<ShardGuard<'_>> {
