@@ -1,6 +1,5 @@
-//! The current resource of a device, cached per thread: the hot paths that allocate from "the
-//! device's current resource" (the PyTorch hook, the CuPy and Numba handles) take no lock beyond
-//! the resource's own and allocate nothing. Each thread checks the per-device table's generation
+//! The current resource of a device, cached per thread: the PyTorch hook, which allocates from
+//! "the device's current resource" on every call, takes no lock for it and allocates nothing. Each thread checks the per-device table's generation
 //! (one atomic load) to notice a change; its cache keeps the resource it last used alive until
 //! that thread's next call after a change.
 

@@ -73,9 +73,10 @@ fn allocate(size: usize, device: i32, stream: *mut c_void) -> Result<*mut c_void
         let mr = resource_of(device);
         // A captured allocation is marked first (slow path): never served before the mark.
         let capturing = crate::torch_capture::graph_pools_active();
-        let ptr = match (!capturing).then(|| mr.try_allocate_immediately(size, DEFAULT_ALIGNMENT, stream)) {
-            Some(Some(ptr)) => ptr,
-            _ => device::with_device(DeviceId(device), || {
+        let immediate = if capturing { None } else { mr.try_allocate_immediately(size, DEFAULT_ALIGNMENT, stream) };
+        let ptr = match immediate {
+            Some(ptr) => ptr,
+            None => device::with_device(DeviceId(device), || {
                 if capturing {
                     crate::torch_capture::mark_if_captured(&mr, device, stream)?;
                 }
