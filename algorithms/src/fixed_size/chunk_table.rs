@@ -59,17 +59,22 @@ impl ChunkTable {
         self.total_blocks.fetch_add(blocks, Ordering::Release);
     }
 
-    /// The last chunk starting at or before `ptr`, if any: a binary search without branches on
-    /// the data (chunks are few, and the pointers freed come in no order a predictor could learn).
+    /// The last chunk starting at or before `ptr`, if any: a binary search whose steps choose
+    /// without a branch (chunks are few, and the pointers freed come in no order a predictor
+    /// could learn: as a branch, each step mispredicted about half the time, some 1.5
+    /// mispredictions per allocate-or-free).
     #[inline(always)]
     fn chunk_at_or_before(&self, ptr: usize) -> Option<&Chunk> {
-        let mut rest = self.chunks.read();
-        while rest.len() > 1 {
-            let half = rest.len() / 2;
-            let (low, high) = rest.split_at(half);
-            rest = if high[0].start <= ptr { high } else { low };
+        let chunks = self.chunks.read();
+        let mut base = 0;
+        let mut len = chunks.len();
+        while len > 1 {
+            let half = len / 2;
+            let mid = base + half;
+            base = std::hint::select_unpredictable(chunks[mid].start <= ptr, mid, base);
+            len -= half;
         }
-        rest.first().filter(|c| c.start <= ptr)
+        chunks.get(base).filter(|c| c.start <= ptr)
     }
 
     /// The chunk and block index of the block starting at `ptr`.
