@@ -13,7 +13,8 @@
 # (with three binaries, before / ours / RMM: ours over before, ours over RMM). A row a binary
 # cut off (RMM's pool under threads, at this budget) shows "-".
 #
-# Environment: ROUNDS (4), BUDGET (alloc_bench's --budget-s, 0.4), STOP_S (no group starts after
+# Environment: RESOURCES (a regular expression: only the groups whose resource matches; default
+# all), ROUNDS (4), BUDGET (alloc_bench's --budget-s, 0.4), STOP_S (no group starts after
 # this many seconds; default 3000), RESULTS_DIR (default .bench/results): alternate.csv
 # (round,binary,impl,resource,workload,param,value,unit), alternate.err and alternate.txt.
 set -uo pipefail
@@ -38,6 +39,7 @@ for r in $(seq 1 "$rounds"); do
   for g in "${groups[@]}"; do
     if [ "$SECONDS" -gt "$stop" ]; then echo "alternate: stopped in round $r after $SECONDS s" >&2; break 2; fi
     IFS='|' read -r resource workloads threads <<<"$g"
+    [[ $resource =~ ${RESOURCES:-.} ]] || continue
     for i in $(seq 0 $((n - 1))); do
       b=${bins[$(((i + r - 1) % n))]}
       if [ -n "$threads" ]; then
