@@ -342,7 +342,7 @@ fn tracking_model() {
         assert_eq!(tracking.allocated_bytes(), m.live_bytes);
         assert_eq!(tracking.allocation_count(), m.len());
         step += 1;
-        if step % 50_000 == 0 {
+        if step.is_multiple_of(50_000) {
             let snap = tracking.outstanding_allocations();
             assert_eq!(snap.len(), m.len());
             assert_eq!(snap.iter().map(|r| r.bytes).sum::<usize>(), m.live_bytes);
@@ -798,7 +798,7 @@ fn failure_callback_model() {
     // (one thread), every refused request calls back exactly twice.
     let adaptor = FailureCallbackResourceAdaptor::new(
         LimitingResourceAdaptor::new(HostMemoryResource::new(), 4 * MIB),
-        move |_bytes| counted.fetch_add(1, Ordering::SeqCst) % 2 == 0,
+        move |_bytes| counted.fetch_add(1, Ordering::SeqCst).is_multiple_of(2),
     );
     let mut rng = Rng::new(s);
     let mut expected = 0usize;

@@ -351,7 +351,7 @@ fn host_resource_at_scale() {
         step += 1;
         // The live map is summed on each call, so it is compared now and then and after every
         // bad call (which must have left it as it was).
-        if step % 64 == 0 || matches!(e, Event::Rejected) {
+        if step.is_multiple_of(64) || matches!(e, Event::Rejected) {
             assert_eq!(host.outstanding(), (m.len(), m.live_bytes));
         }
     });
@@ -457,7 +457,7 @@ impl PoolChecker {
         if let Some(r) = &self.upstream_refused {
             r.lock().clear();
         }
-        if self.step % 200_000 == 0 {
+        if self.step.is_multiple_of(200_000) {
             assert_eq!(self.rounded, m.rounded_live_bytes());
             pool.check_invariants().unwrap();
         }
@@ -721,10 +721,10 @@ fn tracking_at_scale() {
         step += 1;
         assert_eq!((tracking.allocation_count(), tracking.allocated_bytes()), (m.len(), m.live_bytes));
         // A bad free is passed to the upstream, which refuses it.
-        if step % 64 == 0 || matches!(e, Event::Rejected) {
+        if step.is_multiple_of(64) || matches!(e, Event::Rejected) {
             assert_eq!(tracking.upstream().outstanding(), (m.len(), m.live_bytes));
         }
-        if step % 100_000 == 0 {
+        if step.is_multiple_of(100_000) {
             let snap = tracking.outstanding_allocations();
             assert_eq!(snap.len(), m.len());
             assert_eq!(snap.iter().map(|r| r.bytes).sum::<usize>(), m.live_bytes);

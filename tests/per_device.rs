@@ -37,7 +37,7 @@ fn set_returns_previous_and_get_sees_the_new_one() {
     drop(h2);
     let r = get_per_device_resource(id);
     let p = r.allocate(4096, 256, CudaStreamView::DEFAULT).unwrap();
-    assert!(!p.is_null() && p as usize % 256 == 0);
+    assert!(!p.is_null() && (p as usize).is_multiple_of(256));
     r.deallocate(p, 4096, 256, CudaStreamView::DEFAULT).unwrap();
 
     reset_per_device_resource(id);

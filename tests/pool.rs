@@ -92,7 +92,7 @@ fn random_trace_matches_model_and_returns_everything() {
         let mut step = 0usize;
         run_trace(&pool, &t, &mut rng, false, |model| {
             step += 1;
-            if step % 20_000 == 0 {
+            if step.is_multiple_of(20_000) {
                 pool.check_invariants().unwrap();
                 let s = pool.state();
                 assert!(s.pool_size - s.free_bytes >= model.live_bytes, "pool lost track of live bytes");
@@ -504,7 +504,7 @@ fn ordered_random_trace(spread: bool, default_seed: u64) {
         let mut step = 0usize;
         run_trace(&pool, &t, &mut rng, false, |_| {
             step += 1;
-            if step % 50_000 == 0 {
+            if step.is_multiple_of(50_000) {
                 pool.check_invariants().unwrap();
             }
         });

@@ -389,7 +389,7 @@ fn captures_on_threads_never_share_memory_with_eager_threads() {
                 let mut live: Vec<(usize, usize)> = Vec::new();
                 let mut seen = Vec::new();
                 for _ in 0..2000 {
-                    if live.len() < 20 && rng.next_u64() % 3 != 0 {
+                    if live.len() < 20 && !rng.next_u64().is_multiple_of(3) {
                         let bytes = 256 + (rng.next_u64() as usize % (512 << 10));
                         let a = alloc(&*p, bytes, stream);
                         live.push((a, bytes));

@@ -241,7 +241,7 @@ fn aligned_adaptor_refuses_a_null_upstream_and_stays_usable() {
 
     up.set(Mode::Good);
     let b = adaptor.allocate(MIB, 256, S).unwrap();
-    assert!(b as usize % 4096 == 0 && up.holds(b, MIB));
+    assert!((b as usize).is_multiple_of(4096) && up.holds(b, MIB));
     adaptor.deallocate(a, MIB, 256, S).unwrap();
     adaptor.deallocate(b, MIB, 256, S).unwrap();
     assert_eq!(up.outstanding(), (0, 0));

@@ -213,7 +213,7 @@ impl<P: PhysicalMemory> AddressSpace<P> {
     /// hole that a later [`grow`](Self::grow) maps again. On a failure of the physical side the
     /// granules it did unmap are recorded as unmapped ([`Partial::done`]).
     pub fn release(&mut self, addr: usize, len: usize) -> std::result::Result<(), Partial> {
-        let aligned = addr % self.granule == 0 && len % self.granule == 0;
+        let aligned = addr.is_multiple_of(self.granule) && len.is_multiple_of(self.granule);
         if !aligned || len == 0 || !self.is_mapped(addr, len) {
             let error = Error::InvalidArgument(format!(
                 "cannot unmap {len} bytes at {addr:#x}: not whole mapped granules of {} bytes of this reservation",

@@ -334,7 +334,7 @@ impl CoalescingPool {
         let addr = self.blocks.get(id).addr;
         // Every block starts on a granule (a misaligned chunk is refused), so the granule needs
         // no cut: with `align` a constant, as on the pool's fast path, the test folds away.
-        debug_assert!(addr % GRANULE == 0);
+        debug_assert!(addr.is_multiple_of(GRANULE));
         let aligned = if align == GRANULE { addr } else { (addr + align - 1) & !(align - 1) };
         if aligned != addr {
             // The front stays free on this stream; its previous neighbour is not free here (the

@@ -45,7 +45,7 @@ pub(crate) fn allocate_chunk<U: MemoryResource + ?Sized>(
     stream: CudaStreamView,
 ) -> Result<*mut u8> {
     let ptr = refuse_null(upstream.allocate(bytes, alignment, stream)?, bytes)?;
-    if (ptr as usize) % alignment != 0 {
+    if !(ptr as usize).is_multiple_of(alignment) {
         // Nothing else can be done with memory that breaks the contract; an error of the free
         // would hide the one that matters, the misalignment.
         let _ = upstream.deallocate(ptr, bytes, alignment, stream);

@@ -84,7 +84,7 @@ pub fn zero_bytes_is_null_and_freeing_null_does_nothing(r: &dyn MemoryResource) 
 pub fn sizes_from_one_byte_to_sixteen_mib_round_trip(r: &dyn MemoryResource) {
     for bytes in [1, 7, 255, 256, 257, 4095, 4096, 65537, 1 << 20, (3 << 20) + 5, 16 << 20] {
         let p = r.allocate(bytes, 256, S).unwrap_or_else(|e| panic!("allocate({bytes}): {e}"));
-        assert!(!p.is_null() && p as usize % 256 == 0, "allocate({bytes}) gave {p:p}");
+        assert!(!p.is_null() && (p as usize).is_multiple_of(256), "allocate({bytes}) gave {p:p}");
         touch(r, p, bytes, 0x5A);
         check_touch(r, p, bytes, 0x5A);
         r.deallocate(p, bytes, 256, S).unwrap();

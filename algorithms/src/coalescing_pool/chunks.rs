@@ -23,7 +23,9 @@ impl CoalescingPool {
     /// multiples of 256 (the pool refuses an upstream's chunk that is not, before it gets here),
     /// `size` at most [`MAX_BLOCK_BYTES`], and the range must not overlap any chunk already added.
     pub fn add_chunk(&mut self, addr: usize, size: usize, set: SetId) {
-        debug_assert!(addr % GRANULE == 0 && size % GRANULE == 0 && size > 0 && size <= MAX_BLOCK_BYTES);
+        debug_assert!(
+            addr.is_multiple_of(GRANULE) && size.is_multiple_of(GRANULE) && size > 0 && size <= MAX_BLOCK_BYTES
+        );
         self.chunks.push((addr, size));
         self.pool_size += size;
         let id = self.blocks.insert(Block::new(addr, (size >> GRANULE_SHIFT) as u32, Owner::Set(set)));
@@ -34,7 +36,9 @@ impl CoalescingPool {
     /// of `live` (sorted by address, disjoint, each inside the range, on granules) stay handed out
     /// and are freed here later; the ranges between them are free on `set`.
     pub fn add_chunk_with_live(&mut self, addr: usize, size: usize, set: SetId, live: &[LiveBlock]) {
-        debug_assert!(addr % GRANULE == 0 && size % GRANULE == 0 && size > 0 && size <= MAX_BLOCK_BYTES);
+        debug_assert!(
+            addr.is_multiple_of(GRANULE) && size.is_multiple_of(GRANULE) && size > 0 && size <= MAX_BLOCK_BYTES
+        );
         debug_assert!(live.windows(2).all(|w| w[0].addr + w[0].size <= w[1].addr), "live blocks sorted, disjoint");
         debug_assert!(live.iter().all(|l| addr <= l.addr && l.addr + l.size <= addr + size && l.requested <= l.size));
         self.chunks.push((addr, size));
@@ -112,7 +116,7 @@ impl CoalescingPool {
     /// its chunk. Another pool adopts the range with [`add_chunk`](Self::add_chunk); blocks never
     /// span the cut again (until [`detach_whole_free_chunks`](Self::detach_whole_free_chunks)).
     pub fn detach(&mut self, donor: SetId, min: usize, want: usize) -> Option<(usize, usize)> {
-        debug_assert!(min % GRANULE == 0 && want % GRANULE == 0 && min <= want);
+        debug_assert!(min.is_multiple_of(GRANULE) && want.is_multiple_of(GRANULE) && min <= want);
         self.flush_caches();
         let free = &self.sets[donor].free;
         free.class_at_or_above(map_ceil(min >> GRANULE_SHIFT))?;

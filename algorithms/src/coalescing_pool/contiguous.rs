@@ -15,7 +15,7 @@ impl CoalescingPool {
     /// 256, the range must overlap no chunk, and the joined chunk must stay within
     /// [`MAX_BLOCK_BYTES`].
     pub fn attach(&mut self, addr: usize, size: usize, set: SetId) {
-        debug_assert!(addr % GRANULE == 0 && size % GRANULE == 0 && size > 0);
+        debug_assert!(addr.is_multiple_of(GRANULE) && size.is_multiple_of(GRANULE) && size > 0);
         let end = addr + size;
         let before = self.chunks.iter().position(|&(a, s)| a + s == addr);
         let after = self.chunks.iter().position(|&(a, _)| a == end);

@@ -49,7 +49,7 @@ fn host_resource_round_trip_through_the_bridge_functions() {
     let r = new_host_memory_resource();
     assert!(r.resource().status().is_ok());
     let a = allocate(&*r, 1000, 256);
-    assert!(a.is_ok() && a.ptr % 256 == 0 && a.ptr != 0);
+    assert!(a.is_ok() && a.ptr.is_multiple_of(256) && a.ptr != 0);
     assert!(try_deallocate(&*r, a.ptr, 1000, 256).is_ok());
     // A second free is refused with a misuse error and leaves the resource as it was.
     let again = try_deallocate(&*r, a.ptr, 1000, 256);
@@ -72,7 +72,7 @@ fn the_fast_path_keeps_the_error_for_take_allocate_error() {
     assert_eq!(oom.kind, ErrorKind::OutOfMemory);
     assert!(oom.message.contains("(failed to allocate 8.000000 KiB)"), "{}", oom.message);
     let p = allocate_or_null(&*pool, 4096, 256);
-    assert!(p != 0 && p % 256 == 0);
+    assert!(p != 0 && p.is_multiple_of(256));
     deallocate(&*pool, p, 4096, 256);
     assert_eq!(pool.pool_size().ptr, 4096);
 }

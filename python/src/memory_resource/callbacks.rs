@@ -109,7 +109,7 @@ unsafe impl<R: MemoryResource> MemoryResource for PyCallbackResource<R> {
             return call_allocate(&self.allocate_func, 0, stream);
         }
         let ptr = self.inner.allocate(bytes, alignment, stream)?;
-        if ptr as usize % needed != 0 {
+        if !(ptr as usize).is_multiple_of(needed) {
             return Err(self.refuse_misaligned(ptr, bytes, alignment, needed, stream));
         }
         Ok(ptr)

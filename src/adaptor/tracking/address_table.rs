@@ -177,8 +177,8 @@ mod tests {
         let mut t = AddressTable::<usize>::default();
         let mut m: HashMap<usize, usize> = HashMap::new();
         for _ in 0..200_000 {
-            let addr = (rng.next_u64() % 3000) as usize * if rng.next_u64() % 2 == 0 { 256 } else { 8 };
-            if rng.next_u64() % 2 == 0 {
+            let addr = (rng.next_u64() % 3000) as usize * if rng.next_u64().is_multiple_of(2) { 256 } else { 8 };
+            if rng.next_u64().is_multiple_of(2) {
                 let bytes = (rng.next_u64() % 1000) as usize;
                 let fresh = !m.contains_key(&addr);
                 assert_eq!(t.insert(addr, bytes), fresh);

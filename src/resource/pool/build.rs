@@ -66,7 +66,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         shards: usize,
         in_place: Option<Arc<dyn ReservedRange>>,
     ) -> Result<Self> {
-        if initial_size % GRANULE != 0 {
+        if !initial_size.is_multiple_of(GRANULE) {
             return Err(Error::InvalidArgument(format!(
                 "initial pool size {initial_size} is not a multiple of {GRANULE}"
             )));

@@ -18,7 +18,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     pub(super) fn allocate_at_home(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Option<*mut u8> {
         // One comparison rejects both a 0-byte request and one no block can hold: the largest
         // block is a multiple of the granule, so `bytes` fits exactly when its rounded size does.
-        const _: () = assert!(MAX_BLOCK_BYTES % GRANULE == 0);
+        const _: () = assert!(MAX_BLOCK_BYTES.is_multiple_of(GRANULE));
         if bytes.wrapping_sub(1) >= MAX_BLOCK_BYTES {
             return None;
         }

@@ -60,7 +60,7 @@ impl DevicePhysicalMemory {
         let posix_fd = options.export_posix_fd && driver::posix_fd_handles_supported(device)?;
         let recommended = driver::mem_recommended_granularity(device, posix_fd)?;
         let granule = options.granule.unwrap_or(recommended);
-        if granule == 0 || granule % recommended != 0 || !granule.is_power_of_two() {
+        if granule == 0 || !granule.is_multiple_of(recommended) || !granule.is_power_of_two() {
             return Err(Error::InvalidArgument(format!(
                 "a granule of {granule} bytes: a power of two and a multiple of the device's granularity \
                  ({recommended} bytes)"

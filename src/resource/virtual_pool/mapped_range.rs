@@ -64,7 +64,7 @@ impl<P: PhysicalMemory> MappedRange<P> {
 unsafe impl<P: PhysicalMemory + 'static> MemoryResource for MappedRange<P> {
     fn allocate(&self, bytes: usize, _alignment: usize, _stream: CudaStreamView) -> Result<*mut u8> {
         let mut space = self.space.lock();
-        if bytes % space.granularity() != 0 {
+        if !bytes.is_multiple_of(space.granularity()) {
             return Err(Error::InvalidArgument(format!(
                 "{bytes} bytes: a mapped range grows by whole granules of {}",
                 space.granularity()
