@@ -179,4 +179,25 @@ mod tests {
         t.mark_free(0x10_000 + 99 * 512).unwrap();
         assert_eq!((t.live_blocks(), t.total_blocks()), (0, 104));
     }
+
+    #[test]
+    fn the_search_finds_the_chunk_a_linear_scan_finds() {
+        // Every table size from 0 to 40 chunks (odd and even halvings), chunks added out of
+        // order with gaps between them, probed at, around and between every chunk's ends.
+        for n in 0..40usize {
+            let t = ChunkTable::new(256);
+            let starts: Vec<usize> = (0..n).map(|i| 0x10_0000 + ((i * 7) % n.max(1)) * 0x1_0000).collect();
+            for &s in &starts {
+                t.add(s, 4);
+            }
+            let mut probes = vec![0, usize::MAX];
+            for &s in &starts {
+                probes.extend([s - 1, s, s + 1, s + 1023, s + 1024, s + 0x8000]);
+            }
+            for p in probes {
+                let want = t.chunks.read().iter().filter(|c| c.start <= p).map(|c| c.start).max();
+                assert_eq!(t.chunk_at_or_before(p).map(|c| c.start), want, "{n} chunks, probe {p:#x}");
+            }
+        }
+    }
 }
