@@ -9,8 +9,9 @@
 # binary; the binary that goes first moves by one each round, so that none always inherits a busy
 # or a freshly emptied device. One-thread rows are pinned to one CPU (BENCH_CPU, default 2) where
 # taskset can; thread rows run unpinned. The table has one column per binary (its file name), the
-# median of the rounds, and the ratios of the last-but-one column to the first and to the last
-# (with three binaries, before / ours / RMM: ours over before, ours over RMM). A row a binary
+# median of the rounds, and the ratios of the column compared (the last-but-one where there are
+# three binaries or more, else the last) to the first and, with three or more, to the last
+# (before / ours / RMM: ours over before, ours over RMM). A row a binary
 # cut off (RMM's pool under threads, at this budget) shows "-".
 #
 # Environment: RESOURCES (a regular expression: only the groups whose resource matches; default
@@ -59,10 +60,10 @@ rows = {}
 for f in csv.reader(open(path)):
     rows.setdefault(tuple(f[3:6]), {}).setdefault(f[1], []).append(float(f[6]))
 width = max(12, *(len(n) for n in names))
-print("ns per operation (aggregate for threads), median of the rounds (n: rounds of the last-but-one column)")
+print("ns per operation (aggregate for threads), median of the rounds (n: rounds of the column compared)")
 head = f"{'resource':20} {'workload':12} {'param':22} " + " ".join(f"{n:>{width}}" for n in names)
 if len(names) >= 2:
-    head += f" {'vs first':>8} {'vs last':>8}"
+    head += f" {'vs first':>8}" + (f" {'vs last':>8}" if len(names) >= 3 else "")
 print(head + "  n")
 for (res, w, param), by in sorted(rows.items()):
     med = [statistics.median(by[n]) if n in by else None for n in names]
@@ -72,7 +73,7 @@ for (res, w, param), by in sorted(rows.items()):
         mine = med[-2] if len(names) >= 3 else med[-1]
         first, last = med[0], med[-1]
         ratio = lambda a, b: f"{a / b:>8.3f}" if a is not None and b else f"{'-':>8}"
-        line += f" {ratio(mine, first)} {ratio(mine, last) if len(names) >= 3 else ''}"
+        line += f" {ratio(mine, first)}" + (f" {ratio(mine, last)}" if len(names) >= 3 else "")
     ours = names[-2] if len(names) >= 3 else names[-1]
     print(line + f"  {len(by.get(ours, []))}")
 EOF
